@@ -1,0 +1,363 @@
+/* cli.c - argument parsing (getopt_long), help texts, the command table and
+ * the all-or-nothing output of npusim; see cli.h. */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <xbt/base.h>
+#include <simgrid/version.h> /* needs xbt/base.h first */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "commands.h"
+
+const char *const cli_format_names[FORMAT_COUNT] = {"table", "json", "csv"};
+const char *const cli_fidelity_names[FIDELITY_COUNT] = {"flow", "analytic"};
+
+/* Options a command accepts, as a bit set over the common options. */
+enum {
+  OPT_SYSTEM = 1 << 0,
+  OPT_WORKLOAD = 1 << 1,
+  OPT_SET = 1 << 2,
+  OPT_FORMAT = 1 << 3,
+  OPT_FIDELITY = 1 << 4,
+  OPT_OUTPUT = 1 << 5,
+};
+
+typedef struct {
+  const char *name;
+  const char *summary;
+  const char *usage;    /* arguments after "npusim NAME" */
+  const char *details;  /* further help text, or NULL */
+  unsigned options;     /* OPT_* it accepts */
+  int (*run)(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+  int issue;            /* the issue that brings it, while run is NULL */
+} command_t;
+
+static const command_t commands[] = {
+    {"coll", "time a collective (allreduce, allgather, ...) on a cluster, as nccl-tests does",
+     "--system S.json --op OP --ranks N [--sizes MIN:MAX] [--algo A] [options]", NULL,
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 3},
+    {"op", "cost one op (matmul, attention, vector op) on the chip model",
+     "--system S.json --op matmul --shape M,N,K [--dtype bf16] [options]", NULL,
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT, NULL, 4},
+    {"replay", "replay a trace of per-rank programs on the simulated cluster",
+     "--system S.json --trace T.json.gz [options]", NULL,
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 5},
+    {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
+     "--system S.json --workload W.json [options]", NULL,
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 6},
+    {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
+     "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
+     "table and csv list every key with its value, unit, the file (or default, or --set)\n"
+     "it came from and its source note; json prints the canonical resolved config, which\n"
+     "loads back to the same config. With both configs, json prints\n"
+     "{\"system\": ..., \"workload\": ...}.\n",
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, 0},
+    {"schema", "print the reference of every config key (docs/config.md)",
+     "[--format table|json]",
+     "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
+     OPT_FORMAT | OPT_OUTPUT, cmd_schema, 0},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct option all_options[] = {
+    {"system", required_argument, NULL, 's'},   {"workload", required_argument, NULL, 'w'},
+    {"set", required_argument, NULL, 'S'},      {"format", required_argument, NULL, 'f'},
+    {"fidelity", required_argument, NULL, 'F'}, {"output", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+};
+
+static const struct {
+  unsigned bit;
+  const char *text;
+} option_help[] = {
+    {OPT_SYSTEM, "  --system FILE          system config (configs/systems/*.json)\n"},
+    {OPT_WORKLOAD, "  --workload FILE        workload config (configs/workloads/*.json)\n"},
+    {OPT_SET, "  --set PATH=VALUE       override one config key, e.g. "
+              "chip.hbm.bandwidth_GBps=3200 (repeatable)\n"},
+    {OPT_FORMAT, "  --format FMT           table (default), json or csv\n"},
+    {OPT_FIDELITY, "  --fidelity F           flow (default: contention on shared links) or "
+                   "analytic (alpha-beta, fast)\n"},
+    {OPT_OUTPUT, "  --output FILE          write there instead of stdout (only if the run "
+                 "succeeds)\n"},
+};
+
+static void print_main_usage(FILE *f) {
+  fprintf(f, "usage: npusim [--version] [--help] COMMAND [OPTIONS]\n");
+}
+
+static void print_main_help(FILE *f) {
+  print_main_usage(f);
+  fprintf(f, "\nnpusim predicts the training step time of NPU clusters (Ascend, GPU) on SimGrid.\n"
+             "\ncommands:\n");
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-9s %s%s\n", commands[i].name, commands[i].summary,
+            commands[i].run ? "" : " [not yet available]");
+  fprintf(f, "\n'npusim COMMAND --help' describes a command. Exit status: 0 success, 2 bad input"
+             "\n(one line on stderr naming the file, JSON path and what was expected), 1 internal"
+             "\nerror. Docs: README.md, docs/config.md.\n");
+}
+
+static void print_command_usage(FILE *f, const command_t *c) {
+  fprintf(f, "usage: npusim %s %s\n", c->name, c->usage);
+}
+
+static void print_command_help(FILE *f, const command_t *c) {
+  print_command_usage(f, c);
+  fprintf(f, "\n%s.\n", c->summary);
+  if (!c->run)
+    fprintf(f, "Not yet available: it arrives with issue #%d.\n", c->issue);
+  if (c->details)
+    fprintf(f, "\n%s", c->details);
+  fprintf(f, "\noptions:\n");
+  for (size_t i = 0; i < sizeof option_help / sizeof option_help[0]; i++)
+    if (c->options & option_help[i].bit)
+      fputs(option_help[i].text, f);
+  fputs("  --help                 this text\n", f);
+}
+
+static void print_version(FILE *f) {
+  int major, minor, patch;
+  sg_version_get(&major, &minor, &patch);
+  fprintf(f, "npusim %s (SimGrid %d.%d.%d, cJSON %s, zlib %s)\n", NPUSIM_VERSION, major, minor,
+          patch, cJSON_Version(), zlibVersion());
+}
+
+static const command_t *find_command(const char *name) {
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+static int parse_choice(const char *opt, const char *arg, const char *const *names, int n,
+                        int *out, npu_err_t *err) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(arg, names[i]) == 0) {
+      *out = i;
+      return 0;
+    }
+  char list[128] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+  return npu_err_set(err, "--%s: expected one of %s, found \"%s\"", opt, list, arg);
+}
+
+/* Whether option code c is one of command cmd's. */
+static bool accepts(const command_t *cmd, int c) {
+  static const struct {
+    int code;
+    unsigned bit;
+  } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},
+             {'f', OPT_FORMAT}, {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (map[i].code == c)
+      return (cmd->options & map[i].bit) != 0;
+  return c == 'h';
+}
+
+/* Parses the options after the command name. Returns 0 to run, 1 if help was
+ * printed, -1 on a usage error (message in err, or usage already printed). */
+static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t *opts,
+                         npu_err_t *err) {
+  int c, idx;
+  opterr = 0; /* we print our own messages */
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":", all_options, &idx)) != -1) {
+    if (c == '?' || !accepts(cmd, c)) {
+      const char *bad = argv[optind - 1];
+      return npu_err_set(err, "npusim %s: unknown option %s; usage: npusim %s %s", cmd->name,
+                         bad, cmd->name, cmd->usage);
+    }
+    if (c == ':')
+      return npu_err_set(err, "npusim %s: option %s expects a value; usage: npusim %s %s",
+                         cmd->name, argv[optind - 1], cmd->name, cmd->usage);
+    switch (c) {
+    case 'h':
+      print_command_help(stdout, cmd);
+      return 1;
+    case 's':
+      opts->system_path = optarg;
+      break;
+    case 'w':
+      opts->workload_path = optarg;
+      break;
+    case 'o':
+      opts->output_path = optarg;
+      break;
+    case 'S':
+      if (opts->nsets == CLI_MAX_SETS)
+        return npu_err_set(err, "--set: expected at most %d overrides, found more",
+                           CLI_MAX_SETS);
+      opts->sets[opts->nsets++] = optarg;
+      break;
+    case 'f':
+      if (parse_choice("format", optarg, cli_format_names, FORMAT_COUNT, (int *)&opts->format,
+                       err))
+        return -1;
+      break;
+    case 'F':
+      if (parse_choice("fidelity", optarg, cli_fidelity_names, FIDELITY_COUNT,
+                       (int *)&opts->fidelity, err))
+        return -1;
+      break;
+    }
+  }
+  if (optind < argc)
+    return npu_err_set(err, "npusim %s: unexpected argument \"%s\"; usage: npusim %s %s",
+                       cmd->name, argv[optind], cmd->name, cmd->usage);
+  return 0;
+}
+
+/* Writes data to path through a temporary file in the same directory and a
+ * rename, so the file is either the whole output or untouched. */
+static int write_atomically(const char *path, const char *data, size_t len, npu_err_t *err) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 16);
+  if (!tmp)
+    return npu_err_set(err, "%s: out of memory", path);
+  snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    npu_err_set(err, "%s: cannot write output: %s", path, strerror(errno));
+    free(tmp);
+    return -1;
+  }
+  FILE *f = fdopen(fd, "wb");
+  bool ok = f && fwrite(data, 1, len, f) == len;
+  ok = (f && fclose(f) == 0) && ok;
+  if (!f)
+    close(fd);
+  if (ok && rename(tmp, path) == 0) {
+    free(tmp);
+    return 0;
+  }
+  npu_err_set(err, "%s: cannot write output: %s", path, strerror(errno));
+  unlink(tmp);
+  free(tmp);
+  return -1;
+}
+
+static int run_command(const command_t *cmd, int argc, char **argv) {
+  cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = FIDELITY_FLOW};
+  npu_err_t err = {{0}};
+  int parsed = parse_options(cmd, argc, argv, &opts, &err);
+  if (parsed == 1)
+    return EXIT_OK;
+  if (parsed < 0) {
+    fprintf(stderr, "%s\n", err.msg);
+    return EXIT_BAD_INPUT;
+  }
+  if (!cmd->run) {
+    fprintf(stderr, "npusim %s: not yet available: it arrives with issue #%d\n", cmd->name,
+            cmd->issue);
+    return EXIT_BAD_INPUT;
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  if (!out) {
+    fprintf(stderr, "npusim: out of memory\n");
+    return EXIT_INTERNAL;
+  }
+  int rc = cmd->run(&opts, out, &err);
+  fclose(out);
+  int status = EXIT_OK;
+  if (rc != 0) {
+    fprintf(stderr, "%s\n", err.msg);
+    status = EXIT_BAD_INPUT;
+  } else if (opts.output_path) {
+    if (write_atomically(opts.output_path, buf, len, &err)) {
+      fprintf(stderr, "%s\n", err.msg);
+      status = EXIT_INTERNAL;
+    }
+  } else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
+    status = EXIT_INTERNAL;
+  }
+  free(buf);
+  return status;
+}
+
+int cli_main(int argc, char **argv) {
+  if (argc < 2) {
+    print_main_usage(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  const char *first = argv[1];
+  if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+    print_main_help(stdout);
+    return EXIT_OK;
+  }
+  if (strcmp(first, "--version") == 0) {
+    print_version(stdout);
+    return EXIT_OK;
+  }
+  if (strcmp(first, "help") == 0) {
+    const command_t *c = argc > 2 ? find_command(argv[2]) : NULL;
+    if (argc > 2 && !c) {
+      fprintf(stderr, "npusim help: unknown command \"%s\"\n", argv[2]);
+      print_main_usage(stderr);
+      return EXIT_BAD_INPUT;
+    }
+    if (c)
+      print_command_help(stdout, c);
+    else
+      print_main_help(stdout);
+    return EXIT_OK;
+  }
+  const command_t *cmd = find_command(first);
+  if (!cmd) {
+    fprintf(stderr, "npusim: unknown %s \"%s\"; ", first[0] == '-' ? "option" : "command", first);
+    print_main_usage(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  return run_command(cmd, argc - 1, argv + 1);
+}
+
+/* ---- configs shared by the commands ---- */
+
+int cli_load_configs(const cli_opts_t *opts, cli_configs_t *cfg, npu_err_t *err) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!opts->system_path)
+    return npu_err_set(err, "npusim %s: expected --system FILE, found none", opts->command);
+  cfg->sys_doc = config_doc_load(CONFIG_SYSTEM, opts->system_path, err);
+  if (!cfg->sys_doc)
+    goto fail;
+  if (opts->workload_path) {
+    cfg->wl_doc = config_doc_load(CONFIG_WORKLOAD, opts->workload_path, err);
+    if (!cfg->wl_doc)
+      goto fail;
+  }
+  for (int i = 0; i < opts->nsets; i++) {
+    int kind = config_kind_of_path(opts->sets[i], err);
+    if (kind < 0)
+      goto fail;
+    config_doc_t *doc = kind == CONFIG_SYSTEM ? cfg->sys_doc : cfg->wl_doc;
+    if (!doc) {
+      npu_err_set(err, "--set: %.*s: expected --workload FILE for a workload key, found none",
+                  (int)strcspn(opts->sets[i], "="), opts->sets[i]);
+      goto fail;
+    }
+    if (config_doc_set(doc, opts->sets[i], err))
+      goto fail;
+  }
+  if (config_doc_resolve(cfg->sys_doc, &cfg->sys, err))
+    goto fail;
+  if (cfg->wl_doc && (config_doc_resolve(cfg->wl_doc, &cfg->wl, err) ||
+                      config_check_job(cfg->sys_doc, &cfg->sys, cfg->wl_doc, &cfg->wl, err)))
+    goto fail;
+  return 0;
+fail:
+  cli_free_configs(cfg);
+  return -1;
+}
+
+void cli_free_configs(cli_configs_t *cfg) {
+  config_doc_free(cfg->sys_doc);
+  config_doc_free(cfg->wl_doc);
+  cfg->sys_doc = cfg->wl_doc = NULL;
+}

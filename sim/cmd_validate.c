@@ -1,0 +1,84 @@
+/* cmd_validate.c - `npusim validate` (resolved configs, with provenance and the
+ * figures derived from them) and `npusim schema` (the key reference). */
+#include <stdio.h>
+
+#include "commands.h"
+
+static void print_derived_system(FILE *out, const system_cfg_t *s) {
+  const chip_cfg_t *c = &s->chip;
+  fprintf(out, "\nderived from the system config:\n");
+  fprintf(out, "  %-34s %10.1f TFLOP/s\n", "cube peak bf16 per die",
+          chip_cube_peak_flops(c, CHIP_DTYPE_BF16) / 1e12);
+  fprintf(out, "  %-34s %10.1f TFLOP/s\n", "vector peak fp16 per die",
+          chip_vector_peak_flops(c, CHIP_DTYPE_FP16) / 1e12);
+  fprintf(out, "  %-34s %10.1f GB/s\n", "HBM bandwidth x efficiency",
+          chip_hbm_effective_bw(c) / 1e9);
+  fprintf(out, "  %-34s %10.1f GB/s\n", "scale-up line rate per NPU",
+          topology_scale_up_bw_per_npu(&s->node) / 1e9);
+  if (topology_links_per_peer(&s->node) > 0)
+    fprintf(out, "  %-34s %10d\n", "scale-up links per peer", topology_links_per_peer(&s->node));
+  fprintf(out, "  %-34s %10.1f GB/s\n", "scale-out line rate per NPU",
+          s->cluster.scale_out.nics_per_npu * s->cluster.scale_out.nic.bw_bytes_per_s / 1e9);
+}
+
+static void print_derived_workload(FILE *out, const system_cfg_t *s, const workload_cfg_t *w) {
+  long world = workload_world_size(w);
+  long nodes = s->cluster.nodes > 0 ? s->cluster.nodes
+                                    : (world + s->node.npus - 1) / s->node.npus;
+  fprintf(out, "\nderived from the workload config:\n");
+  fprintf(out, "  %-34s %10ld\n", "NPUs (dp x tp x pp x cp)", world);
+  fprintf(out, "  %-34s %10ld\n", "servers", nodes);
+  fprintf(out, "  %-34s %10ld\n", "micro-batches per step per pipeline",
+          workload_grad_accum_steps(w));
+}
+
+int cmd_validate(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
+  cli_configs_t cfg;
+  if (cli_load_configs(opts, &cfg, err))
+    return -1;
+  switch (opts->format) {
+  case FORMAT_JSON:
+    if (cfg.wl_doc) {
+      fputs("{\n  \"system\": ", out);
+      config_doc_print_json(cfg.sys_doc, out, 1);
+      fputs(",\n  \"workload\": ", out);
+      config_doc_print_json(cfg.wl_doc, out, 1);
+      fputs("\n}\n", out);
+    } else {
+      config_doc_print_json(cfg.sys_doc, out, 0);
+      fputc('\n', out);
+    }
+    break;
+  case FORMAT_CSV:
+    config_doc_print_rows(cfg.sys_doc, out, true);
+    if (cfg.wl_doc)
+      config_doc_print_rows(cfg.wl_doc, out, true);
+    break;
+  default:
+    fprintf(out, "system config %s: ok\n\n", opts->system_path);
+    config_doc_print_rows(cfg.sys_doc, out, false);
+    print_derived_system(out, &cfg.sys);
+    if (cfg.wl_doc) {
+      fprintf(out, "\nworkload config %s: ok\n\n", opts->workload_path);
+      config_doc_print_rows(cfg.wl_doc, out, false);
+      print_derived_workload(out, &cfg.sys, &cfg.wl);
+    }
+    break;
+  }
+  cli_free_configs(&cfg);
+  return 0;
+}
+
+int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
+  switch (opts->format) {
+  case FORMAT_TABLE:
+    config_schema_print_markdown(out);
+    return 0;
+  case FORMAT_JSON:
+    config_schema_print_json(out);
+    return 0;
+  default:
+    return npu_err_set(err, "npusim schema: --format: expected table or json, found %s",
+                       cli_format_names[opts->format]);
+  }
+}

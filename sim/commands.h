@@ -1,0 +1,16 @@
+/* commands.h - the subcommands npusim runs. Each writes its result to out and
+ * returns 0, or returns -1 with the one-line reason in err (exit status 2). */
+#ifndef NPUSIM_COMMANDS_H
+#define NPUSIM_COMMANDS_H
+
+#include <stdio.h>
+
+#include "cli.h"
+
+/* npusim validate: the resolved system (and workload) config. */
+int cmd_validate(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
+/* npusim schema: the reference of every config key. */
+int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
+#endif

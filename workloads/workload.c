@@ -1,0 +1,44 @@
+/* workload.c - names and derived quantities of a training job; see workload.h. */
+#include "workload.h"
+
+#include <string.h>
+
+const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu"};
+const char *const workload_norm_names[NORM_COUNT] = {"layernorm", "rmsnorm"};
+const char *const workload_recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
+const char *const workload_precision_names[PRECISION_COUNT] = {"bf16", "fp16", "fp8"};
+const char *const workload_optimizer_names[OPTIMIZER_COUNT] = {"adam"};
+const char *const workload_par_dim_names[PAR_DIM_COUNT] = {"tp", "cp", "dp", "pp"};
+
+long workload_world_size(const workload_cfg_t *w) {
+  const parallel_cfg_t *p = &w->parallel;
+  return (long)p->dp * p->tp * p->pp * p->cp;
+}
+
+long workload_grad_accum_steps(const workload_cfg_t *w) {
+  long per_step = (long)w->training.micro_batch * w->parallel.dp;
+  return per_step > 0 ? w->training.global_batch / per_step : 0;
+}
+
+int workload_parse_order(const char *text, par_dim_t order[PAR_DIM_COUNT]) {
+  bool seen[PAR_DIM_COUNT] = {false};
+  const char *p = text;
+  for (int slot = 0; slot < PAR_DIM_COUNT; slot++) {
+    int found = -1;
+    for (int d = 0; d < PAR_DIM_COUNT; d++) {
+      size_t n = strlen(workload_par_dim_names[d]);
+      if (strncmp(p, workload_par_dim_names[d], n) == 0) {
+        found = d;
+        p += n;
+        break;
+      }
+    }
+    if (found < 0 || seen[found])
+      return -1;
+    seen[found] = true;
+    order[slot] = (par_dim_t)found;
+    if (slot + 1 < PAR_DIM_COUNT && *p++ != '-')
+      return -1;
+  }
+  return *p == '\0' ? 0 : -1;
+}

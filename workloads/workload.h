@@ -1,0 +1,93 @@
+/* workload.h - a training job as the architect describes it: the transformer,
+ * how it is split over NPUs, and how it is trained.
+ *
+ * Plain configuration structs filled by the config loader (sim/config.c), plus
+ * the derived quantities every later stage needs (world size, gradient
+ * accumulation). The generator that turns this into rank programs comes with
+ * the training workloads; nothing here knows about the chip or SimGrid. */
+#ifndef NPUSIM_WORKLOAD_H
+#define NPUSIM_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WORKLOAD_NAME_MAX 64
+
+typedef enum { ACTIVATION_GELU, ACTIVATION_SWIGLU, ACTIVATION_COUNT } activation_t;
+typedef enum { NORM_LAYERNORM, NORM_RMSNORM, NORM_COUNT } norm_t;
+typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT } recompute_t;
+typedef enum { PRECISION_BF16, PRECISION_FP16, PRECISION_FP8, PRECISION_COUNT } precision_t;
+typedef enum { OPTIMIZER_ADAM, OPTIMIZER_COUNT } optimizer_t;
+
+/* Parallel dimensions in the order ranks are laid out, innermost first. */
+typedef enum { PAR_DIM_TP, PAR_DIM_CP, PAR_DIM_DP, PAR_DIM_PP, PAR_DIM_COUNT } par_dim_t;
+
+typedef struct {
+  int experts;              /* routed experts per MoE layer */
+  int top_k;                /* experts each token is routed to */
+  int expert_ffn_hidden;    /* FFN width of one expert */
+  double capacity_factor;   /* expert capacity relative to a uniform split */
+  int shared_experts;       /* experts every token passes through */
+} moe_cfg_t;
+
+typedef struct {
+  char name[WORKLOAD_NAME_MAX];
+  int layers;
+  int hidden;
+  int heads;
+  int kv_heads;             /* < heads for grouped-query attention */
+  int ffn_hidden;
+  int vocab;
+  int seq_len;              /* tokens per sample */
+  activation_t activation;
+  norm_t norm;
+  bool tied_embeddings;     /* input embedding and LM head share weights */
+  bool has_moe;
+  moe_cfg_t moe;
+} model_cfg_t;
+
+typedef struct {
+  int dp, tp, pp, vpp, cp, ep;
+  bool sequence_parallel;
+  int zero;                 /* 0..3; 1 = distributed optimizer */
+  recompute_t recompute;
+  par_dim_t order[PAR_DIM_COUNT]; /* innermost first; Megatron: tp, cp, dp, pp */
+} parallel_cfg_t;
+
+typedef struct {
+  int micro_batch;          /* samples per micro-batch per DP replica */
+  int global_batch;         /* samples per step over all replicas */
+  precision_t precision;
+  optimizer_t optimizer;
+  bool flash_attention;     /* fused attention kernel */
+  bool overlap_grad_reduce; /* DP gradient reduction overlapped with backward */
+  uint64_t grad_bucket_bytes; /* gradient bucket for the overlapped reduction */
+  bool overlap_tp_comm;     /* TP communication overlapped with compute */
+} training_cfg_t;
+
+typedef struct {
+  model_cfg_t model;
+  parallel_cfg_t parallel;
+  training_cfg_t training;
+} workload_cfg_t;
+
+/* Names as written in JSON, indexed by the enums above. */
+extern const char *const workload_activation_names[ACTIVATION_COUNT];
+extern const char *const workload_norm_names[NORM_COUNT];
+extern const char *const workload_recompute_names[RECOMPUTE_COUNT];
+extern const char *const workload_precision_names[PRECISION_COUNT];
+extern const char *const workload_optimizer_names[OPTIMIZER_COUNT];
+extern const char *const workload_par_dim_names[PAR_DIM_COUNT];
+
+/* NPUs the job occupies: dp x tp x pp x cp (EP is carved out of dp x cp). */
+long workload_world_size(const workload_cfg_t *w);
+
+/* Micro-batches each pipeline runs per step: global / (micro x dp). */
+long workload_grad_accum_steps(const workload_cfg_t *w);
+
+/* Parses a rank order such as "tp-cp-dp-pp" (innermost first) into order[].
+ * Every dimension must appear once. Returns 0, or -1 if the text is not such
+ * a permutation. */
+int workload_parse_order(const char *text, par_dim_t order[PAR_DIM_COUNT]);
+
+#endif
