@@ -7,8 +7,15 @@
 static void print_derived_system(FILE *out, const system_cfg_t *s) {
   const chip_cfg_t *c = &s->chip;
   fprintf(out, "\nderived from the system config:\n");
-  fprintf(out, "  %-34s %10.1f TFLOP/s\n", "cube peak bf16 per die",
-          chip_cube_peak_flops(c, CHIP_DTYPE_BF16) / 1e12);
+  for (int d = 0; d < CHIP_DTYPE_COUNT; d++) {
+    double peak = chip_cube_peak_flops(c, (chip_dtype_t)d);
+    if (peak > 0) {
+      char what[40];
+      snprintf(what, sizeof what, "cube peak %s per die", chip_dtype_name((chip_dtype_t)d));
+      fprintf(out, "  %-34s %10.1f T%s/s\n", what, peak / 1e12,
+              d == CHIP_DTYPE_INT8 ? "OP" : "FLOP");
+    }
+  }
   fprintf(out, "  %-34s %10.1f TFLOP/s\n", "vector peak fp16 per die",
           chip_vector_peak_flops(c, CHIP_DTYPE_FP16) / 1e12);
   fprintf(out, "  %-34s %10.1f GB/s\n", "HBM bandwidth x efficiency",

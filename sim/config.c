@@ -160,7 +160,7 @@ static void describe_char(const char *text, size_t len, size_t offset, char *buf
   if (c >= 0x21 && c < 0x7f)
     snprintf(buf, n, "'%c'", c);
   else if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-    snprintf(buf, n, "whitespace");
+    snprintf(buf, n, "only whitespace");
   else
     snprintf(buf, n, "byte 0x%02x", c);
 }
@@ -204,6 +204,9 @@ static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err
   cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
   if (!root) {
     size_t off = end ? (size_t)(end - text) : 0;
+    /* cJSON may stop past the culprit, on the whitespace after it. */
+    while (off > 0 && off < len && strchr(" \t\r\n", text[off]))
+      off--;
     char what[32];
     position_of(text, off, &line, &col);
     describe_char(text, len, off, what, sizeof what);
@@ -466,7 +469,7 @@ static int unknown_path_error(const cfg_schema_t *schema, const char *path, npu_
     cfg_path_join(full, sizeof full, prefix, seg);
     const cfg_key_t *k = cfg_schema_find(schema, full);
     if (!k) {
-      const char *hint = cfg_schema_suggest(schema, prefix, plen, seg);
+      const char *hint = cfg_schema_suggest(schema, prefix, plen, seg, NULL);
       char hint_text[CFG_PATH_MAX + 32] = "";
       if (hint)
         snprintf(hint_text, sizeof hint_text, " (did you mean \"%s\"?)", hint);
@@ -495,9 +498,10 @@ int config_kind_of_path(const char *path, npu_err_t *err) {
     if (k)
       return kind;
   }
-  const char *hint = cfg_schema_suggest(cfg_schema_get(CONFIG_SYSTEM), "", 0, root);
-  if (!hint)
-    hint = cfg_schema_suggest(cfg_schema_get(CONFIG_WORKLOAD), "", 0, root);
+  int d_sys, d_wl;
+  const char *hint_sys = cfg_schema_suggest(cfg_schema_get(CONFIG_SYSTEM), "", 0, root, &d_sys);
+  const char *hint_wl = cfg_schema_suggest(cfg_schema_get(CONFIG_WORKLOAD), "", 0, root, &d_wl);
+  const char *hint = (hint_wl && d_wl < d_sys) ? hint_wl : hint_sys ? hint_sys : hint_wl;
   char hint_text[CFG_PATH_MAX + 32] = "";
   if (hint)
     snprintf(hint_text, sizeof hint_text, " (did you mean \"%s\"?)", hint);

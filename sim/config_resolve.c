@@ -109,7 +109,7 @@ static int check_value(const config_doc_t *doc, const cfg_key_t *key, const cJSO
 
 static int unknown_key_error(const config_doc_t *doc, const char *parent, const char *name,
                              const char *full, npu_err_t *err) {
-  const char *hint = cfg_schema_suggest(doc->schema, parent, strlen(parent), name);
+  const char *hint = cfg_schema_suggest(doc->schema, parent, strlen(parent), name, NULL);
   char hint_text[CFG_PATH_MAX + 32] = "";
   if (hint)
     snprintf(hint_text, sizeof hint_text, " (did you mean \"%s\"?)", hint);

@@ -71,24 +71,25 @@ static int check_dies(const config_doc_t *doc, const system_cfg_t *s, npu_err_t 
   return 0;
 }
 
-/* The smallest fractal must fit the buffer that holds it. */
+/* One fractal of each operand must fit the buffer that holds it. */
 static int check_fractal_fits(const config_doc_t *doc, const chip_cube_cfg_t *cube,
                               npu_err_t *err) {
   const int *mkn = cube->fractal_mkn;
-  uint64_t a = (uint64_t)mkn[0] * mkn[1] * 2, b = (uint64_t)mkn[1] * mkn[2] * 2;
-  uint64_t c = (uint64_t)mkn[0] * mkn[2] * 4; /* fp32 accumulators */
-  if (cube->l0a_bytes < a)
-    return fail(doc, "chip.cube.l0a_KiB", err, "room for one %dx%d fp16 fractal (%llu B), "
-                "found %llu B", mkn[0], mkn[1], (unsigned long long)a,
-                (unsigned long long)cube->l0a_bytes);
-  if (cube->l0b_bytes < b)
-    return fail(doc, "chip.cube.l0b_KiB", err, "room for one %dx%d fp16 fractal (%llu B), "
-                "found %llu B", mkn[1], mkn[2], (unsigned long long)b,
-                (unsigned long long)cube->l0b_bytes);
-  if (cube->l0c_bytes < c)
-    return fail(doc, "chip.cube.l0c_KiB", err, "room for one %dx%d fp32 fractal (%llu B), "
-                "found %llu B", mkn[0], mkn[2], (unsigned long long)c,
-                (unsigned long long)cube->l0c_bytes);
+  const struct {
+    const char *buffer;
+    uint64_t have, need;
+    int rows, cols, elem_bytes;
+  } ops[] = {
+      {"chip.cube.l0a_KiB", cube->l0a_bytes, (uint64_t)mkn[0] * mkn[1] * 2, mkn[0], mkn[1], 2},
+      {"chip.cube.l0b_KiB", cube->l0b_bytes, (uint64_t)mkn[1] * mkn[2] * 2, mkn[1], mkn[2], 2},
+      {"chip.cube.l0c_KiB", cube->l0c_bytes, (uint64_t)mkn[0] * mkn[2] * 4, mkn[0], mkn[2], 4},
+  };
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (ops[i].need > ops[i].have)
+      return fail(doc, "chip.cube.fractal_mkn", err,
+                  "a fractal that fits %s = %llu B, found a %dx%d tile of %d-byte elements "
+                  "(%llu B)", ops[i].buffer, (unsigned long long)ops[i].have, ops[i].rows,
+                  ops[i].cols, ops[i].elem_bytes, (unsigned long long)ops[i].need);
   return 0;
 }
 
@@ -218,12 +219,12 @@ int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
   int per_node = sys->node.npus;
   if (world > per_node && world % per_node)
     return fail(wl_doc, "parallel", err,
-                "dp x tp x pp x cp at most node.npus = %d or a multiple of it (whole servers, "
-                "%s), found %ld", per_node, sys_doc->file, world);
+                "dp x tp x pp x cp <= node.npus = %d (in %s) or a multiple of it (whole "
+                "servers), found %ld", per_node, sys_doc->file, world);
   long nodes = sys->cluster.nodes;
   if (nodes > 0 && world > nodes * per_node)
     return fail(wl_doc, "parallel", err,
-                "dp x tp x pp x cp at most the %ld NPUs of cluster.nodes = %ld (%s), found %ld",
+                "dp x tp x pp x cp <= the %ld NPUs of cluster.nodes = %ld (in %s), found %ld",
                 nodes * per_node, nodes, sys_doc->file, world);
   chip_dtype_t dt = precision_dtype[wl->training.precision];
   if (sys->chip.cube.macs_per_cycle[dt] <= 0)

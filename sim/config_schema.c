@@ -7,6 +7,8 @@
  * unusual-but-possible hardware. */
 #include "config_schema.h"
 
+#include "config_doc.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,38 +20,51 @@
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * 1024.0 * 1024.0)
-#define BIG 1e9 /* "no practical upper bound" */
 
-#define SYS(f) offsetof(system_cfg_t, f)
-#define WL(f) offsetof(workload_cfg_t, f)
+/* A field is named as SYS(path) or WL(path); FIELD turns it into an offset and
+ * refuses to compile when the field's C type does not match the key's type. */
+#define SYS(f) system_cfg_t, f
+#define WL(f) workload_cfg_t, f
+#define FIELD(type, ...) FIELD_(type, __VA_ARGS__)
+#define FIELD_(type, T, f)                                                                    \
+  (offsetof(T, f) + 0 * sizeof(char[_Generic(((T *)0)->f, type : 1, default : -1)]))
+#define ENUM_FIELD(...) ENUM_FIELD_(__VA_ARGS__)
+#define ENUM_FIELD_(T, f) (offsetof(T, f) + 0 * sizeof(char[sizeof(((T *)0)->f) == sizeof(int) ? 1 : -1]))
 
-#define OBJ(p, field, opt, text)                                                              \
-  { .path = p, .type = CFG_OBJECT, .optional = opt, .offset = field, .doc = text }
+/* A section; SECTION's field is the bool that says whether the optional section is there. */
+#define OBJ(p, text) { .path = p, .type = CFG_OBJECT, .offset = CFG_NO_FIELD, .doc = text }
+#define SECTION(p, field, text)                                                               \
+  { .path = p, .type = CFG_OBJECT, .optional = true, .offset = FIELD(bool, field), .doc = text }
 #define INT(p, field, lo, hi, dflt, text)                                                     \
   { .path = p, .type = CFG_INT, .unit = "", .to_base = 1, .min = lo, .max = hi, .def = dflt,  \
-    .offset = field, .doc = text }
-/* A number > lo (POS) or >= lo (NUM), scaled into base units. */
+    .offset = FIELD(int, field), .doc = text }
+/* A number > 0 (POS) or >= lo (NUM), scaled into base units. */
 #define POS(p, u, scale, field, hi, dflt, text)                                               \
   { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = 0, .max = hi,            \
-    .min_exclusive = true, .def = dflt, .offset = field, .doc = text }
+    .min_exclusive = true, .def = dflt, .offset = FIELD(double, field), .doc = text }
 #define NUM(p, u, scale, field, lo, hi, dflt, text)                                           \
   { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = lo, .max = hi,           \
-    .def = dflt, .offset = field, .doc = text }
+    .def = dflt, .offset = FIELD(double, field), .doc = text }
 #define SIZE(p, u, scale, field, hi, dflt, text)                                              \
   { .path = p, .type = CFG_SIZE, .unit = u, .to_base = scale, .min = 0, .max = hi,           \
-    .min_exclusive = true, .def = dflt, .offset = field, .doc = text }
+    .min_exclusive = true, .def = dflt, .offset = FIELD(uint64_t, field), .doc = text }
 #define BOOL(p, field, dflt, text)                                                            \
-  { .path = p, .type = CFG_BOOL, .unit = "", .def = dflt, .offset = field, .doc = text }
+  { .path = p, .type = CFG_BOOL, .unit = "", .def = dflt, .offset = FIELD(bool, field),       \
+    .doc = text }
 /* A required string must not be empty; an optional one may be. */
 #define STR(p, field, maxlen, dflt, text)                                                     \
   { .path = p, .type = CFG_STR, .unit = "", .min = (dflt) ? 0 : 1, .max = maxlen,            \
-    .def = dflt, .offset = field, .doc = text }
+    .def = dflt, .offset = FIELD(char *, field), .doc = text }
+/* Free text kept in the document only (name, description). */
+#define NOTE(p, maxlen, text)                                                                 \
+  { .path = p, .type = CFG_STR, .unit = "", .min = 0, .max = maxlen, .def = "\"\"",          \
+    .offset = CFG_NO_FIELD, .doc = text }
 #define ENUM(p, names, n, field, dflt, text)                                                  \
   { .path = p, .type = CFG_ENUM, .unit = "", .choices = names, .nchoices = n, .def = dflt,   \
-    .offset = field, .doc = text }
+    .offset = ENUM_FIELD(field), .doc = text }
 #define INT3(p, field, lo, hi, dflt, text)                                                    \
   { .path = p, .type = CFG_INT3, .unit = "", .min = lo, .max = hi, .def = dflt,               \
-    .offset = field, .doc = text }
+    .offset = FIELD(int *, field), .doc = text }
 /* The four numbers of a link_cfg_t in the object obj; bw names its bandwidth key. */
 #define LINK(obj, bw, field, what)                                                            \
   POS(obj "." bw, "GB/s", GIGA, SYS(field.bw_bytes_per_s), 1e6, NULL,                        \
@@ -71,15 +86,15 @@ static int convert_order(const char *text, void *field) {
 
 static const cfg_key_t system_keys[] = {
     STR("name", SYS(name), CHIP_NAME_MAX - 1, NULL, "Name of the system, shown in reports."),
-    STR("description", CFG_NO_FIELD, 1000, "\"\"", "Free text: what this system is."),
+    NOTE("description", 1000, "Free text: what this system is."),
 
-    OBJ("chip", CFG_NO_FIELD, false, "One die: the unit that is one rank."),
+    OBJ("chip", "One die: the unit that is one rank."),
     STR("chip.name", SYS(chip.name), CHIP_NAME_MAX - 1, NULL, "Chip (die) model name."),
     POS("chip.freq_GHz", "GHz", GIGA, SYS(chip.freq_hz), 10, NULL, "Core clock."),
     INT("chip.dies_per_package", SYS(chip.dies_per_package), 1, 8, "1",
         "Dies in one package; each die is a rank. More than 1 needs node.die_link."),
 
-    OBJ("chip.cube", CFG_NO_FIELD, false, "Matrix (cube) cores; SMs' tensor cores on a GPU."),
+    OBJ("chip.cube", "Matrix (cube) cores; SMs' tensor cores on a GPU."),
     INT("chip.cube.cores", SYS(chip.cube.cores), 1, 4096, NULL, "Cube cores per die."),
     INT3("chip.cube.fractal_mkn", SYS(chip.cube.fractal_mkn), 1, 1024, "[16, 16, 16]",
          "M, K, N of the fp16/bf16 fractal one cube instruction computes."),
@@ -119,7 +134,7 @@ static const cfg_key_t system_keys[] = {
     NUM("chip.cube.op_overhead_us", "us", MICRO, SYS(chip.cube.op_overhead_s), 0, 1e6, "0",
         "Launch and scalar cost of one cube op, paid once per op."),
 
-    OBJ("chip.vector", CFG_NO_FIELD, false, "Vector cores (AIV); CUDA cores of the SMs on a GPU."),
+    OBJ("chip.vector", "Vector cores (AIV); CUDA cores of the SMs on a GPU."),
     INT("chip.vector.cores", SYS(chip.vector.cores), 1, 4096, NULL, "Vector cores per die."),
     POS("chip.vector.bytes_per_cycle", "B/cycle", 1, SYS(chip.vector.bytes_per_cycle), 1e6,
         NULL, "Vector ALU width per core (256 = 128 fp16 lanes)."),
@@ -132,22 +147,22 @@ static const cfg_key_t system_keys[] = {
     NUM("chip.vector.op_overhead_us", "us", MICRO, SYS(chip.vector.op_overhead_s), 0, 1e6,
         "0", "Launch and scalar cost of one vector op, paid once per op."),
 
-    OBJ("chip.l2", CFG_NO_FIELD, false, "On-chip L2 shared by all cores."),
+    OBJ("chip.l2", "On-chip L2 shared by all cores."),
     SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1e6, NULL, "L2 capacity."),
     POS("chip.l2.bandwidth_GBps", "GB/s", GIGA, SYS(chip.l2.bw_bytes_per_s), 1e6, NULL,
         "Aggregate L2 read bandwidth of all cores."),
 
-    OBJ("chip.hbm", CFG_NO_FIELD, false, "Device memory (HBM) of one die."),
-    POS("chip.hbm.capacity_GiB", "GiB", GIB, SYS(chip.hbm.capacity_bytes), 1e6, NULL,
+    OBJ("chip.hbm", "Device memory (HBM) of one die."),
+    SIZE("chip.hbm.capacity_GiB", "GiB", GIB, SYS(chip.hbm.capacity_bytes), 1e6, NULL,
         "HBM capacity."),
     POS("chip.hbm.bandwidth_GBps", "GB/s", GIGA, SYS(chip.hbm.bw_bytes_per_s), 1e6, NULL,
         "Peak HBM bandwidth."),
     NUM("chip.hbm.efficiency", "", 1, SYS(chip.hbm.efficiency), 0.01, 1, NULL,
         "Fraction of peak HBM bandwidth that streaming kernels achieve."),
 
-    OBJ("node", CFG_NO_FIELD, false, "One server: its NPUs and the scale-up fabric joining them."),
+    OBJ("node", "One server: its NPUs and the scale-up fabric joining them."),
     INT("node.npus", SYS(node.npus), 1, 4096, NULL, "Ranks (dies) per server."),
-    OBJ("node.scale_up", CFG_NO_FIELD, false, "Links between the NPUs of one server."),
+    OBJ("node.scale_up", "Links between the NPUs of one server."),
     ENUM("node.scale_up.topology", topology_scale_up_names, SCALE_UP_COUNT,
          SYS(node.scale_up.kind), NULL,
          "full_mesh: a link set per NPU pair; two_group_mesh: two meshes of npus/2 joined "
@@ -157,14 +172,14 @@ static const cfg_key_t system_keys[] = {
     LINK("node.scale_up", "link_bandwidth_GBps", node.scale_up.link, "one scale-up link"),
     BOOL("node.scale_up.in_switch_reduction", SYS(node.scale_up.in_switch_reduction), "false",
          "The switch reduces in the network (NVLink SHARP); switch topology only."),
-    OBJ("node.die_link", SYS(node.has_die_link), true,
+    SECTION("node.die_link", SYS(node.has_die_link),
         "Link between the dies of one package (SIO); required when chip.dies_per_package > 1."),
     LINK("node.die_link", "bandwidth_GBps", node.die_link, "the die-to-die link"),
 
-    OBJ("cluster", CFG_NO_FIELD, false, "How servers are joined."),
+    OBJ("cluster", "How servers are joined."),
     INT("cluster.nodes", SYS(cluster.nodes), 0, 1e6, "0",
         "Servers in the cluster; 0 = the smallest number that fits the job."),
-    OBJ("cluster.scale_out", CFG_NO_FIELD, false, "NICs and the switched network between servers."),
+    OBJ("cluster.scale_out", "NICs and the switched network between servers."),
     ENUM("cluster.scale_out.topology", topology_scale_out_names, SCALE_OUT_COUNT,
          SYS(cluster.scale_out.kind), NULL,
          "spine_leaf: whole servers under each leaf; rail_optimized: NIC i of every server on "
@@ -176,13 +191,13 @@ static const cfg_key_t system_keys[] = {
         "NPUs (NIC ports) under one leaf switch."),
     NUM("cluster.scale_out.oversubscription", "", 1, SYS(cluster.scale_out.oversubscription), 1,
         1000, "1", "Leaf downlink to uplink bandwidth ratio (2 = 2:1 oversubscribed spine)."),
-    OBJ("cluster.supernode", SYS(cluster.has_supernode), true,
+    SECTION("cluster.supernode", SYS(cluster.has_supernode),
         "A scale-up domain larger than a server (UB supernode); RoCE beyond it."),
     INT("cluster.supernode.npus", SYS(cluster.supernode.npus), 2, 1e6, NULL,
         "Ranks in one supernode; a multiple of node.npus."),
     LINK("cluster.supernode", "link_bandwidth_GBps", cluster.supernode.link, "one rank's port into the supernode"),
 
-    OBJ("collectives", CFG_NO_FIELD, false, "How the collective library picks and runs algorithms."),
+    OBJ("collectives", "How the collective library picks and runs algorithms."),
     ENUM("collectives.library", config_coll_library_names, COLL_LIB_COUNT, SYS(coll.library),
          NULL, "Whose selection rules \"auto\" follows."),
     ENUM("collectives.level0_algorithm", config_coll_algo_names, COLL_ALGO_COUNT,
@@ -202,10 +217,10 @@ static const cfg_key_t system_keys[] = {
 };
 
 static const cfg_key_t workload_keys[] = {
-    STR("name", CFG_NO_FIELD, 63, "\"\"", "Name of the workload, shown in reports."),
-    STR("description", CFG_NO_FIELD, 1000, "\"\"", "Free text: what this workload is."),
+    NOTE("name", 63, "Name of the workload, shown in reports."),
+    NOTE("description", 1000, "Free text: what this workload is."),
 
-    OBJ("model", CFG_NO_FIELD, false, "The transformer."),
+    OBJ("model", "The transformer."),
     STR("model.name", WL(model.name), WORKLOAD_NAME_MAX - 1, NULL, "Model name."),
     INT("model.layers", WL(model.layers), 1, 1e5, NULL, "Transformer layers."),
     INT("model.hidden", WL(model.hidden), 1, 1e7, NULL, "Hidden size; a multiple of heads."),
@@ -221,7 +236,7 @@ static const cfg_key_t workload_keys[] = {
          "Normalisation layer."),
     BOOL("model.tied_embeddings", WL(model.tied_embeddings), "false",
          "The LM head shares the input embedding's weights."),
-    OBJ("model.moe", WL(model.has_moe), true, "Mixture of experts; absent for a dense model."),
+    SECTION("model.moe", WL(model.has_moe), "Mixture of experts; absent for a dense model."),
     INT("model.moe.experts", WL(model.moe.experts), 1, 1e6, NULL, "Routed experts per layer."),
     INT("model.moe.top_k", WL(model.moe.top_k), 1, 1e6, NULL,
         "Experts each token is routed to; at most experts."),
@@ -232,7 +247,7 @@ static const cfg_key_t workload_keys[] = {
     INT("model.moe.shared_experts", WL(model.moe.shared_experts), 0, 1e6, "0",
         "Experts every token passes through."),
 
-    OBJ("parallel", CFG_NO_FIELD, false, "How the model is split over NPUs."),
+    OBJ("parallel", "How the model is split over NPUs."),
     INT("parallel.dp", WL(parallel.dp), 1, 1e7, "1", "Data-parallel replicas."),
     INT("parallel.tp", WL(parallel.tp), 1, 1e5, "1",
         "Tensor-parallel size; divides heads and kv_heads."),
@@ -252,10 +267,10 @@ static const cfg_key_t workload_keys[] = {
     {.path = "parallel.order", .type = CFG_STR, .unit = "", .min = 1, .max = 63,
      .def = "\"tp-cp-dp-pp\"", .convert = convert_order,
      .convert_expect = "a permutation of tp, cp, dp, pp joined by '-'",
-     .offset = WL(parallel.order),
+     .offset = offsetof(workload_cfg_t, parallel.order),
      .doc = "Rank order, innermost first (Megatron: tp-cp-dp-pp; EP lies within dp)."},
 
-    OBJ("training", CFG_NO_FIELD, false, "How the model is trained."),
+    OBJ("training", "How the model is trained."),
     INT("training.micro_batch", WL(training.micro_batch), 1, 1e7, "1",
         "Samples per micro-batch per data-parallel replica."),
     INT("training.global_batch", WL(training.global_batch), 1, 1e9, NULL,
@@ -305,34 +320,37 @@ bool cfg_key_is_child(const cfg_key_t *key, const char *parent, size_t parent_le
          strncmp(key->path, parent, parent_len) == 0;
 }
 
-/* Edit distance between a and b ignoring case, capped at 32 characters each. */
+/* Edit distance between a and b ignoring case, counting a swap of two
+ * neighbouring letters as one edit (optimal string alignment); names are cut
+ * at 32 characters. */
 static int edit_distance(const char *a, const char *b) {
-  int row[33];
+  int d[33][33];
   size_t la = strlen(a), lb = strlen(b);
   if (la > 32 || lb > 32)
     return 99;
+  for (size_t i = 0; i <= la; i++)
+    d[i][0] = (int)i;
   for (size_t j = 0; j <= lb; j++)
-    row[j] = (int)j;
+    d[0][j] = (int)j;
   for (size_t i = 1; i <= la; i++) {
-    int diag = row[0];
-    row[0] = (int)i;
     for (size_t j = 1; j <= lb; j++) {
-      int up = row[j];
-      int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-      int best = diag + cost;
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
+      int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+      int best = d[i - 1][j - 1] + (ca != cb);
+      if (d[i - 1][j] + 1 < best)
+        best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best)
+        best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
     }
   }
-  return row[lb];
+  return d[la][lb];
 }
 
 const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
-                               size_t parent_len, const char *name) {
+                               size_t parent_len, const char *name, int *distance) {
   const char *best = NULL;
   int best_d = 99;
   for (size_t i = 0; i < schema->nkeys; i++) {
@@ -345,20 +363,20 @@ const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
       best = leaf;
     }
   }
-  /* Suggest only what is plausibly a typo: a few edits, fewer than half the name. */
+  /* Suggest only what is plausibly a typo: a few edits, at most a third of the name. */
   int limit = (int)strlen(name) / 3;
   if (limit < 2)
     limit = 2;
+  if (distance)
+    *distance = best_d;
   return best_d <= limit ? best : NULL;
 }
 
 static void range_text(const cfg_key_t *key, char *buf, size_t len) {
-  if (key->min_exclusive && key->max >= BIG)
-    snprintf(buf, len, "> %g", key->min);
-  else if (key->max >= BIG)
-    snprintf(buf, len, ">= %g", key->min);
-  else
-    snprintf(buf, len, "in %c%g, %g]", key->min_exclusive ? '(' : '[', key->min, key->max);
+  char lo[32], hi[32];
+  cfg_format_number(key->min, lo, sizeof lo);
+  cfg_format_number(key->max, hi, sizeof hi);
+  snprintf(buf, len, "in %c%s, %s]", key->min_exclusive ? '(' : '[', lo, hi);
 }
 
 void cfg_key_expectation(const cfg_key_t *key, char *buf, size_t len) {

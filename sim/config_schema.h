@@ -67,9 +67,10 @@ const char *cfg_path_leaf(const char *path);
 bool cfg_key_is_child(const cfg_key_t *key, const char *parent, size_t parent_len);
 
 /* The known child name of parent closest to name (edit distance, ignoring
- * case), or NULL if none is close enough to suggest. */
+ * case), or NULL if none is close enough to suggest. *distance (if not NULL)
+ * receives the distance of the closest name. */
 const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
-                               size_t parent_len, const char *name);
+                               size_t parent_len, const char *name, int *distance);
 
 /* Describes what the key accepts ("an integer in [1, 4096]") into buf. */
 void cfg_key_expectation(const cfg_key_t *key, char *buf, size_t len);

@@ -1,0 +1,11 @@
+/* suites.h - the CUnit test arrays each test_*.c exports. */
+#ifndef NPUSIM_TEST_SUITES_H
+#define NPUSIM_TEST_SUITES_H
+
+#include <CUnit/CUnit.h>
+
+extern CU_TestInfo config_tests[];
+extern CU_TestInfo config_rules_tests[];
+extern CU_TestInfo model_tests[];
+
+#endif

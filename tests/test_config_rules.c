@@ -1,0 +1,174 @@
+/* test_config_rules.c - values that are each valid but contradict each other,
+ * in one config or between the system and the workload. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "suites.h"
+#include "test_util.h"
+
+static system_cfg_t sys;
+static workload_cfg_t wl;
+
+/* Loads the base config of dir with the overrides and checks the error line. */
+static void expect(config_kind_t kind, const char *base, const char *const *sets,
+                   const char *expected) {
+  char text[128];
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", base);
+  const char *dir = kind == CONFIG_SYSTEM ? SYSTEMS_DIR : WORKLOADS_DIR;
+  const char *got = load_text(kind, dir, text, sets, kind == CONFIG_SYSTEM ? (void *)&sys : &wl);
+  CU_ASSERT_STRING_EQUAL(got, expected);
+  if (strcmp(got, expected) != 0)
+    fprintf(stderr, "\n  expected: %s\n  got:      %s\n", expected, got);
+}
+
+#define SET(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void test_scale_up_links_must_match_the_topology(void) {
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("node.scale_up.links_per_npu=6"),
+         "--set: node.scale_up.links_per_npu: expected a multiple of the 7 peers each NPU has "
+         "in a full_mesh of 8 NPUs, found 6");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("node.scale_up.links_per_npu=14"), "");
+  CU_ASSERT_EQUAL(topology_links_per_peer(&sys.node), 2);
+  expect(CONFIG_SYSTEM, "ascend-910b.json",
+         SET("node.scale_up.topology=two_group_mesh", "node.npus=6",
+             "cluster.scale_out.npus_per_leaf=36", "node.scale_up.links_per_npu=3"),
+         "--set: node.scale_up.links_per_npu: expected a multiple of the 2 peers each NPU has "
+         "in a two_group_mesh of 6 NPUs, found 3");
+  expect(CONFIG_SYSTEM, "ascend-910b.json",
+         SET("node.scale_up.topology=two_group_mesh", "node.npus=7"),
+         "--set: node.npus: expected an even number for a two_group_mesh, found 7");
+  expect(CONFIG_SYSTEM, "ascend-910b.json",
+         SET("node.scale_up.topology=ring", "node.scale_up.links_per_npu=3"),
+         "--set: node.scale_up.links_per_npu: expected an even number for a ring (links to both "
+         "neighbours), found 3");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("node.scale_up.in_switch_reduction=true"),
+         "--set: node.scale_up.in_switch_reduction: expected false for a full_mesh (only a "
+         "switch can reduce in the network), found true");
+}
+
+static void test_packages_fabric_and_buffers_must_agree(void) {
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("chip.dies_per_package=2"),
+         "t.json: node.die_link: expected a section (chip.dies_per_package = 2 needs a "
+         "die-to-die link), found none");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("cluster.scale_out.npus_per_leaf=12"),
+         "--set: cluster.scale_out.npus_per_leaf: expected a multiple of node.npus = 8 (whole "
+         "servers under a leaf), found 12");
+  expect(CONFIG_SYSTEM, "ascend-910b.json",
+         SET("cluster.supernode.npus=12", "cluster.supernode.link_bandwidth_GBps=1",
+             "cluster.supernode.latency_us=1", "cluster.supernode.efficiency=1"),
+         "--set: cluster.supernode.npus: expected a multiple of node.npus = 8 (whole servers in "
+         "a supernode), found 12");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("chip.cube.fractal_mkn=256,256,16"),
+         "--set: chip.cube.fractal_mkn: expected a fractal that fits chip.cube.l0a_KiB = 65536 "
+         "B, found a 256x256 tile of 2-byte elements (131072 B)");
+}
+
+static void test_forced_algorithms_must_fit_their_level(void) {
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("collectives.level1_algorithm=mesh"),
+         "--set: collectives.level1_algorithm: expected an algorithm that runs between servers "
+         "(\"mesh\" works inside one), found \"mesh\"");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("collectives.level0_algorithm=pipeline"),
+         "--set: collectives.level0_algorithm: expected \"pipeline\" only at level 1 (it "
+         "overlaps server and cluster links), found it at level 0");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("collectives.level0_algorithm=nvls"),
+         "--set: collectives.level0_algorithm: expected a switch with "
+         "node.scale_up.in_switch_reduction = true for \"nvls\", found \"nvls\" without it");
+  expect(CONFIG_SYSTEM, "h100-dgx.json", SET("collectives.level0_algorithm=nvls"), "");
+  expect(CONFIG_SYSTEM, "ascend-910a.json", SET("collectives.level0_algorithm=mesh"),
+         "--set: collectives.level0_algorithm: expected \"mesh\" only on a full_mesh or switch "
+         "scale-up, found it on a two_group_mesh");
+}
+
+static void test_model_and_plan_must_divide_evenly(void) {
+  const char *b = "llama2-70b.json";
+  expect(CONFIG_WORKLOAD, b, SET("model.hidden=8100"),
+         "--set: model.hidden: expected a multiple of model.heads = 64, found 8100");
+  expect(CONFIG_WORKLOAD, b, SET("model.kv_heads=6"),
+         "--set: model.kv_heads: expected a divisor of model.heads = 64, found 6");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.tp=16"),
+         "--set: parallel.tp: expected a divisor of model.heads = 64 and model.kv_heads = 8, "
+         "found 16");
+  /* The rule blames the key it names, wherever that key was set. */
+  char want[512];
+  snprintf(want, sizeof want, "%s/llama2-70b.json: parallel.sequence_parallel: expected false "
+           "when parallel.tp = 1 (nothing to split the sequence over), found true", WORKLOADS_DIR);
+  expect(CONFIG_WORKLOAD, b, SET("parallel.tp=1"), want);
+  snprintf(want, sizeof want, "%s/llama2-70b.json: parallel.vpp: expected 1 when parallel.pp = "
+           "1, found 4", WORKLOADS_DIR);
+  expect(CONFIG_WORKLOAD, b, SET("parallel.pp=1"), want);
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=3"),
+         "--set: parallel.vpp: expected pp x vpp to divide model.layers = 80, found pp = 4, vpp "
+         "= 3");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.cp=3"),
+         "--set: parallel.cp: expected 2 x cp to divide model.seq_len = 4096 (load-balanced "
+         "ring attention), found cp = 3");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.ep=2"),
+         "--set: parallel.ep: expected 1 for a dense model (no model.moe), found 2");
+  expect(CONFIG_WORKLOAD, b, SET("training.global_batch=1000", "parallel.dp=3"),
+         "--set: training.global_batch: expected a multiple of micro_batch x dp = 3, found 1000");
+}
+
+static void test_moe_plan_must_fit_the_experts(void) {
+  const char *b = "llama2-70b.json";
+  const char *moe[] = {"model.moe.experts=8", "model.moe.top_k=2",
+                       "model.moe.expert_ffn_hidden=1024"};
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=4", "parallel.ep=4",
+                                 "training.global_batch=1024"), "");
+  CU_ASSERT_TRUE(wl.model.has_moe);
+  CU_ASSERT_DOUBLE_EQUAL(wl.model.moe.capacity_factor, 1.0, 1e-12);
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=6", "parallel.ep=3",
+                                 "training.global_batch=1200"),
+         "--set: parallel.ep: expected a divisor of model.moe.experts = 8, found 3");
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=2", "parallel.ep=4",
+                                 "training.global_batch=1024"),
+         "--set: parallel.ep: expected a divisor of dp x cp = 2 (EP is carved out of them), "
+         "found 4");
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], "model.moe.top_k=9", moe[2]),
+         "--set: model.moe.top_k: expected at most model.moe.experts = 8, found 9");
+}
+
+/* Loads a shipped system and workload pair with workload overrides and runs
+ * the job rules; returns the error line or "". */
+static const char *job(const char *system, const char *workload, const char *const *sets) {
+  static npu_err_t err;
+  char text[128];
+  err.msg[0] = '\0';
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", system);
+  config_doc_t *s = load_text_doc(CONFIG_SYSTEM, SYSTEMS_DIR, text, NULL, &sys, &err);
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", workload);
+  config_doc_t *w = s ? load_text_doc(CONFIG_WORKLOAD, WORKLOADS_DIR, text, sets, &wl, &err) : NULL;
+  if (w)
+    config_check_job(s, &sys, w, &wl, &err);
+  config_doc_free(s);
+  config_doc_free(w);
+  return err.msg;
+}
+
+static void test_job_must_fit_the_system(void) {
+  char want[512];
+  CU_ASSERT_STRING_EQUAL(job("ascend-910b.json", "llama2-70b.json", NULL), "");
+  snprintf(want, sizeof want,
+           "t.json: parallel: expected dp x tp x pp x cp <= node.npus = 8 (in t.json) or a "
+           "multiple of it (whole servers), found 12");
+  CU_ASSERT_STRING_EQUAL(job("ascend-910b.json", "llama2-7b.json",
+                             SET("parallel.dp=6", "training.global_batch=60")),
+                         want);
+  snprintf(want, sizeof want,
+           "--set: training.precision: expected a precision the chip computes "
+           "(chip.cube.fp8_macs_per_cycle = 0 in t.json), found \"fp8\"");
+  CU_ASSERT_STRING_EQUAL(job("ascend-910b.json", "llama2-7b.json", SET("training.precision=fp8")),
+                         want);
+  CU_ASSERT_STRING_EQUAL(job("h100-dgx.json", "llama2-7b.json", SET("training.precision=fp8")),
+                         "");
+}
+
+CU_TestInfo config_rules_tests[] = {
+    {"scale-up links must match the topology", test_scale_up_links_must_match_the_topology},
+    {"packages, fabric and buffers must agree", test_packages_fabric_and_buffers_must_agree},
+    {"forced algorithms must fit their level", test_forced_algorithms_must_fit_their_level},
+    {"model and plan must divide evenly", test_model_and_plan_must_divide_evenly},
+    {"moe plan must fit the experts", test_moe_plan_must_fit_the_experts},
+    {"job must fit the system", test_job_must_fit_the_system},
+    CU_TEST_INFO_NULL,
+};

@@ -1,0 +1,107 @@
+/* test_models.c - the derived figures of hw_models/ and workloads/: peak rates
+ * against the published numbers, link alpha-beta time, rank-order parsing. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "suites.h"
+#include "test_util.h"
+
+static system_cfg_t load_system(const char *name) {
+  system_cfg_t s;
+  char text[128];
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", name);
+  CU_ASSERT_STRING_EQUAL(load_text(CONFIG_SYSTEM, SYSTEMS_DIR, text, NULL, &s), "");
+  return s;
+}
+
+/* Relative error of got against want. */
+static double rel(double got, double want) { return fabs(got - want) / want; }
+
+static void test_cube_peaks_match_published_figures(void) {
+  /* shared/validation/gemm_peak.csv peak_tflops column and hardware-facts.md §1.3 / §5.1. */
+  /* 910A has no bf16: its published peak is fp16. */
+  static const struct {
+    const char *system;
+    chip_dtype_t dtype;
+    double tflops;
+  } peaks[] = {{"ascend-910b.json", CHIP_DTYPE_BF16, 353.9},
+               {"ascend-910a.json", CHIP_DTYPE_FP16, 262.1},
+               {"ascend-910c-cm384.json", CHIP_DTYPE_BF16, 353.9},
+               {"a100-dgx.json", CHIP_DTYPE_BF16, 312.0},
+               {"h100-dgx.json", CHIP_DTYPE_BF16, 989.0}};
+  for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++) {
+    system_cfg_t s = load_system(peaks[i].system);
+    double got = chip_cube_peak_flops(&s.chip, peaks[i].dtype) / 1e12;
+    CU_ASSERT(rel(got, peaks[i].tflops) < 0.005);
+    if (rel(got, peaks[i].tflops) >= 0.005)
+      fprintf(stderr, "\n  %s: %s peak %.1f TFLOP/s, published %.1f\n", peaks[i].system,
+              chip_dtype_name(peaks[i].dtype), got, peaks[i].tflops);
+  }
+}
+
+static void test_vector_peak_and_hbm_follow_the_config(void) {
+  system_cfg_t s = load_system("ascend-910b.json");
+  /* 48 AIV x 128 fp16 lanes x 2 x 1.8 GHz = 22.1 TFLOP/s (hardware-facts.md §1.2). */
+  CU_ASSERT(rel(chip_vector_peak_flops(&s.chip, CHIP_DTYPE_FP16), 22.1e12) < 0.01);
+  CU_ASSERT_DOUBLE_EQUAL(chip_vector_peak_flops(&s.chip, CHIP_DTYPE_FP32),
+                         chip_vector_peak_flops(&s.chip, CHIP_DTYPE_FP16) / 2, 1);
+  CU_ASSERT_DOUBLE_EQUAL(chip_hbm_effective_bw(&s.chip), 1600e9 * 0.8, 1);
+  CU_ASSERT_DOUBLE_EQUAL(chip_cube_peak_flops(&s.chip, CHIP_DTYPE_FP8), 0, 0);
+  CU_ASSERT_DOUBLE_EQUAL(topology_scale_up_bw_per_npu(&s.node), 196e9, 1);
+}
+
+static void test_link_time_is_alpha_plus_bytes_over_effective_bandwidth(void) {
+  link_cfg_t l = {.bw_bytes_per_s = 25e9, .latency_s = 1.5e-6, .efficiency = 0.8,
+                  .msg_overhead_s = 2e-6};
+  CU_ASSERT_DOUBLE_EQUAL(link_effective_bw(&l), 20e9, 1e-3);
+  CU_ASSERT_DOUBLE_EQUAL(link_transfer_time_s(&l, 0), 3.5e-6, 1e-15);
+  CU_ASSERT_DOUBLE_EQUAL(link_transfer_time_s(&l, 20e9), 1 + 3.5e-6, 1e-12);
+}
+
+static void test_dtype_names_round_trip(void) {
+  for (int i = 0; i < CHIP_DTYPE_COUNT; i++) {
+    chip_dtype_t d;
+    CU_ASSERT_EQUAL(chip_dtype_parse(chip_dtype_name((chip_dtype_t)i), &d), 0);
+    CU_ASSERT_EQUAL(d, i);
+  }
+  chip_dtype_t d;
+  CU_ASSERT_EQUAL(chip_dtype_parse("fp64", &d), -1);
+  CU_ASSERT_EQUAL(chip_dtype_bytes(CHIP_DTYPE_BF16), 2);
+  CU_ASSERT_EQUAL(chip_dtype_bytes(CHIP_DTYPE_INT8), 1);
+}
+
+static void test_rank_order_must_be_a_permutation(void) {
+  par_dim_t o[PAR_DIM_COUNT];
+  CU_ASSERT_EQUAL(workload_parse_order("tp-cp-dp-pp", o), 0);
+  CU_ASSERT_EQUAL(o[0], PAR_DIM_TP);
+  CU_ASSERT_EQUAL(o[3], PAR_DIM_PP);
+  CU_ASSERT_EQUAL(workload_parse_order("pp-dp-cp-tp", o), 0);
+  CU_ASSERT_EQUAL(o[0], PAR_DIM_PP);
+  CU_ASSERT_EQUAL(workload_parse_order("tp-tp-dp-pp", o), -1);
+  CU_ASSERT_EQUAL(workload_parse_order("tp-cp-dp", o), -1);
+  CU_ASSERT_EQUAL(workload_parse_order("tp-cp-dp-pp-", o), -1);
+  CU_ASSERT_EQUAL(workload_parse_order("tp,cp,dp,pp", o), -1);
+  CU_ASSERT_EQUAL(workload_parse_order("", o), -1);
+}
+
+static void test_world_size_and_accumulation_follow_the_plan(void) {
+  workload_cfg_t w = {0};
+  w.parallel = (parallel_cfg_t){.dp = 4, .tp = 8, .pp = 4, .cp = 2, .ep = 1, .vpp = 1};
+  w.training.micro_batch = 2;
+  w.training.global_batch = 64;
+  CU_ASSERT_EQUAL(workload_world_size(&w), 256);
+  CU_ASSERT_EQUAL(workload_grad_accum_steps(&w), 8);
+}
+
+CU_TestInfo model_tests[] = {
+    {"cube peaks match published figures", test_cube_peaks_match_published_figures},
+    {"vector peak and HBM follow the config", test_vector_peak_and_hbm_follow_the_config},
+    {"link time is alpha plus bytes over effective bandwidth",
+     test_link_time_is_alpha_plus_bytes_over_effective_bandwidth},
+    {"dtype names round trip", test_dtype_names_round_trip},
+    {"rank order must be a permutation", test_rank_order_must_be_a_permutation},
+    {"world size and accumulation follow the plan",
+     test_world_size_and_accumulation_follow_the_plan},
+    CU_TEST_INFO_NULL,
+};
