@@ -103,6 +103,9 @@ int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
  * (0 for a document of its own); no trailing newline. */
 void config_doc_print_json(const config_doc_t *doc, FILE *out, int depth);
 
+/* The canonical JSON as a string the caller frees (to compare or hash configs). */
+char *config_doc_json_string(const config_doc_t *doc);
+
 /* Prints a resolved document as rows: key, value, unit, where it came from
  * (file, default or --set) and its source note. csv selects CSV over a table. */
 void config_doc_print_rows(const config_doc_t *doc, FILE *out, bool csv);

@@ -89,6 +89,17 @@ void config_doc_print_json(const config_doc_t *doc, FILE *out, int depth) {
   print_object(doc, out, "", depth);
 }
 
+char *config_doc_json_string(const config_doc_t *doc) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return NULL;
+  config_doc_print_json(doc, f, 0);
+  fclose(f);
+  return buf;
+}
+
 /* ---- rows with provenance ---- */
 
 #define TABLE_VALUE_MAX 40 /* longer values (descriptions) are cut in tables, not in CSV */
@@ -117,7 +128,10 @@ static void collect_row(const config_doc_t *doc, const cfg_key_t *key, const cJS
                         bool csv, row_t *row) {
   size_t len = 0;
   FILE *mem = open_memstream(&row->value, &len);
-  print_value(mem, key, item);
+  if (csv && cJSON_IsString(item))
+    fputs(item->valuestring, mem); /* CSV quotes on its own terms */
+  else
+    print_value(mem, key, item);
   fclose(mem);
   if (!csv && len > TABLE_VALUE_MAX)
     strcpy(row->value + TABLE_VALUE_MAX - 3, "...");

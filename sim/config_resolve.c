@@ -50,11 +50,18 @@ static int check_number(const config_doc_t *doc, const cfg_key_t *key, const cJS
 
 static int check_enum(const config_doc_t *doc, const cfg_key_t *key, const cJSON *item,
                       npu_err_t *err) {
-  if (cJSON_IsString(item))
-    for (int i = 0; i < key->nchoices; i++)
-      if (strcmp(item->valuestring, key->choices[i]) == 0)
-        return 0;
-  return type_error(doc, key, item, "", err);
+  if (!cJSON_IsString(item))
+    return type_error(doc, key, item, "", err);
+  for (int i = 0; i < key->nchoices; i++)
+    if (strcmp(item->valuestring, key->choices[i]) == 0)
+      return 0;
+  const char *hint = cfg_key_suggest_choice(key, item->valuestring);
+  char expect[256], hint_text[96] = "";
+  cfg_key_expectation(key, expect, sizeof expect);
+  if (hint)
+    snprintf(hint_text, sizeof hint_text, " (did you mean \"%s\"?)", hint);
+  return npu_err_set(err, "%s: %s: expected %s, found \"%.80s\"%s", cfg_doc_blame(doc, key->path),
+                     key->path, expect, item->valuestring, hint_text);
 }
 
 static int check_string(const config_doc_t *doc, const cfg_key_t *key, const cJSON *item,

@@ -349,6 +349,12 @@ static int edit_distance(const char *a, const char *b) {
   return d[la][lb];
 }
 
+/* Suggest only what is plausibly a typo: a few edits, at most a third of the name. */
+static bool close_enough(const char *name, int d) {
+  int limit = (int)strlen(name) / 3;
+  return d <= (limit < 2 ? 2 : limit);
+}
+
 const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
                                size_t parent_len, const char *name, int *distance) {
   const char *best = NULL;
@@ -363,13 +369,22 @@ const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
       best = leaf;
     }
   }
-  /* Suggest only what is plausibly a typo: a few edits, at most a third of the name. */
-  int limit = (int)strlen(name) / 3;
-  if (limit < 2)
-    limit = 2;
   if (distance)
     *distance = best_d;
-  return best_d <= limit ? best : NULL;
+  return close_enough(name, best_d) ? best : NULL;
+}
+
+const char *cfg_key_suggest_choice(const cfg_key_t *key, const char *name) {
+  const char *best = NULL;
+  int best_d = 99;
+  for (int i = 0; i < key->nchoices; i++) {
+    int d = edit_distance(name, key->choices[i]);
+    if (d < best_d) {
+      best_d = d;
+      best = key->choices[i];
+    }
+  }
+  return close_enough(name, best_d) ? best : NULL;
 }
 
 static void range_text(const cfg_key_t *key, char *buf, size_t len) {

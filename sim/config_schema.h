@@ -72,6 +72,9 @@ bool cfg_key_is_child(const cfg_key_t *key, const char *parent, size_t parent_le
 const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
                                size_t parent_len, const char *name, int *distance);
 
+/* The choice of an enum key closest to name, or NULL if none is close. */
+const char *cfg_key_suggest_choice(const cfg_key_t *key, const char *name);
+
 /* Describes what the key accepts ("an integer in [1, 4096]") into buf. */
 void cfg_key_expectation(const cfg_key_t *key, char *buf, size_t len);
 

@@ -65,12 +65,3 @@ char *rows_csv(const config_doc_t *doc) {
   fclose(f);
   return buf;
 }
-
-char *canonical_json(const config_doc_t *doc) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  config_doc_print_json(doc, f, 0);
-  fclose(f);
-  return buf;
-}

@@ -26,9 +26,7 @@ void write_file(const char *dir, const char *name, const char *text);
 /* Removes a directory made by make_temp_dir and everything in it. */
 void remove_temp_dir(const char *dir);
 
-/* Prints a resolved document (rows as CSV, or canonical JSON) into a string
- * the caller frees. */
+/* Prints a resolved document's rows as CSV into a string the caller frees. */
 char *rows_csv(const config_doc_t *doc);
-char *canonical_json(const config_doc_t *doc);
 
 #endif
