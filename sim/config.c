@@ -16,6 +16,9 @@
 
 #define MAX_FILE_BYTES (16L * 1024 * 1024)
 #define MAX_EXTENDS_DEPTH 16
+/* Real configs hold a few hundred values; the cap keeps the provenance table
+ * (searched linearly) fast on whatever a file contains. */
+#define MAX_NODES 10000
 
 /* ---- small helpers shared by the loader's parts ---- */
 
@@ -191,6 +194,13 @@ static int check_duplicates(const char *name, const cJSON *node, const char *pat
   return 0;
 }
 
+static size_t count_nodes(const cJSON *node) {
+  size_t n = 1;
+  for (const cJSON *c = node->child; c; c = c->next)
+    n += count_nodes(c);
+  return n;
+}
+
 static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err_t *err) {
   const char *nul = memchr(text, '\0', len);
   int line, col;
@@ -217,10 +227,6 @@ static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err
     char what[96];
     cfg_describe_value(root, what, sizeof what);
     npu_err_set(err, "%s: (top level): expected a JSON object, found %s", name, what);
-    cJSON_Delete(root);
-    return NULL;
-  }
-  if (check_duplicates(name, root, "", err)) {
     cJSON_Delete(root);
     return NULL;
   }
@@ -372,6 +378,17 @@ static cJSON *load_tree(config_doc_t *doc, const char *name, const char *base_di
   cJSON *tree = parse_text(name, text, len, err);
   if (!tree)
     return NULL;
+  doc->nodes_read += count_nodes(tree);
+  if (doc->nodes_read > MAX_NODES) {
+    npu_err_set(err, "%s: (top level): expected at most %d JSON values in a config and the files "
+                "it extends, found %zu", name, MAX_NODES, doc->nodes_read);
+    cJSON_Delete(tree);
+    return NULL;
+  }
+  if (check_duplicates(name, tree, "", err)) {
+    cJSON_Delete(tree);
+    return NULL;
+  }
   cJSON *result = tree;
   if (cJSON_GetObjectItemCaseSensitive(tree, "extends")) {
     result = apply_extends(doc, name, base_dir, tree, chain, err);
@@ -596,6 +613,5 @@ int config_doc_set(config_doc_t *doc, const char *assignment, npu_err_t *err) {
   snprintf(note, sizeof note, "%s%s", p, CFG_SOURCE_SUFFIX);
   cJSON_DeleteItemFromObjectCaseSensitive(node, note);
   cfg_doc_set_origin(doc, path, CFG_ORIGIN_SET);
-  doc->resolved = false;
   return 0;
 }

@@ -25,7 +25,7 @@ struct config_doc {
   cJSON *root;            /* merged tree: extends resolved, --set applied */
   cfg_origin_t *origins;  /* latest origin of each value path */
   size_t norigins, origins_cap;
-  bool resolved;          /* validated and defaults filled */
+  size_t nodes_read;      /* JSON values in all files read, against a cap */
 };
 
 /* Records that the value at path came from origin (replacing an earlier one). */

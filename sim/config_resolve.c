@@ -272,6 +272,5 @@ int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err) {
       return npu_err_set(err, "%s: %s: internal error: resolved value missing", doc->file,
                          key->path);
   }
-  doc->resolved = true;
   return cfg_rules_check(doc, out, err);
 }

@@ -150,6 +150,19 @@ static void test_syntax_errors_give_line_and_column(void) {
   CU_ASSERT_STRING_EQUAL(err.msg, "t.json:1:6: expected JSON text, found a NUL byte");
 }
 
+static void test_oversized_config_is_refused_quickly(void) {
+  /* 20000 values: far beyond any real config; refused before any per-key work. */
+  size_t cap = 20000 * 16 + 16, used = 0;
+  char *text = malloc(cap);
+  used += (size_t)snprintf(text, cap, "{");
+  for (int i = 0; i < 20000; i++)
+    used += (size_t)snprintf(text + used, cap - used, "%s\"k%d\": %d", i ? "," : "", i, i);
+  snprintf(text + used, cap - used, "}");
+  expect_sys_error(text, NULL, "t.json: (top level): expected at most 10000 JSON values in a "
+                               "config and the files it extends, found 20001");
+  free(text);
+}
+
 static void test_missing_file_is_reported(void) {
   npu_err_t err;
   CU_ASSERT_PTR_NULL(config_doc_load(CONFIG_SYSTEM, "no/such.json", &err));
@@ -331,6 +344,7 @@ CU_TestInfo config_tests[] = {
     {"missing required key is named", test_missing_required_key_is_named},
     {"syntax errors give line and column", test_syntax_errors_give_line_and_column},
     {"missing file is reported", test_missing_file_is_reported},
+    {"oversized config is refused quickly", test_oversized_config_is_refused_quickly},
     {"extends chain merges with child winning", test_extends_chain_merges_with_child_winning},
     {"extends cycles and bad targets are errors", test_extends_cycles_and_bad_targets_are_errors},
     {"--set overrides are typed and recorded", test_set_overrides_are_typed_and_recorded},
