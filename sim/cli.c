@@ -25,6 +25,7 @@ enum {
   OPT_FORMAT = 1 << 3,
   OPT_FIDELITY = 1 << 4,
   OPT_OUTPUT = 1 << 5,
+  OPT_COLL = 1 << 6, /* --op --ranks --ranks-per-node --sizes --algo --dtype --root --matrix --links */
 };
 
 typedef struct {
@@ -39,8 +40,18 @@ typedef struct {
 
 static const command_t commands[] = {
     {"coll", "time a collective (allreduce, allgather, ...) on a cluster, as nccl-tests does",
-     "--system S.json --op OP --ranks N [--sizes MIN:MAX] [--algo A] [options]", NULL,
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 3},
+     "--system S.json --op OP --ranks N [--ranks-per-node K] [--sizes MIN:MAX[:FACTOR]] "
+     "[--algo A] [--fidelity flow|analytic] [--links] [options]",
+     "OP: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, alltoallv,\n"
+     "sendrecv. Sizes are bytes with K, M, G suffixes (powers of 1024), as nccl-tests\n"
+     "prints them: the per-rank buffer, or the total for allgather, reducescatter and\n"
+     "alltoall; default 1K:1G:4. --algo A forces the algorithm between servers (inside\n"
+     "the server for a one-server job); --algo A0,A1[,A2] forces one per level (auto\n"
+     "keeps the library's choice); names: mesh, ring, hd, nhr, nb, pairwise, tree,\n"
+     "pipeline, nvls. --links adds the most utilised links of the largest size.\n"
+     "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
+     "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL, cmd_coll, 0},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op matmul --shape M,N,K [--dtype bf16] [options]", NULL,
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT, NULL, 4},
@@ -68,7 +79,12 @@ static const struct option all_options[] = {
     {"system", required_argument, NULL, 's'},   {"workload", required_argument, NULL, 'w'},
     {"set", required_argument, NULL, 'S'},      {"format", required_argument, NULL, 'f'},
     {"fidelity", required_argument, NULL, 'F'}, {"output", required_argument, NULL, 'o'},
-    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    {"help", no_argument, NULL, 'h'},           {"op", required_argument, NULL, 1001},
+    {"ranks", required_argument, NULL, 1002},   {"ranks-per-node", required_argument, NULL, 1003},
+    {"sizes", required_argument, NULL, 1004},   {"algo", required_argument, NULL, 1005},
+    {"dtype", required_argument, NULL, 1006},   {"root", required_argument, NULL, 1007},
+    {"matrix", required_argument, NULL, 1008},  {"links", no_argument, NULL, 1009},
+    {NULL, 0, NULL, 0},
 };
 
 static const struct {
@@ -84,6 +100,15 @@ static const struct {
                    "analytic (alpha-beta, fast)\n"},
     {OPT_OUTPUT, "  --output FILE          write there instead of stdout (only if the run "
                  "succeeds)\n"},
+    {OPT_COLL, "  --op OP                the collective\n"
+               "  --ranks N              ranks in the job\n"
+               "  --ranks-per-node K     NPUs used per server (default: all of node.npus)\n"
+               "  --sizes MIN:MAX[:F]    sizes from MIN to MAX, times F each (default 1K:1G:4)\n"
+               "  --algo A[,A1[,A2]]     force algorithms (see above)\n"
+               "  --dtype T              fp32 (default), fp16, bf16, int8, fp8: the count column\n"
+               "  --root R               root rank of broadcast and reduce (default 0)\n"
+               "  --matrix FILE          alltoallv bytes, a JSON array of arrays\n"
+               "  --links                most utilised links of the largest size\n"},
 };
 
 static void print_main_usage(FILE *f) {
@@ -157,6 +182,8 @@ static bool accepts(const command_t *cmd, int c) {
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
+  if (c >= 1001 && c <= 1009)
+    return (cmd->options & OPT_COLL) != 0;
   return c == 'h';
 }
 
@@ -204,6 +231,33 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       if (parse_choice("fidelity", optarg, cli_fidelity_names, FIDELITY_COUNT,
                        (int *)&opts->fidelity, err))
         return -1;
+      break;
+    case 1001:
+      opts->op = optarg;
+      break;
+    case 1002:
+      opts->ranks = optarg;
+      break;
+    case 1003:
+      opts->ranks_per_node = optarg;
+      break;
+    case 1004:
+      opts->sizes = optarg;
+      break;
+    case 1005:
+      opts->algo = optarg;
+      break;
+    case 1006:
+      opts->dtype = optarg;
+      break;
+    case 1007:
+      opts->root = optarg;
+      break;
+    case 1008:
+      opts->matrix = optarg;
+      break;
+    case 1009:
+      opts->links = true;
       break;
     }
   }

@@ -37,6 +37,16 @@ typedef struct {
   int nsets;
   cli_format_t format;
   cli_fidelity_t fidelity;
+  /* command-specific options, as given; each command parses and checks its own */
+  const char *op;               /* --op */
+  const char *ranks;            /* --ranks */
+  const char *ranks_per_node;   /* --ranks-per-node */
+  const char *sizes;            /* --sizes MIN:MAX[:FACTOR] */
+  const char *algo;             /* --algo A or A0,A1[,A2] */
+  const char *dtype;            /* --dtype */
+  const char *root;             /* --root */
+  const char *matrix;           /* --matrix FILE (alltoallv) */
+  bool links;                   /* --links */
 } cli_opts_t;
 
 /* Configs loaded for a command: resolved structs and their documents (kept for

@@ -1,0 +1,325 @@
+/* topo.c - building the link graph and routing by rule; see topo.h. */
+#include "topo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const topo_link_kind_names[TOPO_LINK_KIND_COUNT] = {"scale_up", "die", "supernode",
+                                                                "nic", "uplink"};
+
+/* Index of pair (i, j), i < j, among the n(n-1)/2 pairs of n items. */
+static int pair_index(int i, int j, int n) { return i * n - i * (i + 1) / 2 + (j - i - 1); }
+
+static link_cfg_t merged(link_cfg_t one, int count) {
+  one.bw_bytes_per_s *= count;
+  return one;
+}
+
+/* Scale-up links of one server, in the order the routing rules index them. */
+static int scale_up_links_per_server(const node_cfg_t *node) {
+  int n = node->npus, g = n / 2;
+  switch (node->scale_up.kind) {
+  case SCALE_UP_FULL_MESH:
+    return n * (n - 1) / 2;
+  case SCALE_UP_TWO_GROUP_MESH:
+    return 2 * (g * (g - 1) / 2);
+  case SCALE_UP_SWITCH:
+    return n;
+  case SCALE_UP_RING:
+    return n >= 3 ? n : n - 1;
+  default:
+    return 0;
+  }
+}
+
+static void add_link(topo_t *t, topo_link_kind_t kind, int owner, int a, int b, link_cfg_t cfg) {
+  topo_link_t *l = &t->links[t->nlinks++];
+  l->kind = kind;
+  l->owner = owner;
+  l->a = a;
+  l->b = b;
+  l->cfg = cfg;
+}
+
+static void add_scale_up(topo_t *t, int server) {
+  const node_cfg_t *node = &t->node;
+  const scale_up_cfg_t *up = &node->scale_up;
+  int n = node->npus, g = n / 2, per_peer = topology_links_per_peer(node);
+  switch (up->kind) {
+  case SCALE_UP_FULL_MESH:
+    for (int i = 0; i < n; i++)
+      for (int j = i + 1; j < n; j++)
+        add_link(t, TOPO_LINK_SCALE_UP, server, i, j, merged(up->link, per_peer));
+    break;
+  case SCALE_UP_TWO_GROUP_MESH:
+    for (int grp = 0; grp < 2; grp++)
+      for (int i = 0; i < g; i++)
+        for (int j = i + 1; j < g; j++)
+          add_link(t, TOPO_LINK_SCALE_UP, server, grp * g + i, grp * g + j,
+                   merged(up->link, per_peer));
+    break;
+  case SCALE_UP_SWITCH:
+    for (int i = 0; i < n; i++)
+      add_link(t, TOPO_LINK_SCALE_UP, server, i, -1, merged(up->link, up->links_per_npu));
+    break;
+  case SCALE_UP_RING: {
+    /* links_per_npu are split over the two neighbours */
+    int per_side = n >= 3 ? up->links_per_npu / 2 : up->links_per_npu;
+    for (int i = 0; i < scale_up_links_per_server(node); i++)
+      add_link(t, TOPO_LINK_SCALE_UP, server, i, (i + 1) % n, merged(up->link, per_side));
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
+               int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len) {
+  memset(out, 0, sizeof *out);
+  int k = ranks_per_node > 0 ? ranks_per_node : node->npus;
+  if (ranks < 1) {
+    snprintf(err, err_len, "--ranks: expected at least 1 rank, found %d", ranks);
+    return -1;
+  }
+  if (k > node->npus) {
+    snprintf(err, err_len, "--ranks-per-node: expected at most node.npus = %d, found %d",
+             node->npus, k);
+    return -1;
+  }
+  if (ranks > k && ranks % k) {
+    snprintf(err, err_len,
+             "--ranks: expected at most %d or a multiple of %d (ranks per node), found %d", k, k,
+             ranks);
+    return -1;
+  }
+  if (ranks < k)
+    k = ranks;
+  int nodes = (ranks + k - 1) / k;
+  if (cluster->nodes > 0 && nodes > cluster->nodes) {
+    snprintf(err, err_len,
+             "--ranks: expected at most %d (cluster.nodes = %d servers x %d ranks per node), "
+             "found %d", cluster->nodes * k, cluster->nodes, k, ranks);
+    return -1;
+  }
+  out->node = *node;
+  out->cluster = *cluster;
+  out->dies_per_package = dies_per_package;
+  out->ranks = ranks;
+  out->ranks_per_node = k;
+  out->nodes = nodes;
+  out->nodes_per_supernode = cluster->has_supernode ? cluster->supernode.npus / node->npus : 0;
+
+  const scale_out_cfg_t *so = &cluster->scale_out;
+  int npus = node->npus;
+  int leaf_groups; /* leaves per rail (rail) or in all (spine-leaf) */
+  if (so->kind == SCALE_OUT_RAIL_OPTIMIZED) {
+    leaf_groups = (nodes + so->npus_per_leaf - 1) / so->npus_per_leaf;
+    out->leaves = leaf_groups * npus;
+  } else {
+    int servers_per_leaf = so->npus_per_leaf / npus;
+    out->leaves = (nodes + servers_per_leaf - 1) / servers_per_leaf;
+  }
+  out->per_server_scale_up = scale_up_links_per_server(node);
+  out->per_server_die = dies_per_package > 1 ? (npus / dies_per_package) *
+                                                   (dies_per_package * (dies_per_package - 1) / 2)
+                                             : 0;
+  size_t total = (size_t)nodes * (out->per_server_scale_up + out->per_server_die) +
+                 (cluster->has_supernode ? (size_t)nodes * npus : 0) + (size_t)nodes * npus +
+                 (size_t)out->leaves;
+  out->links = calloc(total ? total : 1, sizeof *out->links);
+  if (!out->links) {
+    snprintf(err, err_len, "--ranks: out of memory for %zu links", total);
+    return -1;
+  }
+  out->first_scale_up = 0;
+  for (int s = 0; s < nodes; s++)
+    add_scale_up(out, s);
+  out->first_die = out->nlinks;
+  for (int s = 0; s < nodes && dies_per_package > 1; s++)
+    for (int p = 0; p < npus / dies_per_package; p++)
+      for (int i = 0; i < dies_per_package; i++)
+        for (int j = i + 1; j < dies_per_package; j++)
+          add_link(out, TOPO_LINK_DIE, s, p * dies_per_package + i, p * dies_per_package + j,
+                   node->die_link);
+  out->first_supernode = out->nlinks;
+  for (int r = 0; cluster->has_supernode && r < nodes * npus; r++)
+    add_link(out, TOPO_LINK_SUPERNODE, r / npus, r % npus, -1, cluster->supernode.link);
+  out->first_nic = out->nlinks;
+  for (int r = 0; r < nodes * npus; r++)
+    add_link(out, TOPO_LINK_NIC, r / npus, r % npus, -1, merged(so->nic, so->nics_per_npu));
+  out->first_uplink = out->nlinks;
+  for (int leaf = 0; leaf < out->leaves; leaf++) {
+    link_cfg_t up = merged(so->nic, so->nics_per_npu);
+    up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription;
+    add_link(out, TOPO_LINK_UPLINK, leaf, -1, -1, up);
+  }
+  return 0;
+}
+
+void topo_free(topo_t *t) {
+  free(t->links);
+  t->links = NULL;
+  t->nlinks = 0;
+}
+
+int topo_server_of(const topo_t *t, int rank) { return rank / t->ranks_per_node; }
+int topo_local_of(const topo_t *t, int rank) { return rank % t->ranks_per_node; }
+
+int topo_supernode_of(const topo_t *t, int rank) {
+  return t->nodes_per_supernode ? topo_server_of(t, rank) / t->nodes_per_supernode : 0;
+}
+
+int topo_level(const topo_t *t, int a, int b) {
+  if (topo_server_of(t, a) == topo_server_of(t, b))
+    return 0;
+  return topo_supernode_of(t, a) == topo_supernode_of(t, b) ? 1 : 2;
+}
+
+int topo_levels_used(const topo_t *t) {
+  if (t->nodes == 1)
+    return 1;
+  return t->nodes_per_supernode && t->nodes > t->nodes_per_supernode ? 3 : 2;
+}
+
+/* Leaf switch of a rank's NIC. */
+static int leaf_of(const topo_t *t, int rank) {
+  const scale_out_cfg_t *so = &t->cluster.scale_out;
+  int server = topo_server_of(t, rank), local = topo_local_of(t, rank);
+  if (so->kind == SCALE_OUT_RAIL_OPTIMIZED) {
+    int groups = (t->nodes + so->npus_per_leaf - 1) / so->npus_per_leaf;
+    return local * groups + server / so->npus_per_leaf;
+  }
+  return server / (so->npus_per_leaf / t->node.npus);
+}
+
+static int npu_id(const topo_t *t, int rank) {
+  return topo_server_of(t, rank) * t->node.npus + topo_local_of(t, rank);
+}
+
+static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) {
+  int n = 0;
+  int la = leaf_of(t, src), lb = leaf_of(t, dst);
+  hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, src), 0};
+  if (la != lb) {
+    hops[n++] = (topo_hop_t){t->first_uplink + la, 0};
+    hops[n++] = (topo_hop_t){t->first_uplink + lb, 1};
+  }
+  hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, dst), 1};
+  return n;
+}
+
+static int route_ring(const topo_t *t, int base, int a, int b, topo_hop_t *hops) {
+  int n = t->node.npus;
+  if (n < 3) /* one link between the two */
+    return (hops[0] = (topo_hop_t){base, a < b ? 0 : 1}), 1;
+  int fwd = (b - a + n) % n, nh = 0;
+  if (fwd <= n - fwd) {
+    for (int i = a; i != b; i = (i + 1) % n)
+      hops[nh++] = (topo_hop_t){base + i, 0}; /* link i joins i and i+1 */
+  } else {
+    for (int i = a; i != b; i = (i - 1 + n) % n)
+      hops[nh++] = (topo_hop_t){base + (i - 1 + n) % n, 1};
+  }
+  return nh;
+}
+
+/* Route inside one server; returns 0 when the pair must leave through the NICs. */
+static int route_scale_up(const topo_t *t, int server, int a, int b, topo_hop_t *hops) {
+  const node_cfg_t *node = &t->node;
+  int base = t->first_scale_up + server * t->per_server_scale_up, n = node->npus;
+  int lo = a < b ? a : b, hi = a < b ? b : a, dir = a < b ? 0 : 1;
+  switch (node->scale_up.kind) {
+  case SCALE_UP_FULL_MESH:
+    hops[0] = (topo_hop_t){base + pair_index(lo, hi, n), dir};
+    return 1;
+  case SCALE_UP_TWO_GROUP_MESH: {
+    int g = n / 2;
+    if (lo / g != hi / g)
+      return 0;
+    int grp = lo / g;
+    hops[0] = (topo_hop_t){base + grp * (g * (g - 1) / 2) + pair_index(lo % g, hi % g, g), dir};
+    return 1;
+  }
+  case SCALE_UP_SWITCH:
+    hops[0] = (topo_hop_t){base + a, 0};
+    hops[1] = (topo_hop_t){base + b, 1};
+    return 2;
+  case SCALE_UP_RING:
+    return route_ring(t, base, a, b, hops);
+  default:
+    return 0;
+  }
+}
+
+int topo_route(const topo_t *t, int src, int dst, topo_hop_t hops[TOPO_MAX_HOPS]) {
+  if (src >= t->ranks || dst >= t->ranks) { /* to or from a server's switch (NVLS) */
+    int rank = src >= t->ranks ? dst : src;
+    int base = t->first_scale_up + topo_server_of(t, rank) * t->per_server_scale_up;
+    hops[0] = (topo_hop_t){base + topo_local_of(t, rank), src >= t->ranks ? 1 : 0};
+    return 1;
+  }
+  int server = topo_server_of(t, src), a = topo_local_of(t, src), b = topo_local_of(t, dst);
+  if (server == topo_server_of(t, dst)) {
+    int d = t->dies_per_package;
+    if (d > 1 && a / d == b / d) {
+      int lo = a < b ? a % d : b % d, hi = a < b ? b % d : a % d;
+      int per_pkg = d * (d - 1) / 2;
+      hops[0] = (topo_hop_t){t->first_die + server * t->per_server_die + (a / d) * per_pkg +
+                                 pair_index(lo, hi, d),
+                             a < b ? 0 : 1};
+      return 1;
+    }
+    int n = route_scale_up(t, server, a, b, hops);
+    if (n > 0)
+      return n;
+    return route_scale_out(t, src, dst, hops);
+  }
+  if (t->nodes_per_supernode && topo_supernode_of(t, src) == topo_supernode_of(t, dst)) {
+    hops[0] = (topo_hop_t){t->first_supernode + npu_id(t, src), 0};
+    hops[1] = (topo_hop_t){t->first_supernode + npu_id(t, dst), 1};
+    return 2;
+  }
+  return route_scale_out(t, src, dst, hops);
+}
+
+double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops) {
+  double latency = 0, overhead = 0;
+  for (int i = 0; i < nhops; i++) {
+    const link_cfg_t *c = &t->links[hops[i].link].cfg;
+    latency += c->latency_s;
+    if (c->msg_overhead_s > overhead)
+      overhead = c->msg_overhead_s;
+  }
+  return latency + overhead;
+}
+
+double topo_link_bw(const topo_t *t, int link) { return link_effective_bw(&t->links[link].cfg); }
+
+void topo_link_name(const topo_t *t, int link, char *buf, size_t len) {
+  const topo_link_t *l = &t->links[link];
+  switch (l->kind) {
+  case TOPO_LINK_SCALE_UP:
+    if (l->b < 0)
+      snprintf(buf, len, "s%d.port%d", l->owner, l->a);
+    else
+      snprintf(buf, len, "s%d.%s%d-%d", l->owner,
+               t->node.scale_up.kind == SCALE_UP_RING ? "ring" : "mesh", l->a, l->b);
+    break;
+  case TOPO_LINK_DIE:
+    snprintf(buf, len, "s%d.die%d-%d", l->owner, l->a, l->b);
+    break;
+  case TOPO_LINK_SUPERNODE:
+    snprintf(buf, len, "s%d.sn%d", l->owner, l->a);
+    break;
+  case TOPO_LINK_NIC:
+    snprintf(buf, len, "s%d.nic%d", l->owner, l->a);
+    break;
+  case TOPO_LINK_UPLINK:
+    snprintf(buf, len, "leaf%d.up", l->owner);
+    break;
+  default:
+    snprintf(buf, len, "link%d", link);
+  }
+}

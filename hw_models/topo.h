@@ -1,0 +1,107 @@
+/* topo.h - the cluster as a graph of links, and the path a transfer takes.
+ *
+ * Built from the node and cluster configuration for a job of R ranks placed K
+ * per server (rank r on server r / K, NPU r % K of it). Links, all full duplex:
+ *   scale-up  full_mesh: one link per NPU pair (links_per_peer of them merged);
+ *             two_group_mesh: the same inside each half; switch: one port per NPU
+ *             (links_per_npu merged); ring: one link per neighbour pair;
+ *   die       one link between the dies of a package (SIO);
+ *   supernode one port per NPU into the supernode fabric (UB), non-blocking;
+ *   nic       one per NPU (nics_per_npu merged) to its leaf;
+ *   uplink    one per leaf to the spine layer, all spines merged, with
+ *             capacity = ports under the leaf x NIC rate / oversubscription.
+ * Routing is by rule, deterministic and minimal: die link, else scale-up, else
+ * supernode, else NIC -> leaf [-> uplink -> uplink ->] leaf -> NIC. Scale-up
+ * traffic never crosses a NIC, except between the two groups of a
+ * two_group_mesh (910A), which HCCL sends over RoCE. Merging the spines assumes
+ * perfect ECMP; per-flow hashing collisions are not modelled.
+ *
+ * Nothing here knows about SimGrid: sim/ turns the graph into a platform. */
+#ifndef NPUSIM_TOPO_H
+#define NPUSIM_TOPO_H
+
+#include <stddef.h>
+
+#include "chip.h"
+#include "topology.h"
+
+typedef enum {
+  TOPO_LINK_SCALE_UP,
+  TOPO_LINK_DIE,
+  TOPO_LINK_SUPERNODE,
+  TOPO_LINK_NIC,
+  TOPO_LINK_UPLINK,
+  TOPO_LINK_KIND_COUNT
+} topo_link_kind_t;
+
+extern const char *const topo_link_kind_names[TOPO_LINK_KIND_COUNT];
+
+typedef struct {
+  topo_link_kind_t kind;
+  int owner;           /* server (scale-up, die, nic), rank (supernode) or leaf (uplink) */
+  int a, b;            /* local NPU indices of the ends (pair links), else a = NPU */
+  link_cfg_t cfg;      /* merged line rate, latency, efficiency, overhead */
+} topo_link_t;
+
+/* One hop: a link and the direction it is crossed in (0: a -> b, 1: b -> a). */
+typedef struct {
+  int link;
+  int dir;
+} topo_hop_t;
+
+#define TOPO_MAX_HOPS 16 /* a ring of 32 NPUs needs 16 hops; everything else <= 4 */
+
+typedef struct {
+  node_cfg_t node;
+  cluster_cfg_t cluster;
+  int dies_per_package;
+  int ranks;              /* ranks in the job */
+  int ranks_per_node;     /* K: NPUs used per server */
+  int nodes;              /* servers used */
+  int nodes_per_supernode; /* 0 without a supernode level */
+  int leaves;             /* leaf switches */
+  int nlinks;
+  topo_link_t *links;
+  /* first link id of each block, to find a link by rule */
+  int first_scale_up, per_server_scale_up;
+  int first_die, per_server_die;
+  int first_supernode, first_nic, first_uplink;
+} topo_t;
+
+/* Builds the graph for ranks placed ranks_per_node per server (0 = node.npus).
+ * Returns 0, or -1 with a one-line reason in err ("expected ..., found ...")
+ * when the job does not fit the system. */
+int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
+               int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len);
+
+void topo_free(topo_t *t);
+
+/* Server, local NPU index and supernode of a rank. */
+int topo_server_of(const topo_t *t, int rank);
+int topo_local_of(const topo_t *t, int rank);
+int topo_supernode_of(const topo_t *t, int rank);
+
+/* Hierarchy level two ranks meet at: 0 same server, 1 same supernode (or
+ * cluster, without supernodes), 2 different supernodes. */
+int topo_level(const topo_t *t, int a, int b);
+
+/* Number of levels the job spans (1, 2 or 3). */
+int topo_levels_used(const topo_t *t);
+
+/* The path from rank src to rank dst (src != dst): fills hops, returns their
+ * number. An id ranks + s stands for the switch of server s (switch scale-up
+ * only), the endpoint of in-switch reductions. */
+int topo_route(const topo_t *t, int src, int dst, topo_hop_t hops[TOPO_MAX_HOPS]);
+
+/* Latency and per-message overhead of the path (sums of the hops' latencies;
+ * the largest overhead of a hop, as a message pays it once). */
+double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops);
+
+/* Effective bandwidth of a link (line rate x efficiency), bytes/s. */
+double topo_link_bw(const topo_t *t, int link);
+
+/* A stable, readable name: "s0.mesh.1-5", "s2.port3", "s1.die4-5", "sn.port12",
+ * "s3.nic2", "leaf4.up". */
+void topo_link_name(const topo_t *t, int link, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,92 @@
+/* coll_analytic.c - alpha-beta-gamma cost of a schedule on the links it
+ * crosses; see coll_engine.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_engine.h"
+
+typedef struct {
+  double *load;     /* bytes per link slot (2 per link) in the current round */
+  double *recv;     /* bytes received per endpoint in the current round */
+  int *touched;     /* slots with load, to reset */
+  int ntouched;
+  topo_hop_t *hops; /* route of each transfer of the phase */
+  int *nhops;
+} scratch_t;
+
+/* Cost of one round of a phase; records link figures when stats is set. */
+static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
+                         scratch_t *sc, linkstats_t *stats, double repeat) {
+  sc->ntouched = 0;
+  for (int i = 0; i < ph->nxfers; i++) {
+    const coll_xfer_t *x = &ph->xfers[i];
+    topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    sc->nhops[i] = topo_route(t, x->src, x->dst, h);
+    for (int j = 0; j < sc->nhops[i]; j++) {
+      int slot = 2 * h[j].link + h[j].dir;
+      if (sc->load[slot] == 0)
+        sc->touched[sc->ntouched++] = slot;
+      sc->load[slot] += x->bytes;
+    }
+    sc->recv[x->dst] += x->bytes;
+  }
+  double slowest = 0, most_received = 0;
+  for (int i = 0; i < ph->nxfers; i++) {
+    const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    double busiest = 0;
+    for (int j = 0; j < sc->nhops[i]; j++) {
+      double s = sc->load[2 * h[j].link + h[j].dir] / topo_link_bw(t, h[j].link);
+      if (s > busiest)
+        busiest = s;
+    }
+    double time = topo_path_alpha_s(t, h, sc->nhops[i]) + busiest;
+    if (time > slowest)
+      slowest = time;
+    int dst = ph->xfers[i].dst;
+    if (sc->recv[dst] > most_received)
+      most_received = sc->recv[dst];
+  }
+  double total = slowest + cfg->step_latency_s;
+  if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
+    total += most_received / cfg->reduce_bw_bytes_per_s;
+  for (int k = 0; k < sc->ntouched; k++) {
+    int slot = sc->touched[k];
+    double busy = sc->load[slot] / topo_link_bw(t, slot / 2);
+    if (stats)
+      linkstats_add(stats, slot / 2, slot % 2, sc->load[slot] * repeat, busy * repeat,
+                    total > 0 ? busy / total : 0);
+    sc->load[slot] = 0;
+  }
+  for (int i = 0; i < ph->nxfers; i++)
+    sc->recv[ph->xfers[i].dst] = 0;
+  return total;
+}
+
+double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
+                          linkstats_t *stats) {
+  int maxx = 0;
+  for (int p = 0; p < sched->nphases; p++)
+    if (sched->phases[p].nxfers > maxx)
+      maxx = sched->phases[p].nxfers;
+  scratch_t sc = {0};
+  sc.load = calloc((size_t)2 * topo->nlinks + 1, sizeof *sc.load);
+  sc.recv = calloc((size_t)sched->endpoints + 1, sizeof *sc.recv);
+  sc.touched = malloc(((size_t)2 * topo->nlinks + 1) * sizeof *sc.touched);
+  sc.hops = malloc(((size_t)maxx + 1) * TOPO_MAX_HOPS * sizeof *sc.hops);
+  sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);
+  int loops = sched->loops > 0 ? sched->loops : 1;
+  double per_loop = 0;
+  for (int p = 0; p < sched->nphases; p++) {
+    const coll_phase_t *ph = &sched->phases[p];
+    if (ph->nxfers == 0)
+      continue;
+    double repeat = (double)ph->rounds * loops;
+    per_loop += ph->rounds * round_time(topo, cfg, ph, &sc, stats, repeat);
+  }
+  free(sc.load);
+  free(sc.recv);
+  free(sc.touched);
+  free(sc.hops);
+  free(sc.nhops);
+  return cfg->op_overhead_s + loops * per_loop;
+}

@@ -1,0 +1,472 @@
+/* coll_plan.c - which algorithm runs at which level, and the hierarchical
+ * composition of a collective into one schedule.
+ *
+ * Levels: 0 inside a server, 1 between servers (inside a supernode when there
+ * is one), 2 between supernodes. Compositions (HCCL's, hardware-facts.md 3.1):
+ *   allreduce      RS down the levels, AR at the top on 1/(ranks below) of the
+ *                  data, AG back up; "pipeline" at level 1 overlaps each
+ *                  inter-server ring step with the intra-server mesh step of
+ *                  the next chunk;
+ *   reducescatter  RS level by level, bottom up; allgather AG top down (the
+ *                  orders that move the least data across servers);
+ *   broadcast      scatter in the root's server, broadcast between servers,
+ *                  AG in every server; reduce mirrors it;
+ *   alltoall(v)    intra-server exchange, then inter-server exchange of the
+ *                  aggregated blocks; sendrecv: a ring shift.
+ * Automatic choice: HCCL's public rules on Ascend systems (level 0 from the
+ * topology; level 1 pipeline, else the cheapest of ring, NHR and HD under
+ * HCCL's own alpha-beta model; 910A's legacy rule), NCCL's usual choices on
+ * GPU systems (NVLS, ring, tree for small multi-node messages). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_algos.h"
+
+const char *const coll_op_names[COLL_OP_COUNT] = {
+    "allreduce", "allgather", "reducescatter", "broadcast",
+    "reduce",    "alltoall",  "alltoallv",     "sendrecv"};
+
+/* HCCL's level-1 selector constants (hardware-facts.md 3.3). */
+#define HCCL_ALPHA_S 60e-6
+#define HCCL_PIPELINE_MIN_BYTES (1024.0 * 1024.0)
+/* Below this per-rank size NCCL prefers its tree between nodes (assumption). */
+#define NCCL_TREE_MAX_BYTES (16.0 * 1024 * 1024)
+
+double coll_busbw_factor(coll_op_t op, int ranks) {
+  double p = ranks;
+  switch (op) {
+  case COLL_ALLREDUCE:
+    return 2 * (p - 1) / p;
+  case COLL_ALLGATHER:
+  case COLL_REDUCESCATTER:
+  case COLL_ALLTOALL:
+  case COLL_ALLTOALLV:
+    return (p - 1) / p;
+  default:
+    return 1;
+  }
+}
+
+/* ---- groups of a level ---- */
+
+typedef struct {
+  int ngroups, size;
+  int *ranks; /* ngroups x size */
+} groups_t;
+
+/* Servers covered by one level-1 group: a supernode, or all servers. */
+static int servers_per_l1(const topo_t *t, int levels) {
+  return levels == 3 ? t->nodes_per_supernode : t->nodes;
+}
+
+/* Level 0: the ranks of each server. Level 1: ranks of the same local index in
+ * the servers of a supernode (or all servers, flat = true or no supernodes).
+ * Level 2: same local index and position, across supernodes. */
+static groups_t make_groups(const topo_t *t, int level, int levels, bool flat) {
+  groups_t g = {0};
+  int k = t->ranks_per_node, n = t->nodes;
+  int per = flat ? n : servers_per_l1(t, levels);
+  if (level == 0) {
+    g.ngroups = n;
+    g.size = k;
+  } else if (level == 1) {
+    g.ngroups = (n / per) * k;
+    g.size = per;
+  } else {
+    g.ngroups = per * k;
+    g.size = n / per;
+  }
+  g.ranks = malloc((size_t)g.ngroups * g.size * sizeof *g.ranks);
+  for (int gi = 0; gi < g.ngroups; gi++)
+    for (int m = 0; m < g.size; m++) {
+      int server, local;
+      if (level == 0) {
+        server = gi;
+        local = m;
+      } else if (level == 1) {
+        server = (gi / k) * per + m;
+        local = gi % k;
+      } else {
+        server = m * per + (gi / k);
+        local = gi % k;
+      }
+      g.ranks[gi * g.size + m] = server * k + local;
+    }
+  return g;
+}
+
+/* Emits prim with algo for every group of a level, from phase base. Returns the
+ * phases used, -1 if the algorithm cannot run prim. */
+static int emit_level(coll_sched_t *s, const topo_t *t, const groups_t *gs, int level, int base,
+                      coll_algo_t algo, coll_prim_t prim, double n, int root) {
+  int used = 0;
+  for (int gi = 0; gi < gs->ngroups; gi++) {
+    const int *members = &gs->ranks[gi * gs->size];
+    coll_group_t grp = {.sched = s, .base = base, .level = level, .ranks = members,
+                        .g = gs->size, .root = root, .switch_id = -1};
+    if (algo == COLL_ALGO_NVLS)
+      grp.switch_id = t->ranks + topo_server_of(t, members[0]);
+    int r = coll_algo_emit(algo, prim, &grp, n);
+    if (r < 0)
+      return -1;
+    used = r;
+  }
+  return used;
+}
+
+/* ---- automatic choice ---- */
+
+static bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+static int ceil_log2(int x) {
+  int l = 0;
+  while ((1 << l) < x)
+    l++;
+  return l;
+}
+
+static coll_algo_t hccl_level0(const topo_t *t, coll_op_t op) {
+  switch (t->node.scale_up.kind) {
+  case SCALE_UP_FULL_MESH:
+    return COLL_ALGO_MESH;
+  case SCALE_UP_TWO_GROUP_MESH: /* 910A: 8P ring, 4P mesh */
+    return t->ranks_per_node <= t->node.npus / 2 ? COLL_ALGO_MESH : COLL_ALGO_RING;
+  default:
+    return (op == COLL_ALLTOALL || op == COLL_ALLTOALLV) ? COLL_ALGO_MESH : COLL_ALGO_RING;
+  }
+}
+
+/* HCCL's alpha-beta comparison of ring, NHR and HD between m servers. */
+static coll_algo_t hccl_alpha_beta(const topo_t *t, double loop_bytes, int m) {
+  double beta = 1.0 / link_effective_bw(&t->cluster.scale_out.nic);
+  double vol = 2.0 * (m - 1) / m * loop_bytes / t->ranks_per_node * beta;
+  double ring = 2.0 * (m - 1) * HCCL_ALPHA_S + vol;
+  double nhr = 2.0 * ceil_log2(m) * HCCL_ALPHA_S + vol;
+  double hd = is_pow2(m) ? 2.0 * ceil_log2(m) * HCCL_ALPHA_S + vol
+                         : 2.0 * ceil_log2(m) * HCCL_ALPHA_S +
+                               2.0 * (2 * m - 1) / m * loop_bytes / t->ranks_per_node * beta;
+  if (ring <= nhr && ring <= hd)
+    return COLL_ALGO_RING;
+  return nhr <= hd ? COLL_ALGO_NHR : COLL_ALGO_HD;
+}
+
+static coll_algo_t hccl_level1(const topo_t *t, coll_op_t op, coll_algo_t l0, double loop_bytes,
+                               int m) {
+  if (op == COLL_ALLTOALL || op == COLL_ALLTOALLV)
+    return COLL_ALGO_PAIRWISE;
+  if (t->node.scale_up.kind == SCALE_UP_TWO_GROUP_MESH) /* 910A: documented default */
+    return is_pow2(m) ? COLL_ALGO_HD : COLL_ALGO_RING;
+  if (op == COLL_ALLREDUCE && l0 == COLL_ALGO_MESH && t->ranks_per_node > 1 &&
+      loop_bytes / t->ranks >= HCCL_PIPELINE_MIN_BYTES && topo_levels_used(t) == 2)
+    return COLL_ALGO_PIPELINE;
+  return hccl_alpha_beta(t, loop_bytes, m);
+}
+
+static coll_algo_t hccl_level2(int m) {
+  return (m < 8 && !is_pow2(m)) ? COLL_ALGO_RING : COLL_ALGO_HD;
+}
+
+static coll_algo_t nccl_choice(const topo_t *t, coll_op_t op, int level, bool nvls,
+                               double loop_bytes) {
+  if (op == COLL_ALLTOALL || op == COLL_ALLTOALLV)
+    return level == 0 ? COLL_ALGO_MESH : COLL_ALGO_PAIRWISE;
+  if (level == 0)
+    return (nvls && op == COLL_ALLREDUCE && t->nodes == 1) ? COLL_ALGO_NVLS : COLL_ALGO_RING;
+  if (op == COLL_ALLREDUCE && loop_bytes < NCCL_TREE_MAX_BYTES)
+    return COLL_ALGO_TREE;
+  return COLL_ALGO_RING;
+}
+
+static void choose(const topo_t *t, const coll_cfg_t *cfg, bool nvls, coll_op_t op,
+                   double loop_bytes, coll_algo_t out[COLL_LEVELS]) {
+  int levels = topo_levels_used(t);
+  for (int l = 0; l < COLL_LEVELS; l++)
+    out[l] = COLL_ALGO_AUTO;
+  for (int l = 0; l < levels; l++) {
+    if (cfg->algo[l] != COLL_ALGO_AUTO) {
+      out[l] = cfg->algo[l];
+      continue;
+    }
+    int m = l == 1 ? servers_per_l1(t, levels) : t->nodes / (t->nodes_per_supernode ? t->nodes_per_supernode : 1);
+    if (cfg->library == COLL_LIB_NCCL)
+      out[l] = nccl_choice(t, op, l, nvls, loop_bytes);
+    else if (l == 0)
+      out[l] = hccl_level0(t, op);
+    else if (l == 1)
+      out[l] = hccl_level1(t, op, out[0], loop_bytes, m);
+    else
+      out[l] = hccl_level2(m);
+  }
+}
+
+/* ---- compositions ---- */
+
+/* Pipelined hierarchical allreduce (two levels, mesh inside servers). */
+static int pipeline_allreduce(coll_sched_t *s, const topo_t *t, double n) {
+  int k = t->ranks_per_node, m = t->nodes, ph = 0;
+  double piece = n / ((double)k * m); /* s/p of HCCL's formula */
+  for (int half = 0; half < 2; half++) {
+    bool rs = half == 0;
+    /* RS: an intra-only round first, then m-1 overlapped rounds; AG mirrors it. */
+    for (int round = 0; round < m; round++, ph++) {
+      bool intra = true, inter = rs ? round > 0 : round < m - 1;
+      coll_phase_t *p = coll_sched_phase(s, ph, inter ? 1 : 0, 1, rs);
+      for (int r = 0; r < t->ranks; r++) {
+        int server = r / k, local = r % k;
+        if (inter)
+          coll_phase_add(p, r, ((server + 1) % m) * k + local, piece);
+        for (int j = 0; intra && j < k; j++)
+          if (j != local)
+            coll_phase_add(p, r, server * k + j, piece);
+      }
+    }
+  }
+  return ph;
+}
+
+static int compose_allreduce(coll_sched_t *s, const topo_t *t, const coll_algo_t algo[],
+                             double n) {
+  int levels = topo_levels_used(t), ph = 0, used;
+  if (levels == 2 && algo[1] == COLL_ALGO_PIPELINE)
+    return pipeline_allreduce(s, t, n);
+  if (levels == 1) {
+    groups_t g0 = make_groups(t, 0, levels, false);
+    used = emit_level(s, t, &g0, 0, 0, algo[0], PRIM_AR, n, 0);
+    free(g0.ranks);
+    return used;
+  }
+  groups_t g[COLL_LEVELS];
+  for (int l = 0; l < levels; l++)
+    g[l] = make_groups(t, l, levels, false);
+  double size[COLL_LEVELS];
+  size[0] = n;
+  for (int l = 1; l < levels; l++)
+    size[l] = size[l - 1] / g[l - 1].size;
+  int rc = 0;
+  for (int l = 0; l < levels - 1 && rc >= 0; l++, ph += rc) /* reduce-scatter down */
+    rc = emit_level(s, t, &g[l], l, ph, algo[l], PRIM_RS, size[l], 0);
+  if (rc >= 0) {
+    rc = emit_level(s, t, &g[levels - 1], levels - 1, ph, algo[levels - 1], PRIM_AR,
+                    size[levels - 1], 0);
+    ph += rc;
+  }
+  for (int l = levels - 2; l >= 0 && rc >= 0; l--, ph += rc) /* all-gather up */
+    rc = emit_level(s, t, &g[l], l, ph, algo[l], PRIM_AG, size[l], 0);
+  for (int l = 0; l < levels; l++)
+    free(g[l].ranks);
+  return rc < 0 ? -1 : ph;
+}
+
+/* RS bottom up, or AG top down; n is the total (all ranks' slices). */
+static int compose_gather_scatter(coll_sched_t *s, const topo_t *t, const coll_algo_t algo[],
+                                  double n, bool rs) {
+  int levels = topo_levels_used(t), ph = 0, rc = 0;
+  groups_t g[COLL_LEVELS];
+  double size[COLL_LEVELS];
+  for (int l = 0; l < levels; l++)
+    g[l] = make_groups(t, l, levels, false);
+  size[0] = n;
+  for (int l = 1; l < levels; l++)
+    size[l] = size[l - 1] / g[l - 1].size;
+  for (int i = 0; i < levels && rc >= 0; i++, ph += rc) {
+    int l = rs ? i : levels - 1 - i;
+    rc = emit_level(s, t, &g[l], l, ph, algo[l], rs ? PRIM_RS : PRIM_AG, size[l], 0);
+  }
+  for (int l = 0; l < levels; l++)
+    free(g[l].ranks);
+  return rc < 0 ? -1 : ph;
+}
+
+/* Broadcast or reduce: single level, or scatter/bcast/AG across two (all
+ * servers form the inter-server level). */
+static int compose_rooted(coll_sched_t *s, const topo_t *t, const coll_algo_t algo[], double n,
+                          int root, bool reduce) {
+  int levels = topo_levels_used(t), k = t->ranks_per_node, ph = 0, rc;
+  if (levels == 1) {
+    groups_t g0 = make_groups(t, 0, 1, false);
+    rc = emit_level(s, t, &g0, 0, 0, algo[0], reduce ? PRIM_REDUCE : PRIM_BCAST, n, root);
+    free(g0.ranks);
+    return rc;
+  }
+  int rs = topo_server_of(t, root), rl = topo_local_of(t, root);
+  groups_t g0 = make_groups(t, 0, 2, true), g1 = make_groups(t, 1, 2, true);
+  coll_algo_t inter = algo[1] != COLL_ALGO_AUTO ? algo[1] : algo[levels - 1];
+  double piece = n / k;
+  if (!reduce) { /* scatter in the root's server */
+    coll_phase_t *p = coll_sched_phase(s, ph++, 0, 1, false);
+    for (int j = 0; j < k; j++)
+      if (j != rl)
+        coll_phase_add(p, root, rs * k + j, piece);
+    rc = emit_level(s, t, &g1, 1, ph, inter, PRIM_BCAST, piece, rs);
+    ph += rc < 0 ? 0 : rc;
+    int rc2 = rc < 0 ? -1 : emit_level(s, t, &g0, 0, ph, algo[0], PRIM_AG, n, 0);
+    rc = rc2 < 0 ? -1 : ph + rc2;
+  } else {
+    rc = emit_level(s, t, &g0, 0, ph, algo[0], PRIM_RS, n, 0);
+    ph += rc < 0 ? 0 : rc;
+    int rc2 = rc < 0 ? -1 : emit_level(s, t, &g1, 1, ph, inter, PRIM_REDUCE, piece, rs);
+    ph += rc2 < 0 ? 0 : rc2;
+    if (rc2 >= 0) { /* gather onto the root */
+      coll_phase_t *p = coll_sched_phase(s, ph++, 0, 1, true);
+      for (int j = 0; j < k; j++)
+        if (j != rl)
+          coll_phase_add(p, rs * k + j, root, piece);
+    }
+    rc = rc2 < 0 ? -1 : ph;
+  }
+  free(g0.ranks);
+  free(g1.ranks);
+  return rc;
+}
+
+/* All-to-all: intra-server exchange of blocks bound for each local index, then
+ * inter-server exchange between ranks of the same local index. */
+static int compose_alltoall(coll_sched_t *s, const topo_t *t, const coll_algo_t algo[],
+                            const coll_req_t *req) {
+  int levels = topo_levels_used(t), k = t->ranks_per_node, m = t->nodes, p = t->ranks, rc;
+  double block = req->bytes / p;
+  const double *mx = req->matrix;
+  groups_t g0 = make_groups(t, 0, 2, true), g1 = make_groups(t, 1, 2, true);
+  double *a0 = calloc((size_t)k * k, sizeof *a0), *a1 = calloc((size_t)m * m, sizeof *a1);
+  int ph = 0;
+  if (levels == 1) { /* one server: the request's blocks (or matrix) as they are */
+    coll_group_t grp = {.sched = s, .base = 0, .level = 0, .ranks = g0.ranks, .g = k,
+                        .switch_id = -1, .a2a = mx};
+    rc = coll_algo_emit(algo[0], PRIM_A2A, &grp, req->bytes);
+  } else {
+    rc = 0;
+    for (int sv = 0; sv < m && rc >= 0; sv++) { /* intra: sum over destination servers */
+      for (int i = 0; i < k; i++)
+        for (int j = 0; j < k; j++) {
+          double b = 0;
+          for (int d = 0; d < m; d++)
+            b += mx ? mx[(sv * k + i) * p + d * k + j] : block;
+          a0[i * k + j] = b;
+        }
+      coll_group_t grp = {.sched = s, .base = 0, .level = 0, .ranks = &g0.ranks[sv * k],
+                          .g = k, .switch_id = -1, .a2a = a0};
+      rc = coll_algo_emit(algo[0], PRIM_A2A, &grp, 0);
+    }
+    ph = rc;
+    for (int l = 0; l < k && rc >= 0; l++) { /* inter: sum over source local ranks */
+      for (int a = 0; a < m; a++)
+        for (int b = 0; b < m; b++) {
+          double sum = 0;
+          for (int i = 0; i < k; i++)
+            sum += mx ? mx[(a * k + i) * p + b * k + l] : block;
+          a1[a * m + b] = sum;
+        }
+      coll_group_t grp = {.sched = s, .base = ph, .level = 1, .ranks = &g1.ranks[l * m], .g = m,
+                          .switch_id = -1, .a2a = a1};
+      rc = coll_algo_emit(algo[1] != COLL_ALGO_AUTO ? algo[1] : algo[levels - 1], PRIM_A2A, &grp,
+                          0);
+    }
+    rc = rc < 0 ? -1 : ph + rc;
+  }
+  free(a0);
+  free(a1);
+  free(g0.ranks);
+  free(g1.ranks);
+  return rc;
+}
+
+static int compose_sendrecv(coll_sched_t *s, const topo_t *t, double n) {
+  if (t->ranks < 2)
+    return 0;
+  for (int r = 0; r < t->ranks; r++) {
+    int dst = (r + 1) % t->ranks;
+    coll_phase_add(coll_sched_phase(s, 0, topo_level(t, r, dst), 1, false), r, dst, n);
+  }
+  return 1;
+}
+
+static int compose(coll_sched_t *s, const topo_t *t, const coll_algo_t algo[],
+                   const coll_req_t *req, double n) {
+  switch (req->op) {
+  case COLL_ALLREDUCE:
+    return compose_allreduce(s, t, algo, n);
+  case COLL_REDUCESCATTER:
+  case COLL_ALLGATHER:
+    return compose_gather_scatter(s, t, algo, n, req->op == COLL_REDUCESCATTER);
+  case COLL_BROADCAST:
+  case COLL_REDUCE:
+    return compose_rooted(s, t, algo, n, req->root, req->op == COLL_REDUCE);
+  case COLL_ALLTOALL:
+  case COLL_ALLTOALLV:
+    return compose_alltoall(s, t, algo, req);
+  case COLL_SENDRECV:
+    return compose_sendrecv(s, t, n);
+  default:
+    return -1;
+  }
+}
+
+/* Why a forced choice cannot run, as "expected ..., found ...". */
+static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_req_t *req,
+                          bool nvls, char *err, size_t len) {
+  int levels = topo_levels_used(t);
+  for (int l = 0; l < levels; l++) {
+    if (algo[l] == COLL_ALGO_PIPELINE && (l != 1 || levels != 2 || req->op != COLL_ALLREDUCE ||
+                                          t->ranks_per_node < 2))
+      return snprintf(err, len, "collectives.level%d_algorithm: expected \"pipeline\" only for "
+                      "allreduce over 2+ servers (no supernode level) with 2+ ranks per node, "
+                      "found it for %s on %d ranks", l, coll_op_names[req->op], t->ranks), -1;
+    if (algo[l] == COLL_ALGO_NVLS && (!nvls || levels != 1))
+      return snprintf(err, len, "collectives.level%d_algorithm: expected \"nvls\" only inside "
+                      "one server whose switch reduces (node.scale_up.in_switch_reduction), "
+                      "found it on %d servers", l, t->nodes), -1;
+  }
+  for (int l = 0; l < levels; l++)
+    if (algo[l] == COLL_ALGO_MESH && l > 0)
+      return snprintf(err, len, "collectives.level%d_algorithm: expected an algorithm that runs "
+                      "between servers, found \"mesh\"", l), -1;
+  snprintf(err, len, "--algo: expected algorithms that can run %s (level 0: %s, level 1: %s), "
+           "found one that cannot", coll_op_names[req->op], config_coll_algo_names[algo[0]],
+           config_coll_algo_names[algo[1]]);
+  return -1;
+}
+
+static void name_plan(coll_plan_t *plan, const topo_t *t, coll_op_t op) {
+  if (op == COLL_SENDRECV) {
+    snprintf(plan->name, sizeof plan->name, "p2p");
+    return;
+  }
+  plan->name[0] = '\0';
+  for (int l = 0; l < topo_levels_used(t); l++) {
+    size_t used = strlen(plan->name);
+    snprintf(plan->name + used, sizeof plan->name - used, "%s%s", l ? "+" : "",
+             config_coll_algo_names[plan->algo[l]]);
+  }
+}
+
+int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, bool in_switch_reduction,
+              const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len) {
+  memset(plan, 0, sizeof *plan);
+  double n = req->bytes;
+  int loops = cfg->buffer_bytes > 0 ? (int)ceil(n / cfg->buffer_bytes) : 1;
+  if (loops < 1 || req->op == COLL_ALLTOALLV)
+    loops = 1;
+  choose(topo, cfg, in_switch_reduction && topo->node.scale_up.kind == SCALE_UP_SWITCH, req->op,
+         n / loops, plan->algo);
+  if (compose(&plan->sched, topo, plan->algo, req, n / loops) < 0) {
+    coll_sched_free(&plan->sched);
+    return explain_forced(topo, plan->algo, req,
+                          in_switch_reduction && topo->node.scale_up.kind == SCALE_UP_SWITCH, err,
+                          err_len);
+  }
+  plan->sched.loops = loops;
+  plan->sched.endpoints = topo->ranks;
+  for (int i = 0; i < plan->sched.nphases; i++)
+    for (int j = 0; j < plan->sched.phases[i].nxfers; j++) {
+      const coll_xfer_t *x = &plan->sched.phases[i].xfers[j];
+      int hi = (x->src > x->dst ? x->src : x->dst) + 1;
+      if (hi > plan->sched.endpoints)
+        plan->sched.endpoints = hi;
+    }
+  name_plan(plan, topo, req->op);
+  return 0;
+}
+
+void coll_plan_free(coll_plan_t *plan) { coll_sched_free(&plan->sched); }

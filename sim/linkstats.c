@@ -1,0 +1,124 @@
+/* linkstats.c - per-link bytes, busy time and utilisation; see linkstats.h. */
+#include "linkstats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void linkstats_init(linkstats_t *ls, const topo_t *topo) {
+  memset(ls, 0, sizeof *ls);
+  ls->topo = topo;
+  ls->nslots = 2 * topo->nlinks;
+  ls->bytes = calloc((size_t)ls->nslots, sizeof *ls->bytes);
+  ls->busy_s = calloc((size_t)ls->nslots, sizeof *ls->busy_s);
+  ls->peak = calloc((size_t)ls->nslots, sizeof *ls->peak);
+}
+
+void linkstats_free(linkstats_t *ls) {
+  for (int i = 0; ls->iv && i < ls->nslots; i++)
+    free(ls->iv[i]);
+  free(ls->iv);
+  free(ls->niv);
+  free(ls->cap);
+  free(ls->bytes);
+  free(ls->busy_s);
+  free(ls->peak);
+  memset(ls, 0, sizeof *ls);
+}
+
+void linkstats_add(linkstats_t *ls, int link, int dir, double bytes, double busy_s, double util) {
+  int slot = 2 * link + dir;
+  ls->bytes[slot] += bytes;
+  ls->busy_s[slot] += busy_s;
+  if (util > ls->peak[slot])
+    ls->peak[slot] = util > 1 ? 1 : util;
+}
+
+void linkstats_add_interval(linkstats_t *ls, int link, int dir, double start_s, double end_s,
+                            double bytes) {
+  if (!ls->iv) {
+    ls->iv = calloc((size_t)ls->nslots, sizeof *ls->iv);
+    ls->niv = calloc((size_t)ls->nslots, sizeof *ls->niv);
+    ls->cap = calloc((size_t)ls->nslots, sizeof *ls->cap);
+  }
+  int slot = 2 * link + dir;
+  if (ls->niv[slot] == ls->cap[slot]) {
+    ls->cap[slot] = ls->cap[slot] ? 2 * ls->cap[slot] : 8;
+    ls->iv[slot] = realloc(ls->iv[slot], (size_t)ls->cap[slot] * sizeof *ls->iv[slot]);
+  }
+  ls->iv[slot][ls->niv[slot]++] = (link_interval_t){start_s, end_s, bytes};
+}
+
+typedef struct {
+  double t, rate; /* rate change at time t */
+} edge_t;
+
+static int by_time(const void *a, const void *b) {
+  const edge_t *x = a, *y = b;
+  if (x->t != y->t)
+    return x->t < y->t ? -1 : 1;
+  return x->rate < y->rate ? -1 : x->rate > y->rate; /* ends before starts at a tie */
+}
+
+/* Sweeps one slot's transfers: busy time is the union of their intervals; the
+ * peak is the largest sum of average rates of overlapping transfers. */
+static void close_slot(linkstats_t *ls, int slot) {
+  int n = ls->niv[slot];
+  edge_t *e = malloc((size_t)2 * n * sizeof *e);
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    link_interval_t *v = &ls->iv[slot][i];
+    ls->bytes[slot] += v->bytes;
+    double d = v->end_s - v->start_s;
+    if (d <= 0)
+      continue;
+    e[m++] = (edge_t){v->start_s, v->bytes / d};
+    e[m++] = (edge_t){v->end_s, -v->bytes / d};
+  }
+  qsort(e, (size_t)m, sizeof *e, by_time);
+  double rate = 0, bw = topo_link_bw(ls->topo, slot / 2);
+  int active = 0;
+  for (int i = 0; i < m; i++) {
+    if (active > 0 && i > 0)
+      ls->busy_s[slot] += e[i].t - e[i - 1].t;
+    rate += e[i].rate;
+    active += e[i].rate > 0 ? 1 : -1;
+    double util = rate / bw;
+    if (util > ls->peak[slot])
+      ls->peak[slot] = util > 1 ? 1 : util;
+  }
+  free(e);
+}
+
+void linkstats_close(linkstats_t *ls) {
+  for (int slot = 0; ls->iv && slot < ls->nslots; slot++)
+    if (ls->niv[slot])
+      close_slot(ls, slot);
+}
+
+static double slot_util(const linkstats_t *ls, int slot, double duration_s) {
+  double bw = topo_link_bw(ls->topo, slot / 2);
+  return duration_s > 0 ? ls->bytes[slot] / (bw * duration_s) : 0;
+}
+
+int linkstats_top(const linkstats_t *ls, double duration_s, link_stat_t *out, int n) {
+  int count = 0;
+  for (int slot = 0; slot < ls->nslots; slot++) {
+    if (ls->bytes[slot] <= 0)
+      continue;
+    link_stat_t s = {slot / 2, slot % 2, ls->bytes[slot], ls->busy_s[slot],
+                     slot_util(ls, slot, duration_s), ls->peak[slot]};
+    /* insertion into the sorted top-n */
+    int pos = count < n ? count : n;
+    while (pos > 0 && (out[pos - 1].mean_util < s.mean_util ||
+                       (out[pos - 1].mean_util == s.mean_util && out[pos - 1].bytes < s.bytes)))
+      pos--;
+    if (pos >= n)
+      continue;
+    int last = count < n ? count : n - 1;
+    memmove(&out[pos + 1], &out[pos], (size_t)(last - pos) * sizeof *out);
+    out[pos] = s;
+    if (count < n)
+      count++;
+  }
+  return count;
+}

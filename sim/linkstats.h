@@ -1,0 +1,50 @@
+/* linkstats.h - how hard each link worked during a collective or a step: bytes
+ * each way, busy time, mean and peak utilisation against the link's effective
+ * bandwidth (line rate x efficiency). Filled by either engine:
+ *   analytic: per round of a phase, from the bytes each link carries;
+ *   flow:     from the start and end times of every transfer crossing it, with
+ *             each transfer's average rate (an approximation of the rates
+ *             SimGrid's max-min sharing gives it at each instant). */
+#ifndef NPUSIM_LINKSTATS_H
+#define NPUSIM_LINKSTATS_H
+
+#include "topo.h"
+
+typedef struct {
+  int link, dir;      /* topo link and direction (0: a -> b) */
+  double bytes;       /* carried in this direction */
+  double busy_s;      /* time with at least one transfer on it */
+  double mean_util;   /* bytes / (effective bandwidth x duration) */
+  double peak_util;   /* highest instantaneous utilisation, <= 1 */
+} link_stat_t;
+
+typedef struct {
+  double start_s, end_s, bytes;
+} link_interval_t;
+
+typedef struct {
+  const topo_t *topo;
+  int nslots;            /* 2 per link */
+  double *bytes, *busy_s, *peak;
+  link_interval_t **iv;  /* flow engine: transfers per slot */
+  int *niv, *cap;
+} linkstats_t;
+
+void linkstats_init(linkstats_t *ls, const topo_t *topo);
+void linkstats_free(linkstats_t *ls);
+
+/* Analytic engine: a link direction carried bytes, busy for busy_s, at a
+ * utilisation of util while busy. */
+void linkstats_add(linkstats_t *ls, int link, int dir, double bytes, double busy_s, double util);
+
+/* Flow engine: a transfer of bytes crossed the link direction from start to end.
+ * Call linkstats_close once all are added. */
+void linkstats_add_interval(linkstats_t *ls, int link, int dir, double start_s, double end_s,
+                            double bytes);
+void linkstats_close(linkstats_t *ls);
+
+/* The n most utilised link directions (by mean utilisation, then bytes, then
+ * link id) over a run of duration_s. Returns how many were written to out. */
+int linkstats_top(const linkstats_t *ls, double duration_s, link_stat_t *out, int n);
+
+#endif

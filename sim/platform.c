@@ -1,0 +1,110 @@
+/* platform.c - SimGrid platform XML from the topology; see platform.h. */
+#include "platform.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void pair_set_init(pair_set_t *s) {
+  s->cap = 1024;
+  s->count = 0;
+  s->keys = calloc(s->cap, sizeof *s->keys);
+}
+
+void pair_set_free(pair_set_t *s) {
+  free(s->keys);
+  s->keys = NULL;
+  s->cap = s->count = 0;
+}
+
+static size_t slot_of(uint64_t key, size_t cap) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return (size_t)key & (cap - 1);
+}
+
+static void insert(uint64_t *keys, size_t cap, uint64_t key, size_t *count) {
+  size_t i = slot_of(key, cap);
+  while (keys[i] && keys[i] != key)
+    i = (i + 1) & (cap - 1);
+  if (!keys[i]) {
+    keys[i] = key;
+    (*count)++;
+  }
+}
+
+void pair_set_add(pair_set_t *s, int src, int dst) {
+  if (2 * (s->count + 1) > s->cap) { /* keep the table at most half full */
+    size_t cap = s->cap * 2, count = 0;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->keys[i])
+        insert(keys, cap, s->keys[i], &count);
+    free(s->keys);
+    s->keys = keys;
+    s->cap = cap;
+  }
+  insert(s->keys, s->cap, (((uint64_t)src << 32) | (uint32_t)dst) + 1, &s->count);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
+                   size_t path_len, char *err, size_t err_len) {
+  snprintf(path, path_len, "%s/npusim-platform-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  int fd = mkstemp(path);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    snprintf(err, err_len, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  /* Routes in a fixed order, so the same inputs write the same file. */
+  uint64_t *keys = malloc((pairs->count + 1) * sizeof *keys);
+  size_t n = 0;
+  for (size_t i = 0; i < pairs->cap; i++)
+    if (pairs->keys[i])
+      keys[n++] = pairs->keys[i] - 1;
+  qsort(keys, n, sizeof *keys, cmp_u64);
+  char *used = calloc((size_t)t->nlinks + 1, 1);
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  for (size_t i = 0; i < n; i++) {
+    int nh = topo_route(t, (int)(keys[i] >> 32), (int)(uint32_t)keys[i], hops);
+    for (int h = 0; h < nh; h++)
+      used[hops[h].link] = 1;
+  }
+  fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM "
+             "\"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n"
+             "<zone id=\"npusim\" routing=\"Full\">\n");
+  for (int e = 0; e < endpoints; e++)
+    fprintf(f, "<host id=\"h%d\" speed=\"1f\"/>\n", e);
+  for (int l = 0; l < t->nlinks; l++)
+    if (used[l])
+      fprintf(f, "<link id=\"L%d\" bandwidth=\"%.17gBps\" latency=\"0s\" "
+                 "sharing_policy=\"SPLITDUPLEX\"/>\n", l, topo_link_bw(t, l));
+  for (size_t i = 0; i < n; i++) {
+    int src = (int)(keys[i] >> 32), dst = (int)(uint32_t)keys[i];
+    int nh = topo_route(t, src, dst, hops);
+    fprintf(f, "<route src=\"h%d\" dst=\"h%d\" symmetrical=\"NO\">", src, dst);
+    for (int h = 0; h < nh; h++)
+      fprintf(f, "<link_ctn id=\"L%d\" direction=\"%s\"/>", hops[h].link,
+              hops[h].dir ? "DOWN" : "UP");
+    fputs("</route>\n", f);
+  }
+  fputs("</zone>\n</platform>\n", f);
+  free(keys);
+  free(used);
+  if (fclose(f) != 0) {
+    snprintf(err, err_len, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
+    unlink(path);
+    return -1;
+  }
+  return 0;
+}

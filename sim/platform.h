@@ -1,0 +1,38 @@
+/* platform.h - the SimGrid platform of a topology, written as XML (SimGrid 3.32's
+ * C API cannot build platforms).
+ *
+ * One host per endpoint ("h<id>": ranks, then in-network switches), one
+ * SPLITDUPLEX link per topology link that some route uses ("L<id>", bandwidth =
+ * line rate x efficiency), and an explicit route for every ordered pair that
+ * exchanges data, along topo_route's path: routing stays ours, deterministic
+ * and rail-aware, and the file stays proportional to the pairs that talk.
+ *
+ * Links are declared with zero latency: SimGrid's CM02 model divides a shared
+ * link in proportion to each flow's inverse route latency (TCP's RTT
+ * unfairness), which RDMA fabrics do not show. The engine charges each
+ * transfer's path latency itself, as a delay before it is posted. */
+#ifndef NPUSIM_PLATFORM_H
+#define NPUSIM_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topo.h"
+
+/* A set of ordered (src, dst) endpoint pairs. */
+typedef struct {
+  uint64_t *keys; /* (src << 32 | dst) + 1; 0 = empty slot */
+  size_t cap, count;
+} pair_set_t;
+
+void pair_set_init(pair_set_t *s);
+void pair_set_add(pair_set_t *s, int src, int dst);
+void pair_set_free(pair_set_t *s);
+
+/* Writes the platform for endpoints 0..endpoints-1 and the routes of pairs to a
+ * new temporary file; its path goes to path (caller unlinks it). Returns 0, or
+ * -1 with a reason in err. */
+int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
+                   size_t path_len, char *err, size_t err_len);
+
+#endif
