@@ -63,17 +63,21 @@ typedef struct {
   coll_phase_t *phases;
   int loops;             /* the phases run this many times (staging-buffer loops) */
   int endpoints;         /* ranks plus in-network switch endpoints used */
+  double wire_factor;    /* bytes on the wire per data byte (protocol), >= 1 */
+  double step_s;         /* protocol latency added to every round */
 } coll_sched_t;
 
 /* The algorithms chosen for a request and its schedule. */
 typedef struct {
   coll_algo_t algo[COLL_LEVELS]; /* per level; COLL_ALGO_AUTO where a level is unused */
-  char name[64];                 /* "mesh+pipeline", "ring", ... as reported */
+  int proto;                     /* coll_proto_id_t chosen, or -1 (none configured) */
+  char name[64];                 /* "mesh+pipeline", "ring/ll128", ... as reported */
   coll_sched_t sched;
 } coll_plan_t;
 
 /* Chooses algorithms (forced ones from cfg->algo, else the library's rules) and
- * builds the schedule. Returns 0, or -1 with "expected ..., found ..." in err
+ * builds the schedule; where protocols are configured, the one the analytic
+ * model finds fastest for this size. Returns 0, or -1 with "expected ..., found ..." in err
  * when a forced algorithm cannot run this op on this topology. */
 int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, bool in_switch_reduction,
               const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len);

@@ -16,7 +16,8 @@ typedef struct {
 
 /* Cost of one round of a phase; records link figures when stats is set. */
 static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
-                         scratch_t *sc, linkstats_t *stats, double repeat) {
+                         double wire, double step_s, scratch_t *sc, linkstats_t *stats,
+                         double repeat) {
   sc->ntouched = 0;
   for (int i = 0; i < ph->nxfers; i++) {
     const coll_xfer_t *x = &ph->xfers[i];
@@ -26,7 +27,7 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
       int slot = 2 * h[j].link + h[j].dir;
       if (sc->load[slot] == 0)
         sc->touched[sc->ntouched++] = slot;
-      sc->load[slot] += x->bytes;
+      sc->load[slot] += x->bytes * wire;
     }
     sc->recv[x->dst] += x->bytes;
   }
@@ -46,7 +47,7 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
     if (sc->recv[dst] > most_received)
       most_received = sc->recv[dst];
   }
-  double total = slowest + cfg->step_latency_s;
+  double total = slowest + cfg->step_latency_s + step_s;
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
     total += most_received / cfg->reduce_bw_bytes_per_s;
   for (int k = 0; k < sc->ntouched; k++) {
@@ -75,13 +76,13 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
   sc.hops = malloc(((size_t)maxx + 1) * TOPO_MAX_HOPS * sizeof *sc.hops);
   sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);
   int loops = sched->loops > 0 ? sched->loops : 1;
-  double per_loop = 0;
+  double per_loop = 0, wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
   for (int p = 0; p < sched->nphases; p++) {
     const coll_phase_t *ph = &sched->phases[p];
     if (ph->nxfers == 0)
       continue;
     double repeat = (double)ph->rounds * loops;
-    per_loop += ph->rounds * round_time(topo, cfg, ph, &sc, stats, repeat);
+    per_loop += ph->rounds * round_time(topo, cfg, ph, wire, sched->step_s, &sc, stats, repeat);
   }
   free(sc.load);
   free(sc.recv);

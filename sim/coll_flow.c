@@ -42,6 +42,7 @@ typedef struct {
 
 typedef struct {
   int nphases, loops;
+  double step_s;     /* protocol latency per round */
   fphase_t *phases;
 } fjob_t;
 
@@ -86,6 +87,7 @@ static void csr(int endpoints, const fxfer_t *x, int n, bool by_src, int **off, 
 static void prepare_job(run_t *run, const coll_sched_t *s, fjob_t *job) {
   job->nphases = s->nphases;
   job->loops = s->loops > 0 ? s->loops : 1;
+  job->step_s = s->step_s;
   job->phases = calloc((size_t)(s->nphases ? s->nphases : 1), sizeof *job->phases);
   for (int p = 0; p < s->nphases; p++) {
     const coll_phase_t *ph = &s->phases[p];
@@ -98,7 +100,7 @@ static void prepare_job(run_t *run, const coll_sched_t *s, fjob_t *job) {
       int nh = topo_route(run->topo, x->src, x->dst, hops);
       char name[48];
       snprintf(name, sizeof name, "%d>%d", x->src, x->dst);
-      long bytes = lround(x->bytes);
+      long bytes = lround(x->bytes * (s->wire_factor >= 1 ? s->wire_factor : 1));
       fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1,
                            topo_path_alpha_s(run->topo, hops, nh), sg_mailbox_by_name(name)};
     }
@@ -141,7 +143,7 @@ static double dummy_payload; /* SimGrid refuses NULL payloads */
 
 /* One round of one phase for endpoint me. When record is set, each receive
  * logs its transfer from max(post times) to its completion. */
-static void run_round(run_t *run, int me, int p, const fphase_t *fp, bool record,
+static void run_round(run_t *run, int me, int p, const fphase_t *fp, double step_s, bool record,
                       scratch_t *sc) {
   int s0 = fp->send_off[me], s1 = fp->send_off[me + 1];
   int r0 = fp->recv_off[me], r1 = fp->recv_off[me + 1], nrecv = r1 - r0;
@@ -150,7 +152,7 @@ static void run_round(run_t *run, int me, int p, const fphase_t *fp, bool record
     if (fp->x[fp->send_idx[i]].alpha_s > wait)
       wait = fp->x[fp->send_idx[i]].alpha_s;
   if (s1 > s0)
-    wait += run->cfg->step_latency_s;
+    wait += run->cfg->step_latency_s + step_s;
   if (wait > 0)
     sg_actor_sleep_for(wait);
   int n = 0;
@@ -221,7 +223,7 @@ static void endpoint_actor(int argc, char **argv) {
         if (fp->send_off[me] == fp->send_off[me + 1] && fp->recv_off[me] == fp->recv_off[me + 1])
           continue;
         for (int r = 0; r < fp->ph->rounds; r++)
-          run_round(run, me, p, fp, j == run->stats_job, &sc);
+          run_round(run, me, p, fp, job->step_s, j == run->stats_job, &sc);
       }
     sg_barrier_wait(run->barrier);
   }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "coll_algos.h"
+#include "coll_engine.h"
 
 const char *const coll_op_names[COLL_OP_COUNT] = {
     "allreduce", "allgather", "reducescatter", "broadcast",
@@ -428,6 +429,36 @@ static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_
   return -1;
 }
 
+/* Like NCCL's tuner: cost the schedule in every configured protocol, keep the
+ * fastest. */
+static void choose_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *plan) {
+  plan->proto = -1;
+  plan->sched.wire_factor = 1;
+  double best = 0;
+  for (int p = 0; p < COLL_PROTO_COUNT; p++) {
+    const coll_proto_t *pr = &cfg->proto[p];
+    if (!pr->present)
+      continue;
+    plan->sched.wire_factor = 1 / pr->wire_efficiency;
+    plan->sched.step_s = pr->step_latency_s;
+    double time = coll_analytic_time(t, cfg, &plan->sched, NULL);
+    if (plan->proto < 0 || time < best) {
+      best = time;
+      plan->proto = p;
+    }
+  }
+  if (plan->proto < 0) {
+    plan->sched.wire_factor = 1;
+    plan->sched.step_s = 0;
+    return;
+  }
+  plan->sched.wire_factor = 1 / cfg->proto[plan->proto].wire_efficiency;
+  plan->sched.step_s = cfg->proto[plan->proto].step_latency_s;
+  size_t used = strlen(plan->name);
+  snprintf(plan->name + used, sizeof plan->name - used, "/%s",
+           config_coll_proto_names[plan->proto]);
+}
+
 static void name_plan(coll_plan_t *plan, const topo_t *t, coll_op_t op) {
   if (op == COLL_SENDRECV) {
     snprintf(plan->name, sizeof plan->name, "p2p");
@@ -466,6 +497,7 @@ int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, bool in_switch_reductio
         plan->sched.endpoints = hi;
     }
   name_plan(plan, topo, req->op);
+  choose_protocol(topo, cfg, plan);
   return 0;
 }
 

@@ -43,6 +43,19 @@ typedef enum {
 
 #define COLL_LEVELS 3 /* 0: inside a server, 1: between servers, 2: between supernodes */
 
+/* NCCL's protocols: each moves data with its own fixed latency and wire
+ * efficiency (LL carries a flag with every 8 data bytes, LL128 one per 128);
+ * the library picks the fastest per size. HCCL systems configure none. */
+typedef enum { COLL_PROTO_LL, COLL_PROTO_LL128, COLL_PROTO_SIMPLE, COLL_PROTO_COUNT } coll_proto_id_t;
+
+typedef struct {
+  bool present;                   /* configured for this system */
+  double step_latency_s;          /* added to every round (step) of an algorithm */
+  double wire_efficiency;         /* data bytes / bytes on the wire, (0, 1] */
+} coll_proto_t;
+
+extern const char *const config_coll_proto_names[COLL_PROTO_COUNT];
+
 typedef struct {
   coll_library_t library;         /* whose selection rules "auto" follows */
   coll_algo_t algo[COLL_LEVELS];  /* forced algorithm per level, or auto */
@@ -50,6 +63,7 @@ typedef struct {
   double step_latency_s;          /* software cost added to every algorithm step */
   double op_overhead_s;           /* fixed cost of launching one collective */
   double reduce_bw_bytes_per_s;   /* local reduction throughput; 0 = inline, free */
+  coll_proto_t proto[COLL_PROTO_COUNT];
 } coll_cfg_t;
 
 extern const char *const config_coll_library_names[COLL_LIB_COUNT];

@@ -77,6 +77,17 @@
       "Fixed software/DMA cost of each message over " what ".")
 
 const char *const config_coll_library_names[COLL_LIB_COUNT] = {"hccl", "nccl"};
+/* One optional protocol section: the library picks the fastest configured one. */
+#define PROTO(name, id, what)                                                                 \
+  SECTION("collectives." name, SYS(coll.proto[id].present),                                 \
+          what "; absent = not used. With none configured, data moves at the links' "         \
+          "efficiency with step_latency_us per step."),                                              \
+  NUM("collectives." name ".step_latency_us", "us", MICRO, SYS(coll.proto[id].step_latency_s), \
+      0, 1e6, NULL, "Cost of each algorithm step in this protocol (synchronisation, fill)."),   \
+  NUM("collectives." name ".wire_efficiency", "", 1, SYS(coll.proto[id].wire_efficiency),     \
+      0.01, 1, NULL, "Data bytes per byte on the wire in this protocol.")
+
+const char *const config_coll_proto_names[COLL_PROTO_COUNT] = {"ll", "ll128", "simple"};
 const char *const config_coll_algo_names[COLL_ALGO_COUNT] = {
     "auto", "mesh", "ring", "hd", "nhr", "nb", "pairwise", "tree", "pipeline", "nvls"};
 
@@ -214,6 +225,9 @@ static const cfg_key_t system_keys[] = {
         "Fixed cost of launching one collective."),
     NUM("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s), 0,
         1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
+    PROTO("ll", COLL_PROTO_LL, "NCCL's LL protocol (8-byte flags): low latency, half the wire"),
+    PROTO("ll128", COLL_PROTO_LL128, "NCCL's LL128 protocol (a flag per 128 bytes)"),
+    PROTO("simple", COLL_PROTO_SIMPLE, "NCCL's Simple protocol: full bandwidth, highest latency"),
 };
 
 static const cfg_key_t workload_keys[] = {
