@@ -302,8 +302,7 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
   int rc = 0, planned = 0;
   for (; planned < a->nsizes && rc == 0; planned++) {
     coll_req_t req = {a->op, a->sizes[planned], a->root, a->matrix};
-    rc = coll_plan(&topo, &cfg, sys->node.scale_up.in_switch_reduction, &req, &plans[planned],
-                   err->msg, sizeof err->msg);
+    rc = coll_plan(&topo, &cfg, &req, &plans[planned], err->msg, sizeof err->msg);
     rows[planned].bytes = a->sizes[planned];
     snprintf(rows[planned].algo, sizeof rows[planned].algo, "%s", plans[planned].name);
   }

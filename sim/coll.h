@@ -79,8 +79,8 @@ typedef struct {
  * builds the schedule; where protocols are configured, the one the analytic
  * model finds fastest for this size. Returns 0, or -1 with "expected ..., found ..." in err
  * when a forced algorithm cannot run this op on this topology. */
-int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, bool in_switch_reduction,
-              const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len);
+int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
+              coll_plan_t *plan, char *err, size_t err_len);
 
 void coll_plan_free(coll_plan_t *plan);
 

@@ -98,6 +98,11 @@ static groups_t make_groups(const topo_t *t, int level, int levels, bool flat) {
   return g;
 }
 
+/* The scale-up switch can reduce in the network (NVLink SHARP). */
+static bool switch_reduces(const topo_t *t) {
+  return t->node.scale_up.kind == SCALE_UP_SWITCH && t->node.scale_up.in_switch_reduction;
+}
+
 /* Emits prim with algo for every group of a level, from phase base. Returns the
  * phases used, -1 if the algorithm cannot run prim. */
 static int emit_level(coll_sched_t *s, const topo_t *t, const groups_t *gs, int level, int base,
@@ -107,7 +112,7 @@ static int emit_level(coll_sched_t *s, const topo_t *t, const groups_t *gs, int 
     const int *members = &gs->ranks[gi * gs->size];
     coll_group_t grp = {.sched = s, .base = base, .level = level, .ranks = members,
                         .g = gs->size, .root = root, .switch_id = -1};
-    if (algo == COLL_ALGO_NVLS)
+    if (algo == COLL_ALGO_NVLS && switch_reduces(t))
       grp.switch_id = t->ranks + topo_server_of(t, members[0]);
     int r = coll_algo_emit(algo, prim, &grp, n);
     if (r < 0)
@@ -472,20 +477,17 @@ static void name_plan(coll_plan_t *plan, const topo_t *t, coll_op_t op) {
   }
 }
 
-int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, bool in_switch_reduction,
-              const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len) {
+int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
+              coll_plan_t *plan, char *err, size_t err_len) {
   memset(plan, 0, sizeof *plan);
   double n = req->bytes;
   int loops = cfg->buffer_bytes > 0 ? (int)ceil(n / cfg->buffer_bytes) : 1;
   if (loops < 1 || req->op == COLL_ALLTOALLV)
     loops = 1;
-  choose(topo, cfg, in_switch_reduction && topo->node.scale_up.kind == SCALE_UP_SWITCH, req->op,
-         n / loops, plan->algo);
+  choose(topo, cfg, switch_reduces(topo), req->op, n / loops, plan->algo);
   if (compose(&plan->sched, topo, plan->algo, req, n / loops) < 0) {
     coll_sched_free(&plan->sched);
-    return explain_forced(topo, plan->algo, req,
-                          in_switch_reduction && topo->node.scale_up.kind == SCALE_UP_SWITCH, err,
-                          err_len);
+    return explain_forced(topo, plan->algo, req, switch_reduces(topo), err, err_len);
   }
   plan->sched.loops = loops;
   plan->sched.endpoints = topo->ranks;

@@ -10,6 +10,7 @@ int main(void) {
       {.pName = "config", .pTests = config_tests},
       {.pName = "config_rules", .pTests = config_rules_tests},
       {.pName = "models", .pTests = model_tests},
+      {.pName = "coll", .pTests = coll_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

@@ -1,0 +1,237 @@
+/* test_coll.c - collective schedules and the analytic engine: each algorithm
+ * moves the bytes its formula says, ring costs exactly its alpha-beta-gamma
+ * formula, the automatic choices follow the documented rules, and bad requests
+ * are refused with a reason. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coll_engine.h"
+#include "suites.h"
+#include "test_util.h"
+
+static system_cfg_t load(const char *name, const char *const *sets) {
+  system_cfg_t s;
+  char text[128];
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", name);
+  CU_ASSERT_STRING_EQUAL(load_text(CONFIG_SYSTEM, SYSTEMS_DIR, text, sets, &s), "");
+  return s;
+}
+
+/* Plans op on ranks (k per server) with algorithms forced per level. */
+static int plan(const system_cfg_t *s, topo_t *t, coll_plan_t *p, coll_op_t op, int ranks, int k,
+                double bytes, coll_algo_t a0, coll_algo_t a1, char *err) {
+  char e[256];
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s->node, &s->cluster, s->chip.dies_per_package, ranks, k, t,
+                                   e, sizeof e), 0);
+  coll_cfg_t cfg = s->coll;
+  cfg.algo[0] = a0;
+  cfg.algo[1] = a1;
+  coll_req_t req = {op, bytes, 0, NULL};
+  return coll_plan(t, &cfg, &req, p, err ? err : e, 256);
+}
+
+/* Total bytes the schedule moves equals want (relative 1e-9). */
+static void expect_bytes(const system_cfg_t *s, coll_op_t op, int ranks, int k, coll_algo_t a0,
+                         coll_algo_t a1, double want, const char *what) {
+  topo_t t;
+  coll_plan_t p;
+  double n = 64.0 * 1024 * 1024;
+  CU_ASSERT_EQUAL_FATAL(plan(s, &t, &p, op, ranks, k, n, a0, a1, NULL), 0);
+  double got = coll_sched_bytes(&p.sched);
+  CU_ASSERT(fabs(got - want * n) <= 1e-9 * want * n);
+  if (fabs(got - want * n) > 1e-9 * want * n)
+    fprintf(stderr, "\n  %s: moved %.6g x n, formula %.6g x n\n", what, got / n, want);
+  coll_plan_free(&p);
+  topo_free(&t);
+}
+
+static void test_each_algorithm_moves_the_bytes_of_its_formula(void) {
+  system_cfg_t s = load("ascend-910b.json", NULL);
+  const coll_algo_t A = COLL_ALGO_AUTO;
+  for (int p = 2; p <= 8; p++) {
+    double ar = 2.0 * (p - 1), half = p - 1; /* in units of n: all ranks together */
+    expect_bytes(&s, COLL_ALLREDUCE, p, p, COLL_ALGO_RING, A, ar, "ring allreduce");
+    expect_bytes(&s, COLL_ALLREDUCE, p, p, COLL_ALGO_MESH, A, ar, "mesh allreduce");
+    expect_bytes(&s, COLL_ALLREDUCE, p, p, COLL_ALGO_NB, A, ar, "NB allreduce");
+    expect_bytes(&s, COLL_ALLREDUCE, p, p, COLL_ALGO_NHR, A, ar, "NHR allreduce");
+    expect_bytes(&s, COLL_ALLREDUCE, p, p, COLL_ALGO_TREE, A, ar, "tree allreduce");
+    int p2 = 1;
+    while (p2 * 2 <= p)
+      p2 *= 2;
+    /* HD folds the p - p2 extra ranks in (n each) and back out (n each) */
+    expect_bytes(&s, COLL_ALLREDUCE, p, p, COLL_ALGO_HD, A, 2.0 * (p2 - 1) + 2.0 * (p - p2),
+                 "HD allreduce");
+    expect_bytes(&s, COLL_REDUCESCATTER, p, p, COLL_ALGO_RING, A, half, "ring reducescatter");
+    expect_bytes(&s, COLL_ALLGATHER, p, p, COLL_ALGO_NB, A, half, "NB allgather");
+    expect_bytes(&s, COLL_ALLGATHER, p, p, COLL_ALGO_NHR, A, half, "NHR allgather");
+    expect_bytes(&s, COLL_ALLTOALL, p, p, COLL_ALGO_PAIRWISE, A, half, "pairwise alltoall");
+    expect_bytes(&s, COLL_ALLTOALL, p, p, COLL_ALGO_MESH, A, half, "mesh alltoall");
+    expect_bytes(&s, COLL_BROADCAST, p, p, COLL_ALGO_RING, A, (p - 1.0) / p + (p - 1.0),
+                 "ring broadcast (scatter + allgather)");
+    expect_bytes(&s, COLL_BROADCAST, p, p, COLL_ALGO_HD, A, p - 1.0, "binomial broadcast");
+    expect_bytes(&s, COLL_SENDRECV, p, p, A, A, p, "sendrecv ring shift");
+  }
+  /* Hierarchical allreduce over 4 servers of 8: intra RS and AG on n, inter on n/8. */
+  double intra = 2.0 * 7 / 8 * 32, inter = 2.0 * 3 / 4 / 8 * 32;
+  expect_bytes(&s, COLL_ALLREDUCE, 32, 8, COLL_ALGO_MESH, COLL_ALGO_RING, intra + inter,
+               "mesh+ring allreduce");
+  expect_bytes(&s, COLL_ALLREDUCE, 32, 8, COLL_ALGO_MESH, COLL_ALGO_PIPELINE, intra + inter,
+               "pipelined allreduce");
+  system_cfg_t h = load("h100-dgx.json", NULL);
+  expect_bytes(&h, COLL_ALLREDUCE, 8, 8, COLL_ALGO_NVLS, A, 2.0 * 8, "NVLS (up n, down n)");
+}
+
+/* Ring on p ranks of one switch: op + 2(p-1)(alpha + step) + 2(p-1)/p n / B + (p-1)/p n / R. */
+static void test_analytic_ring_costs_its_alpha_beta_gamma_formula(void) {
+  const char *sets[] = {"collectives.reduce_bandwidth_GBps=500", "collectives.step_latency_us=2",
+                        NULL};
+  system_cfg_t s = load("a100-dgx.json", sets);
+  for (int i = 0; i < COLL_PROTO_COUNT; i++)
+    s.coll.proto[i].present = false; /* the bare model, no protocol choice */
+  for (int p = 2; p <= 8; p *= 2) {
+    topo_t t;
+    coll_plan_t pl;
+    double n = 256.0 * 1024 * 1024;
+    CU_ASSERT_EQUAL_FATAL(
+        plan(&s, &t, &pl, COLL_ALLREDUCE, p, p, n, COLL_ALGO_RING, COLL_ALGO_AUTO, NULL), 0);
+    const link_cfg_t *port = &t.links[0].cfg; /* a switch port: 12 links merged */
+    double alpha = 2 * port->latency_s + port->msg_overhead_s, beta = 1 / link_effective_bw(port);
+    double want = s.coll.op_overhead_s + 2.0 * (p - 1) * (alpha + s.coll.step_latency_s) +
+                  2.0 * (p - 1) / p * n * beta + (p - 1.0) / p * n / s.coll.reduce_bw_bytes_per_s;
+    double got = coll_analytic_time(&t, &s.coll, &pl.sched, NULL);
+    CU_ASSERT_DOUBLE_EQUAL(got, want, want * 1e-12);
+    coll_plan_free(&pl);
+    topo_free(&t);
+  }
+}
+
+static double busbw(const system_cfg_t *s, coll_op_t op, int ranks, int k, double n) {
+  topo_t t;
+  coll_plan_t p;
+  CU_ASSERT_EQUAL_FATAL(plan(s, &t, &p, op, ranks, k, n, COLL_ALGO_AUTO, COLL_ALGO_AUTO, NULL), 0);
+  double time = coll_analytic_time(&t, &s->coll, &p.sched, NULL);
+  coll_plan_free(&p);
+  topo_free(&t);
+  return n / time * coll_busbw_factor(op, ranks) / 1e9;
+}
+
+static void test_full_mesh_busbw_grows_with_the_npus_used(void) {
+  system_cfg_t s = load("ascend-910b.json", NULL);
+  double prev = 0;
+  for (int k = 2; k <= 8; k++) {
+    double b = busbw(&s, COLL_ALLREDUCE, k, k, 256.0 * 1024 * 1024);
+    CU_ASSERT(b > prev);
+    prev = b;
+  }
+  /* 8 NPUs, 7 HCCS links of 28 GB/s at 0.7: the mesh bound is 7 x 19.6 = 137.2 GB/s */
+  CU_ASSERT(prev > 0.95 * 137.2 && prev <= 137.2);
+}
+
+static coll_algo_t auto_level(const system_cfg_t *s, coll_op_t op, int ranks, double n, int lvl) {
+  topo_t t;
+  coll_plan_t p;
+  CU_ASSERT_EQUAL_FATAL(plan(s, &t, &p, op, ranks, 0, n, COLL_ALGO_AUTO, COLL_ALGO_AUTO, NULL), 0);
+  coll_algo_t a = p.algo[lvl];
+  coll_plan_free(&p);
+  topo_free(&t);
+  return a;
+}
+
+static void test_auto_follows_the_libraries_rules(void) {
+  system_cfg_t b = load("ascend-910b.json", NULL);
+  double mb = 1024.0 * 1024;
+  CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLREDUCE, 8, mb, 0), COLL_ALGO_MESH);
+  /* pipeline when each rank's share is >= 1 MB (64 ranks x 1 MB) */
+  CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLREDUCE, 64, 64 * mb, 1), COLL_ALGO_PIPELINE);
+  /* small: HCCL's alpha-beta rule, 8 servers (power of two): NHR ties HD, NHR wins */
+  CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLREDUCE, 64, mb, 1), COLL_ALGO_NHR);
+  /* 3 servers, large per-server data: ring's volume term is the same, HD's is not */
+  CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLGATHER, 24, 1024 * mb, 1), COLL_ALGO_RING);
+  CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLTOALL, 64, mb, 1), COLL_ALGO_PAIRWISE);
+  system_cfg_t a = load("ascend-910a.json", NULL);
+  CU_ASSERT_EQUAL(auto_level(&a, COLL_ALLREDUCE, 8, mb, 0), COLL_ALGO_RING);
+  CU_ASSERT_EQUAL(auto_level(&a, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_HD);
+  CU_ASSERT_EQUAL(auto_level(&a, COLL_ALLREDUCE, 24, mb, 1), COLL_ALGO_RING);
+  system_cfg_t h = load("h100-dgx.json", NULL);
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8, 64 * mb, 0), COLL_ALGO_NVLS);
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_TREE);
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, 1024 * mb, 1), COLL_ALGO_RING);
+}
+
+static void test_algorithms_that_cannot_run_are_refused(void) {
+  system_cfg_t b = load("ascend-910b.json", NULL);
+  topo_t t;
+  coll_plan_t p;
+  char err[256];
+  CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLREDUCE, 8, 8, 1e6, COLL_ALGO_PAIRWISE,
+                       COLL_ALGO_AUTO, err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected algorithms that can run allreduce"));
+  topo_free(&t);
+  CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLREDUCE, 8, 8, 1e6, COLL_ALGO_NVLS, COLL_ALGO_AUTO,
+                       err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected \"nvls\" only inside one server"));
+  topo_free(&t);
+  CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLGATHER, 16, 8, 1e6, COLL_ALGO_MESH,
+                       COLL_ALGO_PIPELINE, err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected \"pipeline\" only for allreduce"));
+  topo_free(&t);
+  CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLTOALL, 8, 8, 1e6, COLL_ALGO_RING, COLL_ALGO_AUTO,
+                       err), -1);
+  topo_free(&t);
+}
+
+static void test_routes_stay_on_the_physical_path(void) {
+  system_cfg_t b = load("ascend-910b.json", NULL);
+  topo_t t;
+  char err[256];
+  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 128, 8, &t, err, sizeof err), 0);
+  topo_hop_t h[TOPO_MAX_HOPS];
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 7, h), 1); /* HCCS, never a NIC */
+  CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_SCALE_UP);
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 8, h), 2); /* same leaf (4 servers per leaf) */
+  CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_NIC);
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 64, h), 4); /* across the spine */
+  CU_ASSERT_EQUAL(t.links[h[1].link].kind, TOPO_LINK_UPLINK);
+  CU_ASSERT_EQUAL(h[1].dir, 0);
+  CU_ASSERT_EQUAL(h[2].dir, 1);
+  topo_free(&t);
+  system_cfg_t a = load("ascend-910a.json", NULL); /* two groups of 4: across goes by RoCE */
+  CU_ASSERT_EQUAL_FATAL(topo_build(&a.node, &a.cluster, 1, 8, 8, &t, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 3, h), 1);
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 4, h), 2);
+  CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_NIC);
+  topo_free(&t);
+  system_cfg_t c = load("ascend-910c-cm384.json", NULL); /* SIO, UB in server, UB supernode */
+  CU_ASSERT_EQUAL_FATAL(topo_build(&c.node, &c.cluster, 2, 2048, 16, &t, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 1, h), 1);
+  CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_DIE);
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 2, h), 2);
+  CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_SCALE_UP);
+  CU_ASSERT_EQUAL(topo_route(&t, 0, 16, h), 2);
+  CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_SUPERNODE);
+  CU_ASSERT_EQUAL(topo_level(&t, 0, 768), 2); /* the next supernode: RoCE */
+  CU_ASSERT_EQUAL(topo_levels_used(&t), 3);
+  topo_route(&t, 0, 768, h);
+  CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_NIC);
+  topo_free(&t);
+  /* more ranks than the cluster holds */
+  const char *fixed[] = {"cluster.nodes=2", NULL};
+  system_cfg_t f = load("ascend-910b.json", fixed);
+  CU_ASSERT_EQUAL(topo_build(&f.node, &f.cluster, 1, 24, 8, &t, err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, "--ranks: expected at most 16 (cluster.nodes = 2 servers x 8 ranks "
+                              "per node), found 24");
+}
+
+CU_TestInfo coll_tests[] = {
+    {"each algorithm moves the bytes of its formula",
+     test_each_algorithm_moves_the_bytes_of_its_formula},
+    {"analytic ring costs its alpha-beta-gamma formula",
+     test_analytic_ring_costs_its_alpha_beta_gamma_formula},
+    {"full-mesh busbw grows with the NPUs used", test_full_mesh_busbw_grows_with_the_npus_used},
+    {"auto follows the libraries' rules", test_auto_follows_the_libraries_rules},
+    {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},
+    {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
+    CU_TEST_INFO_NULL,
+};
