@@ -238,8 +238,11 @@ static int pairwise(coll_prim_t prim, const coll_group_t *grp, double n) {
 static int heap_depth(int pos) { return (int)floor(log2(pos + 1.0)); }
 
 /* One pass over the edges of both trees: up (reduce) or down (broadcast).
- * Tree t places member i at heap position (i + t) % g; the edge from a child at
- * depth d carries chunk c in wave c + D - d going up, c + d - 1 going down. */
+ * Tree 0 puts member pos at heap position pos; tree 1 is its mirror (member
+ * g-1-pos), so the two trees share no directed edge and the leaves of one are
+ * the inner nodes of the other, as in NCCL's double binary tree. The edge from
+ * a child at depth d carries chunk c in wave c + D - d going up, c + d - 1
+ * going down. */
 static void tree_waves(const coll_group_t *grp, int first, int trees, bool up, int chunks,
                        double chunk_bytes) {
   int g = grp->g, depth = heap_depth(g - 1), waves = depth + chunks - 1;
@@ -247,7 +250,8 @@ static void tree_waves(const coll_group_t *grp, int first, int trees, bool up, i
     touch(grp, first + w, 1, up);
   for (int t = 0; t < trees; t++)
     for (int pos = 1; pos < g; pos++) {
-      int d = heap_depth(pos), child = (pos - t + g) % g, parent = ((pos - 1) / 2 - t + g) % g;
+      int d = heap_depth(pos), child = t ? g - 1 - pos : pos;
+      int parent = t ? g - 1 - (pos - 1) / 2 : (pos - 1) / 2;
       if (trees == 1) { /* one tree rooted at the root member */
         child = (pos + grp->root) % g;
         parent = ((pos - 1) / 2 + grp->root) % g;

@@ -409,28 +409,71 @@ static int compose(coll_sched_t *s, const topo_t *t, const coll_algo_t algo[],
   }
 }
 
+/* Whether algo can run prim at all (on a small group). */
+static bool algo_can(coll_algo_t algo, coll_prim_t prim) {
+  static const int members[4] = {0, 1, 2, 3};
+  coll_sched_t tmp = {0};
+  coll_group_t grp = {.sched = &tmp, .ranks = members, .g = 4, .switch_id = 4};
+  bool ok = coll_algo_emit(algo, prim, &grp, 1024) >= 0;
+  coll_sched_free(&tmp);
+  return ok;
+}
+
+/* The building block op needs at level l of a job spanning `levels`. */
+static coll_prim_t prim_at(coll_op_t op, int l, int levels) {
+  bool top = l == levels - 1;
+  switch (op) {
+  case COLL_ALLREDUCE:
+    return top ? PRIM_AR : PRIM_RS;
+  case COLL_ALLGATHER:
+    return PRIM_AG;
+  case COLL_REDUCESCATTER:
+    return PRIM_RS;
+  case COLL_BROADCAST:
+    return levels == 1 ? PRIM_BCAST : l == 0 ? PRIM_AG : PRIM_BCAST;
+  case COLL_REDUCE:
+    return levels == 1 ? PRIM_REDUCE : l == 0 ? PRIM_RS : PRIM_REDUCE;
+  default:
+    return PRIM_A2A;
+  }
+}
+
 /* Why a forced choice cannot run, as "expected ..., found ...". */
 static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_req_t *req,
                           bool nvls, char *err, size_t len) {
   int levels = topo_levels_used(t);
   for (int l = 0; l < levels; l++) {
+    const char *name = config_coll_algo_names[algo[l]];
     if (algo[l] == COLL_ALGO_PIPELINE && (l != 1 || levels != 2 || req->op != COLL_ALLREDUCE ||
                                           t->ranks_per_node < 2))
       return snprintf(err, len, "collectives.level%d_algorithm: expected \"pipeline\" only for "
                       "allreduce over 2+ servers (no supernode level) with 2+ ranks per node, "
                       "found it for %s on %d ranks", l, coll_op_names[req->op], t->ranks), -1;
-    if (algo[l] == COLL_ALGO_NVLS && (!nvls || levels != 1))
-      return snprintf(err, len, "collectives.level%d_algorithm: expected \"nvls\" only inside "
-                      "one server whose switch reduces (node.scale_up.in_switch_reduction), "
-                      "found it on %d servers", l, t->nodes), -1;
-  }
-  for (int l = 0; l < levels; l++)
+    if (algo[l] == COLL_ALGO_NVLS && !nvls)
+      return snprintf(err, len, "collectives.level%d_algorithm: expected \"nvls\" only on a "
+                      "switch that reduces (node.scale_up.in_switch_reduction), found it on a %s",
+                      l, topology_scale_up_names[t->node.scale_up.kind]), -1;
+    if (algo[l] == COLL_ALGO_NVLS && (levels != 1 || req->op != COLL_ALLREDUCE))
+      return snprintf(err, len, "collectives.level%d_algorithm: expected \"nvls\" only for an "
+                      "allreduce inside one server, found it for %s on %d servers", l,
+                      coll_op_names[req->op], t->nodes), -1;
     if (algo[l] == COLL_ALGO_MESH && l > 0)
       return snprintf(err, len, "collectives.level%d_algorithm: expected an algorithm that runs "
                       "between servers, found \"mesh\"", l), -1;
-  snprintf(err, len, "--algo: expected algorithms that can run %s (level 0: %s, level 1: %s), "
-           "found one that cannot", coll_op_names[req->op], config_coll_algo_names[algo[0]],
-           config_coll_algo_names[algo[1]]);
+    coll_prim_t prim = prim_at(req->op, l, levels);
+    if (algo[l] != COLL_ALGO_AUTO && !algo_can(algo[l], prim)) {
+      char can[128] = "";
+      for (int a = 1; a < COLL_ALGO_COUNT; a++)
+        if (a != COLL_ALGO_NVLS && a != COLL_ALGO_PIPELINE && algo_can((coll_algo_t)a, prim))
+          snprintf(can + strlen(can), sizeof can - strlen(can), "%s%s", can[0] ? ", " : "",
+                   config_coll_algo_names[a]);
+      return snprintf(err, len, "collectives.level%d_algorithm: expected one that can run %s "
+                      "at this level (%s), found \"%s\"", l, coll_op_names[req->op], can,
+                      name), -1;
+    }
+  }
+  snprintf(err, len, "--algo: expected algorithms that can run %s, found a combination that "
+           "cannot", coll_op_names[req->op]);
   return -1;
 }
 
