@@ -28,7 +28,8 @@
 
 typedef struct {
   int src, dst;
-  long bytes;        /* as SimGrid counts them */
+  long bytes;        /* on the wire, as SimGrid counts them */
+  double data_bytes; /* what the receiver reduces */
   double alpha_s;    /* path latency + message overhead */
   sg_mailbox_t box;
 } fxfer_t;
@@ -101,7 +102,7 @@ static void prepare_job(run_t *run, const coll_sched_t *s, fjob_t *job) {
       char name[48];
       snprintf(name, sizeof name, "%d>%d", x->src, x->dst);
       long bytes = lround(x->bytes * (s->wire_factor >= 1 ? s->wire_factor : 1));
-      fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1,
+      fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1, x->bytes,
                            topo_path_alpha_s(run->topo, hops, nh), sg_mailbox_by_name(name)};
     }
     csr(run->endpoints, fp->x, ph->nxfers, true, &fp->send_off, &fp->send_idx);
@@ -163,7 +164,7 @@ static void run_round(run_t *run, int me, int p, const fphase_t *fp, double step
     sc->orig[n] = n;
     sc->data[n] = NULL;
     sc->comms[n] = sg_mailbox_get_async(x->box, &sc->data[n]);
-    received += (double)x->bytes;
+    received += x->data_bytes;
   }
   for (int i = s0; i < s1; i++, n++) {
     const fxfer_t *x = &fp->x[fp->send_idx[i]];
