@@ -38,6 +38,7 @@ typedef struct {
   double mte1_l0b_bytes_per_cycle;  /* L1 -> L0B */
   double mte2_bytes_per_cycle;      /* GM -> L1, per-core port limit */
   double fixpipe_bytes_per_cycle;   /* L0C -> GM */
+  double step_overhead_cycles;      /* pipe handshake per k-step of a tile */
   double op_overhead_s;             /* launch + scalar cost of one cube op */
 } chip_cube_cfg_t;
 
@@ -47,6 +48,7 @@ typedef struct {
   uint64_t ub_bytes;                /* unified buffer per core */
   double mte2_bytes_per_cycle;      /* GM -> UB, per-core port limit */
   double mte3_bytes_per_cycle;      /* UB -> GM, per-core port limit */
+  double step_overhead_cycles;      /* pipe handshake per UB tile */
   double op_overhead_s;             /* launch + scalar cost of one vector op */
 } chip_vector_cfg_t;
 

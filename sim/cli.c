@@ -25,7 +25,9 @@ enum {
   OPT_FORMAT = 1 << 3,
   OPT_FIDELITY = 1 << 4,
   OPT_OUTPUT = 1 << 5,
-  OPT_COLL = 1 << 6, /* --op --ranks --ranks-per-node --sizes --algo --dtype --root --matrix --links */
+  OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --links */
+  OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
+  OPT_KIND = 1 << 8, /* --op --dtype */
 };
 
 typedef struct {
@@ -51,10 +53,17 @@ static const command_t commands[] = {
      "pipeline, nvls. --links adds the most utilised links of the largest size.\n"
      "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
      "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL, cmd_coll, 0},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll,
+     0},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
-     "--system S.json --op matmul --shape M,N,K [--dtype bf16] [options]", NULL,
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT, NULL, 4},
+     "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
+     "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
+     "batch,heads,seq,head_dim[,kv_heads] (--causal); vector ops [rows,]cols: add, mul,\n"
+     "gelu, swiglu, softmax, layernorm, rmsnorm, rope, cross_entropy, adam, cast (to fp32,\n"
+     "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
+     "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
+     "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, 0},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
      "--system S.json --trace T.json.gz [options]", NULL,
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 5},
@@ -84,6 +93,9 @@ static const struct option all_options[] = {
     {"sizes", required_argument, NULL, 1004},   {"algo", required_argument, NULL, 1005},
     {"dtype", required_argument, NULL, 1006},   {"root", required_argument, NULL, 1007},
     {"matrix", required_argument, NULL, 1008},  {"links", no_argument, NULL, 1009},
+    {"shape", required_argument, NULL, 1010},   {"explain", no_argument, NULL, 1011},
+    {"sweep", no_argument, NULL, 1012},         {"causal", no_argument, NULL, 1013},
+    {"trans-a", no_argument, NULL, 1014},       {"trans-b", no_argument, NULL, 1015},
     {NULL, 0, NULL, 0},
 };
 
@@ -100,15 +112,20 @@ static const struct {
                    "analytic (alpha-beta, fast)\n"},
     {OPT_OUTPUT, "  --output FILE          write there instead of stdout (only if the run "
                  "succeeds)\n"},
-    {OPT_COLL, "  --op OP                the collective\n"
-               "  --ranks N              ranks in the job\n"
+    {OPT_KIND, "  --op OP                the collective or op\n"
+               "  --dtype T              data type: fp16, bf16, fp32, int8, fp8\n"},
+    {OPT_COLL, "  --ranks N              ranks in the job\n"
                "  --ranks-per-node K     NPUs used per server (default: all of node.npus)\n"
                "  --sizes MIN:MAX[:F]    sizes from MIN to MAX, times F each (default 1K:1G:4)\n"
                "  --algo A[,A1[,A2]]     force algorithms (see above)\n"
-               "  --dtype T              fp32 (default), fp16, bf16, int8, fp8: the count column\n"
                "  --root R               root rank of broadcast and reduce (default 0)\n"
                "  --matrix FILE          alltoallv bytes, a JSON array of arrays\n"
                "  --links                most utilised links of the largest size\n"},
+    {OPT_OPS, "  --shape DIMS           the op's sizes, comma-separated (see above)\n"
+              "  --explain              tiling, per-pipe time and bound\n"
+              "  --sweep                efficiency curve over sizes\n"
+              "  --causal               causal mask (attention)\n"
+              "  --trans-a, --trans-b   transposed matmul operands\n"},
 };
 
 static void print_main_usage(FILE *f) {
@@ -177,13 +194,15 @@ static bool accepts(const command_t *cmd, int c) {
   static const struct {
     int code;
     unsigned bit;
-  } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},
-             {'f', OPT_FORMAT}, {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT}};
+  } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},  {'f', OPT_FORMAT},
+             {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
   if (c >= 1001 && c <= 1009)
     return (cmd->options & OPT_COLL) != 0;
+  if (c >= 1010 && c <= 1015)
+    return (cmd->options & OPT_OPS) != 0;
   return c == 'h';
 }
 
@@ -258,6 +277,24 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1009:
       opts->links = true;
+      break;
+    case 1010:
+      opts->shape = optarg;
+      break;
+    case 1011:
+      opts->explain = true;
+      break;
+    case 1012:
+      opts->sweep = true;
+      break;
+    case 1013:
+      opts->causal = true;
+      break;
+    case 1014:
+      opts->trans_a = true;
+      break;
+    case 1015:
+      opts->trans_b = true;
       break;
     }
   }

@@ -47,6 +47,8 @@ typedef struct {
   const char *root;             /* --root */
   const char *matrix;           /* --matrix FILE (alltoallv) */
   bool links;                   /* --links */
+  const char *shape;            /* --shape */
+  bool explain, sweep, causal, trans_a, trans_b;
 } cli_opts_t;
 
 /* Configs loaded for a command: resolved structs and their documents (kept for

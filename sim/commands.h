@@ -13,6 +13,9 @@ int cmd_validate(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 /* npusim coll: a collective's time, algbw and busbw over a sweep of sizes. */
 int cmd_coll(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
+/* npusim op: one op's cost on the chip model (or a sweep of sizes). */
+int cmd_op(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
 /* npusim schema: the reference of every config key. */
 int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 

@@ -142,6 +142,8 @@ static const cfg_key_t system_keys[] = {
         1e6, NULL, "MTE2 rate GM -> L1 per core: the core's port into L2/HBM."),
     POS("chip.cube.fixpipe_bytes_per_cycle", "B/cycle", 1,
         SYS(chip.cube.fixpipe_bytes_per_cycle), 1e6, NULL, "FixPipe rate L0C -> GM per core."),
+    NUM("chip.cube.step_overhead_cycles", "cycles", 1, SYS(chip.cube.step_overhead_cycles), 0,
+        1e6, "0", "Handshake between the pipes for each k-step of a tile (set/wait flags)."),
     NUM("chip.cube.op_overhead_us", "us", MICRO, SYS(chip.cube.op_overhead_s), 0, 1e6, "0",
         "Launch and scalar cost of one cube op, paid once per op."),
 
@@ -155,6 +157,8 @@ static const cfg_key_t system_keys[] = {
         SYS(chip.vector.mte2_bytes_per_cycle), 1e6, NULL, "MTE2 rate GM -> UB per core."),
     POS("chip.vector.mte3_bytes_per_cycle", "B/cycle", 1,
         SYS(chip.vector.mte3_bytes_per_cycle), 1e6, NULL, "MTE3 rate UB -> GM per core."),
+    NUM("chip.vector.step_overhead_cycles", "cycles", 1, SYS(chip.vector.step_overhead_cycles),
+        0, 1e6, "0", "Handshake between the pipes for each UB tile."),
     NUM("chip.vector.op_overhead_us", "us", MICRO, SYS(chip.vector.op_overhead_s), 0, 1e6,
         "0", "Launch and scalar cost of one vector op, paid once per op."),
 

@@ -8,5 +8,6 @@ extern CU_TestInfo config_tests[];
 extern CU_TestInfo config_rules_tests[];
 extern CU_TestInfo model_tests[];
 extern CU_TestInfo coll_tests[];
+extern CU_TestInfo op_tests[];
 
 #endif

@@ -11,6 +11,7 @@ int main(void) {
       {.pName = "config_rules", .pTests = config_rules_tests},
       {.pName = "models", .pTests = model_tests},
       {.pName = "coll", .pTests = coll_tests},
+      {.pName = "op", .pTests = op_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

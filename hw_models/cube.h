@@ -1,0 +1,12 @@
+/* cube.h - matmul on the cube cores; see cube.c for the model. */
+#ifndef NPUSIM_CUBE_H
+#define NPUSIM_CUBE_H
+
+#include "op.h"
+
+/* Fills out's shape-dependent part: cycles of the critical core (launch
+ * excluded), per-pipe busy cycles in util[], FLOPs, HBM bytes, tile, waves.
+ * op_model() turns cycles into time and busy cycles into fractions. */
+void cube_matmul(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out);
+
+#endif

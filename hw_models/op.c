@@ -1,0 +1,96 @@
+/* op.c - checking an op and turning a core model's cycles into its cost; see op.h.
+ *
+ * The core models give the critical core's cycles and each pipe's busy cycles.
+ * Here the launch overhead is added, the HBM floor applied (no op finishes
+ * before its HBM traffic could, at bandwidth x efficiency), and the pipe that
+ * bounds the op named: the one busy for the largest share of the time. */
+#include "op.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "attention.h"
+#include "cube.h"
+#include "vector.h"
+
+const char *const op_kind_names[OP_KIND_COUNT] = {
+    "matmul", "attention_fwd", "attention_bwd", "add", "mul", "gelu", "swiglu", "softmax",
+    "layernorm", "rmsnorm", "rope", "cross_entropy", "adam", "cast", "copy", "reduce_sum"};
+
+const char *const pipe_names[PIPE_COUNT] = {"mte2", "mte1", "cube", "fixpipe",
+                                            "vector", "mte3", "hbm", "launch"};
+
+int op_kind_parse(const char *name, op_kind_t *out) {
+  for (int i = 0; i < OP_KIND_COUNT; i++)
+    if (strcmp(name, op_kind_names[i]) == 0) {
+      *out = (op_kind_t)i;
+      return 0;
+    }
+  return -1;
+}
+
+static bool uses_cube(op_kind_t k) { return k == OP_MATMUL || k == OP_ATTN_FWD || k == OP_ATTN_BWD; }
+
+/* Dims each kind needs (positive) and how many it may have. */
+static int needed_dims(op_kind_t k) {
+  return k == OP_MATMUL ? 3 : (k == OP_ATTN_FWD || k == OP_ATTN_BWD) ? 4 : 1;
+}
+
+int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_len) {
+  static const char *const shapes[] = {"M,N,K[,batch]", "batch,heads,seq,head_dim[,kv_heads]",
+                                       "[rows,]cols"};
+  int need = needed_dims(op->kind);
+  const char *shape = op->kind == OP_MATMUL ? shapes[0] : uses_cube(op->kind) ? shapes[1] : shapes[2];
+  int first = uses_cube(op->kind) ? 0 : 1; /* vector ops: cols (dims[1]) is the one needed */
+  for (int i = first; i < first + need; i++)
+    if (op->dims[i] <= 0)
+      return snprintf(err, err_len, "--shape: expected %s with every size >= 1 for %s, found %lld "
+                      "at position %d", shape, op_kind_names[op->kind], (long long)op->dims[i],
+                      i + 1 - first), -1;
+  for (int i = 0; i < 5; i++)
+    if (op->dims[i] < 0)
+      return snprintf(err, err_len, "--shape: expected sizes >= 1, found %lld", (long long)op->dims[i]), -1;
+  /* every operand's bytes must fit 64 bits: check the largest products */
+  uint64_t bytes = (uint64_t)chip_dtype_bytes(op->dtype) * 4, prod = 1;
+  for (int i = 0; i < 5; i++)
+    if (op->dims[i] > 0 && __builtin_mul_overflow(prod, (uint64_t)op->dims[i], &prod))
+      return snprintf(err, err_len, "--shape: expected sizes whose byte counts fit in 64 bits, "
+                      "found a product over 2^64"), -1;
+  if (__builtin_mul_overflow(prod, bytes, &prod))
+    return snprintf(err, err_len, "--shape: expected sizes whose byte counts fit in 64 bits, "
+                    "found a product over 2^64"), -1;
+  if (uses_cube(op->kind) && chip->cube.macs_per_cycle[op->dtype] <= 0)
+    return snprintf(err, err_len, "--dtype: expected a type the cube of %s computes, found %s "
+                    "(chip.cube.%s_macs_per_cycle = 0)", chip->name, chip_dtype_name(op->dtype),
+                    chip_dtype_name(op->dtype)), -1;
+  if (uses_cube(op->kind) && op->dims[4] > 0 && op->dims[1] % op->dims[4])
+    return snprintf(err, err_len, "--shape: expected kv_heads dividing heads (%lld), found %lld",
+                    (long long)op->dims[1], (long long)op->dims[4]), -1;
+  return 0;
+}
+
+void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
+  if (op->kind == OP_MATMUL)
+    cube_matmul(chip, op, out);
+  else if (uses_cube(op->kind))
+    attention_op(chip, op, out);
+  else
+    vector_op(chip, op, out);
+  double f = chip->freq_hz;
+  double overhead_s = uses_cube(op->kind) ? chip->cube.op_overhead_s : chip->vector.op_overhead_s;
+  double core_s = out->cycles / f, hbm_s = out->hbm_bytes / chip_hbm_effective_bw(chip);
+  double busy_s = core_s > hbm_s ? core_s : hbm_s;
+  out->time_s = overhead_s + busy_s;
+  out->cycles = out->time_s * f;
+  double memory_s = out->util[PIPE_HBM] / f; /* HBM and L2 together, from the core model */
+  for (int p = 0; p < PIPE_COUNT; p++)
+    out->util[p] /= out->cycles; /* busy cycles -> fraction of the op */
+  out->util[PIPE_HBM] = (memory_s > hbm_s ? memory_s : hbm_s) / out->time_s;
+  out->util[PIPE_LAUNCH] = overhead_s / out->time_s;
+  out->bound = PIPE_LAUNCH;
+  for (int p = 0; p < PIPE_COUNT; p++)
+    if (out->util[p] > out->util[out->bound])
+      out->bound = (pipe_t)p;
+  out->tflops = out->flops / out->time_s / 1e12;
+  out->hbm_GBps = out->hbm_bytes / out->time_s / 1e9;
+}

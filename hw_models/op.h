@@ -1,0 +1,90 @@
+/* op.h - one operator a training step runs, and what the chip model says it costs.
+ *
+ * An op is a kind (matmul, attention, a vector op), a shape and a dtype. Its cost
+ * comes from the core models: cube.c (matmul on cube cores), vector.c (element-
+ * wise, row-wise and optimizer ops on vector cores), attention.c (fused
+ * attention on both) - each with its tiling, its pipes and the memory it shares
+ * (memory.c). op_cost.c dispatches and memoises. Nothing here knows about SimGrid. */
+#ifndef NPUSIM_OP_H
+#define NPUSIM_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chip.h"
+
+typedef enum {
+  OP_MATMUL,        /* C[M,N] = A[M,K] B[K,N], batch of them: dims M, N, K, batch */
+  OP_ATTN_FWD,      /* fused attention forward: dims batch, heads, seq, head_dim (+kv heads) */
+  OP_ATTN_BWD,      /* its backward */
+  OP_ADD,           /* vector ops: dims rows, cols */
+  OP_MUL,
+  OP_GELU,
+  OP_SWIGLU,        /* input rows x 2 cols, output rows x cols */
+  OP_SOFTMAX,
+  OP_LAYERNORM,
+  OP_RMSNORM,
+  OP_ROPE,
+  OP_CROSS_ENTROPY, /* logits rows x vocab -> loss per row */
+  OP_ADAM,          /* cols parameters (rows 1): fp32 master, moments and gradient */
+  OP_CAST,          /* to out_dtype */
+  OP_COPY,
+  OP_REDUCE_SUM,    /* rows reduced to one row */
+  OP_KIND_COUNT
+} op_kind_t;
+
+extern const char *const op_kind_names[OP_KIND_COUNT];
+
+typedef struct {
+  op_kind_t kind;
+  chip_dtype_t dtype;     /* compute/storage type of the inputs */
+  chip_dtype_t out_dtype; /* CAST's target; otherwise dtype */
+  int64_t dims[5];        /* see op_kind_t; unused dims are 0 */
+  bool trans_a, trans_b;  /* matmul operand layouts */
+  bool causal;            /* attention mask */
+} op_desc_t;
+
+/* The pipes a cost can be bound by. */
+typedef enum {
+  PIPE_MTE2,    /* GM -> L1/UB loads, per-core port */
+  PIPE_MTE1,    /* L1 -> L0A/L0B */
+  PIPE_CUBE,
+  PIPE_FIXPIPE, /* L0C -> GM */
+  PIPE_VECTOR,
+  PIPE_MTE3,    /* UB -> GM */
+  PIPE_HBM,     /* the chip's shared memory bandwidth */
+  PIPE_LAUNCH,  /* launch and scalar overhead */
+  PIPE_COUNT
+} pipe_t;
+
+extern const char *const pipe_names[PIPE_COUNT];
+
+typedef struct {
+  double time_s;
+  double cycles;             /* core clock cycles, launch overhead included */
+  double flops;              /* useful FLOPs of the op */
+  double hbm_bytes;          /* bytes moved to or from HBM */
+  double tflops;             /* achieved, flops / time / 1e12 */
+  double hbm_GBps;           /* achieved HBM bandwidth */
+  double util[PIPE_COUNT];   /* busy fraction of each pipe over the op's time */
+  pipe_t bound;              /* the pipe that sets the time */
+  int tile[3];               /* matmul: m, n, k of a core's tile; vector: elements, 0, 0 */
+  int64_t tiles;             /* tiles over all cores */
+  int64_t waves;             /* rounds of tiles over the cores (a partial last one counts) */
+  int cores;                 /* cores the op occupies */
+} op_result_t;
+
+/* Parses an op kind name ("matmul", "softmax"); 0 on success, -1 if unknown. */
+int op_kind_parse(const char *name, op_kind_t *out);
+
+/* Checks a descriptor: positive dims where the kind needs them, byte counts that
+ * fit in 64 bits, a dtype the chip computes. Returns 0, or -1 with "expected
+ * ..., found ..." in err. */
+int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_len);
+
+/* Costs an op on the chip (no memoisation; see op_cost.h). op must have passed
+ * op_check. */
+void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out);
+
+#endif

@@ -1,0 +1,98 @@
+/* op_cost.c - an open-addressing table from op descriptors to costs; see op_cost.h. */
+#include "op_cost.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  bool used;
+  op_desc_t op;
+  op_result_t result;
+} entry_t;
+
+struct op_cache {
+  const chip_cfg_t *chip;
+  entry_t *slots;
+  size_t cap, count, hits;
+};
+
+op_cache_t *op_cache_new(const chip_cfg_t *chip) {
+  op_cache_t *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  c->chip = chip;
+  c->cap = 64;
+  c->slots = calloc(c->cap, sizeof *c->slots);
+  if (!c->slots) {
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+void op_cache_free(op_cache_t *c) {
+  if (c)
+    free(c->slots);
+  free(c);
+}
+
+/* Field by field: descriptors may carry padding. */
+static uint64_t hash_op(const op_desc_t *op) {
+  uint64_t h = 1469598103934665603ULL;
+  uint64_t fields[9] = {(uint64_t)op->kind, (uint64_t)op->dtype, (uint64_t)op->out_dtype,
+                        (uint64_t)op->dims[0], (uint64_t)op->dims[1], (uint64_t)op->dims[2],
+                        (uint64_t)op->dims[3], (uint64_t)op->dims[4],
+                        (uint64_t)(op->trans_a | op->trans_b << 1 | op->causal << 2)};
+  for (int i = 0; i < 9; i++) {
+    h ^= fields[i];
+    h *= 1099511628211ULL;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+static bool same_op(const op_desc_t *a, const op_desc_t *b) {
+  return a->kind == b->kind && a->dtype == b->dtype && a->out_dtype == b->out_dtype &&
+         memcmp(a->dims, b->dims, sizeof a->dims) == 0 && a->trans_a == b->trans_a &&
+         a->trans_b == b->trans_b && a->causal == b->causal;
+}
+
+static entry_t *find(entry_t *slots, size_t cap, const op_desc_t *op) {
+  size_t i = (size_t)hash_op(op) & (cap - 1);
+  while (slots[i].used && !same_op(&slots[i].op, op))
+    i = (i + 1) & (cap - 1);
+  return &slots[i];
+}
+
+static void grow(op_cache_t *c) {
+  size_t cap = c->cap * 2;
+  entry_t *slots = calloc(cap, sizeof *slots);
+  if (!slots)
+    abort(); /* a few MB of op costs: nothing sane to do without them */
+  for (size_t i = 0; i < c->cap; i++)
+    if (c->slots[i].used)
+      *find(slots, cap, &c->slots[i].op) = c->slots[i];
+  free(c->slots);
+  c->slots = slots;
+  c->cap = cap;
+}
+
+const op_result_t *op_cost(op_cache_t *c, const op_desc_t *op) {
+  entry_t *e = find(c->slots, c->cap, op);
+  if (e->used) {
+    c->hits++;
+    return &e->result;
+  }
+  if (2 * (c->count + 1) > c->cap) {
+    grow(c);
+    e = find(c->slots, c->cap, op);
+  }
+  e->used = true;
+  e->op = *op;
+  op_model(c->chip, op, &e->result);
+  c->count++;
+  return &e->result;
+}
+
+size_t op_cache_misses(const op_cache_t *c) { return c->count; }
+size_t op_cache_hits(const op_cache_t *c) { return c->hits; }

@@ -1,0 +1,210 @@
+/* test_op.c - the chip model: published matmul throughput, and the laws every
+ * prediction must obey (roofline floor, more cores never slower, small and
+ * skinny shapes lose efficiency, streaming vector ops run at HBM speed),
+ * memoisation, and bad shapes refused. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_cost.h"
+#include "suites.h"
+#include "test_util.h"
+
+static system_cfg_t load(const char *name) {
+  system_cfg_t s;
+  char text[128];
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", name);
+  CU_ASSERT_STRING_EQUAL(load_text(CONFIG_SYSTEM, SYSTEMS_DIR, text, NULL, &s), "");
+  return s;
+}
+
+static op_result_t cost(const chip_cfg_t *chip, op_kind_t kind, chip_dtype_t dt, int64_t d0,
+                        int64_t d1, int64_t d2, int64_t d3) {
+  op_desc_t op = {.kind = kind, .dtype = dt, .out_dtype = dt, .dims = {d0, d1, d2, d3, 0}};
+  char err[256];
+  CU_ASSERT_EQUAL(op_check(chip, &op, err, sizeof err), 0);
+  op_result_t r;
+  op_model(chip, &op, &r);
+  return r;
+}
+
+/* tests/data/validation/gemm_peak.csv: chip, dtype, m, n, k (empty: 8192^3), tflops. */
+static void test_large_matmuls_match_published_throughput(void) {
+  static const struct {
+    const char *csv_chip, *system;
+  } map[] = {{"a100-sxm4-80gb", "a100-dgx.json"}, {"h100-sxm", "h100-dgx.json"},
+             {"ascend-910b", "ascend-910b.json"}};
+  FILE *f = fopen(NPUSIM_SOURCE_DIR "/tests/data/validation/gemm_peak.csv", "r");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  char line[512];
+  int rows = 0;
+  printf("\n  %-16s %-5s %-17s %9s %9s %7s\n", "chip", "dtype", "shape", "measured", "model",
+         "error");
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || strncmp(line, "chip,", 5) == 0)
+      continue;
+    char chip[64] = "", dt[16] = "", m[16] = "", n[16] = "", k[16] = "";
+    double meas = 0;
+    char *fields[6] = {chip, dt, m, n, k, NULL}, *p = line;
+    for (int i = 0; i < 5; i++) {
+      size_t len = strcspn(p, ",");
+      snprintf(fields[i], i == 0 ? 64 : 16, "%.*s", (int)len, p);
+      p += len + (p[len] == ',');
+    }
+    meas = strtod(p, NULL);
+    const char *system = NULL;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+      if (strcmp(chip, map[i].csv_chip) == 0)
+        system = map[i].system;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(system);
+    system_cfg_t s = load(system);
+    chip_dtype_t dtype;
+    CU_ASSERT_EQUAL_FATAL(chip_dtype_parse(dt, &dtype), 0);
+    int64_t size = m[0] ? atoll(m) : 8192;
+    op_result_t r = cost(&s.chip, OP_MATMUL, dtype, size, n[0] ? atoll(n) : size,
+                         k[0] ? atoll(k) : size, 0);
+    double err = (r.tflops - meas) / meas;
+    printf("  %-16s %-5s %5lld^3          %9.1f %9.1f %+6.1f%%\n", chip, dt, (long long)size, meas,
+           r.tflops, 100 * err);
+    CU_ASSERT(fabs(err) <= 0.05);
+    rows++;
+  }
+  fclose(f);
+  CU_ASSERT(rows >= 5);
+}
+
+static void test_no_op_beats_the_roofline(void) {
+  const char *systems[] = {"ascend-910b.json", "a100-dgx.json", "h100-dgx.json",
+                           "ascend-910a.json"};
+  static const int64_t shapes[][4] = {{8192, 8192, 8192, 0}, {16, 8192, 8192, 0},
+                                      {4096, 128, 4096, 8}, {100, 3000, 77, 0},
+                                      {65536, 16384, 1024, 0}};
+  for (size_t si = 0; si < sizeof systems / sizeof systems[0]; si++) {
+    system_cfg_t s = load(systems[si]);
+    chip_dtype_t dt = s.chip.cube.macs_per_cycle[CHIP_DTYPE_BF16] > 0 ? CHIP_DTYPE_BF16
+                                                                       : CHIP_DTYPE_FP16;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+      op_result_t r = cost(&s.chip, OP_MATMUL, dt, shapes[i][0], shapes[i][1], shapes[i][2],
+                           shapes[i][3]);
+      double floor_s = fmax(r.flops / chip_cube_peak_flops(&s.chip, dt),
+                            r.hbm_bytes / chip_hbm_effective_bw(&s.chip));
+      CU_ASSERT(r.time_s >= floor_s);
+    }
+    for (op_kind_t k = OP_ADD; k < OP_KIND_COUNT; k++) {
+      op_result_t r = cost(&s.chip, k, CHIP_DTYPE_FP16, 4096, 8192, 0, 0);
+      CU_ASSERT(r.time_s >= r.hbm_bytes / chip_hbm_effective_bw(&s.chip));
+    }
+    op_result_t a = cost(&s.chip, OP_ATTN_FWD, dt, 2, 16, 2048, 128);
+    CU_ASSERT(a.time_s >= a.flops / chip_cube_peak_flops(&s.chip, dt));
+  }
+}
+
+static void test_more_cores_are_never_slower(void) {
+  system_cfg_t s = load("ascend-910b.json");
+  static const int64_t shapes[][3] = {{8192, 8192, 8192}, {1000, 3000, 4096}, {16, 512, 8192},
+                                      {4096, 11008, 4096}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    double prev = INFINITY, prev_vec = INFINITY;
+    for (int cores = 1; cores <= 32; cores++) {
+      s.chip.cube.cores = cores;
+      s.chip.vector.cores = 2 * cores;
+      op_result_t r = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, shapes[i][0], shapes[i][1],
+                           shapes[i][2], 0);
+      CU_ASSERT(r.time_s <= prev * (1 + 1e-12));
+      if (r.time_s > prev * (1 + 1e-12))
+        fprintf(stderr, "\n  %lldx%lldx%lld: %d cores %.3f us > %.3f us with fewer\n",
+                (long long)shapes[i][0], (long long)shapes[i][1], (long long)shapes[i][2], cores,
+                r.time_s * 1e6, prev * 1e6);
+      prev = r.time_s;
+      op_result_t v = cost(&s.chip, OP_LAYERNORM, CHIP_DTYPE_BF16, shapes[i][0], shapes[i][1], 0, 0);
+      CU_ASSERT(v.time_s <= prev_vec * (1 + 1e-12));
+      prev_vec = v.time_s;
+    }
+  }
+}
+
+static void test_small_and_skinny_shapes_lose_efficiency(void) {
+  system_cfg_t s = load("ascend-910b.json");
+  double big = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 8192, 8192, 8192, 0).tflops;
+  double skinny = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 16, 8192, 8192, 0).tflops;
+  double small = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 512, 512, 512, 0).tflops;
+  CU_ASSERT(skinny < 0.5 * big);
+  CU_ASSERT(small < 0.5 * big);
+  /* waves: 24 tiles of 256x128 fill 24 cores; 25 need a second, nearly empty, wave */
+  op_result_t full = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 256 * 4, 128 * 6, 8192, 0);
+  op_result_t over = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 256 * 4 + 16, 128 * 6, 8192, 0);
+  CU_ASSERT(over.tflops < full.tflops);
+  CU_ASSERT(over.waves > full.waves || over.tiles > full.tiles);
+}
+
+static void test_streaming_vector_ops_run_at_hbm_speed(void) {
+  const char *systems[] = {"ascend-910b.json", "a100-dgx.json", "h100-dgx.json"};
+  for (size_t si = 0; si < 3; si++) {
+    system_cfg_t s = load(systems[si]);
+    double hbm = chip_hbm_effective_bw(&s.chip);
+    op_kind_t kinds[] = {OP_ADD, OP_COPY, OP_CAST, OP_RMSNORM, OP_ADAM};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+      op_result_t r = cost(&s.chip, kinds[i], CHIP_DTYPE_BF16, 16384, 16384, 0, 0);
+      double rate = r.hbm_bytes / r.time_s;
+      CU_ASSERT(rate <= hbm * (1 + 1e-9) && rate >= 0.97 * hbm);
+      if (rate < 0.97 * hbm)
+        fprintf(stderr, "\n  %s %s: %.0f GB/s of %.0f\n", systems[si], op_kind_names[kinds[i]],
+                rate / 1e9, hbm / 1e9);
+    }
+  }
+}
+
+static void test_identical_ops_are_costed_once(void) {
+  system_cfg_t s = load("ascend-910b.json");
+  op_cache_t *c = op_cache_new(&s.chip);
+  op_desc_t a = {.kind = OP_MATMUL, .dtype = CHIP_DTYPE_BF16, .out_dtype = CHIP_DTYPE_BF16,
+                 .dims = {4096, 4096, 4096}};
+  op_desc_t b = a;
+  b.dims[2] = 1024;
+  const op_result_t *r1 = op_cost(c, &a), *r2 = op_cost(c, &b), *r3 = op_cost(c, &a);
+  CU_ASSERT_PTR_EQUAL(r1, r3);
+  CU_ASSERT(r1->time_s > r2->time_s);
+  CU_ASSERT_EQUAL(op_cache_misses(c), 2);
+  CU_ASSERT_EQUAL(op_cache_hits(c), 1);
+  for (int i = 1; i <= 1000; i++) { /* growth keeps earlier answers */
+    b.dims[0] = i;
+    op_cost(c, &b);
+  }
+  CU_ASSERT_DOUBLE_EQUAL(op_cost(c, &a)->time_s, r1->time_s, 0);
+  CU_ASSERT_EQUAL(op_cache_misses(c), 1002);
+  op_cache_free(c);
+}
+
+static void test_bad_shapes_and_types_are_refused(void) {
+  system_cfg_t s = load("ascend-910b.json");
+  char err[256];
+  op_desc_t op = {.kind = OP_MATMUL, .dtype = CHIP_DTYPE_BF16, .dims = {0, 8, 8}};
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, "--shape: expected M,N,K[,batch] with every size >= 1 for matmul, "
+                              "found 0 at position 1");
+  op.dims[0] = 1LL << 40;
+  op.dims[1] = 1LL << 30;
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "fit in 64 bits"));
+  op = (op_desc_t){.kind = OP_MATMUL, .dtype = CHIP_DTYPE_FP8, .dims = {8, 8, 8}};
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "chip.cube.fp8_macs_per_cycle = 0"));
+  op = (op_desc_t){.kind = OP_ATTN_FWD, .dtype = CHIP_DTYPE_BF16, .dims = {1, 32, 128, 128, 5}};
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "kv_heads dividing heads"));
+  op = (op_desc_t){.kind = OP_SOFTMAX, .dtype = CHIP_DTYPE_BF16, .dims = {4, -2}};
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
+}
+
+CU_TestInfo op_tests[] = {
+    {"large matmuls match published throughput", test_large_matmuls_match_published_throughput},
+    {"no op beats the roofline", test_no_op_beats_the_roofline},
+    {"more cores are never slower", test_more_cores_are_never_slower},
+    {"small and skinny shapes lose efficiency", test_small_and_skinny_shapes_lose_efficiency},
+    {"streaming vector ops run at HBM speed", test_streaming_vector_ops_run_at_hbm_speed},
+    {"identical ops are costed once", test_identical_ops_are_costed_once},
+    {"bad shapes and types are refused", test_bad_shapes_and_types_are_refused},
+    CU_TEST_INFO_NULL,
+};
