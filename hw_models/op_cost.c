@@ -1,19 +1,29 @@
-/* op_cost.c - an open-addressing table from op descriptors to costs; see op_cost.h. */
+/* op_cost.c - an open-addressing table from op descriptors to costs; see op_cost.h.
+ * Results live in blocks that never move, so the pointers handed out survive
+ * the table's growth. */
 #include "op_cost.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#define BLOCK_RESULTS 256
+
 typedef struct {
   bool used;
   op_desc_t op;
-  op_result_t result;
+  op_result_t *result;
 } entry_t;
+
+typedef struct block {
+  struct block *next;
+  op_result_t results[BLOCK_RESULTS];
+} block_t;
 
 struct op_cache {
   const chip_cfg_t *chip;
   entry_t *slots;
   size_t cap, count, hits;
+  block_t *blocks; /* newest first; the newest is filled up to count % BLOCK_RESULTS */
 };
 
 op_cache_t *op_cache_new(const chip_cfg_t *chip) {
@@ -31,8 +41,14 @@ op_cache_t *op_cache_new(const chip_cfg_t *chip) {
 }
 
 void op_cache_free(op_cache_t *c) {
-  if (c)
-    free(c->slots);
+  if (!c)
+    return;
+  while (c->blocks) {
+    block_t *next = c->blocks->next;
+    free(c->blocks);
+    c->blocks = next;
+  }
+  free(c->slots);
   free(c);
 }
 
@@ -81,17 +97,25 @@ const op_result_t *op_cost(op_cache_t *c, const op_desc_t *op) {
   entry_t *e = find(c->slots, c->cap, op);
   if (e->used) {
     c->hits++;
-    return &e->result;
+    return e->result;
   }
   if (2 * (c->count + 1) > c->cap) {
     grow(c);
     e = find(c->slots, c->cap, op);
   }
+  if (c->count % BLOCK_RESULTS == 0) {
+    block_t *b = malloc(sizeof *b);
+    if (!b)
+      abort();
+    b->next = c->blocks;
+    c->blocks = b;
+  }
   e->used = true;
   e->op = *op;
-  op_model(c->chip, op, &e->result);
+  e->result = &c->blocks->results[c->count % BLOCK_RESULTS];
+  op_model(c->chip, op, e->result);
   c->count++;
-  return &e->result;
+  return e->result;
 }
 
 size_t op_cache_misses(const op_cache_t *c) { return c->count; }
