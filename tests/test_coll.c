@@ -11,14 +11,6 @@
 #include "suites.h"
 #include "test_util.h"
 
-static system_cfg_t load(const char *name, const char *const *sets) {
-  system_cfg_t s;
-  char text[128];
-  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", name);
-  CU_ASSERT_STRING_EQUAL(load_text(CONFIG_SYSTEM, SYSTEMS_DIR, text, sets, &s), "");
-  return s;
-}
-
 /* Plans op on ranks (k per server) with algorithms forced per level. */
 static int plan(const system_cfg_t *s, topo_t *t, coll_plan_t *p, coll_op_t op, int ranks, int k,
                 double bytes, coll_algo_t a0, coll_algo_t a1, char *err) {
@@ -48,7 +40,7 @@ static void expect_bytes(const system_cfg_t *s, coll_op_t op, int ranks, int k, 
 }
 
 static void test_each_algorithm_moves_the_bytes_of_its_formula(void) {
-  system_cfg_t s = load("ascend-910b.json", NULL);
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
   const coll_algo_t A = COLL_ALGO_AUTO;
   for (int p = 2; p <= 8; p++) {
     double ar = 2.0 * (p - 1), half = p - 1; /* in units of n: all ranks together */
@@ -79,7 +71,7 @@ static void test_each_algorithm_moves_the_bytes_of_its_formula(void) {
                "mesh+ring allreduce");
   expect_bytes(&s, COLL_ALLREDUCE, 32, 8, COLL_ALGO_MESH, COLL_ALGO_PIPELINE, intra + inter,
                "pipelined allreduce");
-  system_cfg_t h = load("h100-dgx.json", NULL);
+  system_cfg_t h = load_system("h100-dgx.json", NULL);
   expect_bytes(&h, COLL_ALLREDUCE, 8, 8, COLL_ALGO_NVLS, A, 2.0 * 8, "NVLS (up n, down n)");
 }
 
@@ -87,7 +79,7 @@ static void test_each_algorithm_moves_the_bytes_of_its_formula(void) {
 static void test_analytic_ring_costs_its_alpha_beta_gamma_formula(void) {
   const char *sets[] = {"collectives.reduce_bandwidth_GBps=500", "collectives.step_latency_us=2",
                         NULL};
-  system_cfg_t s = load("a100-dgx.json", sets);
+  system_cfg_t s = load_system("a100-dgx.json", sets);
   for (int i = 0; i < COLL_PROTO_COUNT; i++)
     s.coll.proto[i].present = false; /* the bare model, no protocol choice */
   for (int p = 2; p <= 8; p *= 2) {
@@ -118,7 +110,7 @@ static double busbw(const system_cfg_t *s, coll_op_t op, int ranks, int k, doubl
 }
 
 static void test_full_mesh_busbw_grows_with_the_npus_used(void) {
-  system_cfg_t s = load("ascend-910b.json", NULL);
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
   double prev = 0;
   for (int k = 2; k <= 8; k++) {
     double b = busbw(&s, COLL_ALLREDUCE, k, k, 256.0 * 1024 * 1024);
@@ -140,7 +132,7 @@ static coll_algo_t auto_level(const system_cfg_t *s, coll_op_t op, int ranks, do
 }
 
 static void test_auto_follows_the_libraries_rules(void) {
-  system_cfg_t b = load("ascend-910b.json", NULL);
+  system_cfg_t b = load_system("ascend-910b.json", NULL);
   double mb = 1024.0 * 1024;
   CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLREDUCE, 8, mb, 0), COLL_ALGO_MESH);
   /* pipeline when each rank's share is >= 1 MB (64 ranks x 1 MB) */
@@ -150,18 +142,18 @@ static void test_auto_follows_the_libraries_rules(void) {
   /* 3 servers, large per-server data: ring's volume term is the same, HD's is not */
   CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLGATHER, 24, 1024 * mb, 1), COLL_ALGO_RING);
   CU_ASSERT_EQUAL(auto_level(&b, COLL_ALLTOALL, 64, mb, 1), COLL_ALGO_PAIRWISE);
-  system_cfg_t a = load("ascend-910a.json", NULL);
+  system_cfg_t a = load_system("ascend-910a.json", NULL);
   CU_ASSERT_EQUAL(auto_level(&a, COLL_ALLREDUCE, 8, mb, 0), COLL_ALGO_RING);
   CU_ASSERT_EQUAL(auto_level(&a, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_HD);
   CU_ASSERT_EQUAL(auto_level(&a, COLL_ALLREDUCE, 24, mb, 1), COLL_ALGO_RING);
-  system_cfg_t h = load("h100-dgx.json", NULL);
+  system_cfg_t h = load_system("h100-dgx.json", NULL);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8, 64 * mb, 0), COLL_ALGO_NVLS);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_TREE);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, 1024 * mb, 1), COLL_ALGO_RING);
 }
 
 static void test_algorithms_that_cannot_run_are_refused(void) {
-  system_cfg_t b = load("ascend-910b.json", NULL);
+  system_cfg_t b = load_system("ascend-910b.json", NULL);
   topo_t t;
   coll_plan_t p;
   char err[256];
@@ -184,7 +176,7 @@ static void test_algorithms_that_cannot_run_are_refused(void) {
 }
 
 static void test_routes_stay_on_the_physical_path(void) {
-  system_cfg_t b = load("ascend-910b.json", NULL);
+  system_cfg_t b = load_system("ascend-910b.json", NULL);
   topo_t t;
   char err[256];
   CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 128, 8, &t, err, sizeof err), 0);
@@ -198,13 +190,13 @@ static void test_routes_stay_on_the_physical_path(void) {
   CU_ASSERT_EQUAL(h[1].dir, 0);
   CU_ASSERT_EQUAL(h[2].dir, 1);
   topo_free(&t);
-  system_cfg_t a = load("ascend-910a.json", NULL); /* two groups of 4: across goes by RoCE */
+  system_cfg_t a = load_system("ascend-910a.json", NULL); /* two groups of 4: across goes by RoCE */
   CU_ASSERT_EQUAL_FATAL(topo_build(&a.node, &a.cluster, 1, 8, 8, &t, err, sizeof err), 0);
   CU_ASSERT_EQUAL(topo_route(&t, 0, 3, h), 1);
   CU_ASSERT_EQUAL(topo_route(&t, 0, 4, h), 2);
   CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_NIC);
   topo_free(&t);
-  system_cfg_t c = load("ascend-910c-cm384.json", NULL); /* SIO, UB in server, UB supernode */
+  system_cfg_t c = load_system("ascend-910c-cm384.json", NULL); /* SIO, UB in server, UB supernode */
   CU_ASSERT_EQUAL_FATAL(topo_build(&c.node, &c.cluster, 2, 2048, 16, &t, err, sizeof err), 0);
   CU_ASSERT_EQUAL(topo_route(&t, 0, 1, h), 1);
   CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_DIE);
@@ -219,7 +211,7 @@ static void test_routes_stay_on_the_physical_path(void) {
   topo_free(&t);
   /* more ranks than the cluster holds */
   const char *fixed[] = {"cluster.nodes=2", NULL};
-  system_cfg_t f = load("ascend-910b.json", fixed);
+  system_cfg_t f = load_system("ascend-910b.json", fixed);
   CU_ASSERT_EQUAL(topo_build(&f.node, &f.cluster, 1, 24, 8, &t, err, sizeof err), -1);
   CU_ASSERT_STRING_EQUAL(err, "--ranks: expected at most 16 (cluster.nodes = 2 servers x 8 ranks "
                               "per node), found 24");

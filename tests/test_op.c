@@ -12,14 +12,6 @@
 #include "suites.h"
 #include "test_util.h"
 
-static system_cfg_t load(const char *name) {
-  system_cfg_t s;
-  char text[128];
-  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", name);
-  CU_ASSERT_STRING_EQUAL(load_text(CONFIG_SYSTEM, SYSTEMS_DIR, text, NULL, &s), "");
-  return s;
-}
-
 static op_result_t cost(const chip_cfg_t *chip, op_kind_t kind, chip_dtype_t dt, int64_t d0,
                         int64_t d1, int64_t d2, int64_t d3) {
   op_desc_t op = {.kind = kind, .dtype = dt, .out_dtype = dt, .dims = {d0, d1, d2, d3, 0}};
@@ -59,7 +51,7 @@ static void test_large_matmuls_match_published_throughput(void) {
       if (strcmp(chip, map[i].csv_chip) == 0)
         system = map[i].system;
     CU_ASSERT_PTR_NOT_NULL_FATAL(system);
-    system_cfg_t s = load(system);
+    system_cfg_t s = load_system(system, NULL);
     chip_dtype_t dtype;
     CU_ASSERT_EQUAL_FATAL(chip_dtype_parse(dt, &dtype), 0);
     int64_t size = m[0] ? atoll(m) : 8192;
@@ -82,7 +74,7 @@ static void test_no_op_beats_the_roofline(void) {
                                       {4096, 128, 4096, 8}, {100, 3000, 77, 0},
                                       {65536, 16384, 1024, 0}};
   for (size_t si = 0; si < sizeof systems / sizeof systems[0]; si++) {
-    system_cfg_t s = load(systems[si]);
+    system_cfg_t s = load_system(systems[si], NULL);
     chip_dtype_t dt = s.chip.cube.macs_per_cycle[CHIP_DTYPE_BF16] > 0 ? CHIP_DTYPE_BF16
                                                                        : CHIP_DTYPE_FP16;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -102,7 +94,7 @@ static void test_no_op_beats_the_roofline(void) {
 }
 
 static void test_more_cores_are_never_slower(void) {
-  system_cfg_t s = load("ascend-910b.json");
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
   static const int64_t shapes[][3] = {{8192, 8192, 8192}, {1000, 3000, 4096}, {16, 512, 8192},
                                       {4096, 11008, 4096}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -126,7 +118,7 @@ static void test_more_cores_are_never_slower(void) {
 }
 
 static void test_small_and_skinny_shapes_lose_efficiency(void) {
-  system_cfg_t s = load("ascend-910b.json");
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
   double big = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 8192, 8192, 8192, 0).tflops;
   double skinny = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 16, 8192, 8192, 0).tflops;
   double small = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 512, 512, 512, 0).tflops;
@@ -142,7 +134,7 @@ static void test_small_and_skinny_shapes_lose_efficiency(void) {
 static void test_streaming_vector_ops_run_at_hbm_speed(void) {
   const char *systems[] = {"ascend-910b.json", "a100-dgx.json", "h100-dgx.json"};
   for (size_t si = 0; si < 3; si++) {
-    system_cfg_t s = load(systems[si]);
+    system_cfg_t s = load_system(systems[si], NULL);
     double hbm = chip_hbm_effective_bw(&s.chip);
     op_kind_t kinds[] = {OP_ADD, OP_COPY, OP_CAST, OP_RMSNORM, OP_ADAM};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
@@ -157,7 +149,7 @@ static void test_streaming_vector_ops_run_at_hbm_speed(void) {
 }
 
 static void test_identical_ops_are_costed_once(void) {
-  system_cfg_t s = load("ascend-910b.json");
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
   op_cache_t *c = op_cache_new(&s.chip);
   op_desc_t a = {.kind = OP_MATMUL, .dtype = CHIP_DTYPE_BF16, .out_dtype = CHIP_DTYPE_BF16,
                  .dims = {4096, 4096, 4096}};
@@ -180,7 +172,7 @@ static void test_identical_ops_are_costed_once(void) {
 }
 
 static void test_bad_shapes_and_types_are_refused(void) {
-  system_cfg_t s = load("ascend-910b.json");
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
   char err[256];
   op_desc_t op = {.kind = OP_MATMUL, .dtype = CHIP_DTYPE_BF16, .dims = {0, 8, 8}};
   CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);

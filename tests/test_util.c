@@ -1,6 +1,8 @@
 /* test_util.c - see test_util.h. */
 #include "test_util.h"
 
+#include <CUnit/CUnit.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <ftw.h>
@@ -28,6 +30,14 @@ const char *load_text(config_kind_t kind, const char *dir, const char *text,
   static npu_err_t err;
   config_doc_free(load_text_doc(kind, dir, text, sets, out, &err));
   return err.msg;
+}
+
+system_cfg_t load_system(const char *name, const char *const *sets) {
+  system_cfg_t s;
+  char text[128];
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", name);
+  CU_ASSERT_STRING_EQUAL(load_text(CONFIG_SYSTEM, SYSTEMS_DIR, text, sets, &s), "");
+  return s;
 }
 
 const char *make_temp_dir(void) {

@@ -19,6 +19,10 @@ const char *load_text(config_kind_t kind, const char *dir, const char *text,
 config_doc_t *load_text_doc(config_kind_t kind, const char *dir, const char *text,
                             const char *const *sets, void *out, npu_err_t *err);
 
+/* A shipped system config (file name in configs/systems) with overrides
+ * (NULL-terminated, may be NULL), resolved; a CUnit assertion checks it loads. */
+system_cfg_t load_system(const char *name, const char *const *sets);
+
 /* A fresh temporary directory (static buffer) and a file written into it. */
 const char *make_temp_dir(void);
 void write_file(const char *dir, const char *name, const char *text);
