@@ -82,6 +82,13 @@ typedef struct {
 int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
               coll_plan_t *plan, char *err, size_t err_len);
 
+/* The same for a communicator: the g ranks of members, in algorithm order (a
+ * regular group lists its servers one after another, the same number of ranks
+ * from each; any other group is planned as if each rank had its own server).
+ * The schedule names real ranks. The alltoallv matrix is g x g. */
+int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *members, int g,
+                    const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len);
+
 void coll_plan_free(coll_plan_t *plan);
 
 /* Bytes every rank must move for the op with the best algorithm: nccl-tests'

@@ -520,30 +520,110 @@ static void name_plan(coll_plan_t *plan, const topo_t *t, coll_op_t op) {
   }
 }
 
-int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
-              coll_plan_t *plan, char *err, size_t err_len) {
+/* The layout of a group of ranks as the planner sees it: a virtual job of g
+ * ranks, K per server, with virtual rank v = (server index) * K + (position in
+ * that server). Members must come server by server, K from each; otherwise
+ * every member is treated as its own server (a flat group). */
+typedef struct {
+  topo_t vt;       /* the virtual job (counts only; routing uses the real topology) */
+  int *physical;   /* virtual rank -> real rank */
+  int *server_of;  /* virtual server -> real server */
+} layout_t;
+
+static void make_layout(const topo_t *t, const int *members, int g, layout_t *lay) {
+  lay->physical = malloc((size_t)g * sizeof *lay->physical);
+  lay->server_of = malloc((size_t)g * sizeof *lay->server_of);
+  int nservers = 0, k = 0;
+  bool regular = true;
+  for (int i = 0; i < g; i++) {
+    int s = topo_server_of(t, members[i]);
+    if (nservers == 0 || lay->server_of[nservers - 1] != s) {
+      for (int j = 0; j < nservers; j++)
+        regular = regular && lay->server_of[j] != s; /* a server must not come back */
+      lay->server_of[nservers++] = s;
+    }
+  }
+  k = g / nservers;
+  regular = regular && nservers * k == g;
+  for (int i = 0; regular && i < g; i++) /* K members from each server, in a row */
+    regular = topo_server_of(t, members[i]) == lay->server_of[i / k];
+  if (!regular) {
+    nservers = g;
+    k = 1;
+    for (int i = 0; i < g; i++)
+      lay->server_of[i] = topo_server_of(t, members[i]);
+  }
+  for (int i = 0; i < g; i++)
+    lay->physical[i] = members[i];
+  lay->vt = *t;
+  lay->vt.ranks = g;
+  lay->vt.ranks_per_node = k;
+  lay->vt.nodes = nservers;
+  int first_sn = -1, nsn = 0;
+  for (int s = 0; s < nservers && t->nodes_per_supernode; s++) {
+    int sn = lay->server_of[s] / t->nodes_per_supernode;
+    if (sn != first_sn && (first_sn = sn, 1))
+      nsn++;
+  }
+  lay->vt.nodes_per_supernode = (nsn > 1 && nservers % nsn == 0) ? nservers / nsn : 0;
+}
+
+/* Rewrites the schedule's virtual endpoints as real ranks and switches. */
+static void map_endpoints(const topo_t *t, const layout_t *lay, coll_sched_t *s) {
+  int g = lay->vt.ranks;
+  s->endpoints = 0;
+  for (int i = 0; i < s->nphases; i++)
+    for (int j = 0; j < s->phases[i].nxfers; j++) {
+      coll_xfer_t *x = &s->phases[i].xfers[j];
+      x->src = x->src < g ? lay->physical[x->src] : t->ranks + lay->server_of[x->src - g];
+      x->dst = x->dst < g ? lay->physical[x->dst] : t->ranks + lay->server_of[x->dst - g];
+      int hi = (x->src > x->dst ? x->src : x->dst) + 1;
+      if (hi > s->endpoints)
+        s->endpoints = hi;
+    }
+  if (s->endpoints < t->ranks)
+    s->endpoints = t->ranks;
+}
+
+int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *members, int g,
+                    const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len) {
   memset(plan, 0, sizeof *plan);
+  layout_t lay;
+  make_layout(topo, members, g, &lay);
+  const topo_t *vt = &lay.vt;
+  coll_req_t vreq = *req;
+  vreq.root = 0;
+  for (int i = 0; i < g; i++) /* the root as a virtual rank */
+    if (members[i] == req->root)
+      vreq.root = i;
   double n = req->bytes;
   int loops = cfg->buffer_bytes > 0 ? (int)ceil(n / cfg->buffer_bytes) : 1;
   if (loops < 1 || req->op == COLL_ALLTOALLV)
     loops = 1;
-  choose(topo, cfg, switch_reduces(topo), req->op, n / loops, plan->algo);
-  if (compose(&plan->sched, topo, plan->algo, req, n / loops) < 0) {
+  choose(vt, cfg, switch_reduces(vt), req->op, n / loops, plan->algo);
+  int rc = 0;
+  if (compose(&plan->sched, vt, plan->algo, &vreq, n / loops) < 0) {
     coll_sched_free(&plan->sched);
-    return explain_forced(topo, plan->algo, req, switch_reduces(topo), err, err_len);
+    rc = explain_forced(vt, plan->algo, &vreq, switch_reduces(vt), err, err_len);
+  } else {
+    plan->sched.loops = loops;
+    map_endpoints(topo, &lay, &plan->sched);
+    name_plan(plan, vt, req->op);
+    choose_protocol(topo, cfg, plan);
   }
-  plan->sched.loops = loops;
-  plan->sched.endpoints = topo->ranks;
-  for (int i = 0; i < plan->sched.nphases; i++)
-    for (int j = 0; j < plan->sched.phases[i].nxfers; j++) {
-      const coll_xfer_t *x = &plan->sched.phases[i].xfers[j];
-      int hi = (x->src > x->dst ? x->src : x->dst) + 1;
-      if (hi > plan->sched.endpoints)
-        plan->sched.endpoints = hi;
-    }
-  name_plan(plan, topo, req->op);
-  choose_protocol(topo, cfg, plan);
-  return 0;
+  free(lay.physical);
+  free(lay.server_of);
+  return rc;
+}
+
+int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
+              coll_plan_t *plan, char *err, size_t err_len) {
+  int *all = malloc((size_t)topo->ranks * sizeof *all);
+  for (int r = 0; r < topo->ranks; r++)
+    all[r] = r;
+  int rc = coll_plan_group(topo, cfg, all, topo->ranks, req, plan, err, err_len);
+  free(all);
+  return rc;
 }
 
 void coll_plan_free(coll_plan_t *plan) { coll_sched_free(&plan->sched); }

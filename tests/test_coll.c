@@ -217,7 +217,44 @@ static void test_routes_stay_on_the_physical_path(void) {
                               "per node), found 24");
 }
 
+static void test_communicators_plan_on_their_own_ranks(void) {
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
+  topo_t t;
+  char err[256];
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 64, 8, &t, err, sizeof err), 0);
+  double n = 64.0 * 1024 * 1024;
+  coll_req_t req = {COLL_ALLREDUCE, n, 0, NULL};
+  int tp[8], dp[8];
+  for (int i = 0; i < 8; i++) {
+    tp[i] = 8 + i;  /* one server: a mesh on its HCCS links */
+    dp[i] = 3 + 8 * i; /* NPU 3 of every server: between servers only */
+  }
+  coll_plan_t p;
+  CU_ASSERT_EQUAL_FATAL(coll_plan_group(&t, &s.coll, tp, 8, &req, &p, err, sizeof err), 0);
+  CU_ASSERT_STRING_EQUAL(p.name, "mesh");
+  CU_ASSERT_DOUBLE_EQUAL(coll_sched_bytes(&p.sched), 2.0 * 7 * n, 1);
+  for (int i = 0; i < p.sched.nphases; i++)
+    for (int j = 0; j < p.sched.phases[i].nxfers; j++) {
+      CU_ASSERT(p.sched.phases[i].xfers[j].src >= 8 && p.sched.phases[i].xfers[j].src < 16);
+      CU_ASSERT_EQUAL(topo_level(&t, p.sched.phases[i].xfers[j].src,
+                                 p.sched.phases[i].xfers[j].dst), 0);
+    }
+  coll_plan_free(&p);
+  CU_ASSERT_EQUAL_FATAL(coll_plan_group(&t, &s.coll, dp, 8, &req, &p, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(p.algo[0], COLL_ALGO_MESH); /* a level of one rank per server: nothing to do */
+  CU_ASSERT_DOUBLE_EQUAL(coll_sched_bytes(&p.sched), 2.0 * 7 * n, 1);
+  for (int i = 0; i < p.sched.nphases; i++)
+    for (int j = 0; j < p.sched.phases[i].nxfers; j++) {
+      CU_ASSERT_EQUAL(p.sched.phases[i].xfers[j].src % 8, 3);
+      CU_ASSERT_EQUAL(topo_level(&t, p.sched.phases[i].xfers[j].src,
+                                 p.sched.phases[i].xfers[j].dst), 1);
+    }
+  coll_plan_free(&p);
+  topo_free(&t);
+}
+
 CU_TestInfo coll_tests[] = {
+    {"communicators plan on their own ranks", test_communicators_plan_on_their_own_ranks},
     {"each algorithm moves the bytes of its formula",
      test_each_algorithm_moves_the_bytes_of_its_formula},
     {"analytic ring costs its alpha-beta-gamma formula",
