@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MAX_FILE_BYTES (16L * 1024 * 1024)
 #define MAX_EXTENDS_DEPTH 16
@@ -27,36 +26,6 @@ void cfg_path_join(char *buf, size_t len, const char *parent, const char *name) 
     snprintf(buf, len, "%s.%s", parent, name);
   else
     snprintf(buf, len, "%s", name);
-}
-
-void cfg_format_number(double v, char *buf, size_t len) {
-  if (v == floor(v) && fabs(v) < 1e15) {
-    snprintf(buf, len, "%.0f", v);
-    return;
-  }
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, len, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v)
-      return;
-  }
-}
-
-void cfg_describe_value(const cJSON *item, char *buf, size_t len) {
-  if (!item)
-    snprintf(buf, len, "nothing");
-  else if (cJSON_IsNumber(item))
-    cfg_format_number(item->valuedouble, buf, len);
-  else if (cJSON_IsString(item))
-    snprintf(buf, len, "\"%.80s\"%s", item->valuestring,
-             strlen(item->valuestring) > 80 ? "..." : "");
-  else if (cJSON_IsBool(item))
-    snprintf(buf, len, "%s", cJSON_IsTrue(item) ? "true" : "false");
-  else if (cJSON_IsNull(item))
-    snprintf(buf, len, "null");
-  else if (cJSON_IsArray(item))
-    snprintf(buf, len, "an array of %d", cJSON_GetArraySize(item));
-  else
-    snprintf(buf, len, "an object");
 }
 
 cJSON *cfg_tree_get(const cJSON *root, const char *path) {
@@ -141,33 +110,6 @@ static void record_leaves(config_doc_t *doc, const cJSON *node, const char *path
 
 /* ---- reading and parsing ---- */
 
-static void position_of(const char *text, size_t offset, int *line, int *col) {
-  *line = 1;
-  *col = 1;
-  for (size_t i = 0; i < offset; i++) {
-    if (text[i] == '\n') {
-      (*line)++;
-      *col = 1;
-    } else {
-      (*col)++;
-    }
-  }
-}
-
-static void describe_char(const char *text, size_t len, size_t offset, char *buf, size_t n) {
-  if (offset >= len) {
-    snprintf(buf, n, "the end of the file");
-    return;
-  }
-  unsigned char c = (unsigned char)text[offset];
-  if (c >= 0x21 && c < 0x7f)
-    snprintf(buf, n, "'%c'", c);
-  else if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-    snprintf(buf, n, "only whitespace");
-  else
-    snprintf(buf, n, "byte 0x%02x", c);
-}
-
 /* Fails on the first object, at any depth, that holds a key twice: cJSON keeps
  * both and lookups would silently see only the first. */
 static int check_duplicates(const char *name, const cJSON *node, const char *path,
@@ -202,69 +144,17 @@ static size_t count_nodes(const cJSON *node) {
 }
 
 static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err_t *err) {
-  const char *nul = memchr(text, '\0', len);
-  int line, col;
-  if (nul) {
-    position_of(text, (size_t)(nul - text), &line, &col);
-    npu_err_set(err, "%s:%d:%d: expected JSON text, found a NUL byte", name, line, col);
+  cJSON *root = jsonfile_parse(name, text, len, err->msg, sizeof err->msg);
+  if (!root)
     return NULL;
-  }
-  /* text[len] is '\0'; the length given to cJSON must include it. */
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
-  if (!root) {
-    size_t off = end ? (size_t)(end - text) : 0;
-    /* cJSON may stop past the culprit, on the whitespace after it. */
-    while (off > 0 && off < len && strchr(" \t\r\n", text[off]))
-      off--;
-    char what[32];
-    position_of(text, off, &line, &col);
-    describe_char(text, len, off, what, sizeof what);
-    npu_err_set(err, "%s:%d:%d: expected valid JSON, found %s", name, line, col, what);
-    return NULL;
-  }
   if (!cJSON_IsObject(root)) {
     char what[96];
-    cfg_describe_value(root, what, sizeof what);
+    jsonfile_describe(root, what, sizeof what);
     npu_err_set(err, "%s: (top level): expected a JSON object, found %s", name, what);
     cJSON_Delete(root);
     return NULL;
   }
   return root;
-}
-
-/* Reads a whole regular file, NUL-terminated. *why names what went wrong. */
-static char *read_file(const char *path, size_t *len, const char **why) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    *why = strerror(errno);
-    return NULL;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *why = S_ISDIR(st.st_mode) ? "a directory" : "not a regular file";
-    return NULL;
-  }
-  if (st.st_size > MAX_FILE_BYTES) {
-    *why = "a file over 16 MiB";
-    return NULL;
-  }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    *why = strerror(errno);
-    return NULL;
-  }
-  char *buf = malloc((size_t)st.st_size + 1);
-  size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-  int failed = !buf || ferror(f);
-  fclose(f);
-  if (failed) {
-    *why = "an unreadable file";
-    free(buf);
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
 }
 
 /* ---- extends ---- */
@@ -307,7 +197,7 @@ static cJSON *apply_extends(config_doc_t *doc, const char *name, const char *bas
   cJSON *ext = cJSON_GetObjectItemCaseSensitive(tree, "extends");
   char what[96];
   if (!cJSON_IsString(ext) || ext->valuestring[0] == '\0') {
-    cfg_describe_value(ext, what, sizeof what);
+    jsonfile_describe(ext, what, sizeof what);
     npu_err_set(err, "%s: extends: expected the path of a config file, found %s", name, what);
     return NULL;
   }
@@ -340,8 +230,8 @@ static cJSON *apply_extends(config_doc_t *doc, const char *name, const char *bas
     return NULL;
   }
   size_t len;
-  const char *why = NULL;
-  char *text = read_file(path, &len, &why);
+  char why[256];
+  char *text = jsonfile_read(path, MAX_FILE_BYTES, &len, why, sizeof why);
   if (!text) {
     npu_err_set(err, "%s: extends: expected a readable file, found \"%s\" (%s)", name,
                 ext->valuestring, why);
@@ -431,8 +321,8 @@ config_doc_t *config_doc_parse(config_kind_t kind, const char *name, const char 
 
 config_doc_t *config_doc_load(config_kind_t kind, const char *path, npu_err_t *err) {
   size_t len;
-  const char *why = NULL;
-  char *text = read_file(path, &len, &why);
+  char why[256];
+  char *text = jsonfile_read(path, MAX_FILE_BYTES, &len, why, sizeof why);
   if (!text) {
     npu_err_set(err, "%s: expected a readable %s config file, found %s", path,
                 cfg_schema_get(kind)->name, why);
@@ -600,7 +490,7 @@ int config_doc_set(config_doc_t *doc, const char *assignment, npu_err_t *err) {
     } else if (!cJSON_IsObject(next)) {
       char what[96], where[CFG_PATH_MAX];
       snprintf(where, sizeof where, "%.*s", (int)(dot - path), path);
-      cfg_describe_value(next, what, sizeof what);
+      jsonfile_describe(next, what, sizeof what);
       cJSON_Delete(value);
       return npu_err_set(err, "%s: %s: expected an object, found %s", cfg_doc_blame(doc, where),
                          where, what);

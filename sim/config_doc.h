@@ -5,6 +5,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "jsonfile.h"
+
 #include "config.h"
 #include "config_schema.h"
 
@@ -41,13 +43,6 @@ const char *cfg_doc_blame(const config_doc_t *doc, const char *path);
 
 /* The tree node at a dotted path, or NULL. */
 cJSON *cfg_tree_get(const cJSON *root, const char *path);
-
-/* Describes a JSON value for a "found ..." clause: 12, "abc", an object, ... */
-void cfg_describe_value(const cJSON *item, char *buf, size_t len);
-
-/* Formats a number so that strtod reads back the same double, as briefly as
- * possible; whole numbers print without a fraction. */
-void cfg_format_number(double v, char *buf, size_t len);
 
 /* Joins parent and name into a dotted path ("" parent gives name). */
 void cfg_path_join(char *buf, size_t len, const char *parent, const char *name);

@@ -34,7 +34,7 @@ static void print_value(FILE *out, const cfg_key_t *key, const cJSON *item) {
   case CFG_INT:
   case CFG_NUM:
   case CFG_SIZE:
-    cfg_format_number(item->valuedouble, num, sizeof num);
+    jsonfile_format_number(item->valuedouble, num, sizeof num);
     fputs(num, out);
     break;
   case CFG_BOOL:
@@ -48,7 +48,7 @@ static void print_value(FILE *out, const cfg_key_t *key, const cJSON *item) {
     const cJSON *e;
     const char *sep = "[";
     cJSON_ArrayForEach(e, item) {
-      cfg_format_number(e->valuedouble, num, sizeof num);
+      jsonfile_format_number(e->valuedouble, num, sizeof num);
       fprintf(out, "%s%s", sep, num);
       sep = ", ";
     }

@@ -20,7 +20,7 @@ static int type_error(const config_doc_t *doc, const cfg_key_t *key, const cJSON
                       const char *detail, npu_err_t *err) {
   char expect[256], found[128];
   cfg_key_expectation(key, expect, sizeof expect);
-  cfg_describe_value(item, found, sizeof found);
+  jsonfile_describe(item, found, sizeof found);
   return npu_err_set(err, "%s: %s: expected %s%s, found %s", cfg_doc_blame(doc, key->path),
                      key->path, expect, detail, found);
 }
@@ -135,7 +135,7 @@ static int check_source_note(const config_doc_t *doc, const char *parent, const 
     return unknown_key_error(doc, parent, item->string, full, err);
   if (!cJSON_IsString(item)) {
     char found[128];
-    cfg_describe_value(item, found, sizeof found);
+    jsonfile_describe(item, found, sizeof found);
     return npu_err_set(err, "%s: %s: expected a string (where %s comes from), found %s",
                        cfg_doc_blame(doc, full), full, cfg_path_leaf(target), found);
   }

@@ -407,8 +407,8 @@ const char *cfg_key_suggest_choice(const cfg_key_t *key, const char *name) {
 
 static void range_text(const cfg_key_t *key, char *buf, size_t len) {
   char lo[32], hi[32];
-  cfg_format_number(key->min, lo, sizeof lo);
-  cfg_format_number(key->max, hi, sizeof hi);
+  jsonfile_format_number(key->min, lo, sizeof lo);
+  jsonfile_format_number(key->max, hi, sizeof hi);
   snprintf(buf, len, "in %c%s, %s]", key->min_exclusive ? '(' : '[', lo, hi);
 }
 

@@ -1,0 +1,25 @@
+/* jsonfile.h - reading JSON files for configs and traces: plain or gzip (zlib
+ * detects which), with errors that give the line and column of bad syntax. */
+#ifndef NPUSIM_JSONFILE_H
+#define NPUSIM_JSONFILE_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+/* Reads a whole regular file, gunzipping it if it is gzip, NUL-terminated.
+ * Returns NULL with a reason in why ("No such file or directory", "a
+ * directory", "a truncated or corrupt gzip stream (...)") on failure. */
+char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len);
+
+/* Parses text (text[len] must be '\0') as named; NULL with
+ * "NAME:LINE:COL: expected valid JSON, found ..." in err on bad syntax. */
+cJSON *jsonfile_parse(const char *name, const char *text, size_t len, char *err, size_t err_len);
+
+/* Describes a value for a "found ..." clause: 12, "abc", an object, ... */
+void jsonfile_describe(const cJSON *item, char *buf, size_t len);
+
+/* Formats a number so that strtod reads back the same double, as briefly as
+ * possible; whole numbers print without a fraction. */
+void jsonfile_format_number(double v, char *buf, size_t len);
+
+#endif

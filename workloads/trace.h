@@ -1,0 +1,127 @@
+/* trace.h - rank programs: what each rank of a job runs, op by op, and the file
+ * format they travel in (docs/trace-format.md).
+ *
+ * A trace names the job's ranks, its communicators (each a family of disjoint
+ * rank groups, like Megatron's TP or DP groups) and its programs. A program is
+ * an ordered list of ops on named streams, shared by every rank that runs it:
+ * ops on one stream run in order, ops on different streams only wait for their
+ * explicit dependencies. Memory therefore grows with the distinct programs, not
+ * with the ranks.
+ *
+ * Reading checks everything that can be checked without a system: kinds and
+ * fields, duplicate ids, dependencies on missing ops, cycles (within a program
+ * and, through collectives and send/recv pairs, across ranks), communicators
+ * naming ranks outside the job, collectives that differ across a group, sends
+ * without their receive. Every failure is one line naming the file, the rank
+ * and the op id. Nothing here knows about the chip or SimGrid: the kinds of
+ * compute ops, collectives and data types are a vocabulary the caller passes. */
+#ifndef NPUSIM_TRACE_H
+#define NPUSIM_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_FORMAT "npusim-trace"
+#define TRACE_VERSION 1
+
+typedef enum {
+  TRACE_OP_SHAPED,  /* compute costed by the chip model from its shape */
+  TRACE_OP_COMPUTE, /* compute with a given (measured) duration */
+  TRACE_OP_COLL,    /* a collective on a communicator */
+  TRACE_OP_SEND,
+  TRACE_OP_RECV,
+  TRACE_OP_RECORD,  /* marks an event done */
+  TRACE_OP_WAIT,    /* waits for an event of the same rank */
+  TRACE_OP_DELAY,   /* idles its stream */
+  TRACE_OP_ALLOC,   /* memory footprint: a buffer comes into use */
+  TRACE_OP_FREE,
+  TRACE_OP_TYPE_COUNT
+} trace_op_type_t;
+
+typedef struct {
+  int id;               /* as in the file, unique in its program */
+  trace_op_type_t type;
+  int kind;             /* SHAPED: vocabulary compute kind; COLL: vocabulary collective */
+  int stream;           /* index into the program's streams */
+  int *deps, ndeps;     /* indices of ops of the same program */
+  int64_t dims[5];      /* SHAPED: the op's shape */
+  int dtype;            /* SHAPED: vocabulary dtype */
+  bool causal, trans_a, trans_b;
+  double duration_s;    /* COMPUTE, DELAY */
+  double bytes;         /* COLL (as npusim coll counts them), SEND, RECV, ALLOC */
+  int comm;             /* COLL: index into the trace's communicators */
+  int root;             /* COLL broadcast/reduce: a rank */
+  char *algo;           /* COLL: forced algorithms ("ring", "mesh,hd"), or NULL */
+  int peer;             /* SEND/RECV: a rank, or an offset when peer_relative */
+  bool peer_relative;
+  int event;            /* RECORD/WAIT: index into the program's events */
+  int buffer;           /* ALLOC/FREE: index into the program's buffers */
+  char *label;          /* optional, shown in timelines */
+} trace_op_t;
+
+typedef struct {
+  int *ranks, nranks;   /* who runs it */
+  trace_op_t *ops;
+  int nops;
+  char **streams;
+  int nstreams;
+  char **events;
+  int nevents;
+  char **buffers;
+  int nbuffers;
+} trace_program_t;
+
+typedef struct {
+  char *name;
+  int ngroups;
+  int **groups;         /* rank lists, in algorithm order */
+  int *sizes;
+  int *group_of;        /* per rank: its group, or -1 */
+} trace_comm_t;
+
+typedef struct {
+  char *name;
+  int ranks;
+  int ranks_per_node;   /* placement; 0 = the system's node.npus */
+  trace_comm_t *comms;
+  int ncomms;
+  trace_program_t *programs;
+  int nprograms;
+  int *program_of;      /* per rank */
+} trace_t;
+
+/* The names the caller accepts, in the caller's enum order. */
+typedef struct {
+  const char *const *compute;
+  int ncompute;
+  const char *const *colls;
+  int ncolls;
+  const char *const *dtypes;
+  int ndtypes;
+  int default_dtype;
+  int root_colls_mask;  /* bit i: collective i takes a root */
+} trace_vocab_t;
+
+extern const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT];
+
+/* Reads a trace (.json or .json.gz, detected from the content). Returns 0, or -1
+ * with "FILE: [rank R op ID: ]expected ..., found ..." in err. */
+int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, char *err,
+               size_t err_len);
+
+/* Parses a trace from memory (for tests and fuzzing); name is used in errors. */
+int trace_parse(const char *name, const char *text, size_t len, const trace_vocab_t *vocab,
+                trace_t *out, char *err, size_t err_len);
+
+/* Writes the trace in canonical form, gzip-compressed when path ends in ".gz".
+ * Reading it back gives the same trace; writing that gives the same bytes. */
+int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
+                size_t err_len);
+
+void trace_free(trace_t *t);
+
+/* The rank a SEND/RECV of `rank` talks to. */
+int trace_peer(const trace_op_t *op, int rank);
+
+#endif
