@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "commands.h"
+#include "jsonfile.h"
 
 const char *const cli_format_names[FORMAT_COUNT] = {"table", "json", "csv"};
 const char *const cli_fidelity_names[FIDELITY_COUNT] = {"flow", "analytic"};
@@ -304,35 +305,6 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
   return 0;
 }
 
-/* Writes data to path through a temporary file in the same directory and a
- * rename, so the file is either the whole output or untouched. */
-static int write_atomically(const char *path, const char *data, size_t len, npu_err_t *err) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
-  if (!tmp)
-    return npu_err_set(err, "%s: out of memory", path);
-  snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    npu_err_set(err, "%s: cannot write output: %s", path, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  FILE *f = fdopen(fd, "wb");
-  bool ok = f && fwrite(data, 1, len, f) == len;
-  ok = (f && fclose(f) == 0) && ok;
-  if (!f)
-    close(fd);
-  if (ok && rename(tmp, path) == 0) {
-    free(tmp);
-    return 0;
-  }
-  npu_err_set(err, "%s: cannot write output: %s", path, strerror(errno));
-  unlink(tmp);
-  free(tmp);
-  return -1;
-}
-
 static int run_command(const command_t *cmd, int argc, char **argv) {
   cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = FIDELITY_FLOW};
   npu_err_t err = {{0}};
@@ -362,7 +334,7 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
     fprintf(stderr, "%s\n", err.msg);
     status = EXIT_BAD_INPUT;
   } else if (opts.output_path) {
-    if (write_atomically(opts.output_path, buf, len, &err)) {
+    if (jsonfile_write_atomically(opts.output_path, buf, len, 0, err.msg, sizeof err.msg)) {
       fprintf(stderr, "%s\n", err.msg);
       status = EXIT_INTERNAL;
     }

@@ -10,23 +10,6 @@
 
 #include "config_doc.h"
 
-static void print_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(out, "\\%c", *p);
-    else if (*p == '\n')
-      fputs("\\n", out);
-    else if (*p == '\t')
-      fputs("\\t", out);
-    else if (*p < 0x20)
-      fprintf(out, "\\u%04x", *p);
-    else
-      fputc(*p, out);
-  }
-  fputc('"', out);
-}
-
 /* A resolved value as JSON text (no objects). */
 static void print_value(FILE *out, const cfg_key_t *key, const cJSON *item) {
   char num[64];
@@ -42,7 +25,7 @@ static void print_value(FILE *out, const cfg_key_t *key, const cJSON *item) {
     break;
   case CFG_STR:
   case CFG_ENUM:
-    print_string(out, item->valuestring);
+    jsonfile_write_string(out, item->valuestring);
     break;
   case CFG_INT3: {
     const cJSON *e;
@@ -74,7 +57,7 @@ static void print_object(const config_doc_t *doc, FILE *out, const char *path, i
     if (!item)
       continue; /* an optional section the config does not have */
     fprintf(out, "%s\n%*s", sep, (depth + 1) * INDENT, "");
-    print_string(out, cfg_path_leaf(key->path));
+    jsonfile_write_string(out, cfg_path_leaf(key->path));
     fputs(": ", out);
     if (key->type == CFG_OBJECT)
       print_object(doc, out, key->path, depth + 1);
@@ -260,15 +243,15 @@ void config_schema_print_json(FILE *out) {
       default_text(key, def, sizeof def);
       accepted_text(key, acc, sizeof acc);
       fprintf(out, "%s\n  {\"config\": \"%s\", \"key\": ", sep, s->name);
-      print_string(out, key->path);
+      jsonfile_write_string(out, key->path);
       fprintf(out, ", \"type\": \"%s\", \"unit\": ", type_name(key));
-      print_string(out, key->unit ? key->unit : "");
+      jsonfile_write_string(out, key->unit ? key->unit : "");
       fputs(", \"default\": ", out);
-      print_string(out, def);
+      jsonfile_write_string(out, def);
       fputs(", \"accepted\": ", out);
-      print_string(out, acc);
+      jsonfile_write_string(out, acc);
       fputs(", \"meaning\": ", out);
-      print_string(out, key->doc);
+      jsonfile_write_string(out, key->doc);
       fputs("}", out);
       sep = ",";
     }

@@ -2,11 +2,13 @@
 #include "jsonfile.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len) {
@@ -146,4 +148,56 @@ void jsonfile_describe(const cJSON *item, char *buf, size_t len) {
     snprintf(buf, len, "an array of %d", cJSON_GetArraySize(item));
   else
     snprintf(buf, len, "an object");
+}
+
+void jsonfile_write_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(out, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", out);
+    else if (*p == '\t')
+      fputs("\\t", out);
+    else if (*p < 0x20)
+      fprintf(out, "\\u%04x", *p);
+    else
+      fputc(*p, out);
+  }
+  fputc('"', out);
+}
+
+int jsonfile_write_atomically(const char *path, const char *data, size_t len, int gzip,
+                              char *err, size_t err_len) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 16);
+  snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    snprintf(err, err_len, "%s: cannot write: %s", path, strerror(errno));
+    free(tmp);
+    return -1;
+  }
+  bool ok;
+  if (gzip) {
+    gzFile gz = gzdopen(fd, "wb9");
+    ok = gz && (len == 0 || gzwrite(gz, data, (unsigned)len) == (int)len);
+    ok = (gz && gzclose(gz) == Z_OK) && ok;
+    if (!gz)
+      close(fd);
+  } else {
+    FILE *f = fdopen(fd, "wb");
+    ok = f && fwrite(data, 1, len, f) == len;
+    ok = (f && fclose(f) == 0) && ok;
+    if (!f)
+      close(fd);
+  }
+  if (ok && rename(tmp, path) == 0) {
+    free(tmp);
+    return 0;
+  }
+  snprintf(err, err_len, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
+  unlink(tmp);
+  free(tmp);
+  return -1;
 }

@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Reads a whole regular file, gunzipping it if it is gzip, NUL-terminated.
  * Returns NULL with a reason in why ("No such file or directory", "a
@@ -21,5 +22,14 @@ void jsonfile_describe(const cJSON *item, char *buf, size_t len);
 /* Formats a number so that strtod reads back the same double, as briefly as
  * possible; whole numbers print without a fraction. */
 void jsonfile_format_number(double v, char *buf, size_t len);
+
+/* Writes s as a JSON string literal (quoted, escaped). */
+void jsonfile_write_string(FILE *out, const char *s);
+
+/* Writes len bytes to path, gzip-compressed if gzip is set, through a temporary
+ * file and a rename: the file is either complete or untouched. Returns 0, or -1
+ * with a reason in err. */
+int jsonfile_write_atomically(const char *path, const char *data, size_t len, int gzip,
+                              char *err, size_t err_len);
 
 #endif

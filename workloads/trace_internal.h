@@ -1,0 +1,24 @@
+/* trace_internal.h - shared by the trace reader and its checks. */
+#ifndef NPUSIM_TRACE_INTERNAL_H
+#define NPUSIM_TRACE_INTERNAL_H
+
+#include "trace.h"
+
+#define TRACE_ERR_MAX 1024
+
+typedef struct {
+  const char *name;              /* the file, for messages */
+  const trace_vocab_t *vocab;
+  char *err;
+  size_t err_len;
+  int ranks;
+} trace_ctx_t;
+
+/* Formats "FILE: rank R op ID: <what>" (rank/op left out when < 0); returns -1. */
+int trace_fail(trace_ctx_t *c, int rank, int op_id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The checks that need the whole trace (trace_check.c). */
+int trace_check(trace_ctx_t *c, const trace_t *t);
+
+#endif
