@@ -149,33 +149,6 @@ static int parse_op(const char *text, coll_op_t *op, npu_err_t *err) {
                      "reduce, alltoall, alltoallv, sendrecv, found \"%.40s\"", text ? text : "");
 }
 
-/* --algo A (the inter-server level, or level 0 in one server) or A0,A1[,A2]. */
-static int apply_algo(const char *text, int levels, coll_cfg_t *cfg, npu_err_t *err) {
-  char buf[128];
-  snprintf(buf, sizeof buf, "%s", text);
-  coll_algo_t given[COLL_LEVELS];
-  int n = 0;
-  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    int found = -1;
-    for (int i = 0; i < COLL_ALGO_COUNT; i++)
-      if (strcmp(tok, config_coll_algo_names[i]) == 0)
-        found = i;
-    if (found < 0 || n == COLL_LEVELS)
-      return npu_err_set(err, "--algo: expected up to %d of auto, mesh, ring, hd, nhr, nb, "
-                         "pairwise, tree, pipeline, nvls separated by ',', found \"%.60s\"",
-                         COLL_LEVELS, text);
-    given[n++] = (coll_algo_t)found;
-  }
-  if (n == 0)
-    return npu_err_set(err, "--algo: expected an algorithm name, found \"\"");
-  if (n == 1)
-    cfg->algo[levels > 1 ? 1 : 0] = given[0];
-  else
-    for (int l = 0; l < n; l++)
-      cfg->algo[l] = given[l];
-  return 0;
-}
-
 /* ---- output ---- */
 
 typedef struct {
@@ -293,7 +266,8 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
                  a->ranks_per_node, &topo, err->msg, sizeof err->msg))
     return -1;
   coll_cfg_t cfg = sys->coll;
-  if (opts->algo && apply_algo(opts->algo, topo_levels_used(&topo), &cfg, err)) {
+  if (opts->algo &&
+      coll_apply_algo(opts->algo, topo_levels_used(&topo) > 1, &cfg, err->msg, sizeof err->msg)) {
     topo_free(&topo);
     return -1;
   }

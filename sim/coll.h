@@ -91,6 +91,11 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
 
 void coll_plan_free(coll_plan_t *plan);
 
+/* Forces algorithms from text: "A" sets the level between servers when
+ * multi_level (else level 0); "A0,A1[,A2]" sets one per level. */
+int coll_apply_algo(const char *text, bool multi_level, coll_cfg_t *cfg, char *err,
+                    size_t err_len);
+
 /* Bytes every rank must move for the op with the best algorithm: nccl-tests'
  * bus bandwidth factor (2(p-1)/p for allreduce, (p-1)/p for allgather,
  * reducescatter and alltoall, 1 otherwise). */

@@ -16,6 +16,7 @@
 
 #include "coll.h"
 #include "linkstats.h"
+#include "platform.h"
 
 /* Seconds the schedule takes; stats (may be NULL) receive per-link figures. */
 double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
@@ -28,5 +29,45 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
                   int n, double *times_s, int stats_index, linkstats_t *stats, char *err,
                   size_t err_len);
+
+/* ---- the flow engine's parts, for engines that run collectives among other
+ * work (the replay) ---- */
+
+/* Writes the platform for endpoints and the routes of pairs and starts
+ * SimGrid (once per process). */
+int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, char *err,
+                    size_t err_len);
+
+/* A schedule ready to run: routes, latencies and mailboxes (named after
+ * channel, so collectives of different communicators never match). */
+typedef struct coll_flow_sched coll_flow_sched_t;
+coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
+                                     const char *channel);
+void coll_flow_free(coll_flow_sched_t *job);
+
+/* Whether endpoint me has transfers in the schedule. */
+bool coll_flow_takes_part(const coll_flow_sched_t *job, int me);
+
+/* One transfer as it happened. */
+typedef struct {
+  int src, dst;
+  double bytes, start_s, end_s;
+} coll_flow_xfer_t;
+
+typedef struct {
+  coll_flow_xfer_t *v;
+  size_t n, cap;
+} coll_flow_log_t;
+
+void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, double start_s,
+                       double end_s);
+
+/* Feeds logged transfers to link statistics (and closes them). */
+void coll_flow_log_to_stats(const coll_flow_log_t *log, const topo_t *topo, linkstats_t *stats);
+
+/* Runs endpoint me's part of the schedule; call from a SimGrid actor on me's
+ * host. Transfers are logged when log is not NULL. */
+void coll_flow_run_endpoint(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,
+                            coll_flow_log_t *log);
 
 #endif

@@ -1,16 +1,15 @@
 /* coll_flow.c - schedules as SimGrid communications; see coll_engine.h.
  *
- * One actor per endpoint (rank or in-network switch) walks the phases of each
- * schedule: for every round in which it takes part it waits its sends' path
- * latency, posts its receives and sends, and waits for all of them; then it
- * reduces what it received. Ranks progress independently, so a slow link
- * delays only the ranks that depend on it. A controller actor times each
- * schedule between two barriers. Each ordered pair of endpoints has its own
- * mailbox: FIFO per pair keeps rounds from matching out of order.
+ * Each endpoint (rank or in-network switch) walks the phases of a schedule: for
+ * every round in which it takes part it waits its sends' path latency, posts its
+ * receives and sends, and waits for all of them; then it reduces what it
+ * received. Endpoints progress independently, so a slow link delays only the
+ * ranks that depend on it. Each ordered pair of endpoints has its own mailbox
+ * per channel: FIFO per pair keeps rounds from matching out of order.
  *
  * SimGrid runs once per process (its engine is global and its clock never
- * restarts), hence the guard below: a second call is refused, not silently
- * wrong. */
+ * restarts), hence the guard in coll_flow_start: a second simulation is
+ * refused, not silently wrong. */
 #include <math.h>
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
@@ -24,7 +23,6 @@
 #include <unistd.h>
 
 #include "coll_engine.h"
-#include "platform.h"
 
 typedef struct {
   int src, dst;
@@ -41,34 +39,37 @@ typedef struct {
   int *recv_off, *recv_idx; /* transfers by receiver */
 } fphase_t;
 
-typedef struct {
-  int nphases, loops;
+struct coll_flow_sched {
+  int nphases, loops, endpoints;
   double step_s;     /* protocol latency per round */
   fphase_t *phases;
-} fjob_t;
+};
 
-typedef struct {
-  int xfer, phase;   /* which transfer of which phase */
-  double start_s, end_s;
-} flog_t;
+/* ---- starting SimGrid ---- */
 
-typedef struct {
-  const topo_t *topo;
-  const coll_cfg_t *cfg;
-  fjob_t *jobs;
-  int njobs, endpoints, stats_job;
-  sg_bar_t barrier;
-  double *times;
-  flog_t *log;       /* transfers of the stats job */
-  size_t nlog, logcap;
-} run_t;
+int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, char *err,
+                    size_t err_len) {
+  static bool simgrid_used = false; /* SimGrid's engine: once per process */
+  if (simgrid_used) {
+    snprintf(err, err_len, "flow fidelity: expected one SimGrid simulation per process, found a "
+             "second");
+    return -1;
+  }
+  simgrid_used = true;
+  char path[256];
+  if (platform_write(topo, endpoints, pairs, path, sizeof path, err, err_len))
+    return -1;
+  char *args[] = {"npusim", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+                  "--cfg=contexts/stack-size:128", "--log=root.thres:critical",
+                  "--log=xbt_cfg.thres:critical", NULL};
+  int argc = 6;
+  simgrid_init(&argc, args);
+  simgrid_load_platform(path);
+  unlink(path);
+  return 0;
+}
 
-typedef struct {
-  run_t *run;
-  int id;            /* endpoint id; -1 for the controller */
-} actor_ctx_t;
-
-/* ---- preparing the jobs ---- */
+/* ---- preparing a schedule ---- */
 
 static void csr(int endpoints, const fxfer_t *x, int n, bool by_src, int **off, int **idx) {
   *off = calloc((size_t)endpoints + 1, sizeof **off);
@@ -85,32 +86,39 @@ static void csr(int endpoints, const fxfer_t *x, int n, bool by_src, int **off, 
   free(fill);
 }
 
-static void prepare_job(run_t *run, const coll_sched_t *s, fjob_t *job) {
+coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
+                                     const char *channel) {
+  coll_flow_sched_t *job = calloc(1, sizeof *job);
   job->nphases = s->nphases;
   job->loops = s->loops > 0 ? s->loops : 1;
   job->step_s = s->step_s;
-  job->phases = calloc((size_t)(s->nphases ? s->nphases : 1), sizeof *job->phases);
+  job->endpoints = s->endpoints;
+  job->phases = calloc((size_t)(s->nphases > 0 ? s->nphases : 1), sizeof *job->phases);
+  double wire = s->wire_factor >= 1 ? s->wire_factor : 1;
   for (int p = 0; p < s->nphases; p++) {
     const coll_phase_t *ph = &s->phases[p];
     fphase_t *fp = &job->phases[p];
     fp->ph = ph;
-    fp->x = calloc((size_t)(ph->nxfers ? ph->nxfers : 1), sizeof *fp->x);
+    fp->x = calloc((size_t)(ph->nxfers > 0 ? ph->nxfers : 1), sizeof *fp->x);
     for (int i = 0; i < ph->nxfers; i++) {
       const coll_xfer_t *x = &ph->xfers[i];
       topo_hop_t hops[TOPO_MAX_HOPS];
-      int nh = topo_route(run->topo, x->src, x->dst, hops);
-      char name[48];
-      snprintf(name, sizeof name, "%d>%d", x->src, x->dst);
-      long bytes = lround(x->bytes * (s->wire_factor >= 1 ? s->wire_factor : 1));
+      int nh = topo_route(topo, x->src, x->dst, hops);
+      char name[96];
+      snprintf(name, sizeof name, "%s:%d>%d", channel, x->src, x->dst);
+      long bytes = lround(x->bytes * wire);
       fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1, x->bytes,
-                           topo_path_alpha_s(run->topo, hops, nh), sg_mailbox_by_name(name)};
+                           topo_path_alpha_s(topo, hops, nh), sg_mailbox_by_name(name)};
     }
-    csr(run->endpoints, fp->x, ph->nxfers, true, &fp->send_off, &fp->send_idx);
-    csr(run->endpoints, fp->x, ph->nxfers, false, &fp->recv_off, &fp->recv_idx);
+    csr(job->endpoints, fp->x, ph->nxfers, true, &fp->send_off, &fp->send_idx);
+    csr(job->endpoints, fp->x, ph->nxfers, false, &fp->recv_off, &fp->recv_idx);
   }
+  return job;
 }
 
-static void free_job(fjob_t *job) {
+void coll_flow_free(coll_flow_sched_t *job) {
+  if (!job)
+    return;
   for (int p = 0; p < job->nphases; p++) {
     fphase_t *fp = &job->phases[p];
     free(fp->x);
@@ -120,32 +128,64 @@ static void free_job(fjob_t *job) {
     free(fp->recv_idx);
   }
   free(job->phases);
+  free(job);
 }
 
-/* ---- the actors ---- */
-
-static void log_transfer(run_t *run, int phase, int xfer, double start, double end) {
-  if (run->nlog == run->logcap) {
-    run->logcap = run->logcap ? 2 * run->logcap : 1024;
-    run->log = realloc(run->log, run->logcap * sizeof *run->log);
+static int coll_flow_busiest(const coll_flow_sched_t *job, int me) {
+  int most = 1;
+  for (int p = 0; p < job->nphases; p++) {
+    const fphase_t *fp = &job->phases[p];
+    int k = fp->send_off[me + 1] - fp->send_off[me] + fp->recv_off[me + 1] - fp->recv_off[me];
+    if (k > most)
+      most = k;
   }
-  run->log[run->nlog++] = (flog_t){xfer, phase, start, end};
+  return most;
 }
 
-/* Per-actor scratch, sized for the busiest round of the actor. */
+bool coll_flow_takes_part(const coll_flow_sched_t *job, int me) {
+  for (int p = 0; p < job->nphases; p++)
+    if (job->phases[p].send_off[me] != job->phases[p].send_off[me + 1] ||
+        job->phases[p].recv_off[me] != job->phases[p].recv_off[me + 1])
+      return true;
+  return false;
+}
+
+/* ---- running it ---- */
+
+void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, double start_s,
+                       double end_s) {
+  if (log->n == log->cap) {
+    log->cap = log->cap ? 2 * log->cap : 1024;
+    log->v = realloc(log->v, log->cap * sizeof *log->v);
+  }
+  log->v[log->n++] = (coll_flow_xfer_t){src, dst, bytes, start_s, end_s};
+}
+
+void coll_flow_log_to_stats(const coll_flow_log_t *log, const topo_t *topo, linkstats_t *stats) {
+  for (size_t i = 0; i < log->n; i++) {
+    const coll_flow_xfer_t *x = &log->v[i];
+    topo_hop_t hops[TOPO_MAX_HOPS];
+    int nh = topo_route(topo, x->src, x->dst, hops);
+    for (int h = 0; h < nh; h++)
+      linkstats_add_interval(stats, hops[h].link, hops[h].dir, x->start_s, x->end_s, x->bytes);
+  }
+  linkstats_close(stats);
+}
+
+/* Per-call scratch, sized for the busiest round of the endpoint. */
 typedef struct {
   sg_comm_t *comms;
-  double *posted;  /* when each comm was posted */
-  int *orig;       /* its index among this round's comms (receives first) */
-  void **data;     /* what each receive got: the sender's post time */
+  double *posted; /* when each comm was posted */
+  int *orig;      /* its index among this round's comms (receives first) */
+  void **data;    /* what each receive got: the sender's post time */
 } scratch_t;
 
-static double dummy_payload; /* SimGrid refuses NULL payloads */
+static double dummy_payload; /* SimGrid refuses NULL payloads; never read or written */
 
-/* One round of one phase for endpoint me. When record is set, each receive
- * logs its transfer from max(post times) to its completion. */
-static void run_round(run_t *run, int me, int p, const fphase_t *fp, double step_s, bool record,
-                      scratch_t *sc) {
+/* One round of one phase for endpoint me. With a log, each receive records its
+ * transfer from max(post times) to its completion. */
+static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,
+                      const fphase_t *fp, coll_flow_log_t *log, scratch_t *sc) {
   int s0 = fp->send_off[me], s1 = fp->send_off[me + 1];
   int r0 = fp->recv_off[me], r1 = fp->recv_off[me + 1], nrecv = r1 - r0;
   double wait = 0;
@@ -153,7 +193,7 @@ static void run_round(run_t *run, int me, int p, const fphase_t *fp, double step
     if (fp->x[fp->send_idx[i]].alpha_s > wait)
       wait = fp->x[fp->send_idx[i]].alpha_s;
   if (s1 > s0)
-    wait += run->cfg->step_latency_s + step_s;
+    wait += cfg->step_latency_s + job->step_s;
   if (wait > 0)
     sg_actor_sleep_for(wait);
   int n = 0;
@@ -169,14 +209,14 @@ static void run_round(run_t *run, int me, int p, const fphase_t *fp, double step
   for (int i = s0; i < s1; i++, n++) {
     const fxfer_t *x = &fp->x[fp->send_idx[i]];
     double *stamp = &dummy_payload;
-    if (record) {
+    if (log) {
       stamp = malloc(sizeof *stamp);
       *stamp = now;
     }
     sc->orig[n] = n;
     sc->comms[n] = sg_mailbox_put_async(x->box, stamp, x->bytes);
   }
-  if (!record) {
+  if (!log) {
     sg_comm_wait_all(sc->comms, (size_t)n);
   } else {
     for (int left = n; left > 0; left--) {
@@ -185,9 +225,10 @@ static void run_round(run_t *run, int me, int p, const fphase_t *fp, double step
         break;
       int o = sc->orig[k];
       if (o < nrecv) {
+        const fxfer_t *x = &fp->x[fp->recv_idx[r0 + o]];
         double *stamp = sc->data[o];
         double start = stamp && *stamp > sc->posted[k] ? *stamp : sc->posted[k];
-        log_transfer(run, p, fp->recv_idx[r0 + o], start, simgrid_get_clock());
+        coll_flow_log_add(log, x->src, x->dst, (double)x->bytes, start, simgrid_get_clock());
         free(stamp);
       }
       sc->comms[k] = sc->comms[left - 1];
@@ -195,43 +236,57 @@ static void run_round(run_t *run, int me, int p, const fphase_t *fp, double step
       sc->orig[k] = sc->orig[left - 1];
     }
   }
-  if (fp->ph->reduces && run->cfg->reduce_bw_bytes_per_s > 0 && received > 0)
-    sg_actor_sleep_for(received / run->cfg->reduce_bw_bytes_per_s);
+  if (fp->ph->reduces && cfg->reduce_bw_bytes_per_s > 0 && received > 0)
+    sg_actor_sleep_for(received / cfg->reduce_bw_bytes_per_s);
 }
+
+void coll_flow_run_endpoint(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,
+                            coll_flow_log_t *log) {
+  int most = coll_flow_busiest(job, me);
+  scratch_t sc = {malloc((size_t)most * sizeof *sc.comms), malloc((size_t)most * sizeof *sc.posted),
+                  malloc((size_t)most * sizeof *sc.orig), malloc((size_t)most * sizeof *sc.data)};
+  for (int loop = 0; loop < job->loops; loop++)
+    for (int p = 0; p < job->nphases; p++) {
+      const fphase_t *fp = &job->phases[p];
+      if (fp->send_off[me] == fp->send_off[me + 1] && fp->recv_off[me] == fp->recv_off[me + 1])
+        continue;
+      for (int r = 0; r < fp->ph->rounds; r++)
+        run_round(job, cfg, me, fp, log, &sc);
+    }
+  free(sc.comms);
+  free(sc.posted);
+  free(sc.orig);
+  free(sc.data);
+}
+
+/* ---- npusim coll: schedules one after another, timed between barriers ---- */
+
+typedef struct {
+  const topo_t *topo;
+  const coll_cfg_t *cfg;
+  coll_flow_sched_t **jobs;
+  int njobs, endpoints, stats_job;
+  sg_bar_t barrier;
+  double *times;
+  coll_flow_log_t log;
+} run_t;
+
+typedef struct {
+  run_t *run;
+  int id; /* endpoint id; -1 for the controller */
+} actor_ctx_t;
 
 static void endpoint_actor(int argc, char **argv) {
   (void)argc, (void)argv;
   actor_ctx_t *ctx = sg_actor_self_get_data();
   run_t *run = ctx->run;
-  int me = ctx->id, most = 1;
-  for (int j = 0; j < run->njobs; j++)
-    for (int p = 0; p < run->jobs[j].nphases; p++) {
-      const fphase_t *fp = &run->jobs[j].phases[p];
-      int k = fp->send_off[me + 1] - fp->send_off[me] + fp->recv_off[me + 1] - fp->recv_off[me];
-      if (k > most)
-        most = k;
-    }
-  scratch_t sc = {malloc((size_t)most * sizeof *sc.comms), malloc((size_t)most * sizeof *sc.posted),
-                  malloc((size_t)most * sizeof *sc.orig), malloc((size_t)most * sizeof *sc.data)};
   for (int j = 0; j < run->njobs; j++) {
-    const fjob_t *job = &run->jobs[j];
     sg_barrier_wait(run->barrier);
-    if (me < run->topo->ranks && run->cfg->op_overhead_s > 0)
+    if (ctx->id < run->topo->ranks && run->cfg->op_overhead_s > 0)
       sg_actor_sleep_for(run->cfg->op_overhead_s);
-    for (int loop = 0; loop < job->loops; loop++)
-      for (int p = 0; p < job->nphases; p++) {
-        const fphase_t *fp = &job->phases[p];
-        if (fp->send_off[me] == fp->send_off[me + 1] && fp->recv_off[me] == fp->recv_off[me + 1])
-          continue;
-        for (int r = 0; r < fp->ph->rounds; r++)
-          run_round(run, me, p, fp, job->step_s, j == run->stats_job, &sc);
-      }
+    coll_flow_run_endpoint(run->jobs[j], run->cfg, ctx->id, j == run->stats_job ? &run->log : NULL);
     sg_barrier_wait(run->barrier);
   }
-  free(sc.comms);
-  free(sc.posted);
-  free(sc.orig);
-  free(sc.data);
 }
 
 static void controller_actor(int argc, char **argv) {
@@ -249,13 +304,6 @@ static void controller_actor(int argc, char **argv) {
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
                   int n, double *times_s, int stats_index, linkstats_t *stats, char *err,
                   size_t err_len) {
-  static bool simgrid_used = false; /* SimGrid's engine: once per process */
-  if (simgrid_used) {
-    snprintf(err, err_len, "flow fidelity: expected one SimGrid simulation per process, found a "
-             "second");
-    return -1;
-  }
-  simgrid_used = true;
   run_t run = {.topo = topo, .cfg = cfg, .njobs = n, .stats_job = stats ? stats_index : -1,
                .times = times_s};
   pair_set_t pairs;
@@ -267,23 +315,16 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
       for (int i = 0; i < scheds[j]->phases[p].nxfers; i++)
         pair_set_add(&pairs, scheds[j]->phases[p].xfers[i].src, scheds[j]->phases[p].xfers[i].dst);
   }
-  char path[256];
-  int rc = platform_write(topo, run.endpoints, &pairs, path, sizeof path, err, err_len);
+  int rc = coll_flow_start(topo, run.endpoints, &pairs, err, err_len);
   pair_set_free(&pairs);
   if (rc)
     return -1;
-
-  char *args[] = {"npusim", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
-                  "--cfg=contexts/stack-size:128", "--log=root.thres:critical",
-                  "--log=xbt_cfg.thres:critical", NULL};
-  int argc = 6;
-  simgrid_init(&argc, args);
-  simgrid_load_platform(path);
-  unlink(path);
-
   run.jobs = calloc((size_t)(n > 0 ? n : 1), sizeof *run.jobs);
-  for (int j = 0; j < n; j++)
-    prepare_job(&run, scheds[j], &run.jobs[j]);
+  for (int j = 0; j < n; j++) {
+    coll_sched_t widened = *scheds[j];
+    widened.endpoints = run.endpoints; /* every endpoint runs every job */
+    run.jobs[j] = coll_flow_prepare(topo, &widened, "c");
+  }
   run.barrier = sg_barrier_init((unsigned)run.endpoints + 1);
   actor_ctx_t *ctx = calloc((size_t)run.endpoints + 1, sizeof *ctx);
   for (int e = 0; e <= run.endpoints; e++) {
@@ -296,23 +337,13 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
     sg_actor_start(a, e < run.endpoints ? endpoint_actor : controller_actor, 0, NULL);
   }
   simgrid_run();
-
   sg_barrier_destroy(run.barrier);
-  if (stats && stats_index >= 0) { /* the logged transfers, hop by hop */
-    for (size_t i = 0; i < run.nlog; i++) {
-      const fxfer_t *x = &run.jobs[stats_index].phases[run.log[i].phase].x[run.log[i].xfer];
-      topo_hop_t hops[TOPO_MAX_HOPS];
-      int nh = topo_route(topo, x->src, x->dst, hops);
-      for (int h = 0; h < nh; h++)
-        linkstats_add_interval(stats, hops[h].link, hops[h].dir, run.log[i].start_s,
-                               run.log[i].end_s, (double)x->bytes);
-    }
-    linkstats_close(stats);
-  }
+  if (stats && stats_index >= 0)
+    coll_flow_log_to_stats(&run.log, topo, stats);
   for (int j = 0; j < n; j++)
-    free_job(&run.jobs[j]);
+    coll_flow_free(run.jobs[j]);
   free(run.jobs);
   free(ctx);
-  free(run.log);
+  free(run.log.v);
   return 0;
 }

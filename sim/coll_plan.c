@@ -627,3 +627,30 @@ int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
 }
 
 void coll_plan_free(coll_plan_t *plan) { coll_sched_free(&plan->sched); }
+
+int coll_apply_algo(const char *text, bool multi_level, coll_cfg_t *cfg, char *err,
+                    size_t err_len) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", text);
+  coll_algo_t given[COLL_LEVELS];
+  int n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int found = -1;
+    for (int i = 0; i < COLL_ALGO_COUNT; i++)
+      if (strcmp(tok, config_coll_algo_names[i]) == 0)
+        found = i;
+    if (found < 0 || n == COLL_LEVELS)
+      return snprintf(err, err_len, "--algo: expected up to %d of auto, mesh, ring, hd, nhr, nb, "
+                      "pairwise, tree, pipeline, nvls separated by ',', found \"%.60s\"",
+                      COLL_LEVELS, text), -1;
+    given[n++] = (coll_algo_t)found;
+  }
+  if (n == 0)
+    return snprintf(err, err_len, "--algo: expected an algorithm name, found \"\""), -1;
+  if (n == 1)
+    cfg->algo[multi_level ? 1 : 0] = given[0];
+  else
+    for (int l = 0; l < n; l++)
+      cfg->algo[l] = given[l];
+  return 0;
+}

@@ -11,7 +11,32 @@
 
 /* ---- per program ---- */
 
+/* A communicator's collectives must come from one stream of a program: like
+ * NCCL and HCCL streams, they run one after another in issue order. */
+static int check_comm_streams(trace_ctx_t *c, const trace_t *t, const trace_program_t *p) {
+  int *stream_of = malloc(((size_t)t->ncomms + 1) * sizeof *stream_of);
+  for (int i = 0; i < t->ncomms; i++)
+    stream_of[i] = -1;
+  int rc = 0;
+  for (int i = 0; i < p->nops && rc == 0; i++) {
+    const trace_op_t *op = &p->ops[i];
+    if (op->type != TRACE_OP_COLL)
+      continue;
+    if (stream_of[op->comm] < 0)
+      stream_of[op->comm] = op->stream;
+    else if (stream_of[op->comm] != op->stream)
+      rc = trace_fail(c, p->ranks[0], op->id, "stream: expected the stream \"%s\" of the "
+                      "earlier collectives on \"%s\", found \"%s\"",
+                      p->streams[stream_of[op->comm]], t->comms[op->comm].name,
+                      p->streams[op->stream]);
+  }
+  free(stream_of);
+  return rc;
+}
+
 static int check_program(trace_ctx_t *c, const trace_t *t, const trace_program_t *p) {
+  if (check_comm_streams(c, t, p))
+    return -1;
   int *records = calloc((size_t)p->nevents + 1, sizeof *records);
   bool *allocated = calloc((size_t)p->nbuffers + 1, sizeof *allocated);
   int rc = 0;

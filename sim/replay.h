@@ -1,0 +1,73 @@
+/* replay.h - rank programs replayed on the simulated cluster.
+ *
+ * One SimGrid actor per stream of each rank runs its ops in order; an op starts
+ * when the ops before it on its stream and its dependencies are done. Compute
+ * ops take what the chip model says (or their given duration); collectives and
+ * send/recv use the collectives layer in the chosen fidelity:
+ *   flow:     their transfers are SimGrid communications on the platform built
+ *             from the topology, so everything in flight shares the links;
+ *   analytic: the members of a collective meet, then each waits the
+ *             collective's alpha-beta cost; a send/recv pair meets, then waits
+ *             the uncontended path time. No contention between them.
+ * Compute and communication on different streams overlap. A configurable
+ * interference slows compute while its rank communicates
+ * (collectives.compute_slowdown, 0 = off). The trace was checked on reading, so
+ * the replay cannot deadlock. */
+#ifndef NPUSIM_REPLAY_H
+#define NPUSIM_REPLAY_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "linkstats.h"
+#include "trace.h"
+
+/* The names a trace may use: compute ops of the chip model, collectives,
+ * data types. */
+extern const trace_vocab_t replay_vocab;
+
+typedef struct {
+  double start_s, end_s;  /* per (rank, op): when it ran */
+} replay_span_t;
+
+typedef struct {
+  double compute_s;       /* time with some compute op running */
+  double comm_s;          /* time with some collective or send/recv running */
+  double exposed_comm_s;  /* communication not hidden under compute */
+  double idle_s;          /* neither */
+  double peak_memory_bytes;
+} replay_rank_t;
+
+typedef struct {
+  long collectives;       /* collectives run (one per group per issue) */
+  double bytes;           /* bytes their schedules moved */
+  double busy_s;          /* summed over collectives: mean member time */
+} replay_comm_t;
+
+typedef struct {
+  double step_time_s;
+  int ranks;
+  replay_rank_t *per_rank;
+  replay_comm_t *per_comm;   /* indexed like trace->comms */
+  linkstats_t links;
+  replay_span_t **spans;     /* per rank, per op of its program */
+  topo_t topo;
+} replay_result_t;
+
+/* Replays the trace on the system. Returns 0, or -1 with a one-line reason
+ * ("FILE: rank R op ID: expected ..., found ...") in err. */
+int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name, bool flow,
+               replay_result_t *out, char *err, size_t err_len);
+
+void replay_result_free(replay_result_t *r, const trace_t *trace);
+
+/* Output (replay_report.c): the summary as table, JSON or CSV. */
+void replay_print(FILE *out, int format, const trace_t *trace, const system_cfg_t *sys,
+                  const replay_result_t *r, const char *fidelity);
+
+/* A Chrome trace (Perfetto): a process per rank, a thread per stream, flow
+ * arrows from sends to receives; only ranks in [first, last]. */
+int replay_write_chrome(const char *path, const trace_t *trace, const replay_result_t *r,
+                        int first, int last, char *err, size_t err_len);
+
+#endif
