@@ -29,6 +29,7 @@ enum {
   OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --links */
   OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
   OPT_KIND = 1 << 8, /* --op --dtype */
+  OPT_REPLAY = 1 << 9, /* --trace --chrome-trace --trace-ranks */
 };
 
 typedef struct {
@@ -66,8 +67,14 @@ static const command_t commands[] = {
      "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, 0},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
-     "--system S.json --trace T.json.gz [options]", NULL,
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 5},
+     "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
+     "OUT.json.gz [--trace-ranks 0-7]] [options]",
+     "The trace format: docs/trace-format.md; samples in traces/. Prints the step time,\n"
+     "per rank the compute, communication (and how much of it is exposed) and idle time,\n"
+     "per communicator the collectives and bytes, the most utilised links and the memory\n"
+     "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
+     "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay, 0},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [options]", NULL,
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 6},
@@ -97,6 +104,8 @@ static const struct option all_options[] = {
     {"shape", required_argument, NULL, 1010},   {"explain", no_argument, NULL, 1011},
     {"sweep", no_argument, NULL, 1012},         {"causal", no_argument, NULL, 1013},
     {"trans-a", no_argument, NULL, 1014},       {"trans-b", no_argument, NULL, 1015},
+    {"trace", required_argument, NULL, 1016},   {"chrome-trace", required_argument, NULL, 1017},
+    {"trace-ranks", required_argument, NULL, 1018},
     {NULL, 0, NULL, 0},
 };
 
@@ -127,6 +136,9 @@ static const struct {
               "  --sweep                efficiency curve over sizes\n"
               "  --causal               causal mask (attention)\n"
               "  --trans-a, --trans-b   transposed matmul operands\n"},
+    {OPT_REPLAY, "  --trace FILE           the trace to replay (.json or .json.gz)\n"
+                 "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
+                 "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
 };
 
 static void print_main_usage(FILE *f) {
@@ -204,6 +216,8 @@ static bool accepts(const command_t *cmd, int c) {
     return (cmd->options & OPT_COLL) != 0;
   if (c >= 1010 && c <= 1015)
     return (cmd->options & OPT_OPS) != 0;
+  if (c >= 1016 && c <= 1018)
+    return (cmd->options & OPT_REPLAY) != 0;
   return c == 'h';
 }
 
@@ -296,6 +310,15 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1015:
       opts->trans_b = true;
+      break;
+    case 1016:
+      opts->trace = optarg;
+      break;
+    case 1017:
+      opts->chrome_trace = optarg;
+      break;
+    case 1018:
+      opts->trace_ranks = optarg;
       break;
     }
   }

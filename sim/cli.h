@@ -49,6 +49,9 @@ typedef struct {
   bool links;                   /* --links */
   const char *shape;            /* --shape */
   bool explain, sweep, causal, trans_a, trans_b;
+  const char *trace;            /* --trace: the trace to replay */
+  const char *chrome_trace;     /* --chrome-trace: timeline output */
+  const char *trace_ranks;      /* --trace-ranks A-B */
 } cli_opts_t;
 
 /* Configs loaded for a command: resolved structs and their documents (kept for

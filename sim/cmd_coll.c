@@ -156,33 +156,6 @@ typedef struct {
   char algo[64];
 } row_t;
 
-static void print_links_table(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {
-  fprintf(out, "\n# most utilised links of the largest size\n");
-  fprintf(out, "# %-18s %-10s %4s %14s %10s %9s %9s\n", "link", "kind", "dir", "bytes",
-          "busy_us", "mean_util", "peak_util");
-  for (int i = 0; i < n; i++) {
-    char name[64];
-    topo_link_name(t, ls[i].link, name, sizeof name);
-    fprintf(out, "  %-18s %-10s %4s %14.0f %10.2f %9.3f %9.3f\n", name,
-            topo_link_kind_names[t->links[ls[i].link].kind], ls[i].dir ? "b>a" : "a>b",
-            ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util, ls[i].peak_util);
-  }
-}
-
-static void print_links_json(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {
-  fputs(", \"links\": [", out);
-  for (int i = 0; i < n; i++) {
-    char name[64];
-    topo_link_name(t, ls[i].link, name, sizeof name);
-    fprintf(out, "%s\n    {\"link\": \"%s\", \"kind\": \"%s\", \"direction\": \"%s\", "
-            "\"bytes\": %.0f, \"busy_us\": %.3f, \"mean_util\": %.4f, \"peak_util\": %.4f}",
-            i ? "," : "", name, topo_link_kind_names[t->links[ls[i].link].kind],
-            ls[i].dir ? "b>a" : "a>b", ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util,
-            ls[i].peak_util);
-  }
-  fputs("]", out);
-}
-
 static void print_rows(FILE *out, const cli_opts_t *opts, const coll_args_t *a,
                        const system_cfg_t *sys, const topo_t *t, const row_t *rows,
                        const link_stat_t *ls, int nls) {
@@ -212,15 +185,19 @@ static void print_rows(FILE *out, const cli_opts_t *opts, const coll_args_t *a,
       fprintf(out, "%s\n  {\"op\": \"%s\", \"ranks\": %d, \"bytes\": %.0f, \"time_us\": %.3f, "
               "\"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, \"algo\": \"%s\"", i ? "," : "", op,
               a->ranks, r->bytes, r->time_s * 1e6, algbw, busbw, r->algo);
-      if (nls > 0 && i == a->nsizes - 1)
-        print_links_json(out, t, ls, nls);
+      if (nls > 0 && i == a->nsizes - 1) {
+        fputs(", \"links\": ", out);
+        linkstats_print_json(out, t, ls, nls);
+      }
       fputs("}", out);
     }
   }
   if (opts->format == FORMAT_JSON)
     fputs("\n]\n", out);
-  if (opts->format == FORMAT_TABLE && nls > 0)
-    print_links_table(out, t, ls, nls);
+  if (opts->format == FORMAT_TABLE && nls > 0) {
+    fprintf(out, "\n# most utilised links of the largest size\n");
+    linkstats_print_table(out, t, ls, nls);
+  }
 }
 
 /* ---- the command ---- */

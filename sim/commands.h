@@ -16,6 +16,9 @@ int cmd_coll(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 /* npusim op: one op's cost on the chip model (or a sweep of sizes). */
 int cmd_op(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
+/* npusim replay: a trace of rank programs on the simulated cluster. */
+int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
 /* npusim schema: the reference of every config key. */
 int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 

@@ -229,6 +229,9 @@ static const cfg_key_t system_keys[] = {
         "Fixed cost of launching one collective."),
     NUM("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s), 0,
         1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
+    NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
+        "Interference: while a rank communicates, its compute ops take this fraction longer "
+        "(HBM and vector cores shared with transfers and reductions); 0 = off."),
     PROTO("ll", COLL_PROTO_LL, "NCCL's LL protocol (8-byte flags): low latency, half the wire"),
     PROTO("ll128", COLL_PROTO_LL128, "NCCL's LL128 protocol (a flag per 128 bytes)"),
     PROTO("simple", COLL_PROTO_SIMPLE, "NCCL's Simple protocol: full bandwidth, highest latency"),

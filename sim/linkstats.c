@@ -122,3 +122,29 @@ int linkstats_top(const linkstats_t *ls, double duration_s, link_stat_t *out, in
   }
   return count;
 }
+
+void linkstats_print_table(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {
+  fprintf(out, "# %-18s %-10s %4s %14s %12s %9s %9s\n", "link", "kind", "dir", "bytes",
+          "busy_us", "mean_util", "peak_util");
+  for (int i = 0; i < n; i++) {
+    char name[64];
+    topo_link_name(t, ls[i].link, name, sizeof name);
+    fprintf(out, "  %-18s %-10s %4s %14.0f %12.2f %9.3f %9.3f\n", name,
+            topo_link_kind_names[t->links[ls[i].link].kind], ls[i].dir ? "b>a" : "a>b",
+            ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util, ls[i].peak_util);
+  }
+}
+
+void linkstats_print_json(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {
+  fputs("[", out);
+  for (int i = 0; i < n; i++) {
+    char name[64];
+    topo_link_name(t, ls[i].link, name, sizeof name);
+    fprintf(out, "%s\n    {\"link\": \"%s\", \"kind\": \"%s\", \"direction\": \"%s\", "
+            "\"bytes\": %.0f, \"busy_us\": %.3f, \"mean_util\": %.4f, \"peak_util\": %.4f}",
+            i ? "," : "", name, topo_link_kind_names[t->links[ls[i].link].kind],
+            ls[i].dir ? "b>a" : "a>b", ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util,
+            ls[i].peak_util);
+  }
+  fputs("]", out);
+}

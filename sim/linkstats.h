@@ -8,6 +8,8 @@
 #ifndef NPUSIM_LINKSTATS_H
 #define NPUSIM_LINKSTATS_H
 
+#include <stdio.h>
+
 #include "topo.h"
 
 typedef struct {
@@ -46,5 +48,9 @@ void linkstats_close(linkstats_t *ls);
 /* The n most utilised link directions (by mean utilisation, then bytes, then
  * link id) over a run of duration_s. Returns how many were written to out. */
 int linkstats_top(const linkstats_t *ls, double duration_s, link_stat_t *out, int n);
+
+/* The rows of linkstats_top as a table (with a header line) or a JSON array. */
+void linkstats_print_table(FILE *out, const topo_t *t, const link_stat_t *ls, int n);
+void linkstats_print_json(FILE *out, const topo_t *t, const link_stat_t *ls, int n);
 
 #endif

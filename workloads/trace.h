@@ -51,7 +51,7 @@ typedef struct {
   double duration_s;    /* COMPUTE, DELAY */
   double bytes;         /* COLL (as npusim coll counts them), SEND, RECV, ALLOC */
   int comm;             /* COLL: index into the trace's communicators */
-  int root;             /* COLL broadcast/reduce: a rank */
+  int root;             /* COLL broadcast/reduce: position of the root in its group */
   char *algo;           /* COLL: forced algorithms ("ring", "mesh,hd"), or NULL */
   int peer;             /* SEND/RECV: a rank, or an offset when peer_relative */
   bool peer_relative;

@@ -69,14 +69,9 @@ static int check_program(trace_ctx_t *c, const trace_t *t, const trace_program_t
         if (g < 0)
           rc = trace_fail(c, r, op->id, "comm: expected a communicator with a group holding "
                           "rank %d, found \"%s\" without one", r, cm->name);
-        else if ((c->vocab->root_colls_mask >> op->kind) & 1) {
-          bool member = false;
-          for (int m = 0; m < cm->sizes[g]; m++)
-            member = member || cm->groups[g][m] == op->root;
-          if (!member)
-            rc = trace_fail(c, r, op->id, "root: expected a rank of its group of \"%s\", found "
-                            "%d", cm->name, op->root);
-        }
+        else if (((c->vocab->root_colls_mask >> op->kind) & 1) && op->root >= cm->sizes[g])
+          rc = trace_fail(c, r, op->id, "root: expected a position in its group of \"%s\" "
+                          "(0 to %d), found %d", cm->name, cm->sizes[g] - 1, op->root);
       }
     }
   }

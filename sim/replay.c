@@ -1,0 +1,584 @@
+/* replay.c - the replay engine: setup (op costs, collective plans, platform),
+ * the stream actors, and the figures they leave behind; see replay.h. */
+#include "replay.h"
+
+#include <math.h>
+#include <simgrid/actor.h>
+#include <simgrid/barrier.h>
+#include <simgrid/cond.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/mutex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_engine.h"
+#include "op_cost.h"
+
+/* Collectives a trace may use: the first six of coll_op_t, in its order. */
+static const char *const trace_colls[] = {"allreduce", "allgather", "reducescatter",
+                                          "broadcast", "reduce",    "alltoall"};
+
+const trace_vocab_t replay_vocab = {
+    .compute = op_kind_names,
+    .ncompute = OP_KIND_COUNT,
+    .colls = trace_colls,
+    .ncolls = 6,
+    .dtypes = chip_dtype_names,
+    .ndtypes = CHIP_DTYPE_COUNT,
+    .default_dtype = CHIP_DTYPE_BF16,
+    .root_colls_mask = (1 << COLL_BROADCAST) | (1 << COLL_REDUCE),
+};
+
+/* One collective as a group runs it: plan, analytic cost, flow schedule. */
+typedef struct {
+  int comm, group, kind, root;
+  double bytes;
+  const char *algo;
+  coll_plan_t plan;
+  double analytic_s;
+  coll_flow_sched_t *flow;
+  sg_bar_t barrier;   /* analytic: the members meet here */
+} inst_t;
+
+typedef struct {
+  sg_mutex_t mutex;
+  sg_cond_t cond;     /* signalled when an op of the rank completes */
+  char *done;         /* per op of its program */
+  int active_comm;    /* collectives and transfers in flight (interference) */
+  double memory, peak_memory;
+  double *buffer_bytes; /* per buffer of its program */
+} rank_state_t;
+
+typedef struct {
+  const system_cfg_t *sys;
+  const trace_t *trace;
+  const topo_t *topo;
+  bool flow;
+  double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
+  inst_t *insts;
+  int ninsts, cap_insts;
+  int **inst_of;        /* per rank, per op: its collective (COLL ops) */
+  rank_state_t *rs;
+  replay_span_t **spans;
+  coll_flow_log_t log;  /* flow: every transfer, for the link figures */
+  double token;         /* analytic send/recv: what the meeting carries */
+} rp_t;
+
+typedef struct {
+  rp_t *rp;
+  int rank, stream;     /* stream actors */
+  const inst_t *inst;   /* switch helpers: the collective and the switch id */
+  int endpoint;
+} actor_ctx_t;
+
+/* ---- setup ---- */
+
+static int cost_shaped(rp_t *rp, const char *name, op_cache_t *cache, char *err, size_t len) {
+  const trace_t *t = rp->trace;
+  rp->compute_s = calloc((size_t)t->nprograms, sizeof *rp->compute_s);
+  for (int pi = 0; pi < t->nprograms; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    rp->compute_s[pi] = calloc((size_t)p->nops + 1, sizeof **rp->compute_s);
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      if (op->type != TRACE_OP_SHAPED)
+        continue;
+      op_desc_t d = {.kind = (op_kind_t)op->kind, .dtype = (chip_dtype_t)op->dtype,
+                     .out_dtype = (chip_dtype_t)op->dtype, .causal = op->causal,
+                     .trans_a = op->trans_a, .trans_b = op->trans_b};
+      if (d.kind == OP_CAST)
+        d.out_dtype = d.dtype == CHIP_DTYPE_FP32 ? CHIP_DTYPE_BF16 : CHIP_DTYPE_FP32;
+      bool on_cube = d.kind == OP_MATMUL || d.kind == OP_ATTN_FWD || d.kind == OP_ATTN_BWD;
+      if (on_cube) {
+        memcpy(d.dims, op->dims, sizeof d.dims);
+      } else { /* [rows,]cols */
+        d.dims[0] = op->dims[1] > 0 ? op->dims[0] : 1;
+        d.dims[1] = op->dims[1] > 0 ? op->dims[1] : op->dims[0];
+      }
+      char why[512];
+      if (op_check(&rp->sys->chip, &d, why, sizeof why))
+        return snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id, why), -1;
+      rp->compute_s[pi][i] = op_cost(cache, &d)->time_s;
+    }
+  }
+  return 0;
+}
+
+static inst_t *find_inst(rp_t *rp, int comm, int group, const trace_op_t *op) {
+  for (int i = 0; i < rp->ninsts; i++) {
+    inst_t *x = &rp->insts[i];
+    if (x->comm == comm && x->group == group && x->kind == op->kind && x->bytes == op->bytes &&
+        x->root == op->root &&
+        (x->algo == op->algo || (x->algo && op->algo && strcmp(x->algo, op->algo) == 0)))
+      return x;
+  }
+  return NULL;
+}
+
+/* Plans the collective of one group; forced algorithms from the op. */
+static int plan_inst(rp_t *rp, inst_t *x, const char *name, int rank, int op_id, char *err,
+                     size_t len) {
+  const trace_comm_t *cm = &rp->trace->comms[x->comm];
+  const int *members = cm->groups[x->group];
+  int g = cm->sizes[x->group];
+  coll_cfg_t cfg = rp->sys->coll;
+  char why[512];
+  bool spans = false;
+  for (int m = 1; m < g; m++)
+    spans = spans || topo_server_of(rp->topo, members[m]) != topo_server_of(rp->topo, members[0]);
+  if (x->algo && coll_apply_algo(x->algo, spans, &cfg, why, sizeof why))
+    return snprintf(err, len, "%s: rank %d op %d: %s", name, rank, op_id, why), -1;
+  coll_req_t req = {(coll_op_t)x->kind, x->bytes, members[x->root], NULL};
+  if (coll_plan_group(rp->topo, &cfg, members, g, &req, &x->plan, why, sizeof why))
+    return snprintf(err, len, "%s: rank %d op %d: %s", name, rank, op_id, why), -1;
+  x->analytic_s = coll_analytic_time(rp->topo, &cfg, &x->plan.sched, NULL);
+  return 0;
+}
+
+/* Gives every collective op of every rank its group's plan (one per distinct
+ * group, kind, size, root and forced algorithm). */
+static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
+  const trace_t *t = rp->trace;
+  rp->inst_of = calloc((size_t)t->ranks, sizeof *rp->inst_of);
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    rp->inst_of[r] = malloc(((size_t)p->nops + 1) * sizeof **rp->inst_of);
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      rp->inst_of[r][i] = -1;
+      if (op->type != TRACE_OP_COLL)
+        continue;
+      int group = t->comms[op->comm].group_of[r];
+      inst_t *x = find_inst(rp, op->comm, group, op);
+      if (!x) {
+        if (rp->ninsts == rp->cap_insts) {
+          rp->cap_insts = rp->cap_insts ? 2 * rp->cap_insts : 16;
+          rp->insts = realloc(rp->insts, (size_t)rp->cap_insts * sizeof *rp->insts);
+        }
+        x = &rp->insts[rp->ninsts++];
+        *x = (inst_t){.comm = op->comm, .group = group, .kind = op->kind, .root = op->root,
+                      .bytes = op->bytes, .algo = op->algo};
+        if (plan_inst(rp, x, name, r, op->id, err, len))
+          return -1;
+      }
+      rp->inst_of[r][i] = (int)(x - rp->insts);
+    }
+  }
+  return 0;
+}
+
+/* Every pair of endpoints that exchanges data, for the platform's routes. */
+static void collect_pairs(const rp_t *rp, pair_set_t *pairs, int *endpoints) {
+  const trace_t *t = rp->trace;
+  *endpoints = t->ranks;
+  for (int i = 0; i < rp->ninsts; i++) {
+    const coll_sched_t *s = &rp->insts[i].plan.sched;
+    if (s->endpoints > *endpoints)
+      *endpoints = s->endpoints;
+    for (int p = 0; p < s->nphases; p++)
+      for (int j = 0; j < s->phases[p].nxfers; j++)
+        pair_set_add(pairs, s->phases[p].xfers[j].src, s->phases[p].xfers[j].dst);
+  }
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    for (int i = 0; i < p->nops; i++)
+      if (p->ops[i].type == TRACE_OP_SEND)
+        pair_set_add(pairs, r, trace_peer(&p->ops[i], r));
+  }
+}
+
+/* ---- the actors ---- */
+
+static void mark_done(rp_t *rp, int rank, int op) {
+  rank_state_t *s = &rp->rs[rank];
+  sg_mutex_lock(s->mutex);
+  s->done[op] = 1;
+  sg_cond_notify_all(s->cond);
+  sg_mutex_unlock(s->mutex);
+}
+
+static void wait_done(rp_t *rp, int rank, int op) {
+  rank_state_t *s = &rp->rs[rank];
+  if (s->done[op])
+    return;
+  sg_mutex_lock(s->mutex);
+  while (!s->done[op])
+    sg_cond_wait(s->cond, s->mutex);
+  sg_mutex_unlock(s->mutex);
+}
+
+/* Waits for everything op i of the rank depends on outside its stream. */
+static void wait_deps(rp_t *rp, int rank, const trace_program_t *p, int i) {
+  const trace_op_t *op = &p->ops[i];
+  for (int d = 0; d < op->ndeps; d++)
+    wait_done(rp, rank, op->deps[d]);
+  if (op->type == TRACE_OP_WAIT)
+    for (int j = 0; j < p->nops; j++)
+      if (p->ops[j].type == TRACE_OP_RECORD && p->ops[j].event == op->event)
+        wait_done(rp, rank, j);
+}
+
+static void switch_actor(int argc, char **argv) {
+  (void)argc, (void)argv;
+  actor_ctx_t *ctx = sg_actor_self_get_data();
+  coll_flow_run_endpoint(ctx->inst->flow, &ctx->rp->sys->coll, ctx->endpoint, &ctx->rp->log);
+  free(ctx);
+}
+
+/* The in-network switches of a collective run their part beside its first member. */
+static void start_switches(rp_t *rp, const inst_t *x) {
+  for (int e = rp->trace->ranks; e < x->plan.sched.endpoints; e++) {
+    if (!coll_flow_takes_part(x->flow, e))
+      continue;
+    actor_ctx_t *ctx = calloc(1, sizeof *ctx);
+    *ctx = (actor_ctx_t){.rp = rp, .inst = x, .endpoint = e};
+    char host[32];
+    snprintf(host, sizeof host, "h%d", e);
+    sg_actor_t a = sg_actor_init("switch", sg_host_by_name(host));
+    sg_actor_set_data(a, ctx);
+    sg_actor_start(a, switch_actor, 0, NULL);
+  }
+}
+
+static void run_collective(rp_t *rp, int rank, int i) {
+  inst_t *x = &rp->insts[rp->inst_of[rank][i]];
+  double overhead = rp->sys->coll.op_overhead_s;
+  if (!rp->flow) {
+    sg_barrier_wait(x->barrier); /* all members present */
+    sg_actor_sleep_for(x->analytic_s);
+    return;
+  }
+  if (overhead > 0)
+    sg_actor_sleep_for(overhead);
+  const trace_comm_t *cm = &rp->trace->comms[x->comm];
+  if (cm->groups[x->group][0] == rank)
+    start_switches(rp, x);
+  coll_flow_run_endpoint(x->flow, &rp->sys->coll, rank, &rp->log);
+}
+
+static void run_p2p(rp_t *rp, int rank, const trace_op_t *op) {
+  int peer = trace_peer(op, rank);
+  bool send = op->type == TRACE_OP_SEND;
+  int src = send ? rank : peer, dst = send ? peer : rank;
+  char name[64];
+  snprintf(name, sizeof name, "p:%d>%d", src, dst);
+  sg_mailbox_t box = sg_mailbox_by_name(name);
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int nh = topo_route(rp->topo, src, dst, hops);
+  double alpha = topo_path_alpha_s(rp->topo, hops, nh);
+  if (!rp->flow) { /* meet, then both wait the uncontended path time */
+    double slowest = 0;
+    for (int h = 0; h < nh; h++) {
+      double t = op->bytes / topo_link_bw(rp->topo, hops[h].link);
+      slowest = t > slowest ? t : slowest;
+    }
+    if (send)
+      sg_mailbox_put(box, &rp->token, 0);
+    else
+      sg_mailbox_get(box);
+    sg_actor_sleep_for(alpha + slowest);
+    return;
+  }
+  if (send) {
+    sg_actor_sleep_for(alpha);
+    double *stamp = malloc(sizeof *stamp);
+    *stamp = simgrid_get_clock();
+    sg_mailbox_put(box, stamp, (long)llround(op->bytes));
+  } else {
+    double posted = simgrid_get_clock();
+    double *stamp = sg_mailbox_get(box);
+    coll_flow_log_add(&rp->log, src, dst, op->bytes, *stamp > posted ? *stamp : posted,
+                      simgrid_get_clock());
+    free(stamp);
+  }
+}
+
+static void run_op(rp_t *rp, int rank, int pi, int i) {
+  const trace_program_t *p = &rp->trace->programs[pi];
+  const trace_op_t *op = &p->ops[i];
+  rank_state_t *s = &rp->rs[rank];
+  double slow = 1 + (s->active_comm > 0 ? rp->sys->coll.compute_slowdown : 0);
+  switch (op->type) {
+  case TRACE_OP_SHAPED:
+    sg_actor_sleep_for(rp->compute_s[pi][i] * slow);
+    break;
+  case TRACE_OP_COMPUTE:
+    sg_actor_sleep_for(op->duration_s * slow);
+    break;
+  case TRACE_OP_DELAY:
+    sg_actor_sleep_for(op->duration_s);
+    break;
+  case TRACE_OP_COLL:
+  case TRACE_OP_SEND:
+  case TRACE_OP_RECV:
+    s->active_comm++;
+    if (op->type == TRACE_OP_COLL)
+      run_collective(rp, rank, i);
+    else
+      run_p2p(rp, rank, op);
+    s->active_comm--;
+    break;
+  case TRACE_OP_ALLOC:
+    s->buffer_bytes[op->buffer] += op->bytes;
+    s->memory += op->bytes;
+    if (s->memory > s->peak_memory)
+      s->peak_memory = s->memory;
+    break;
+  case TRACE_OP_FREE:
+    s->memory -= s->buffer_bytes[op->buffer];
+    s->buffer_bytes[op->buffer] = 0;
+    break;
+  default: /* record, wait: nothing but ordering */
+    break;
+  }
+}
+
+static void stream_actor(int argc, char **argv) {
+  (void)argc, (void)argv;
+  actor_ctx_t *ctx = sg_actor_self_get_data();
+  rp_t *rp = ctx->rp;
+  int pi = rp->trace->program_of[ctx->rank];
+  const trace_program_t *p = &rp->trace->programs[pi];
+  for (int i = 0; i < p->nops; i++) {
+    if (p->ops[i].stream != ctx->stream)
+      continue;
+    wait_deps(rp, ctx->rank, p, i);
+    rp->spans[ctx->rank][i].start_s = simgrid_get_clock();
+    run_op(rp, ctx->rank, pi, i);
+    rp->spans[ctx->rank][i].end_s = simgrid_get_clock();
+    mark_done(rp, ctx->rank, i);
+  }
+}
+
+/* ---- running ---- */
+
+static void start_actors(rp_t *rp, actor_ctx_t *ctxs) {
+  const trace_t *t = rp->trace;
+  int n = 0;
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    char host[32];
+    snprintf(host, sizeof host, "h%d", rp->flow ? r : 0);
+    for (int s = 0; s < p->nstreams; s++) {
+      ctxs[n] = (actor_ctx_t){.rp = rp, .rank = r, .stream = s};
+      sg_actor_t a = sg_actor_init(p->streams[s], sg_host_by_name(host));
+      sg_actor_set_data(a, &ctxs[n++]);
+      sg_actor_start(a, stream_actor, 0, NULL);
+    }
+  }
+}
+
+static void init_ranks(rp_t *rp) {
+  const trace_t *t = rp->trace;
+  rp->rs = calloc((size_t)t->ranks, sizeof *rp->rs);
+  rp->spans = calloc((size_t)t->ranks, sizeof *rp->spans);
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    rp->rs[r].mutex = sg_mutex_init();
+    rp->rs[r].cond = sg_cond_init();
+    rp->rs[r].done = calloc((size_t)p->nops + 1, 1);
+    rp->rs[r].buffer_bytes = calloc((size_t)p->nbuffers + 1, sizeof(double));
+    rp->spans[r] = calloc((size_t)p->nops + 1, sizeof **rp->spans);
+  }
+  for (int i = 0; i < rp->ninsts; i++) {
+    inst_t *x = &rp->insts[i];
+    const trace_comm_t *cm = &t->comms[x->comm];
+    if (rp->flow) {
+      char channel[48];
+      snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
+      x->flow = coll_flow_prepare(rp->topo, &x->plan.sched, channel);
+    } else {
+      x->barrier = sg_barrier_init((unsigned)cm->sizes[x->group]);
+    }
+  }
+}
+
+static void free_state(rp_t *rp) {
+  const trace_t *t = rp->trace;
+  for (int r = 0; rp->rs && r < t->ranks; r++) {
+    sg_mutex_destroy(rp->rs[r].mutex);
+    sg_cond_destroy(rp->rs[r].cond);
+    free(rp->rs[r].done);
+    free(rp->rs[r].buffer_bytes);
+  }
+  free(rp->rs);
+  for (int i = 0; i < rp->ninsts; i++) {
+    coll_plan_free(&rp->insts[i].plan);
+    coll_flow_free(rp->insts[i].flow);
+    if (rp->insts[i].barrier)
+      sg_barrier_destroy(rp->insts[i].barrier);
+  }
+  free(rp->insts);
+  for (int r = 0; rp->inst_of && r < t->ranks; r++)
+    free(rp->inst_of[r]);
+  free(rp->inst_of);
+  for (int pi = 0; rp->compute_s && pi < t->nprograms; pi++)
+    free(rp->compute_s[pi]);
+  free(rp->compute_s);
+  free(rp->log.v);
+}
+
+typedef struct {
+  double t;
+  int dw, dm; /* +1 when an op starts, -1 when it ends */
+} ev_t;
+
+static int by_time(const void *a, const void *b) {
+  const ev_t *x = a, *y = b;
+  if (x->t != y->t)
+    return x->t < y->t ? -1 : 1;
+  return (x->dw + x->dm) - (y->dw + y->dm); /* ends before starts at a tie */
+}
+
+/* Union of the intervals of the ops of one rank matching `want`, minus those
+ * matching `minus` when it is set. */
+static double busy_time(const trace_program_t *p, const replay_span_t *sp, bool (*want)(int),
+                        bool (*minus)(int)) {
+  ev_t *ev = malloc(((size_t)p->nops * 2 + 1) * sizeof *ev);
+  int n = 0;
+  for (int i = 0; i < p->nops; i++) {
+    int w = want((int)p->ops[i].type), m = minus && minus((int)p->ops[i].type);
+    if ((w || m) && sp[i].end_s > sp[i].start_s) {
+      ev[n++] = (ev_t){sp[i].start_s, w, m};
+      ev[n++] = (ev_t){sp[i].end_s, -w, -m};
+    }
+  }
+  qsort(ev, (size_t)n, sizeof *ev, by_time);
+  double total = 0;
+  int cw = 0, cm = 0;
+  for (int i = 0; i < n; i++) {
+    if (i > 0 && cw > 0 && cm == 0)
+      total += ev[i].t - ev[i - 1].t;
+    cw += ev[i].dw;
+    cm += ev[i].dm;
+  }
+  free(ev);
+  return total;
+}
+
+static bool is_compute(int type) { return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE; }
+static bool is_comm(int type) {
+  return type == TRACE_OP_COLL || type == TRACE_OP_SEND || type == TRACE_OP_RECV;
+}
+static bool is_busy(int type) { return is_compute(type) || is_comm(type); }
+
+static void summarise(rp_t *rp, replay_result_t *out) {
+  const trace_t *t = rp->trace;
+  out->per_rank = calloc((size_t)t->ranks, sizeof *out->per_rank);
+  out->per_comm = calloc((size_t)t->ncomms + 1, sizeof *out->per_comm);
+  out->step_time_s = 0;
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    for (int i = 0; i < p->nops; i++)
+      if (rp->spans[r][i].end_s > out->step_time_s)
+        out->step_time_s = rp->spans[r][i].end_s;
+  }
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    replay_rank_t *pr = &out->per_rank[r];
+    pr->compute_s = busy_time(p, rp->spans[r], is_compute, NULL);
+    pr->comm_s = busy_time(p, rp->spans[r], is_comm, NULL);
+    pr->exposed_comm_s = busy_time(p, rp->spans[r], is_comm, is_compute);
+    pr->idle_s = out->step_time_s - busy_time(p, rp->spans[r], is_busy, NULL);
+    pr->peak_memory_bytes = rp->rs[r].peak_memory;
+    for (int i = 0; i < p->nops; i++) {
+      if (p->ops[i].type != TRACE_OP_COLL)
+        continue;
+      const inst_t *x = &rp->insts[rp->inst_of[r][i]];
+      int g = t->comms[x->comm].sizes[x->group];
+      replay_comm_t *c = &out->per_comm[x->comm];
+      c->busy_s += (rp->spans[r][i].end_s - rp->spans[r][i].start_s) / g;
+      if (t->comms[x->comm].groups[x->group][0] == r) { /* count each collective once */
+        c->collectives++;
+        c->bytes += coll_sched_bytes(&x->plan.sched);
+      }
+    }
+  }
+}
+
+/* Link figures: flow from the transfers logged; analytic from each collective's
+ * rounds and each send's bytes. */
+static void link_figures(rp_t *rp, replay_result_t *out) {
+  linkstats_init(&out->links, rp->topo);
+  if (rp->flow) {
+    coll_flow_log_to_stats(&rp->log, rp->topo, &out->links);
+    return;
+  }
+  const trace_t *t = rp->trace;
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      if (op->type == TRACE_OP_COLL) {
+        const inst_t *x = &rp->insts[rp->inst_of[r][i]];
+        if (t->comms[x->comm].groups[x->group][0] == r)
+          coll_analytic_time(rp->topo, &rp->sys->coll, &x->plan.sched, &out->links);
+      } else if (op->type == TRACE_OP_SEND) {
+        topo_hop_t hops[TOPO_MAX_HOPS];
+        int nh = topo_route(rp->topo, r, trace_peer(op, r), hops);
+        double dur = rp->spans[r][i].end_s - rp->spans[r][i].start_s;
+        for (int h = 0; h < nh; h++) {
+          double busy = op->bytes / topo_link_bw(rp->topo, hops[h].link);
+          linkstats_add(&out->links, hops[h].link, hops[h].dir, op->bytes, busy,
+                        dur > 0 ? busy / dur : 0);
+        }
+      }
+    }
+  }
+}
+
+int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name, bool flow,
+               replay_result_t *out, char *err, size_t err_len) {
+  memset(out, 0, sizeof *out);
+  out->ranks = trace->ranks;
+  if (topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
+                 trace->ranks_per_node, &out->topo, err, err_len))
+    return -1;
+  rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow};
+  op_cache_t *cache = op_cache_new(&sys->chip);
+  int rc = cost_shaped(&rp, trace_name, cache, err, err_len);
+  op_cache_free(cache);
+  if (rc == 0)
+    rc = plan_collectives(&rp, trace_name, err, err_len);
+  if (rc == 0) {
+    pair_set_t pairs;
+    pair_set_init(&pairs);
+    int endpoints = 1;
+    if (flow)
+      collect_pairs(&rp, &pairs, &endpoints);
+    rc = coll_flow_start(&out->topo, endpoints, &pairs, err, err_len);
+    pair_set_free(&pairs);
+  }
+  if (rc == 0) {
+    init_ranks(&rp);
+    int nactors = 0;
+    for (int r = 0; r < trace->ranks; r++)
+      nactors += trace->programs[trace->program_of[r]].nstreams;
+    actor_ctx_t *ctxs = calloc((size_t)nactors + 1, sizeof *ctxs);
+    start_actors(&rp, ctxs);
+    simgrid_run();
+    free(ctxs);
+    summarise(&rp, out);
+    link_figures(&rp, out);
+    out->spans = rp.spans;
+    rp.spans = NULL;
+  }
+  free_state(&rp);
+  if (rc)
+    topo_free(&out->topo);
+  return rc;
+}
+
+void replay_result_free(replay_result_t *r, const trace_t *trace) {
+  for (int i = 0; r->spans && i < trace->ranks; i++)
+    free(r->spans[i]);
+  free(r->spans);
+  free(r->per_rank);
+  free(r->per_comm);
+  linkstats_free(&r->links);
+  topo_free(&r->topo);
+  memset(r, 0, sizeof *r);
+}
