@@ -99,8 +99,9 @@ static int cost_shaped(rp_t *rp, const char *name, op_cache_t *cache, char *err,
         d.dims[1] = op->dims[1] > 0 ? op->dims[1] : op->dims[0];
       }
       char why[512];
-      if (op_check(&rp->sys->chip, &d, why, sizeof why))
-        return snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id, why), -1;
+      if (op_check(&rp->sys->chip, &d, why, sizeof why)) /* "--shape: ..." names a field here */
+        return snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id,
+                        strncmp(why, "--", 2) == 0 ? why + 2 : why), -1;
       rp->compute_s[pi][i] = op_cost(cache, &d)->time_s;
     }
   }
@@ -282,17 +283,20 @@ static void run_p2p(rp_t *rp, int rank, const trace_op_t *op) {
     sg_actor_sleep_for(alpha + slowest);
     return;
   }
+  /* The data moves once both sides are there; then both wait out the path
+   * latency (the analytic engine charges the same). */
   if (send) {
-    sg_actor_sleep_for(alpha);
     double *stamp = malloc(sizeof *stamp);
     *stamp = simgrid_get_clock();
     sg_mailbox_put(box, stamp, (long)llround(op->bytes));
+    sg_actor_sleep_for(alpha);
   } else {
     double posted = simgrid_get_clock();
     double *stamp = sg_mailbox_get(box);
     coll_flow_log_add(&rp->log, src, dst, op->bytes, *stamp > posted ? *stamp : posted,
                       simgrid_get_clock());
     free(stamp);
+    sg_actor_sleep_for(alpha);
   }
 }
 
@@ -306,10 +310,10 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
     sg_actor_sleep_for(rp->compute_s[pi][i] * slow);
     break;
   case TRACE_OP_COMPUTE:
-    sg_actor_sleep_for(op->duration_s * slow);
+    sg_actor_sleep_for(op->duration_us * 1e-6 * slow);
     break;
   case TRACE_OP_DELAY:
-    sg_actor_sleep_for(op->duration_s);
+    sg_actor_sleep_for(op->duration_us * 1e-6);
     break;
   case TRACE_OP_COLL:
   case TRACE_OP_SEND:

@@ -9,5 +9,6 @@ extern CU_TestInfo config_rules_tests[];
 extern CU_TestInfo model_tests[];
 extern CU_TestInfo coll_tests[];
 extern CU_TestInfo op_tests[];
+extern CU_TestInfo trace_tests[];
 
 #endif

@@ -12,6 +12,7 @@ int main(void) {
       {.pName = "models", .pTests = model_tests},
       {.pName = "coll", .pTests = coll_tests},
       {.pName = "op", .pTests = op_tests},
+      {.pName = "trace", .pTests = trace_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

@@ -4,6 +4,7 @@
 #define NPUSIM_TEST_UTIL_H
 
 #include "config.h"
+#include "jsonfile.h"
 
 /* The repository root and the shipped system configs, from CMake. */
 #define SYSTEMS_DIR NPUSIM_SOURCE_DIR "/configs/systems"

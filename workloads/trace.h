@@ -48,7 +48,7 @@ typedef struct {
   int64_t dims[5];      /* SHAPED: the op's shape */
   int dtype;            /* SHAPED: vocabulary dtype */
   bool causal, trans_a, trans_b;
-  double duration_s;    /* COMPUTE, DELAY */
+  double duration_us;   /* COMPUTE, DELAY: as written, so traces round-trip exactly */
   double bytes;         /* COLL (as npusim coll counts them), SEND, RECV, ALLOC */
   int comm;             /* COLL: index into the trace's communicators */
   int root;             /* COLL broadcast/reduce: position of the root in its group */

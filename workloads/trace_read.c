@@ -416,10 +416,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
     return parse_shape(c, oj, op, rank);
   case TRACE_OP_COMPUTE:
   case TRACE_OP_DELAY:
-    if (get_number(c, oj, "duration_us", 0, 1e12, true, &op->duration_s, rank, op->id))
-      return -1;
-    op->duration_s *= 1e-6;
-    return 0;
+    return get_number(c, oj, "duration_us", 0, 1e12, true, &op->duration_us, rank, op->id);
   case TRACE_OP_COLL:
     return parse_coll(c, oj, t, op, rank);
   case TRACE_OP_SEND:

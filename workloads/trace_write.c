@@ -73,7 +73,7 @@ static void write_op(FILE *out, const trace_t *t, const trace_program_t *p, cons
   case TRACE_OP_COMPUTE:
   case TRACE_OP_DELAY:
     fputs(", \"duration_us\": ", out);
-    write_number(out, op->duration_s * 1e6);
+    write_number(out, op->duration_us);
     break;
   case TRACE_OP_COLL:
     fputs(", \"comm\": ", out);

@@ -1,0 +1,178 @@
+/* test_trace.c - the trace reader and writer: every class of bad input with its
+ * line, and reading what the writer wrote gives the same bytes back. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+#include "suites.h"
+#include "test_util.h"
+
+/* A trace of `ranks` ranks with the given communicators and programs. */
+static const char *wrap(int ranks, const char *comms, const char *programs) {
+  static char buf[8192];
+  snprintf(buf, sizeof buf,
+           "{\"format\": \"npusim-trace\", \"version\": 1, \"ranks\": %d, "
+           "\"communicators\": [%s], \"programs\": [%s]}", ranks, comms, programs);
+  return buf;
+}
+
+static const char *parse_err(const char *text) {
+  static char err[1024];
+  trace_t t;
+  err[0] = '\0';
+  if (trace_parse("t.json", text, strlen(text), &replay_vocab, &t, err, sizeof err) == 0)
+    trace_free(&t);
+  return err;
+}
+
+static void expect(const char *text, const char *want) {
+  const char *got = parse_err(text);
+  CU_ASSERT_STRING_EQUAL(got, want);
+  if (strcmp(got, want) != 0)
+    fprintf(stderr, "\n  expected: %s\n  got:      %s\n", want, got);
+}
+
+#define P2(a, b) "{\"ranks\": \"0\", \"ops\": [" a "]}, {\"ranks\": \"1\", \"ops\": [" b "]}"
+
+static void test_good_trace_reads(void) {
+  CU_ASSERT_STRING_EQUAL(parse_err(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+      "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"matmul\", \"shape\": [8, 8, 8]},"
+      "{\"id\": 1, \"kind\": \"allreduce\", \"stream\": \"comm\", \"comm\": \"w\", \"bytes\": 64,"
+      " \"deps\": [0]}]}")), "");
+}
+
+static void test_each_bad_input_is_named_with_rank_and_op(void) {
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 3, \"kind\": \"matmull\"}]}"),
+         "t.json: rank 0 op 3: kind: expected a compute op (matmul, softmax, ...), compute, a "
+         "collective, send, recv, record, wait, delay, alloc or free, found \"matmull\"");
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 3, \"kind\": \"compute\", "
+                     "\"duration_us\": 1, \"flops\": 2}]}"),
+         "t.json: rank 0 op 3: op: expected a known field, found unknown field \"flops\"");
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", "
+                     "\"duration_us\": 1}, {\"id\": 1, \"kind\": \"delay\", \"duration_us\": 1}]}"),
+         "t.json: rank 0 op 1: id: expected ids unique in a program, found 1 twice");
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", "
+                     "\"duration_us\": 1, \"deps\": [7]}]}"),
+         "t.json: rank 0 op 1: deps: expected ids of ops in this program, found 7");
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", \"stream\": "
+                     "\"a\", \"duration_us\": 1, \"deps\": [2]}, {\"id\": 2, \"kind\": \"delay\", "
+                     "\"stream\": \"b\", \"duration_us\": 1, \"deps\": [1]}]}"),
+         "t.json: rank 0 op 1: expected ops that can all complete, found it waiting for rank 0 "
+         "op 2, which never completes (a cycle through streams, events, collectives or "
+         "send/recv)");
+  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-2\"]}", "{\"ranks\": \"0-1\", \"ops\": []}"),
+         "t.json: communicators[0].groups[0]: expected ranks in [0, 2), found \"0-2\"");
+  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+              P2("{\"id\": 0, \"kind\": \"allreduce\", \"comm\": \"w\", \"bytes\": 64}",
+                 "{\"id\": 0, \"kind\": \"allreduce\", \"comm\": \"w\", \"bytes\": 128}")),
+         "t.json: rank 1 op 0: expected allreduce of 64 bytes on \"w\" as rank 0 issues it (op "
+         "0), found allreduce of 128 bytes");
+  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
+                        "{\"id\": 0, \"kind\": \"delay\", \"duration_us\": 1}")),
+         "t.json: rank 0 op 0: expected a recv on rank 1 for this send, found none");
+  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
+                        "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 9}")),
+         "t.json: rank 1 op 0: bytes: expected 8 as rank 0 sends (op 0), found 9");
+  /* each rank first waits for the other's message: a deadlock across ranks */
+  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"recv\", \"peer\": 1, \"bytes\": 8},"
+                        "{\"id\": 1, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
+                        "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8},"
+                        "{\"id\": 1, \"kind\": \"send\", \"peer\": 0, \"bytes\": 8}")),
+         "t.json: rank 0 op 1: expected ops that can all complete, found it waiting for rank 0 "
+         "op 0, which never completes (a cycle through streams, events, collectives or "
+         "send/recv)");
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"wait\", \"event\": "
+                     "\"e\"}]}"),
+         "t.json: rank 0 op 0: event: expected an event some op records, found \"e\"");
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"free\", \"buffer\": "
+                     "\"b\"}]}"),
+         "t.json: rank 0 op 0: buffer: expected a buffer some op allocates, found \"b\"");
+  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0\"]}",
+              "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"allreduce\", \"comm\": "
+              "\"w\", \"bytes\": 8}]}"),
+         "t.json: rank 1 op 0: comm: expected a communicator with a group holding rank 1, found "
+         "\"w\" without one");
+  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+              "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"broadcast\", \"comm\": "
+              "\"w\", \"bytes\": 8, \"root\": 2}]}"),
+         "t.json: rank 0 op 0: root: expected an integer in [0, 1], found 2");
+  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+              "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"allreduce\", \"comm\": "
+              "\"w\", \"bytes\": 8}, {\"id\": 1, \"kind\": \"allreduce\", \"stream\": \"x\", "
+              "\"comm\": \"w\", \"bytes\": 8}]}"),
+         "t.json: rank 0 op 1: stream: expected the stream \"compute\" of the earlier "
+         "collectives on \"w\", found \"x\"");
+  expect(wrap(2, "", "{\"ranks\": \"0\", \"ops\": []}"),
+         "t.json: rank 1: expected a program for every rank, found none");
+  expect("{\"format\": \"npusim-trace\", \"version\": 2}",
+         "t.json: version: expected an integer in [1, 1], found 2");
+  expect("{\"format\": \"x\"", "t.json:1:15: expected valid JSON, found the end of the file");
+}
+
+static void test_written_traces_read_back_to_the_same_bytes(void) {
+  const char *dir = make_temp_dir();
+  const char *samples[] = {"two_ranks_p2p.json", "pipeline_4stage.json", "tp_overlap.json.gz",
+                           "mixed.json"};
+  for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+    char in[512], a[512], b[512], err[1024];
+    snprintf(in, sizeof in, "%s/traces/%s", NPUSIM_SOURCE_DIR, samples[i]);
+    snprintf(a, sizeof a, "%s/a-%s", dir, samples[i]);
+    snprintf(b, sizeof b, "%s/b-%s", dir, samples[i]);
+    trace_t t1, t2;
+    CU_ASSERT_EQUAL_FATAL(trace_read(in, &replay_vocab, &t1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(trace_write(&t1, &replay_vocab, a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(trace_read(a, &replay_vocab, &t2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(trace_write(&t2, &replay_vocab, b, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(t1.ranks, t2.ranks);
+    CU_ASSERT_EQUAL(t1.nprograms, t2.nprograms);
+    size_t la, lb;
+    char why[64];
+    char *da = jsonfile_read(a, 1 << 24, &la, why, sizeof why);
+    char *db = jsonfile_read(b, 1 << 24, &lb, why, sizeof why);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(da);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+    CU_ASSERT(la == lb && memcmp(da, db, la) == 0);
+    free(da);
+    free(db);
+    trace_free(&t1);
+    trace_free(&t2);
+  }
+  remove_temp_dir(dir);
+}
+
+static void test_damaged_gzip_is_refused(void) {
+  const char *dir = make_temp_dir();
+  char in[512], path[512], err[1024];
+  snprintf(in, sizeof in, "%s/traces/tp_overlap.json.gz", NPUSIM_SOURCE_DIR);
+  FILE *f = fopen(in, "rb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  unsigned char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/cut.json.gz", dir);
+  f = fopen(path, "wb");
+  fwrite(buf, 1, n / 2, f);
+  fclose(f);
+  trace_t t;
+  CU_ASSERT_EQUAL(trace_read(path, &replay_vocab, &t, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected a readable trace file (.json or .json.gz), found a "
+                                     "truncated or corrupt gzip stream"));
+  buf[n / 2] ^= 0xff; /* a flipped byte in the deflate stream */
+  f = fopen(path, "wb");
+  fwrite(buf, 1, n, f);
+  fclose(f);
+  CU_ASSERT_EQUAL(trace_read(path, &replay_vocab, &t, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "truncated or corrupt gzip stream"));
+  remove_temp_dir(dir);
+}
+
+CU_TestInfo trace_tests[] = {
+    {"a good trace reads", test_good_trace_reads},
+    {"each bad input is named with rank and op", test_each_bad_input_is_named_with_rank_and_op},
+    {"written traces read back to the same bytes",
+     test_written_traces_read_back_to_the_same_bytes},
+    {"damaged gzip is refused", test_damaged_gzip_is_refused},
+    CU_TEST_INFO_NULL,
+};
