@@ -172,22 +172,16 @@ void coll_flow_log_to_stats(const coll_flow_log_t *log, const topo_t *topo, link
   linkstats_close(stats);
 }
 
-/* Per-call scratch, sized for the busiest round of the endpoint. */
-typedef struct {
-  sg_comm_t *comms;
-  double *posted; /* when each comm was posted */
-  int *orig;      /* its index among this round's comms (receives first) */
-  void **data;    /* what each receive got: the sender's post time */
-} scratch_t;
-
 static double dummy_payload; /* SimGrid refuses NULL payloads; never read or written */
 
 /* One round of one phase for endpoint me. With a log, each receive records its
- * transfer from max(post times) to its completion. */
+ * transfer from when the round was posted to when the round completed: the
+ * transfers of a round run side by side, and waiting for them one by one
+ * would cost far more simulation time than it tells. */
 static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,
-                      const fphase_t *fp, coll_flow_log_t *log, scratch_t *sc) {
+                      const fphase_t *fp, coll_flow_log_t *log, sg_comm_t *comms) {
   int s0 = fp->send_off[me], s1 = fp->send_off[me + 1];
-  int r0 = fp->recv_off[me], r1 = fp->recv_off[me + 1], nrecv = r1 - r0;
+  int r0 = fp->recv_off[me], r1 = fp->recv_off[me + 1];
   double wait = 0;
   for (int i = s0; i < s1; i++)
     if (fp->x[fp->send_idx[i]].alpha_s > wait)
@@ -197,44 +191,21 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
   if (wait > 0)
     sg_actor_sleep_for(wait);
   int n = 0;
-  double now = simgrid_get_clock(), received = 0;
-  for (int i = r0; i < r1; i++, n++) {
+  double posted = simgrid_get_clock(), received = 0;
+  void *sink; /* SimGrid needs somewhere to put the (dummy) payload */
+  for (int i = r0; i < r1; i++) {
     const fxfer_t *x = &fp->x[fp->recv_idx[i]];
-    sc->posted[n] = now;
-    sc->orig[n] = n;
-    sc->data[n] = NULL;
-    sc->comms[n] = sg_mailbox_get_async(x->box, &sc->data[n]);
+    comms[n++] = sg_mailbox_get_async(x->box, &sink);
     received += x->data_bytes;
   }
-  for (int i = s0; i < s1; i++, n++) {
+  for (int i = s0; i < s1; i++) {
     const fxfer_t *x = &fp->x[fp->send_idx[i]];
-    double *stamp = &dummy_payload;
-    if (log) {
-      stamp = malloc(sizeof *stamp);
-      *stamp = now;
-    }
-    sc->orig[n] = n;
-    sc->comms[n] = sg_mailbox_put_async(x->box, stamp, x->bytes);
+    comms[n++] = sg_mailbox_put_async(x->box, &dummy_payload, x->bytes);
   }
-  if (!log) {
-    sg_comm_wait_all(sc->comms, (size_t)n);
-  } else {
-    for (int left = n; left > 0; left--) {
-      ssize_t k = sg_comm_wait_any(sc->comms, (size_t)left);
-      if (k < 0)
-        break;
-      int o = sc->orig[k];
-      if (o < nrecv) {
-        const fxfer_t *x = &fp->x[fp->recv_idx[r0 + o]];
-        double *stamp = sc->data[o];
-        double start = stamp && *stamp > sc->posted[k] ? *stamp : sc->posted[k];
-        coll_flow_log_add(log, x->src, x->dst, (double)x->bytes, start, simgrid_get_clock());
-        free(stamp);
-      }
-      sc->comms[k] = sc->comms[left - 1];
-      sc->posted[k] = sc->posted[left - 1];
-      sc->orig[k] = sc->orig[left - 1];
-    }
+  sg_comm_wait_all(comms, (size_t)n);
+  for (int i = r0; log && i < r1; i++) {
+    const fxfer_t *x = &fp->x[fp->recv_idx[i]];
+    coll_flow_log_add(log, x->src, x->dst, (double)x->bytes, posted, simgrid_get_clock());
   }
   if (fp->ph->reduces && cfg->reduce_bw_bytes_per_s > 0 && received > 0)
     sg_actor_sleep_for(received / cfg->reduce_bw_bytes_per_s);
@@ -242,21 +213,16 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
 
 void coll_flow_run_endpoint(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,
                             coll_flow_log_t *log) {
-  int most = coll_flow_busiest(job, me);
-  scratch_t sc = {malloc((size_t)most * sizeof *sc.comms), malloc((size_t)most * sizeof *sc.posted),
-                  malloc((size_t)most * sizeof *sc.orig), malloc((size_t)most * sizeof *sc.data)};
+  sg_comm_t *comms = malloc((size_t)coll_flow_busiest(job, me) * sizeof *comms);
   for (int loop = 0; loop < job->loops; loop++)
     for (int p = 0; p < job->nphases; p++) {
       const fphase_t *fp = &job->phases[p];
       if (fp->send_off[me] == fp->send_off[me + 1] && fp->recv_off[me] == fp->recv_off[me + 1])
         continue;
       for (int r = 0; r < fp->ph->rounds; r++)
-        run_round(job, cfg, me, fp, log, &sc);
+        run_round(job, cfg, me, fp, log, comms);
     }
-  free(sc.comms);
-  free(sc.posted);
-  free(sc.orig);
-  free(sc.data);
+  free(comms);
 }
 
 /* ---- npusim coll: schedules one after another, timed between barriers ---- */

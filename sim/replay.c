@@ -10,6 +10,7 @@
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,8 @@ typedef struct {
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
   inst_t *insts;
   int ninsts, cap_insts;
+  int *slots;           /* hash table of insts indices (-1 empty), size nslots */
+  size_t nslots;
   int **inst_of;        /* per rank, per op: its collective (COLL ops) */
   rank_state_t *rs;
   replay_span_t **spans;
@@ -108,15 +111,48 @@ static int cost_shaped(rp_t *rp, const char *name, op_cache_t *cache, char *err,
   return 0;
 }
 
-static inst_t *find_inst(rp_t *rp, int comm, int group, const trace_op_t *op) {
-  for (int i = 0; i < rp->ninsts; i++) {
-    inst_t *x = &rp->insts[i];
-    if (x->comm == comm && x->group == group && x->kind == op->kind && x->bytes == op->bytes &&
-        x->root == op->root &&
-        (x->algo == op->algo || (x->algo && op->algo && strcmp(x->algo, op->algo) == 0)))
-      return x;
+static uint64_t inst_hash(int comm, int group, const trace_op_t *op) {
+  uint64_t h = 1469598103934665603ULL, bytes;
+  memcpy(&bytes, &op->bytes, sizeof bytes);
+  uint64_t fields[5] = {(uint64_t)comm, (uint64_t)group, (uint64_t)op->kind, bytes,
+                        (uint64_t)op->root};
+  for (int i = 0; i < 5; i++) {
+    h ^= fields[i];
+    h *= 1099511628211ULL;
+    h ^= h >> 31;
   }
-  return NULL;
+  for (const char *c = op->algo; c && *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  return h;
+}
+
+static bool inst_matches(const inst_t *x, int comm, int group, const trace_op_t *op) {
+  return x->comm == comm && x->group == group && x->kind == op->kind && x->bytes == op->bytes &&
+         x->root == op->root &&
+         (x->algo == op->algo || (x->algo && op->algo && strcmp(x->algo, op->algo) == 0));
+}
+
+/* The slot of the collective (comm, group, op's signature): its index, or the
+ * empty slot where it belongs. */
+static int *find_slot(rp_t *rp, int comm, int group, const trace_op_t *op) {
+  size_t i = (size_t)inst_hash(comm, group, op) & (rp->nslots - 1);
+  while (rp->slots[i] >= 0 && !inst_matches(&rp->insts[rp->slots[i]], comm, group, op))
+    i = (i + 1) & (rp->nslots - 1);
+  return &rp->slots[i];
+}
+
+static void grow_slots(rp_t *rp) {
+  size_t n = rp->nslots ? 2 * rp->nslots : 256;
+  free(rp->slots);
+  rp->slots = malloc(n * sizeof *rp->slots);
+  rp->nslots = n;
+  for (size_t i = 0; i < n; i++)
+    rp->slots[i] = -1;
+  for (int k = 0; k < rp->ninsts; k++) { /* re-insert by each collective's own signature */
+    const inst_t *x = &rp->insts[k];
+    trace_op_t op = {.kind = x->kind, .bytes = x->bytes, .root = x->root, .algo = (char *)x->algo};
+    *find_slot(rp, x->comm, x->group, &op) = k;
+  }
 }
 
 /* Plans the collective of one group; forced algorithms from the op. */
@@ -153,19 +189,24 @@ static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
       if (op->type != TRACE_OP_COLL)
         continue;
       int group = t->comms[op->comm].group_of[r];
-      inst_t *x = find_inst(rp, op->comm, group, op);
-      if (!x) {
+      if (2 * ((size_t)rp->ninsts + 1) > rp->nslots)
+        grow_slots(rp);
+      int *slot = find_slot(rp, op->comm, group, op);
+      if (*slot < 0) {
         if (rp->ninsts == rp->cap_insts) {
           rp->cap_insts = rp->cap_insts ? 2 * rp->cap_insts : 16;
           rp->insts = realloc(rp->insts, (size_t)rp->cap_insts * sizeof *rp->insts);
         }
-        x = &rp->insts[rp->ninsts++];
+        inst_t *x = &rp->insts[rp->ninsts];
         *x = (inst_t){.comm = op->comm, .group = group, .kind = op->kind, .root = op->root,
                       .bytes = op->bytes, .algo = op->algo};
-        if (plan_inst(rp, x, name, r, op->id, err, len))
+        if (plan_inst(rp, x, name, r, op->id, err, len)) {
+          coll_plan_free(&x->plan);
           return -1;
+        }
+        *slot = rp->ninsts++;
       }
-      rp->inst_of[r][i] = (int)(x - rp->insts);
+      rp->inst_of[r][i] = *slot;
     }
   }
   return 0;
@@ -416,6 +457,7 @@ static void free_state(rp_t *rp) {
       sg_barrier_destroy(rp->insts[i].barrier);
   }
   free(rp->insts);
+  free(rp->slots);
   for (int r = 0; rp->inst_of && r < t->ranks; r++)
     free(rp->inst_of[r]);
   free(rp->inst_of);
