@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""bench_replay.py - wall time and peak memory of `npusim replay` at scale.
+
+Synthetic traces (scripts/gen_trace.py): N ranks x 32 layers of a 4096^3 bf16
+matmul followed by a 32 MiB allreduce over groups of 8 ranks, replayed on
+ascend-910b in both fidelities, one process per run. Prints a table with the
+targets of issue #5: 1024 x 32 in <= 10 s flow and <= 1 s analytic, <= 1 GiB at
+4096 ranks. A benchmark: it reports, it does not fail.
+Usage: scripts/bench_replay.py [--npusim PATH] [--ranks 64,256,...] [--layers 32]"""
+import argparse
+import os
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGETS = {("flow", 1024): "<= 10 s", ("analytic", 1024): "<= 1 s", ("flow", 4096): "<= 1 GiB",
+           ("analytic", 4096): "<= 1 GiB"}
+
+
+def run(npusim, trace, fidelity):
+    cmd = [npusim, "replay", "--system", os.path.join(ROOT, "configs/systems/ascend-910b.json"),
+           "--trace", trace, "--fidelity", fidelity, "--format", "csv"]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"npusim failed: {err.decode().strip()}")
+    step = float(out.decode().splitlines()[1].split(",")[1])
+    return wall, usage.ru_maxrss / 1024, step
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--npusim", default=os.environ.get("NPUSIM", os.path.join(ROOT, "build", "npusim")))
+    ap.add_argument("--ranks", default="64,256,1024,4096")
+    ap.add_argument("--layers", type=int, default=32)
+    args = ap.parse_args()
+    print(f"replay of N ranks x {args.layers} layers (matmul -> allreduce over 8), ascend-910b")
+    print(f"{'ranks':>6} {'fidelity':>9} {'wall_s':>8} {'peak_MiB':>9} {'step_ms':>9}  target")
+    with tempfile.TemporaryDirectory() as tmp:
+        for ranks in [int(r) for r in args.ranks.split(",")]:
+            trace = os.path.join(tmp, f"syn{ranks}.json.gz")
+            subprocess.run(["python3", os.path.join(ROOT, "scripts", "gen_trace.py"), "--ranks",
+                            str(ranks), "--layers", str(args.layers), "--out", trace], check=True)
+            for fidelity in ("flow", "analytic"):
+                wall, rss, step = run(args.npusim, trace, fidelity)
+                print(f"{ranks:>6} {fidelity:>9} {wall:>8.2f} {rss:>9.1f} {step * 1e3:>9.3f}  "
+                      f"{TARGETS.get((fidelity, ranks), '')}")
+
+
+if __name__ == "__main__":
+    main()
