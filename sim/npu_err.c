@@ -11,9 +11,10 @@ int npu_err_set(npu_err_t *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    /* One line, always: a newline inside a quoted value would break scripts. */
+    /* One line, always: a control character inside a quoted value would break
+     * scripts reading it. */
     for (char *p = err->msg; *p; p++)
-      if (*p == '\n' || *p == '\r')
+      if ((unsigned char)*p < 0x20)
         *p = ' ';
   }
   return -1;

@@ -32,6 +32,9 @@ int trace_fail(trace_ctx_t *c, int rank, int op_id, const char *fmt, ...) {
     snprintf(c->err, c->err_len, "%s: rank %d: %s", c->name, rank, what);
   else
     snprintf(c->err, c->err_len, "%s: %s", c->name, what);
+  for (char *p = c->err; *p; p++) /* one line, whatever names the file holds */
+    if ((unsigned char)*p < 0x20)
+      *p = ' ';
   return -1;
 }
 
@@ -400,7 +403,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
   long id;
   const char *kind, *stream, *label;
   if (!cJSON_IsObject(oj))
-    return trace_fail(c, rank, -1, "ops[%d]: expected an object, found another value", p->nops);
+    return trace_fail(c, rank, -1, "ops[%d]: expected an object, found another value", p->nops - 1);
   if (get_int(c, oj, "id", 0, 1L << 30, 0, true, &id, rank, -1))
     return -1;
   op->id = (int)id;
@@ -502,14 +505,13 @@ static int parse_program(trace_ctx_t *c, const cJSON *pj, trace_t *t, trace_prog
   p->ops = calloc((size_t)cJSON_GetArraySize(ops) + 1, sizeof *p->ops);
   const cJSON *oj;
   cJSON_ArrayForEach(oj, ops) {
-    trace_op_t *op = &p->ops[p->nops];
+    trace_op_t *op = &p->ops[p->nops++]; /* counted first, so a half-read op is freed too */
     if (parse_op(c, oj, t, p, op, p->ranks[0]))
       return -1;
-    for (int j = 0; j < p->nops; j++)
+    for (int j = 0; j < p->nops - 1; j++)
       if (p->ops[j].id == op->id)
         return trace_fail(c, p->ranks[0], op->id, "id: expected ids unique in a program, found "
                           "%d twice", op->id);
-    p->nops++;
   }
   return resolve_deps(c, ops, p);
 }
