@@ -212,7 +212,7 @@ static int match_p2p(trace_ctx_t *c, graph_t *g) {
       cap += p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV;
   }
   p2p_t *sends = malloc((cap + 1) * sizeof *sends), *recvs = malloc((cap + 1) * sizeof *recvs);
-  int *seq = calloc((size_t)t->ranks, sizeof *seq);
+  int *seq = calloc((size_t)(t->ranks > 0 ? t->ranks : 1), sizeof *seq);
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
     for (int dir = 0; dir < 2; dir++) {
