@@ -305,8 +305,9 @@ static void run_p2p(rp_t *rp, int rank, const trace_op_t *op) {
   int peer = trace_peer(op, rank);
   bool send = op->type == TRACE_OP_SEND;
   int src = send ? rank : peer, dst = send ? peer : rank;
-  char name[64];
-  snprintf(name, sizeof name, "p:%d>%d", src, dst);
+  char name[96];
+  snprintf(name, sizeof name, "p:%d>%d:%s", src, dst,
+           trace_tag(&rp->trace->programs[rp->trace->program_of[rank]], op));
   sg_mailbox_t box = sg_mailbox_by_name(name);
   topo_hop_t hops[TOPO_MAX_HOPS];
   int nh = topo_route(rp->topo, src, dst, hops);

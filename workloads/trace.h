@@ -55,6 +55,7 @@ typedef struct {
   char *algo;           /* COLL: forced algorithms ("ring", "mesh,hd"), or NULL */
   int peer;             /* SEND/RECV: a rank, or an offset when peer_relative */
   bool peer_relative;
+  int tag;              /* SEND/RECV: index into the program's tags (0 = untagged) */
   int event;            /* RECORD/WAIT: index into the program's events */
   int buffer;           /* ALLOC/FREE: index into the program's buffers */
   char *label;          /* optional, shown in timelines */
@@ -70,6 +71,8 @@ typedef struct {
   int nevents;
   char **buffers;
   int nbuffers;
+  char **tags;          /* tags[0] is "" */
+  int ntags;
 } trace_program_t;
 
 typedef struct {
@@ -120,6 +123,9 @@ int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, 
                 size_t err_len);
 
 void trace_free(trace_t *t);
+
+/* The tag of a SEND/RECV ("" when untagged): sends meet receives of the same tag. */
+const char *trace_tag(const trace_program_t *p, const trace_op_t *op);
 
 /* The rank a SEND/RECV of `rank` talks to. */
 int trace_peer(const trace_op_t *op, int rank);

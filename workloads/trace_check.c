@@ -189,6 +189,7 @@ static int match_collectives(trace_ctx_t *c, graph_t *g) {
 
 typedef struct {
   int src, dst, seq, rank, op; /* the op of `rank` (src for sends, dst for receives) */
+  const char *tag;
   double bytes;
   long node;
 } p2p_t;
@@ -199,7 +200,44 @@ static int by_pair(const void *a, const void *b) {
     return x->src < y->src ? -1 : 1;
   if (x->dst != y->dst)
     return x->dst < y->dst ? -1 : 1;
+  int t = strcmp(x->tag, y->tag);
+  if (t)
+    return t;
   return x->seq - y->seq;
+}
+
+/* For each send/recv of p, its position among the ops of p with the same
+ * type, peer and tag before it (the same for every rank running p: a peer is
+ * either absolute or relative for all of them). */
+typedef struct {
+  int type, rel, peer, tag, index;
+} p2p_key_t;
+
+static int by_key(const void *a, const void *b) {
+  const p2p_key_t *x = a, *y = b;
+  int d[5] = {x->type - y->type, x->rel - y->rel, x->peer - y->peer, x->tag - y->tag,
+              x->index - y->index};
+  for (int i = 0; i < 5; i++)
+    if (d[i])
+      return d[i];
+  return 0;
+}
+
+static int *p2p_sequence(const trace_program_t *p) {
+  int *seq = calloc((size_t)p->nops + 1, sizeof *seq), n = 0;
+  p2p_key_t *keys = malloc(((size_t)p->nops + 1) * sizeof *keys);
+  for (int i = 0; i < p->nops; i++)
+    if (p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV)
+      keys[n++] = (p2p_key_t){p->ops[i].type, p->ops[i].peer_relative, p->ops[i].peer,
+                              p->ops[i].tag, i};
+  qsort(keys, (size_t)n, sizeof *keys, by_key);
+  for (int k = 0; k < n; k++) {
+    bool same = k > 0 && keys[k].type == keys[k - 1].type && keys[k].rel == keys[k - 1].rel &&
+                keys[k].peer == keys[k - 1].peer && keys[k].tag == keys[k - 1].tag;
+    seq[keys[k].index] = same ? seq[keys[k - 1].index] + 1 : 0;
+  }
+  free(keys);
+  return seq;
 }
 
 /* The k-th send from a to b meets the k-th receive at b from a. */
@@ -212,29 +250,28 @@ static int match_p2p(trace_ctx_t *c, graph_t *g) {
       cap += p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV;
   }
   p2p_t *sends = malloc((cap + 1) * sizeof *sends), *recvs = malloc((cap + 1) * sizeof *recvs);
-  int *seq = calloc((size_t)(t->ranks > 0 ? t->ranks : 1), sizeof *seq);
+  int **seqs = calloc((size_t)t->nprograms, sizeof *seqs);
+  for (int pi = 0; pi < t->nprograms; pi++)
+    seqs[pi] = p2p_sequence(&t->programs[pi]);
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
-    for (int dir = 0; dir < 2; dir++) {
-      trace_op_type_t type = dir ? TRACE_OP_RECV : TRACE_OP_SEND;
-      /* count per peer, in program order */
-      for (int i = 0; i < p->nops; i++)
-        if (p->ops[i].type == type)
-          seq[trace_peer(&p->ops[i], r)] = 0;
-      for (int i = 0; i < p->nops; i++) {
-        if (p->ops[i].type != type)
-          continue;
-        int peer = trace_peer(&p->ops[i], r);
-        p2p_t e = {dir ? peer : r, dir ? r : peer, seq[peer]++, r, p->ops[i].id,
-                   p->ops[i].bytes, g->first[r] + i};
-        if (dir)
-          recvs[nr++] = e;
-        else
-          sends[ns++] = e;
-      }
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      if (op->type != TRACE_OP_SEND && op->type != TRACE_OP_RECV)
+        continue;
+      bool recv = op->type == TRACE_OP_RECV;
+      int peer = trace_peer(op, r);
+      p2p_t e = {recv ? peer : r, recv ? r : peer, seqs[t->program_of[r]][i], r, op->id,
+                 trace_tag(p, op), op->bytes, g->first[r] + i};
+      if (recv)
+        recvs[nr++] = e;
+      else
+        sends[ns++] = e;
     }
   }
-  free(seq);
+  for (int pi = 0; pi < t->nprograms; pi++)
+    free(seqs[pi]);
+  free(seqs);
   qsort(sends, ns, sizeof *sends, by_pair);
   qsort(recvs, nr, sizeof *recvs, by_pair);
   int rc = 0;

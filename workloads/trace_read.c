@@ -263,7 +263,7 @@ static const char *const *type_fields(trace_op_type_t type) {
   static const char *const shaped[] = {"shape", "dtype", "causal", "trans_a", "trans_b", NULL};
   static const char *const duration[] = {"duration_us", NULL};
   static const char *const coll[] = {"comm", "bytes", "root", "algo", NULL};
-  static const char *const p2p[] = {"peer", "peer_offset", "bytes", NULL};
+  static const char *const p2p[] = {"peer", "peer_offset", "bytes", "tag", NULL};
   static const char *const event[] = {"event", NULL};
   static const char *const alloc[] = {"buffer", "bytes", NULL};
   static const char *const buffer[] = {"buffer", NULL};
@@ -382,7 +382,8 @@ static int parse_coll(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_op_t *o
   return 0;
 }
 
-static int parse_p2p(trace_ctx_t *c, const cJSON *oj, trace_op_t *op, int rank) {
+static int parse_p2p(trace_ctx_t *c, const cJSON *oj, trace_program_t *p, trace_op_t *op,
+                     int rank) {
   bool abs = cJSON_GetObjectItemCaseSensitive(oj, "peer") != NULL;
   bool rel = cJSON_GetObjectItemCaseSensitive(oj, "peer_offset") != NULL;
   if (abs == rel)
@@ -395,6 +396,10 @@ static int parse_p2p(trace_ctx_t *c, const cJSON *oj, trace_op_t *op, int rank) 
     return -1;
   op->peer = (int)v;
   op->peer_relative = rel;
+  const char *tag;
+  if (get_string(c, oj, "tag", false, &tag, rank, op->id))
+    return -1;
+  op->tag = intern(&p->tags, &p->ntags, tag ? tag : "");
   return 0;
 }
 
@@ -424,7 +429,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
     return parse_coll(c, oj, t, op, rank);
   case TRACE_OP_SEND:
   case TRACE_OP_RECV:
-    return parse_p2p(c, oj, op, rank);
+    return parse_p2p(c, oj, p, op, rank);
   case TRACE_OP_RECORD:
   case TRACE_OP_WAIT: {
     const char *ev;
@@ -503,6 +508,7 @@ static int parse_program(trace_ctx_t *c, const cJSON *pj, trace_t *t, trace_prog
     return trace_fail(c, p->ranks[0], -1, "ops: expected an array of ops, found %s",
                       ops ? "another value" : "nothing");
   p->ops = calloc((size_t)cJSON_GetArraySize(ops) + 1, sizeof *p->ops);
+  intern(&p->tags, &p->ntags, ""); /* tag 0: untagged */
   const cJSON *oj;
   cJSON_ArrayForEach(oj, ops) {
     trace_op_t *op = &p->ops[p->nops++]; /* counted first, so a half-read op is freed too */
@@ -612,6 +618,9 @@ void trace_free(trace_t *t) {
       free(p->events[j]);
     for (int j = 0; j < p->nbuffers; j++)
       free(p->buffers[j]);
+    for (int j = 0; j < p->ntags; j++)
+      free(p->tags[j]);
+    free(p->tags);
     free(p->streams);
     free(p->events);
     free(p->buffers);
@@ -632,6 +641,10 @@ void trace_free(trace_t *t) {
   free(t->program_of);
   free(t->name);
   memset(t, 0, sizeof *t);
+}
+
+const char *trace_tag(const trace_program_t *p, const trace_op_t *op) {
+  return p->tags && op->tag < p->ntags ? p->tags[op->tag] : "";
 }
 
 int trace_peer(const trace_op_t *op, int rank) {

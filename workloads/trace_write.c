@@ -91,6 +91,10 @@ static void write_op(FILE *out, const trace_t *t, const trace_program_t *p, cons
   case TRACE_OP_RECV:
     fprintf(out, ", \"%s\": %d, \"bytes\": ", op->peer_relative ? "peer_offset" : "peer", op->peer);
     write_number(out, op->bytes);
+    if (trace_tag(p, op)[0]) {
+      fputs(", \"tag\": ", out);
+      jsonfile_write_string(out, trace_tag(p, op));
+    }
     break;
   case TRACE_OP_RECORD:
   case TRACE_OP_WAIT:
