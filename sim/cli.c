@@ -39,7 +39,6 @@ typedef struct {
   const char *details;  /* further help text, or NULL */
   unsigned options;     /* OPT_* it accepts */
   int (*run)(const cli_opts_t *opts, FILE *out, npu_err_t *err);
-  int issue;            /* the issue that brings it, while run is NULL */
 } command_t;
 
 static const command_t commands[] = {
@@ -55,8 +54,7 @@ static const command_t commands[] = {
      "pipeline, nvls. --links adds the most utilised links of the largest size.\n"
      "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
      "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll,
-     0},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
@@ -65,7 +63,7 @@ static const command_t commands[] = {
      "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
      "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
      "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, 0},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
      "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
      "OUT.json.gz [--trace-ranks 0-7]] [options]",
@@ -74,21 +72,26 @@ static const command_t commands[] = {
      "per communicator the collectives and bytes, the most utilised links and the memory\n"
      "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay, 0},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
-     "--system S.json --workload W.json [options]", NULL,
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT, NULL, 6},
+     "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
+     "[options]",
+     "The workload (configs/workloads/) becomes Megatron-style rank programs, replayed on\n"
+     "the system. analytic replays one rank per pipeline stage (the others by symmetry)\n"
+     "and suits sweeps; flow replays every rank with contention on shared links.\n",
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY,
+     cmd_train},
     {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
      "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
      "table and csv list every key with its value, unit, the file (or default, or --set)\n"
      "it came from and its source note; json prints the canonical resolved config, which\n"
      "loads back to the same config. With both configs, json prints\n"
      "{\"system\": ..., \"workload\": ...}.\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, 0},
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate},
     {"schema", "print the reference of every config key (docs/config.md)",
      "[--format table|json]",
      "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
-     OPT_FORMAT | OPT_OUTPUT, cmd_schema, 0},
+     OPT_FORMAT | OPT_OUTPUT, cmd_schema},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -150,8 +153,7 @@ static void print_main_help(FILE *f) {
   fprintf(f, "\nnpusim predicts the training step time of NPU clusters (Ascend, GPU) on SimGrid.\n"
              "\ncommands:\n");
   for (size_t i = 0; i < NCOMMANDS; i++)
-    fprintf(f, "  %-9s %s%s\n", commands[i].name, commands[i].summary,
-            commands[i].run ? "" : " [not yet available]");
+    fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n'npusim COMMAND --help' describes a command. Exit status: 0 success, 2 bad input"
              "\n(one line on stderr naming the file, JSON path and what was expected), 1 internal"
              "\nerror. Docs: README.md, docs/config.md.\n");
@@ -164,8 +166,6 @@ static void print_command_usage(FILE *f, const command_t *c) {
 static void print_command_help(FILE *f, const command_t *c) {
   print_command_usage(f, c);
   fprintf(f, "\n%s.\n", c->summary);
-  if (!c->run)
-    fprintf(f, "Not yet available: it arrives with issue #%d.\n", c->issue);
   if (c->details)
     fprintf(f, "\n%s", c->details);
   fprintf(f, "\noptions:\n");
@@ -336,11 +336,6 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
     return EXIT_OK;
   if (parsed < 0) {
     fprintf(stderr, "%s\n", err.msg);
-    return EXIT_BAD_INPUT;
-  }
-  if (!cmd->run) {
-    fprintf(stderr, "npusim %s: not yet available: it arrives with issue #%d\n", cmd->name,
-            cmd->issue);
     return EXIT_BAD_INPUT;
   }
   char *buf = NULL;

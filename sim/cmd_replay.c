@@ -35,7 +35,7 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   replay_result_t res;
   bool ran = false;
   if (rc == 0) {
-    rc = replay_run(&cfg.sys, &trace, opts->trace, opts->fidelity == FIDELITY_FLOW, &res,
+    rc = replay_run(&cfg.sys, &trace, opts->trace, opts->fidelity == FIDELITY_FLOW, false, &res,
                     err->msg, sizeof err->msg);
     ran = rc == 0;
   }

@@ -19,6 +19,9 @@ int cmd_op(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 /* npusim replay: a trace of rank programs on the simulated cluster. */
 int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
+/* npusim train: a training step of a workload on a system. */
+int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
 /* npusim schema: the reference of every config key. */
 int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 

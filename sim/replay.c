@@ -58,6 +58,7 @@ typedef struct {
   const trace_t *trace;
   const topo_t *topo;
   bool flow;
+  bool *simulated;      /* per rank: runs its own actors (else a representative does) */
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
   inst_t *insts;
   int ninsts, cap_insts;
@@ -285,11 +286,12 @@ static void start_switches(rp_t *rp, const inst_t *x) {
   }
 }
 
-static void run_collective(rp_t *rp, int rank, int i) {
+static void run_collective(rp_t *rp, int rank, int i, replay_span_t *sp) {
   inst_t *x = &rp->insts[rp->inst_of[rank][i]];
   double overhead = rp->sys->coll.op_overhead_s;
   if (!rp->flow) {
     sg_barrier_wait(x->barrier); /* all members present */
+    sp->ready_s = simgrid_get_clock();
     sg_actor_sleep_for(x->analytic_s);
     return;
   }
@@ -301,7 +303,7 @@ static void run_collective(rp_t *rp, int rank, int i) {
   coll_flow_run_endpoint(x->flow, &rp->sys->coll, rank, &rp->log);
 }
 
-static void run_p2p(rp_t *rp, int rank, const trace_op_t *op) {
+static void run_p2p(rp_t *rp, int rank, const trace_op_t *op, replay_span_t *sp) {
   int peer = trace_peer(op, rank);
   bool send = op->type == TRACE_OP_SEND;
   int src = send ? rank : peer, dst = send ? peer : rank;
@@ -322,6 +324,7 @@ static void run_p2p(rp_t *rp, int rank, const trace_op_t *op) {
       sg_mailbox_put(box, &rp->token, 0);
     else
       sg_mailbox_get(box);
+    sp->ready_s = simgrid_get_clock();
     sg_actor_sleep_for(alpha + slowest);
     return;
   }
@@ -335,6 +338,7 @@ static void run_p2p(rp_t *rp, int rank, const trace_op_t *op) {
   } else {
     double posted = simgrid_get_clock();
     double *stamp = sg_mailbox_get(box);
+    sp->ready_s = *stamp > posted ? *stamp : posted;
     coll_flow_log_add(&rp->log, src, dst, op->bytes, *stamp > posted ? *stamp : posted,
                       simgrid_get_clock());
     free(stamp);
@@ -362,9 +366,9 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
   case TRACE_OP_RECV:
     s->active_comm++;
     if (op->type == TRACE_OP_COLL)
-      run_collective(rp, rank, i);
+      run_collective(rp, rank, i, &rp->spans[rank][i]);
     else
-      run_p2p(rp, rank, op);
+      run_p2p(rp, rank, op, &rp->spans[rank][i]);
     s->active_comm--;
     break;
   case TRACE_OP_ALLOC:
@@ -392,7 +396,7 @@ static void stream_actor(int argc, char **argv) {
     if (p->ops[i].stream != ctx->stream)
       continue;
     wait_deps(rp, ctx->rank, p, i);
-    rp->spans[ctx->rank][i].start_s = simgrid_get_clock();
+    rp->spans[ctx->rank][i].start_s = rp->spans[ctx->rank][i].ready_s = simgrid_get_clock();
     run_op(rp, ctx->rank, pi, i);
     rp->spans[ctx->rank][i].end_s = simgrid_get_clock();
     mark_done(rp, ctx->rank, i);
@@ -405,6 +409,8 @@ static void start_actors(rp_t *rp, actor_ctx_t *ctxs) {
   const trace_t *t = rp->trace;
   int n = 0;
   for (int r = 0; r < t->ranks; r++) {
+    if (!rp->simulated[r])
+      continue;
     const trace_program_t *p = &t->programs[t->program_of[r]];
     char host[32];
     snprintf(host, sizeof host, "h%d", rp->flow ? r : 0);
@@ -422,6 +428,8 @@ static void init_ranks(rp_t *rp) {
   rp->rs = calloc((size_t)t->ranks, sizeof *rp->rs);
   rp->spans = calloc((size_t)t->ranks, sizeof *rp->spans);
   for (int r = 0; r < t->ranks; r++) {
+    if (!rp->simulated[r])
+      continue;
     const trace_program_t *p = &t->programs[t->program_of[r]];
     rp->rs[r].mutex = sg_mutex_init();
     rp->rs[r].cond = sg_cond_init();
@@ -437,7 +445,10 @@ static void init_ranks(rp_t *rp) {
       snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
       x->flow = coll_flow_prepare(rp->topo, &x->plan.sched, channel);
     } else {
-      x->barrier = sg_barrier_init((unsigned)cm->sizes[x->group]);
+      unsigned members = 0;
+      for (int m = 0; m < cm->sizes[x->group]; m++)
+        members += rp->simulated[cm->groups[x->group][m]];
+      x->barrier = sg_barrier_init(members);
     }
   }
 }
@@ -445,6 +456,8 @@ static void init_ranks(rp_t *rp) {
 static void free_state(rp_t *rp) {
   const trace_t *t = rp->trace;
   for (int r = 0; rp->rs && r < t->ranks; r++) {
+    if (!rp->rs[r].mutex)
+      continue;
     sg_mutex_destroy(rp->rs[r].mutex);
     sg_cond_destroy(rp->rs[r].cond);
     free(rp->rs[r].done);
@@ -466,6 +479,7 @@ static void free_state(rp_t *rp) {
     free(rp->compute_s[pi]);
   free(rp->compute_s);
   free(rp->log.v);
+  free(rp->simulated);
 }
 
 typedef struct {
@@ -506,6 +520,21 @@ static double busy_time(const trace_program_t *p, const replay_span_t *sp, bool 
   return total;
 }
 
+static int first_simulated(const rp_t *rp, const trace_comm_t *cm, int group) {
+  for (int m = 0; m < cm->sizes[group]; m++)
+    if (rp->simulated[cm->groups[group][m]])
+      return cm->groups[group][m];
+  return -1;
+}
+
+/* Groups of a communicator with a simulated member. */
+static int simulated_groups(const rp_t *rp, const trace_comm_t *cm) {
+  int n = 0;
+  for (int g = 0; g < cm->ngroups; g++)
+    n += first_simulated(rp, cm, g) >= 0;
+  return n > 0 ? n : 1;
+}
+
 static bool is_compute(int type) { return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE; }
 static bool is_comm(int type) {
   return type == TRACE_OP_COLL || type == TRACE_OP_SEND || type == TRACE_OP_RECV;
@@ -519,13 +548,17 @@ static void summarise(rp_t *rp, replay_result_t *out) {
   out->step_time_s = 0;
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
-    for (int i = 0; i < p->nops; i++)
+    for (int i = 0; rp->simulated[r] && i < p->nops; i++)
       if (rp->spans[r][i].end_s > out->step_time_s)
         out->step_time_s = rp->spans[r][i].end_s;
   }
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
     replay_rank_t *pr = &out->per_rank[r];
+    if (!rp->simulated[r]) { /* by symmetry, as its program's representative */
+      *pr = out->per_rank[p->ranks[0]];
+      continue;
+    }
     pr->compute_s = busy_time(p, rp->spans[r], is_compute, NULL);
     pr->comm_s = busy_time(p, rp->spans[r], is_comm, NULL);
     pr->exposed_comm_s = busy_time(p, rp->spans[r], is_comm, is_compute);
@@ -535,12 +568,18 @@ static void summarise(rp_t *rp, replay_result_t *out) {
       if (p->ops[i].type != TRACE_OP_COLL)
         continue;
       const inst_t *x = &rp->insts[rp->inst_of[r][i]];
-      int g = t->comms[x->comm].sizes[x->group];
+      const trace_comm_t *cm = &t->comms[x->comm];
+      int g = cm->sizes[x->group], sim = 0;
+      for (int m = 0; m < g; m++)
+        sim += rp->simulated[cm->groups[x->group][m]];
       replay_comm_t *c = &out->per_comm[x->comm];
-      c->busy_s += (rp->spans[r][i].end_s - rp->spans[r][i].start_s) / g;
-      if (t->comms[x->comm].groups[x->group][0] == r) { /* count each collective once */
-        c->collectives++;
-        c->bytes += coll_sched_bytes(&x->plan.sched);
+      /* mean member time, times the group's share of collectives */
+      c->busy_s += (rp->spans[r][i].end_s - rp->spans[r][i].start_s) / sim;
+      if (rp->simulated[r] && r == first_simulated(rp, cm, x->group)) {
+        /* each group's collective once; unsimulated groups mirror a simulated one */
+        double groups = (double)cm->ngroups / simulated_groups(rp, cm);
+        c->collectives += (long)llround(groups);
+        c->bytes += coll_sched_bytes(&x->plan.sched) * groups;
       }
     }
   }
@@ -566,7 +605,8 @@ static void link_figures(rp_t *rp, replay_result_t *out) {
       } else if (op->type == TRACE_OP_SEND) {
         topo_hop_t hops[TOPO_MAX_HOPS];
         int nh = topo_route(rp->topo, r, trace_peer(op, r), hops);
-        double dur = rp->spans[r][i].end_s - rp->spans[r][i].start_s;
+        int in = rp->simulated[r] ? r : t->programs[t->program_of[r]].ranks[0];
+        double dur = rp->spans[in][i].end_s - rp->spans[in][i].start_s;
         for (int h = 0; h < nh; h++) {
           double busy = op->bytes / topo_link_bw(rp->topo, hops[h].link);
           linkstats_add(&out->links, hops[h].link, hops[h].dir, op->bytes, busy,
@@ -577,16 +617,42 @@ static void link_figures(rp_t *rp, replay_result_t *out) {
   }
 }
 
+/* Representatives need their send/recv peers to be representatives too. */
+static int choose_simulated(rp_t *rp, bool representatives, const char *name, char *err,
+                            size_t len) {
+  const trace_t *t = rp->trace;
+  rp->simulated = malloc((size_t)t->ranks * sizeof *rp->simulated);
+  for (int r = 0; r < t->ranks; r++)
+    rp->simulated[r] = !representatives || t->programs[t->program_of[r]].ranks[0] == r;
+  for (int r = 0; representatives && r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    for (int i = 0; rp->simulated[r] && i < p->nops; i++)
+      if ((p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV) &&
+          !rp->simulated[trace_peer(&p->ops[i], r)])
+        return snprintf(err, len, "%s: rank %d op %d: expected a peer that runs the first rank "
+                        "of its program (symmetric replay), found rank %d", name, r,
+                        p->ops[i].id, trace_peer(&p->ops[i], r)), -1;
+  }
+  return 0;
+}
+
+int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank) {
+  return r->representatives ? trace->programs[trace->program_of[rank]].ranks[0] : rank;
+}
+
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name, bool flow,
-               replay_result_t *out, char *err, size_t err_len) {
+               bool representatives, replay_result_t *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
   out->ranks = trace->ranks;
+  out->representatives = representatives && !flow;
   if (topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
                  trace->ranks_per_node, &out->topo, err, err_len))
     return -1;
   rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow};
   op_cache_t *cache = op_cache_new(&sys->chip);
-  int rc = cost_shaped(&rp, trace_name, cache, err, err_len);
+  int rc = choose_simulated(&rp, out->representatives, trace_name, err, err_len);
+  if (rc == 0)
+    rc = cost_shaped(&rp, trace_name, cache, err, err_len);
   op_cache_free(cache);
   if (rc == 0)
     rc = plan_collectives(&rp, trace_name, err, err_len);
@@ -603,7 +669,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     init_ranks(&rp);
     int nactors = 0;
     for (int r = 0; r < trace->ranks; r++)
-      nactors += trace->programs[trace->program_of[r]].nstreams;
+      nactors += rp.simulated[r] ? trace->programs[trace->program_of[r]].nstreams : 0;
     actor_ctx_t *ctxs = calloc((size_t)nactors + 1, sizeof *ctxs);
     start_actors(&rp, ctxs);
     simgrid_run();

@@ -28,6 +28,7 @@ extern const trace_vocab_t replay_vocab;
 
 typedef struct {
   double start_s, end_s;  /* per (rank, op): when it ran */
+  double ready_s;         /* communication: when its peers were there and data began to move */
 } replay_span_t;
 
 typedef struct {
@@ -50,14 +51,22 @@ typedef struct {
   replay_rank_t *per_rank;
   replay_comm_t *per_comm;   /* indexed like trace->comms */
   linkstats_t links;
-  replay_span_t **spans;     /* per rank, per op of its program */
+  replay_span_t **spans;     /* per simulated rank, per op of its program */
+  bool representatives;
   topo_t topo;
 } replay_result_t;
 
-/* Replays the trace on the system. Returns 0, or -1 with a one-line reason
- * ("FILE: rank R op ID: expected ..., found ...") in err. */
+/* Replays the trace on the system. With representatives (analytic only), only
+ * the first rank of each program runs: the others run the same program at the
+ * same times by symmetry (a collective's members are met by the representative
+ * alone), which is exact for symmetric plans and makes thousands of ranks
+ * cheap. Returns 0, or -1 with a one-line reason ("FILE: rank R op ID:
+ * expected ..., found ...") in err. */
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name, bool flow,
-               replay_result_t *out, char *err, size_t err_len);
+               bool representatives, replay_result_t *out, char *err, size_t err_len);
+
+/* The rank whose timeline stands for rank r (r itself unless representatives). */
+int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank);
 
 void replay_result_free(replay_result_t *r, const trace_t *trace);
 

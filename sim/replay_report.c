@@ -158,7 +158,7 @@ static void chrome_rank(FILE *out, const trace_t *t, const replay_result_t *r, i
   }
   for (int i = 0; i < p->nops; i++) {
     const trace_op_t *op = &p->ops[i];
-    const replay_span_t *sp = &r->spans[rank][i];
+    const replay_span_t *sp = &r->spans[replay_stand_in(r, t, rank)][i];
     event_sep(out, first_event);
     fputs("{\"name\": ", out);
     jsonfile_write_string(out, op_name(op));

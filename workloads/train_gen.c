@@ -1,0 +1,628 @@
+/* train_gen.c - the ops of one training step; see train_gen.h. */
+#include "train_gen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (Korthikanti: 18 B/param) */
+#define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
+
+typedef struct {
+  const workload_cfg_t *w;
+  const trace_vocab_t *v;
+  trace_program_t *p;
+  int cap;
+  /* streams */
+  int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
+  int tag_fwd, tag_bwd, tag_cp;
+  int comm_tp, comm_dp, comm_ep;
+  int stride_pp, stride_cp;
+  double e;        /* bytes per activation element */
+  double tokens;   /* per rank per micro-batch: b * s / cp */
+  double grad_pending; /* gradient bytes not yet handed to a bucket */
+  int last_grad_op;    /* the op that produced them */
+  int *bucket_ops;     /* dp collectives issued, for the optimizer to wait for */
+  int nbuckets, cap_buckets;
+} gen_t;
+
+/* ---- building ops ---- */
+
+static int name_index(const char *const *names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+static int stream_of(trace_program_t *p, const char *name) {
+  for (int i = 0; i < p->nstreams; i++)
+    if (strcmp(p->streams[i], name) == 0)
+      return i;
+  p->streams = realloc(p->streams, (size_t)(p->nstreams + 1) * sizeof *p->streams);
+  p->streams[p->nstreams] = strdup(name);
+  return p->nstreams++;
+}
+
+static int tag_of(trace_program_t *p, const char *name) {
+  for (int i = 0; i < p->ntags; i++)
+    if (strcmp(p->tags[i], name) == 0)
+      return i;
+  p->tags = realloc(p->tags, (size_t)(p->ntags + 1) * sizeof *p->tags);
+  p->tags[p->ntags] = strdup(name);
+  return p->ntags++;
+}
+
+/* Appends an op on stream after the given dependencies (-1 = none). */
+static int add(gen_t *g, trace_op_type_t type, int stream, int dep1, int dep2) {
+  trace_program_t *p = g->p;
+  if (p->nops == g->cap) {
+    g->cap = g->cap ? 2 * g->cap : 1024;
+    p->ops = realloc(p->ops, (size_t)g->cap * sizeof *p->ops);
+  }
+  trace_op_t *op = &p->ops[p->nops];
+  memset(op, 0, sizeof *op);
+  op->id = p->nops;
+  op->type = type;
+  op->stream = stream;
+  int deps[2] = {dep1, dep2}, n = 0;
+  for (int i = 0; i < 2; i++)
+    n += deps[i] >= 0;
+  if (n) {
+    op->deps = malloc((size_t)n * sizeof *op->deps);
+    for (int i = 0; i < 2; i++)
+      if (deps[i] >= 0)
+        op->deps[op->ndeps++] = deps[i];
+  }
+  return p->nops++;
+}
+
+static int shaped(gen_t *g, const char *kind, double d0, double d1, double d2, double d3, double d4,
+                  int dep) {
+  int i = add(g, TRACE_OP_SHAPED, g->compute, dep, -1);
+  trace_op_t *op = &g->p->ops[i];
+  op->kind = name_index(g->v->compute, g->v->ncompute, kind);
+  op->dtype = g->v->default_dtype;
+  double d[5] = {d0, d1, d2, d3, d4};
+  for (int k = 0; k < 5; k++)
+    op->dims[k] = (int64_t)ceil(d[k]);
+  op->causal = strncmp(kind, "attention", 9) == 0;
+  return i;
+}
+
+static int mm(gen_t *g, double m, double n, double k, int dep) {
+  return shaped(g, "matmul", m, n, k, 0, 0, dep);
+}
+
+static int vec(gen_t *g, const char *kind, double rows, double cols, int dep) {
+  return shaped(g, kind, rows, cols, 0, 0, 0, dep);
+}
+
+static int coll(gen_t *g, const char *kind, int stream, int comm, double bytes, int dep) {
+  if (bytes <= 0)
+    return dep;
+  int i = add(g, TRACE_OP_COLL, stream, dep, -1);
+  trace_op_t *op = &g->p->ops[i];
+  op->kind = name_index(g->v->colls, g->v->ncolls, kind);
+  op->comm = comm;
+  op->bytes = ceil(bytes);
+  return i;
+}
+
+static int p2p(gen_t *g, trace_op_type_t type, int stream, int offset, int tag, double bytes,
+               int dep) {
+  int i = add(g, type, stream, dep, -1);
+  trace_op_t *op = &g->p->ops[i];
+  op->peer = offset;
+  op->peer_relative = true;
+  op->tag = tag;
+  op->bytes = ceil(bytes);
+  return i;
+}
+
+/* ---- a transformer layer ---- */
+
+static const char *norm_name(const model_cfg_t *m) {
+  return m->norm == NORM_RMSNORM ? "rmsnorm" : "layernorm";
+}
+
+/* Tensor-parallel communication of a [tokens, hidden] activation: with sequence
+ * parallelism gather before / scatter after a parallel region, else an allreduce
+ * after it. */
+static int tp_enter(gen_t *g, int dep) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (par->tp == 1 || !par->sequence_parallel)
+    return dep;
+  return coll(g, "allgather", g->tp, g->comm_tp, g->tokens * g->w->model.hidden * g->e, dep);
+}
+
+static int tp_exit(gen_t *g, int dep) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (par->tp == 1)
+    return dep;
+  double bytes = g->tokens * g->w->model.hidden * g->e;
+  return coll(g, par->sequence_parallel ? "reducescatter" : "allreduce", g->tp, g->comm_tp, bytes,
+              dep);
+}
+
+/* Attention core; context parallelism passes key/value blocks around its ring
+ * while each block is attended. */
+static int attention(gen_t *g, bool bwd, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  double b = g->w->training.micro_batch, s = (double)m->seq_len / par->cp, t = par->tp;
+  double heads = m->heads / t, kv = m->kv_heads / t, d = (double)m->hidden / m->heads;
+  const char *kind = bwd ? "attention_bwd" : "attention_fwd";
+  if (!g->w->training.flash_attention) { /* unfused: scores materialised, softmax apart */
+    int x = dep;
+    for (int pass = 0; pass < (bwd ? 2 : 1); pass++) { /* backward: dgrad and wgrad */
+      x = shaped(g, "matmul", s, s, d, b * heads, 0, x);
+      x = vec(g, "softmax", b * heads * s, s, x);
+      x = shaped(g, "matmul", s, d, s, b * heads, 0, x);
+    }
+    return x;
+  }
+  /* ring attention: each step attends the key/value block received in the
+   * previous one while passing it on */
+  int x = shaped(g, kind, b, heads, s, d, kv, dep), block = dep;
+  double kv_bytes = 2 * b * s * kv * d * g->e;
+  for (int step = 1; step < par->cp; step++) {
+    p2p(g, TRACE_OP_SEND, g->cp_send, g->stride_cp, g->tag_cp, kv_bytes, block);
+    block = p2p(g, TRACE_OP_RECV, g->cp_recv, -g->stride_cp, g->tag_cp, kv_bytes, -1);
+    int joined = add(g, TRACE_OP_DELAY, g->compute, x, block);
+    x = shaped(g, kind, b, heads, s, d, kv, joined);
+  }
+  return x;
+}
+
+/* The MLP, or the experts with their all-to-alls. */
+static int mlp(gen_t *g, bool bwd, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  double tk = g->tokens, h = m->hidden, t = par->tp;
+  bool gated = m->activation == ACTIVATION_SWIGLU;
+  const char *act = gated ? "swiglu" : "gelu";
+  if (!m->has_moe) {
+    double f = m->ffn_hidden / t, up = gated ? 2 * f : f;
+    if (!bwd) {
+      int x = mm(g, tk, up, h, dep);
+      x = vec(g, act, tk, f, x);
+      return mm(g, tk, h, f, x);
+    }
+    int x = mm(g, tk, f, h, dep); /* down: dgrad, wgrad */
+    x = mm(g, f, h, tk, x);
+    x = vec(g, act, tk, f, x);
+    x = mm(g, tk, h, up, x); /* up: dgrad, wgrad */
+    return mm(g, h, up, tk, x);
+  }
+  const moe_cfg_t *moe = &m->moe;
+  double local = (double)moe->experts / par->ep, fe = moe->expert_ffn_hidden / t;
+  double routed = tk * moe->top_k * moe->capacity_factor; /* tokens this rank's experts see */
+  double per_expert = routed / local, up = gated ? 2 * fe : fe;
+  double a2a = routed * h * g->e;
+  int x = mm(g, tk, moe->experts, h, dep); /* router */
+  x = coll(g, "alltoall", g->ep, g->comm_ep, par->ep > 1 ? a2a : 0, x);
+  int passes = bwd ? 2 : 1; /* backward: dgrad and wgrad */
+  for (int k = 0; k < passes; k++) {
+    x = shaped(g, "matmul", per_expert, up, h, local, 0, x);
+    x = shaped(g, "matmul", per_expert, h, fe, local, 0, x);
+  }
+  x = vec(g, act, routed, fe, x);
+  x = coll(g, "alltoall", g->ep, g->comm_ep, par->ep > 1 ? a2a : 0, x);
+  if (moe->shared_experts) {
+    double sf = moe->shared_experts * fe;
+    for (int k = 0; k < passes; k++) {
+      x = mm(g, tk, gated ? 2 * sf : sf, h, x);
+      x = mm(g, tk, h, sf, x);
+    }
+  }
+  return x;
+}
+
+static int layer_forward(gen_t *g, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, d = (double)h / m->heads;
+  double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
+  double qkv = (m->heads + 2.0 * m->kv_heads) * d / t;
+  int x = vec(g, norm_name(m), rows, h, dep);
+  x = tp_enter(g, x);
+  x = mm(g, tk, qkv, h, x);
+  x = vec(g, "rope", tk, (m->heads + m->kv_heads) * d / t, x);
+  x = attention(g, false, x);
+  x = mm(g, tk, h, m->heads * d / t, x);
+  x = tp_exit(g, x);
+  x = vec(g, "add", rows, h, x);
+  x = vec(g, norm_name(m), rows, h, x);
+  x = tp_enter(g, x);
+  x = mlp(g, false, x);
+  x = tp_exit(g, x);
+  return vec(g, "add", rows, h, x);
+}
+
+static int layer_backward(gen_t *g, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  double tk = g->tokens, h = m->hidden, t = par->tp, d = (double)h / m->heads;
+  double rows = par->sequence_parallel ? tk / t : tk;
+  double qkv = (m->heads + 2.0 * m->kv_heads) * d / t, o = m->heads * d / t;
+  int x = dep;
+  if (par->recompute == RECOMPUTE_FULL)
+    x = layer_forward(g, x);
+  x = tp_enter(g, x); /* the mirror of the forward's exit */
+  x = mlp(g, true, x);
+  x = tp_exit(g, x);
+  x = vec(g, norm_name(m), rows, h, x);
+  x = tp_enter(g, x);
+  x = mm(g, tk, o, h, x); /* output projection: dgrad, wgrad */
+  x = mm(g, o, h, tk, x);
+  if (par->recompute == RECOMPUTE_SELECTIVE)
+    x = attention(g, false, x);
+  x = attention(g, true, x);
+  x = vec(g, "rope", tk, (m->heads + m->kv_heads) * d / t, x);
+  x = mm(g, tk, h, qkv, x); /* QKV: dgrad, wgrad */
+  x = mm(g, h, qkv, tk, x);
+  x = tp_exit(g, x);
+  return vec(g, norm_name(m), rows, h, x);
+}
+
+/* ---- parameters, gradients, buckets ---- */
+
+static double layer_params(const workload_cfg_t *w) {
+  const model_cfg_t *m = &w->model;
+  double h = m->hidden, d = h / m->heads, t = w->parallel.tp;
+  double attn = h * (m->heads + 2.0 * m->kv_heads) * d / t + m->heads * d * h / t;
+  double mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
+  double mlp;
+  if (m->has_moe)
+    mlp = (double)m->moe.experts / w->parallel.ep * mats * h * m->moe.expert_ffn_hidden / t +
+          h * m->moe.experts + m->moe.shared_experts * mats * h * m->moe.expert_ffn_hidden / t;
+  else
+    mlp = mats * h * m->ffn_hidden / t;
+  return attn + mlp + 2 * h;
+}
+
+static void add_bucket(gen_t *g, double bytes, int dep) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (par->dp * par->cp == 1 || bytes <= 0)
+    return;
+  int x = coll(g, par->zero >= 1 ? "reducescatter" : "allreduce", g->dp, g->comm_dp, bytes, dep);
+  if (g->nbuckets == g->cap_buckets) {
+    g->cap_buckets = g->cap_buckets ? 2 * g->cap_buckets : 16;
+    g->bucket_ops = realloc(g->bucket_ops, (size_t)g->cap_buckets * sizeof *g->bucket_ops);
+  }
+  g->bucket_ops[g->nbuckets++] = x;
+}
+
+/* Hands a layer's gradients to the data-parallel reduction: bucket by bucket
+ * during the last micro-batch when overlapping, all at the end otherwise. */
+static void grads_ready(gen_t *g, double bytes, int dep, bool last_microbatch) {
+  g->last_grad_op = dep;
+  if (!last_microbatch) /* earlier micro-batches accumulate into the same buffer */
+    return;
+  g->grad_pending += bytes;
+  const training_cfg_t *tr = &g->w->training;
+  if (tr->overlap_grad_reduce && g->grad_pending >= tr->grad_bucket_bytes) {
+    add_bucket(g, g->grad_pending, dep);
+    g->grad_pending = 0;
+  }
+}
+
+/* ---- a pipeline stage ---- */
+
+typedef struct {
+  int stage, pp, vpp, layers_per_chunk;
+  long microbatches;
+  double act_bytes; /* activation or gradient passed between stages */
+} stage_t;
+
+/* Forward or backward of one chunk of layers for one micro-batch. */
+static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd, int last_op) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  bool first_virtual = st->stage == 0 && chunk == 0;
+  bool last_virtual = st->stage == st->pp - 1 && chunk == st->vpp - 1;
+  double tk = g->tokens, h = m->hidden, t = par->tp, vocab = (double)m->vocab / t;
+  double layer_grad = layer_params(g->w) * GRAD_BYTES;
+  bool last_mb = mb == st->microbatches - 1;
+  int x = last_op;
+  /* input: from the previous virtual stage, or the embedding */
+  int in = -1;
+  if (!bwd && !first_virtual)
+    in = p2p(g, TRACE_OP_RECV, g->recv_prev, st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp,
+             g->tag_fwd, st->act_bytes, -1);
+  if (bwd && !last_virtual)
+    in = p2p(g, TRACE_OP_RECV, g->recv_next, st->stage == st->pp - 1 ? -(st->pp - 1) * g->stride_pp : g->stride_pp,
+             g->tag_bwd, st->act_bytes, -1);
+  if (!bwd) {
+    if (first_virtual) {
+      x = vec(g, "copy", tk, h, x); /* embedding lookup */
+      x = tp_exit(g, x);
+    } else {
+      x = add(g, TRACE_OP_DELAY, g->compute, x, in);
+    }
+    for (int l = 0; l < st->layers_per_chunk; l++)
+      x = layer_forward(g, x);
+    if (last_virtual) { /* final norm, LM head, loss */
+      x = vec(g, norm_name(m), tk, h, x);
+      x = tp_enter(g, x);
+      x = mm(g, tk, vocab, h, x);
+      x = vec(g, "cross_entropy", tk, vocab, x);
+    } else {
+      p2p(g, TRACE_OP_SEND, g->send_next, st->stage == st->pp - 1 ? -(st->pp - 1) * g->stride_pp : g->stride_pp,
+          g->tag_fwd, st->act_bytes, x);
+    }
+    return x;
+  }
+  if (last_virtual) { /* LM head backward */
+    x = mm(g, tk, h, vocab, x);
+    x = mm(g, h, vocab, tk, x);
+    x = tp_exit(g, x);
+    grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
+  } else {
+    x = add(g, TRACE_OP_DELAY, g->compute, x, in);
+  }
+  for (int l = 0; l < st->layers_per_chunk; l++) {
+    x = layer_backward(g, x);
+    grads_ready(g, layer_grad, x, last_mb);
+  }
+  if (first_virtual) {
+    x = vec(g, "add", tk, h, x); /* embedding gradient */
+    grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
+  } else {
+    p2p(g, TRACE_OP_SEND, g->send_prev, st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp,
+        g->tag_bwd, st->act_bytes, x);
+  }
+  return x;
+}
+
+/* Megatron's order of (micro-batch, chunk) for virtual step k. */
+static void virtual_step(const stage_t *st, long k, bool bwd, long *mb, int *chunk) {
+  long group = k / ((long)st->pp * st->vpp), in_group = k % st->pp;
+  *mb = group * st->pp + in_group;
+  int c = (int)((k / st->pp) % st->vpp);
+  *chunk = bwd ? st->vpp - 1 - c : c;
+}
+
+static void stage_program(gen_t *g, const stage_t *st) {
+  long total = st->microbatches * st->vpp;
+  long warmup = st->vpp > 1 ? (long)(st->pp - st->stage - 1) * 2 + (long)(st->vpp - 1) * st->pp
+                            : st->pp - st->stage - 1;
+  if (warmup > total)
+    warmup = total;
+  int x = -1;
+  long fwd = 0, bwd = 0;
+  for (; fwd < warmup; fwd++) {
+    long mb;
+    int c;
+    virtual_step(st, fwd, false, &mb, &c);
+    x = chunk_pass(g, st, c, mb, false, x);
+  }
+  while (bwd < total) { /* 1F1B: one forward, one backward, then the cool-down */
+    long mb;
+    int c;
+    if (fwd < total) {
+      virtual_step(st, fwd++, false, &mb, &c);
+      x = chunk_pass(g, st, c, mb, false, x);
+    }
+    virtual_step(st, bwd++, true, &mb, &c);
+    x = chunk_pass(g, st, c, mb, true, x);
+  }
+}
+
+/* Reduction of what is left, optimizer step on this rank's shard, parameter gather. */
+static void optimizer_step(gen_t *g, double params) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  add_bucket(g, g->grad_pending, g->last_grad_op);
+  double dpc = (double)par->dp * par->cp, shard = par->zero >= 1 ? params / dpc : params;
+  int x = add(g, TRACE_OP_DELAY, g->compute, g->last_grad_op, -1);
+  for (int i = 0; i < g->nbuckets; i++)
+    x = add(g, TRACE_OP_DELAY, g->compute, x, g->bucket_ops[i]);
+  x = vec(g, "adam", 1, shard, x);
+  if (par->zero >= 1 && dpc > 1)
+    coll(g, "allgather", g->dp, g->comm_dp, params * g->e, x);
+}
+
+/* ---- memory ---- */
+
+static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double params,
+                                   double layers, long in_flight) {
+  const model_cfg_t *m = &w->model;
+  const parallel_cfg_t *par = &w->parallel;
+  double dpc = (double)par->dp * par->cp, t = par->tp;
+  double s = (double)m->seq_len / par->cp, b = w->training.micro_batch, h = m->hidden;
+  train_memory_t mem = {0};
+  mem.weights = params * 2 / (par->zero >= 3 ? dpc : 1);
+  mem.gradients = params * GRAD_BYTES / (par->zero >= 2 ? dpc : 1);
+  mem.optimizer = params * OPT_BYTES / (par->zero >= 1 ? dpc : 1);
+  /* Korthikanti et al. 2022, Table 2: bytes per layer per micro-batch */
+  double sbh = s * b * h, scores = 5.0 * m->heads * s / h;
+  double per_layer;
+  if (par->recompute == RECOMPUTE_FULL)
+    per_layer = 2 * sbh / (par->sequence_parallel ? t : 1);
+  else {
+    bool no_scores = par->recompute == RECOMPUTE_SELECTIVE || w->training.flash_attention;
+    double attn = no_scores ? 0 : scores;
+    per_layer = par->sequence_parallel ? sbh / t * (34 + attn) : sbh * (10 + 24 / t + attn / t);
+  }
+  mem.activations = per_layer * layers * in_flight;
+  if (stage == par->pp - 1)
+    mem.temporary = 4.0 * s * b * m->vocab / t; /* fp32 logits */
+  mem.total = mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.temporary;
+  return mem;
+}
+
+/* ---- the whole job ---- */
+
+static double flops_per_token(const workload_cfg_t *w, bool with_recompute) {
+  const model_cfg_t *m = &w->model;
+  double h = m->hidden, d = h / m->heads, mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
+  double attn_proj = h * (m->heads + 2.0 * m->kv_heads) * d + m->heads * d * h;
+  double mlp = m->has_moe ? (m->moe.top_k + m->moe.shared_experts) * mats * h * m->moe.expert_ffn_hidden +
+                                h * m->moe.experts
+                          : mats * h * m->ffn_hidden;
+  double fwd_layer = 2 * (attn_proj + mlp) + 4.0 * m->seq_len * m->heads * d;
+  double layer = 3 * fwd_layer;
+  if (with_recompute && w->parallel.recompute == RECOMPUTE_FULL)
+    layer += fwd_layer;
+  else if (with_recompute && w->parallel.recompute == RECOMPUTE_SELECTIVE)
+    layer += 4.0 * m->seq_len * m->heads * d;
+  return m->layers * layer + 6.0 * h * m->vocab;
+}
+
+/* Rank of (tp, cp, dp, pp) coordinates in the configured order, innermost first. */
+static int rank_of(const parallel_cfg_t *par, const int coord[PAR_DIM_COUNT]) {
+  int size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp}, r = 0, stride = 1;
+  for (int i = 0; i < PAR_DIM_COUNT; i++) {
+    r += coord[par->order[i]] * stride;
+    stride *= size[par->order[i]];
+  }
+  return r;
+}
+
+static int stride_of(const parallel_cfg_t *par, par_dim_t dim) {
+  int size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp}, stride = 1;
+  for (int i = 0; i < PAR_DIM_COUNT && par->order[i] != dim; i++)
+    stride *= size[par->order[i]];
+  return stride;
+}
+
+/* A communicator whose groups vary `dims` (in order) with the others fixed. */
+static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, int ndims,
+                      const par_dim_t *dims, int chunk) {
+  int size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp}, gsize = 1;
+  for (int i = 0; i < ndims; i++)
+    gsize *= size[dims[i]];
+  gsize = chunk > 0 ? chunk : gsize;
+  trace_comm_t *cm = &t->comms[t->ncomms++];
+  cm->name = strdup(name);
+  cm->ngroups = t->ranks / gsize;
+  cm->groups = calloc((size_t)cm->ngroups, sizeof *cm->groups);
+  cm->sizes = calloc((size_t)cm->ngroups, sizeof *cm->sizes);
+  cm->group_of = malloc((size_t)t->ranks * sizeof *cm->group_of);
+  for (int r = 0; r < t->ranks; r++)
+    cm->group_of[r] = -1;
+  int next = 0;
+  for (int r = 0; r < t->ranks; r++) {
+    if (cm->group_of[r] >= 0)
+      continue;
+    /* coordinates of r, then every member sharing its fixed coordinates */
+    int coord[PAR_DIM_COUNT], rem = r;
+    for (int i = 0; i < PAR_DIM_COUNT; i++) {
+      coord[par->order[i]] = rem % size[par->order[i]];
+      rem /= size[par->order[i]];
+    }
+    int full = 1;
+    for (int i = 0; i < ndims; i++)
+      full *= size[dims[i]];
+    for (int k0 = 0; k0 < full; k0 += gsize) {
+      int gi = next++;
+      cm->groups[gi] = malloc((size_t)gsize * sizeof(int));
+      for (int k = k0; k < k0 + gsize; k++) {
+        int rest = k;
+        for (int i = 0; i < ndims; i++) {
+          coord[dims[i]] = rest % size[dims[i]];
+          rest /= size[dims[i]];
+        }
+        int member = rank_of(par, coord);
+        cm->groups[gi][cm->sizes[gi]++] = member;
+        cm->group_of[member] = gi;
+      }
+    }
+  }
+}
+
+int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
+                   trace_t *out, train_info_t *info, char *err, size_t err_len) {
+  const parallel_cfg_t *par = &w->parallel;
+  const model_cfg_t *m = &w->model;
+  memset(out, 0, sizeof *out);
+  memset(info, 0, sizeof *info);
+  long world = workload_world_size(w), mbs = workload_grad_accum_steps(w);
+  if (par->vpp > 1 && mbs % par->pp)
+    return snprintf(err, err_len, "training.global_batch: expected micro-batches per pipeline "
+                    "(%ld) divisible by parallel.pp = %d for the interleaved schedule, found %ld",
+                    mbs, par->pp, mbs % par->pp), -1;
+  out->name = strdup(m->name);
+  out->ranks = (int)world;
+  out->ranks_per_node = ranks_per_node;
+  out->comms = calloc(3, sizeof *out->comms);
+  static const par_dim_t tp_dims[] = {PAR_DIM_TP}, dp_dims[] = {PAR_DIM_CP, PAR_DIM_DP};
+  make_comm(out, par, "tp", 1, tp_dims, 0);
+  make_comm(out, par, "dp", 2, dp_dims, 0);
+  make_comm(out, par, "ep", 2, dp_dims, par->ep);
+  /* one program per pipeline stage (and context-parallel position: its ring wraps) */
+  int nprog = par->pp * par->cp;
+  out->programs = calloc((size_t)nprog, sizeof *out->programs);
+  out->program_of = malloc((size_t)world * sizeof *out->program_of);
+  info->memory = calloc((size_t)par->pp, sizeof *info->memory);
+  info->stages = par->pp;
+  double layers_per_stage = (double)m->layers / par->pp;
+  double params_layers = layer_params(w) * layers_per_stage;
+  for (int r = 0; r < world; r++) {
+    int rem = r, coord[PAR_DIM_COUNT], size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp};
+    for (int i = 0; i < PAR_DIM_COUNT; i++) {
+      coord[par->order[i]] = rem % size[par->order[i]];
+      rem /= size[par->order[i]];
+    }
+    int pi = coord[PAR_DIM_PP] * par->cp + coord[PAR_DIM_CP];
+    trace_program_t *p = &out->programs[pi];
+    p->ranks = realloc(p->ranks, (size_t)(p->nranks + 1) * sizeof *p->ranks);
+    p->ranks[p->nranks++] = r;
+    out->program_of[r] = pi;
+  }
+  out->nprograms = nprog;
+  for (int pi = 0; pi < nprog; pi++) {
+    int stage = pi / par->cp, cpi = pi % par->cp;
+    trace_program_t *p = &out->programs[pi];
+    gen_t g = {.w = w, .v = vocab, .p = p, .comm_tp = 0, .comm_dp = 1, .comm_ep = 2,
+               .e = 2, .last_grad_op = -1};
+    g.tokens = (double)w->training.micro_batch * m->seq_len / par->cp;
+    g.stride_pp = stride_of(par, PAR_DIM_PP);
+    /* the ring of context parallelism wraps at its last position */
+    g.stride_cp = cpi == par->cp - 1 ? -(par->cp - 1) * stride_of(par, PAR_DIM_CP)
+                                     : stride_of(par, PAR_DIM_CP);
+    p->tags = calloc(1, sizeof *p->tags);
+    p->tags[0] = strdup("");
+    p->ntags = 1;
+    g.compute = stream_of(p, "compute");
+    g.tp = stream_of(p, "tp");
+    g.dp = stream_of(p, "dp");
+    g.ep = stream_of(p, "ep");
+    g.send_next = stream_of(p, "pp_send_next");
+    g.recv_prev = stream_of(p, "pp_recv_prev");
+    g.send_prev = stream_of(p, "pp_send_prev");
+    g.recv_next = stream_of(p, "pp_recv_next");
+    g.cp_send = stream_of(p, "cp_send");
+    g.cp_recv = stream_of(p, "cp_recv");
+    g.tag_fwd = tag_of(p, "fwd");
+    g.tag_bwd = tag_of(p, "bwd");
+    g.tag_cp = tag_of(p, "cp");
+    double act = g.tokens * m->hidden * g.e / (par->sequence_parallel ? par->tp : 1);
+    stage_t st = {stage, par->pp, par->vpp, m->layers / (par->pp * par->vpp), mbs, act};
+    stage_program(&g, &st);
+    double params = params_layers + (double)m->hidden * m->vocab / par->tp *
+                                        ((stage == 0) + (stage == par->pp - 1));
+    optimizer_step(&g, params);
+    free(g.bucket_ops);
+    long warmup = par->vpp > 1 ? (long)(par->pp - stage - 1) * 2 + (long)(par->vpp - 1) * par->pp
+                               : par->pp - stage - 1;
+    long in_flight = warmup + 1 < mbs * par->vpp ? warmup + 1 : mbs * par->vpp;
+    if (cpi == 0)
+      info->memory[stage] =
+          stage_memory(w, stage, params, (double)st.layers_per_chunk, in_flight);
+    if (stage == 0 && cpi == 0)
+      info->params = m->layers * layer_params(w) * par->tp + 2.0 * m->hidden * m->vocab;
+  }
+  info->world = world;
+  info->microbatches = mbs;
+  info->tokens = (double)w->training.global_batch * m->seq_len;
+  info->model_flops = info->tokens * flops_per_token(w, false);
+  info->hw_flops = info->tokens * flops_per_token(w, true);
+  return 0;
+}
+
+void train_info_free(train_info_t *info) {
+  free(info->memory);
+  memset(info, 0, sizeof *info);
+}

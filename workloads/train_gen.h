@@ -1,0 +1,55 @@
+/* train_gen.h - a training step as rank programs: a transformer and its parallel
+ * plan turned into the ops every rank runs, Megatron-style.
+ *
+ * Ranks are laid out innermost first in parallel.order (Megatron: tp, cp, dp,
+ * pp), so the ranks of one pipeline stage are contiguous and run one shared
+ * program: memory grows with pp x vpp, not with the ranks. Per layer and
+ * micro-batch: norms, QKV, rotary, attention (fused or not), output
+ * projection, MLP or experts, residuals, with their exact per-rank shapes;
+ * tensor parallelism adds allreduces, or allgathers and reduce-scatters with
+ * sequence parallelism, where Megatron puts them; context parallelism splits
+ * the sequence and passes key/value blocks around its ring; expert parallelism
+ * adds the all-to-all dispatch and combine; pipeline stages exchange
+ * activations and gradients in 1F1B or Megatron's interleaved order;
+ * recomputation repeats the forward (full) or the attention core (selective)
+ * before the backward; gradients are reduced over data parallelism in buckets
+ * during the last micro-batch's backward (or after it), then the optimizer
+ * runs on its shard (ZeRO) and parameters are gathered back.
+ *
+ * Nothing here knows about the chip or SimGrid: ops are named through the
+ * trace vocabulary and costed by whoever replays the programs. */
+#ifndef NPUSIM_TRAIN_GEN_H
+#define NPUSIM_TRAIN_GEN_H
+
+#include "trace.h"
+#include "workload.h"
+
+/* Memory one rank of a pipeline stage holds, bytes. */
+typedef struct {
+  double weights;     /* parameters in the training precision */
+  double gradients;   /* gradient buffers */
+  double optimizer;   /* fp32 master weights and Adam moments */
+  double activations; /* kept for the backward, micro-batches in flight included */
+  double temporary;   /* workspace: the largest logits/attention buffers */
+  double total;
+} train_memory_t;
+
+typedef struct {
+  long world;                 /* NPUs */
+  long microbatches;          /* per pipeline per step */
+  double tokens;              /* tokens per step */
+  double model_flops;         /* per step, no recompute (MFU numerator) */
+  double hw_flops;            /* per step, with recompute */
+  double params;              /* in the model */
+  train_memory_t *memory;     /* per pipeline stage */
+  int stages;
+} train_info_t;
+
+/* Builds the programs of one training step. ranks_per_node places the ranks
+ * (written into the trace). Returns 0, or -1 with a reason in err. */
+int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
+                   trace_t *out, train_info_t *info, char *err, size_t err_len);
+
+void train_info_free(train_info_t *info);
+
+#endif
