@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""validate_train.py - compares `npusim train` with published training runs.
+
+  tests/data/validation/korthikanti2022_a100.csv  GPT 22B-1T on Selene (a100-dgx):
+      iteration time with full recompute and with selective recompute + sequence
+      parallelism, and the per-GPU memory of the paper's Fig. 1
+  tests/data/validation/mindspeed_910b.csv        LLaMA/Qwen on Ascend 910B
+      (ascend-910b): tokens/s per NPU
+
+Each row runs the shipped workload configs/workloads/<model>.json (gpt-<size>
+for the paper, the model name for MindSpeed). Prints every row's measured and
+predicted value and its error, then the mean absolute percentage error (MAPE)
+and the worst row per table.
+Usage: scripts/validate_train.py [--npusim PATH] [--fidelity analytic|flow]
+                                 [--check]
+With --check, exits 1 unless the iteration-time MAPE is <= 5% (Korthikanti)
+and the tokens/s MAPE is <= 10% (MindSpeed), the bounds of issue #6.
+Python standard library only."""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data", "validation")
+SYSTEMS = os.path.join(ROOT, "configs", "systems")
+WORKLOADS = os.path.join(ROOT, "configs", "workloads")
+BOUND_KORTHIKANTI_PCT = 5.0
+BOUND_MINDSPEED_PCT = 10.0
+
+
+def read_csv(name):
+    with open(os.path.join(DATA, name)) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def paper_memory_gib(name):
+    """The Fig. 1 numbers in the csv's comment lines: model -> (params+optimizer,
+    activations without recompute, activations with sp+selective)."""
+    out = {}
+    with open(os.path.join(DATA, name)) as f:
+        for line in f:
+            if line.startswith("# 22B:"):
+                for part in line[2:].split(";"):
+                    model, nums = part.split(":")
+                    out[model.strip()] = [float(x) for x in nums.split("/")]
+    return out
+
+
+def train(args, system, workload, sets=()):
+    cmd = [args.npusim, "train", "--system", os.path.join(SYSTEMS, system),
+           "--workload", os.path.join(WORKLOADS, workload), "--fidelity", args.fidelity,
+           "--format", "json"]
+    for s in sets:
+        cmd += ["--set", s]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit("validate_train: %s failed: %s" % (" ".join(cmd), run.stderr.strip()))
+    return json.loads(run.stdout)
+
+
+def pct(pred, meas):
+    return 100.0 * (pred - meas) / meas
+
+
+def summary(label, errors, bound):
+    mape = sum(abs(e) for e in errors) / len(errors)
+    worst = max(abs(e) for e in errors)
+    verdict = "ok" if mape <= bound else "EXCEEDS the bound"
+    print("%s: MAPE %.2f%%, max %.2f%% over %d rows (bound %.0f%%: %s)"
+          % (label, mape, worst, len(errors), bound, verdict))
+    return mape <= bound
+
+
+def korthikanti(args):
+    print("Korthikanti et al. 2022, Table 5, on a100-dgx: iteration time (s)")
+    print("%-6s %-13s %9s %9s %8s %10s %10s" %
+          ("model", "recompute", "measured", "npusim", "error", "mfu_paper", "mfu_npusim"))
+    errors = []
+    memory = paper_memory_gib("korthikanti2022_a100.csv")
+    mem_rows = []
+    for row in read_csv("korthikanti2022_a100.csv"):
+        wl = "gpt-%s.json" % row["model"].lower()
+        modes = [("selective+sp", "iter_s_selective_sp", ()),
+                 ("full", "iter_s_full",
+                  ("parallel.recompute=full", "parallel.sequence_parallel=false"))]
+        for label, col, sets in modes:
+            r = train(args, "a100-dgx.json", wl, sets)
+            meas = float(row[col])
+            err = pct(r["step_time_s"], meas)
+            errors.append(err)
+            mfu = row["mfu"] if label == "selective+sp" else ""
+            print("%-6s %-13s %9.2f %9.2f %+7.1f%% %10s %10.3f" %
+                  (row["model"], label, meas, r["step_time_s"], err, mfu, r["mfu"]))
+            if label == "selective+sp":
+                m = r["memory"]
+                mem_rows.append((row["model"], memory.get(row["model"]),
+                                 m["weights_GiB"] + m["gradients_GiB"] + m["optimizer_GiB"],
+                                 m["activations_GiB"]))
+    ok = summary("Korthikanti iteration time", errors, BOUND_KORTHIKANTI_PCT)
+    print("\nper-GPU memory (GiB), paper Fig. 1 against npusim's fullest stage (selective+sp)")
+    print("%-6s %14s %14s %14s %14s" %
+          ("model", "params+opt", "npusim", "act sp+sel", "npusim"))
+    for model, paper, states, act in mem_rows:
+        if paper:
+            print("%-6s %14.2f %14.2f %14.2f %14.2f" % (model, paper[0], states, paper[2], act))
+    return ok
+
+
+def mindspeed(args):
+    print("\nMindSpeed-LLM on ascend-910b: tokens/s per NPU")
+    print("%-11s %9s %9s %8s %7s" % ("model", "measured", "npusim", "error", "mfu"))
+    errors = []
+    for row in read_csv("mindspeed_910b.csv"):
+        r = train(args, "ascend-910b.json", row["model"] + ".json")
+        meas = float(row["tokens_per_s_per_npu"])
+        err = pct(r["tokens_per_s_per_npu"], meas)
+        errors.append(err)
+        print("%-11s %9.0f %9.0f %+7.1f%% %7.3f" %
+              (row["model"], meas, r["tokens_per_s_per_npu"], err, r["mfu"]))
+    return summary("MindSpeed tokens/s/NPU", errors, BOUND_MINDSPEED_PCT)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--npusim", default=os.path.join(ROOT, "build", "npusim"))
+    ap.add_argument("--fidelity", default="analytic", choices=["analytic", "flow"])
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    ok = korthikanti(args)
+    ok = mindspeed(args) and ok
+    if args.check and not ok:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
