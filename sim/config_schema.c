@@ -257,6 +257,9 @@ static const cfg_key_t workload_keys[] = {
          "Normalisation layer."),
     BOOL("model.tied_embeddings", WL(model.tied_embeddings), "false",
          "The LM head shares the input embedding's weights."),
+    NUM("model.dropout", "", 1, WL(model.dropout), 0, 0.99, "0",
+        "Attention and hidden dropout probability; above 0 the mask multiplies run (Megatron's "
+        "GPT default 0.1, LLaMA recipes 0)."),
     SECTION("model.moe", WL(model.has_moe), "Mixture of experts; absent for a dense model."),
     INT("model.moe.experts", WL(model.moe.experts), 1, 1e6, NULL, "Routed experts per layer."),
     INT("model.moe.top_k", WL(model.moe.top_k), 1, 1e6, NULL,

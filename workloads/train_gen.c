@@ -20,6 +20,7 @@ typedef struct {
   int comm_tp, comm_dp, comm_ep;
   int stride_pp, stride_cp;
   double e;        /* bytes per activation element */
+  int dtype_mm, dtype_vec; /* matmuls in the training precision; fp8 keeps vector ops in bf16 */
   double tokens;   /* per rank per micro-batch: b * s / cp */
   double grad_pending; /* gradient bytes not yet handed to a bucket */
   int last_grad_op;    /* the op that produced them */
@@ -83,7 +84,7 @@ static int shaped(gen_t *g, const char *kind, double d0, double d1, double d2, d
   int i = add(g, TRACE_OP_SHAPED, g->compute, dep, -1);
   trace_op_t *op = &g->p->ops[i];
   op->kind = name_index(g->v->compute, g->v->ncompute, kind);
-  op->dtype = g->v->default_dtype;
+  op->dtype = strcmp(kind, "matmul") == 0 ? g->dtype_mm : g->dtype_vec;
   double d[5] = {d0, d1, d2, d3, d4};
   for (int k = 0; k < 5; k++)
     op->dims[k] = (int64_t)ceil(d[k]);
@@ -146,6 +147,12 @@ static int tp_exit(gen_t *g, int dep) {
               dep);
 }
 
+/* Dropout's mask multiply (forward, and again on the gradient in backward);
+ * none when the model trains without dropout. */
+static int dropout(gen_t *g, double rows, double cols, int dep) {
+  return g->w->model.dropout > 0 ? vec(g, "mul", rows, cols, dep) : dep;
+}
+
 /* Attention core; context parallelism passes key/value blocks around its ring
  * while each block is attended. */
 static int attention(gen_t *g, bool bwd, int dep) {
@@ -159,6 +166,8 @@ static int attention(gen_t *g, bool bwd, int dep) {
     for (int pass = 0; pass < (bwd ? 2 : 1); pass++) { /* backward: dgrad and wgrad */
       x = shaped(g, "matmul", s, s, d, b * heads, 0, x);
       x = vec(g, "softmax", b * heads * s, s, x);
+      if (pass == 0)
+        x = dropout(g, b * heads * s, s, x);
       x = shaped(g, "matmul", s, d, s, b * heads, 0, x);
     }
     return x;
@@ -232,12 +241,12 @@ static int layer_forward(gen_t *g, int dep) {
   x = attention(g, false, x);
   x = mm(g, tk, h, m->heads * d / t, x);
   x = tp_exit(g, x);
-  x = vec(g, "add", rows, h, x);
+  x = vec(g, "add", rows, h, dropout(g, rows, h, x));
   x = vec(g, norm_name(m), rows, h, x);
   x = tp_enter(g, x);
   x = mlp(g, false, x);
   x = tp_exit(g, x);
-  return vec(g, "add", rows, h, x);
+  return vec(g, "add", rows, h, dropout(g, rows, h, x));
 }
 
 static int layer_backward(gen_t *g, int dep) {
@@ -249,10 +258,12 @@ static int layer_backward(gen_t *g, int dep) {
   int x = dep;
   if (par->recompute == RECOMPUTE_FULL)
     x = layer_forward(g, x);
+  x = dropout(g, rows, h, x);
   x = tp_enter(g, x); /* the mirror of the forward's exit */
   x = mlp(g, true, x);
   x = tp_exit(g, x);
   x = vec(g, norm_name(m), rows, h, x);
+  x = dropout(g, rows, h, x);
   x = tp_enter(g, x);
   x = mm(g, tk, o, h, x); /* output projection: dgrad, wgrad */
   x = mm(g, o, h, tk, x);
@@ -418,7 +429,14 @@ static void optimizer_step(gen_t *g, double params) {
   int x = add(g, TRACE_OP_DELAY, g->compute, g->last_grad_op, -1);
   for (int i = 0; i < g->nbuckets; i++)
     x = add(g, TRACE_OP_DELAY, g->compute, x, g->bucket_ops[i]);
+  /* Megatron's step over this rank's shard: unscale and inf check (fp16 loss
+   * scaling), the gradient norm for clipping, Adam, and the copy of the fp32
+   * master weights into the training-precision parameters */
+  if (g->w->training.precision == PRECISION_FP16)
+    x = vec(g, "mul", 1, shard, x);
+  x = vec(g, "reduce_sum", 1, shard, x);
   x = vec(g, "adam", 1, shard, x);
+  x = vec(g, "cast", 1, shard, x);
   if (par->zero >= 1 && dpc > 1)
     coll(g, "allgather", g->dp, g->comm_dp, params * g->e, x);
 }
@@ -577,6 +595,9 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     trace_program_t *p = &out->programs[pi];
     gen_t g = {.w = w, .v = vocab, .p = p, .comm_tp = 0, .comm_dp = 1, .comm_ep = 2,
                .e = 2, .last_grad_op = -1};
+    g.dtype_mm = name_index(vocab->dtypes, vocab->ndtypes,
+                            workload_precision_names[w->training.precision]);
+    g.dtype_vec = w->training.precision == PRECISION_FP8 ? vocab->default_dtype : g.dtype_mm;
     g.tokens = (double)w->training.micro_batch * m->seq_len / par->cp;
     g.stride_pp = stride_of(par, PAR_DIM_PP);
     /* the ring of context parallelism wraps at its last position */

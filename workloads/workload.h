@@ -42,6 +42,7 @@ typedef struct {
   activation_t activation;
   norm_t norm;
   bool tied_embeddings;     /* input embedding and LM head share weights */
+  double dropout;           /* attention and hidden dropout probability; 0 = none */
   bool has_moe;
   moe_cfg_t moe;
 } model_cfg_t;
