@@ -52,6 +52,12 @@ static int by_time(const void *a, const void *b) {
   return x->delta - y->delta; /* ends first */
 }
 
+/* Each instant of the step goes to one category, so the parts add up to the
+ * step: compute first, then the communication kinds in this order (what the
+ * compute stream most likely waits on first); idle time is the bubble. */
+static const category_t claim_order[CAT_COUNT] = {CAT_COMPUTE, CAT_OPTIMIZER, CAT_TP, CAT_CP,
+                                                  CAT_EP, CAT_PP, CAT_DP};
+
 /* Sweeps rank 0's timeline: compute and optimizer time as they run, each kind
  * of communication where no compute hides it, and the idle rest (the bubble). */
 static void breakdown(const trace_t *t, const replay_result_t *r, double out[CAT_COUNT],
@@ -76,15 +82,13 @@ static void breakdown(const trace_t *t, const replay_result_t *r, double out[CAT
   double busy = 0;
   for (int i = 0; i < n; i++) {
     double dt = i > 0 ? e[i].t - e[i - 1].t : 0;
-    bool computing = active[CAT_COMPUTE] > 0 || active[CAT_OPTIMIZER] > 0, any = computing;
-    for (int c = 0; c < CAT_COUNT; c++) {
-      if (!active[c])
-        continue;
-      any = true;
-      if (c == CAT_COMPUTE || c == CAT_OPTIMIZER || !computing)
-        out[c] += dt;
+    int c = 0;
+    while (c < CAT_COUNT && !active[claim_order[c]])
+      c++;
+    if (c < CAT_COUNT) {
+      out[claim_order[c]] += dt;
+      busy += dt;
     }
-    busy += any ? dt : 0;
     active[e[i].cat] += e[i].delta;
   }
   *bubble = r->step_time_s - busy;

@@ -10,5 +10,6 @@ extern CU_TestInfo model_tests[];
 extern CU_TestInfo coll_tests[];
 extern CU_TestInfo op_tests[];
 extern CU_TestInfo trace_tests[];
+extern CU_TestInfo train_tests[];
 
 #endif

@@ -13,6 +13,7 @@ int main(void) {
       {.pName = "coll", .pTests = coll_tests},
       {.pName = "op", .pTests = op_tests},
       {.pName = "trace", .pTests = trace_tests},
+      {.pName = "train", .pTests = train_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

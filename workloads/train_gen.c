@@ -18,7 +18,8 @@ typedef struct {
   int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
   int tag_fwd, tag_bwd, tag_cp;
   int comm_tp, comm_dp, comm_ep;
-  int stride_pp, stride_cp;
+  int stride_pp;
+  int cp_next, cp_prev; /* rank offsets of the context-parallel ring's neighbours */
   double e;        /* bytes per activation element */
   int dtype_mm, dtype_vec; /* matmuls in the training precision; fp8 keeps vector ops in bf16 */
   double tokens;   /* per rank per micro-batch: b * s / cp */
@@ -177,8 +178,8 @@ static int attention(gen_t *g, bool bwd, int dep) {
   int x = shaped(g, kind, b, heads, s, d, kv, dep), block = dep;
   double kv_bytes = 2 * b * s * kv * d * g->e;
   for (int step = 1; step < par->cp; step++) {
-    p2p(g, TRACE_OP_SEND, g->cp_send, g->stride_cp, g->tag_cp, kv_bytes, block);
-    block = p2p(g, TRACE_OP_RECV, g->cp_recv, -g->stride_cp, g->tag_cp, kv_bytes, -1);
+    p2p(g, TRACE_OP_SEND, g->cp_send, g->cp_next, g->tag_cp, kv_bytes, block);
+    block = p2p(g, TRACE_OP_RECV, g->cp_recv, g->cp_prev, g->tag_cp, kv_bytes, -1);
     int joined = add(g, TRACE_OP_DELAY, g->compute, x, block);
     x = shaped(g, kind, b, heads, s, d, kv, joined);
   }
@@ -601,8 +602,9 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.tokens = (double)w->training.micro_batch * m->seq_len / par->cp;
     g.stride_pp = stride_of(par, PAR_DIM_PP);
     /* the ring of context parallelism wraps at its last position */
-    g.stride_cp = cpi == par->cp - 1 ? -(par->cp - 1) * stride_of(par, PAR_DIM_CP)
-                                     : stride_of(par, PAR_DIM_CP);
+    int stride_cp = stride_of(par, PAR_DIM_CP);
+    g.cp_next = cpi == par->cp - 1 ? -(par->cp - 1) * stride_cp : stride_cp;
+    g.cp_prev = cpi == 0 ? (par->cp - 1) * stride_cp : -stride_cp;
     p->tags = calloc(1, sizeof *p->tags);
     p->tags[0] = strdup("");
     p->ntags = 1;

@@ -1,0 +1,187 @@
+/* test_train.c - the training generator: every parallel plan yields programs
+ * the trace checker accepts, shared per pipeline stage; FLOPs and memory follow
+ * the published formulas. The step-time laws need a replay each, and SimGrid
+ * runs one simulation per process: they are in train_e2e.sh. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+#include "suites.h"
+#include "test_util.h"
+#include "train_gen.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* A small dense model: 8 layers, 8 heads (4 key/value), 1024 tokens. */
+static const char *const small_model =
+    "\"model\": {\"name\": \"tiny\", \"layers\": 8, \"hidden\": 1024, \"heads\": 8, "
+    "\"kv_heads\": 4, \"ffn_hidden\": 2816, \"vocab\": 32000, \"seq_len\": 1024, "
+    "\"activation\": \"swiglu\", \"norm\": \"rmsnorm\"}";
+
+static const char *const small_moe =
+    "\"model\": {\"name\": \"tiny-moe\", \"layers\": 4, \"hidden\": 1024, \"heads\": 8, "
+    "\"ffn_hidden\": 2816, \"vocab\": 32000, \"seq_len\": 1024, \"activation\": \"swiglu\", "
+    "\"moe\": {\"experts\": 8, \"top_k\": 2, \"expert_ffn_hidden\": 1408, "
+    "\"shared_experts\": 1}}";
+
+static workload_cfg_t load_workload(const char *model, const char *parallel,
+                                    const char *training) {
+  char text[2048];
+  snprintf(text, sizeof text, "{%s, \"parallel\": {%s}, \"training\": {%s}}", model, parallel,
+           training);
+  workload_cfg_t w;
+  const char *err = load_text(CONFIG_WORKLOAD, WORKLOADS_DIR, text, NULL, &w);
+  CU_ASSERT_STRING_EQUAL(err, "");
+  if (*err)
+    fprintf(stderr, "\n  %s\n", err);
+  return w;
+}
+
+static workload_cfg_t shipped_workload(const char *name, const char *const *sets) {
+  char text[256];
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", name);
+  workload_cfg_t w;
+  CU_ASSERT_STRING_EQUAL(load_text(CONFIG_WORKLOAD, WORKLOADS_DIR, text, sets, &w), "");
+  return w;
+}
+
+/* Generates the programs of one step; returns how many there are. */
+static int generate(const workload_cfg_t *w, train_info_t *info) {
+  trace_t t;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, info, err, sizeof err) == 0);
+  int programs = t.nprograms;
+  trace_free(&t);
+  return programs;
+}
+
+/* Generates, then round-trips through the trace file format, whose reader
+ * checks matching sends, collective sizes, dependencies and cycles. Returns the
+ * number of programs. */
+static int generate_and_check(const workload_cfg_t *w, train_info_t *info) {
+  trace_t t, back;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, info, err, sizeof err) == 0);
+  int programs = t.nprograms;
+  const char *dir = make_temp_dir();
+  char path[256];
+  snprintf(path, sizeof path, "%s/step.json.gz", dir);
+  CU_ASSERT(trace_write(&t, &replay_vocab, path, err, sizeof err) == 0);
+  if (trace_read(path, &replay_vocab, &back, err, sizeof err) == 0)
+    trace_free(&back);
+  CU_ASSERT_STRING_EQUAL(err, "");
+  if (*err)
+    fprintf(stderr, "\n  %s\n", err);
+  remove_temp_dir(dir);
+  trace_free(&t);
+  return programs;
+}
+
+static void test_every_plan_checks(void) {
+  static const struct {
+    const char *parallel, *training;
+    bool moe;
+  } plans[] = {
+      {"\"dp\": 8", "\"micro_batch\": 1, \"global_batch\": 16", false},
+      {"\"tp\": 4, \"dp\": 2, \"zero\": 1", "\"micro_batch\": 2, \"global_batch\": 8", false},
+      {"\"tp\": 4, \"sequence_parallel\": true, \"pp\": 2, \"recompute\": \"selective\"",
+       "\"micro_batch\": 1, \"global_batch\": 8, \"flash_attention\": false", false},
+      {"\"pp\": 4, \"vpp\": 2, \"dp\": 2, \"recompute\": \"full\"",
+       "\"micro_batch\": 1, \"global_batch\": 16", false},
+      {"\"pp\": 2, \"cp\": 2, \"tp\": 2, \"zero\": 3", "\"micro_batch\": 1, \"global_batch\": 4",
+       false},
+      {"\"tp\": 2, \"pp\": 2, \"dp\": 4, \"ep\": 4", "\"micro_batch\": 1, \"global_batch\": 8",
+       true},
+      {"\"tp\": 2, \"pp\": 2, \"dp\": 2, \"order\": \"tp-pp-dp-cp\"",
+       "\"micro_batch\": 1, \"global_batch\": 4, \"overlap_grad_reduce\": false", false},
+  };
+  for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+    workload_cfg_t w =
+        load_workload(plans[i].moe ? small_moe : small_model, plans[i].parallel, plans[i].training);
+    train_info_t info;
+    int programs = generate_and_check(&w, &info);
+    /* one shared program per (pipeline stage, context position) */
+    CU_ASSERT(programs == w.parallel.pp * w.parallel.cp);
+    CU_ASSERT(info.world == (long)w.parallel.dp * w.parallel.tp * w.parallel.pp * w.parallel.cp);
+    CU_ASSERT(info.microbatches == w.training.global_batch / (w.training.micro_batch * w.parallel.dp));
+    train_info_free(&info);
+  }
+}
+
+static void test_model_flops_follow_the_published_formula(void) {
+  const char *const full[] = {"parallel.recompute=full", "parallel.sequence_parallel=false",
+                              NULL};
+  workload_cfg_t w = shipped_workload("gpt-22b.json", NULL);
+  workload_cfg_t wf = shipped_workload("gpt-22b.json", full);
+  double B = 4, s = 2048, l = 48, h = 6144, V = 51200;
+  double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  double hw_full = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  train_info_t info, info_full;
+  generate(&w, &info);
+  generate(&wf, &info_full);
+  CU_ASSERT_DOUBLE_EQUAL(info.model_flops, model, model * 0.01);
+  CU_ASSERT_DOUBLE_EQUAL(info_full.hw_flops, hw_full, hw_full * 0.01);
+  CU_ASSERT(info.hw_flops > info.model_flops && info.hw_flops < info_full.hw_flops);
+  train_info_free(&info);
+  train_info_free(&info_full);
+}
+
+/* Activation memory of the first pipeline stage against the paper's Fig. 1
+ * (Korthikanti et al. 2022; the numbers are in tests/data/validation/
+ * korthikanti2022_a100.csv): GiB with sequence parallelism and selective
+ * recompute, and with neither. */
+static void test_activation_memory_matches_korthikanti(void) {
+  static const struct {
+    const char *workload;
+    double selective_sp_GiB, none_GiB;
+  } rows[] = {{"gpt-22b.json", 9.5625, 59.25}, {"gpt-175b.json", 12.3515625, 66.84375}};
+  const char *const none[] = {"parallel.recompute=none", "parallel.sequence_parallel=false",
+                              NULL};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    workload_cfg_t sel = shipped_workload(rows[i].workload, NULL);
+    workload_cfg_t plain = shipped_workload(rows[i].workload, none);
+    train_info_t a, b;
+    generate(&sel, &a);
+    generate(&plain, &b);
+    double got_sel = a.memory[0].activations / GIB, got_none = b.memory[0].activations / GIB;
+    CU_ASSERT_DOUBLE_EQUAL(got_sel, rows[i].selective_sp_GiB, rows[i].selective_sp_GiB * 0.02);
+    CU_ASSERT_DOUBLE_EQUAL(got_none, rows[i].none_GiB, rows[i].none_GiB * 0.02);
+    if (fabs(got_sel / rows[i].selective_sp_GiB - 1) > 0.02 ||
+        fabs(got_none / rows[i].none_GiB - 1) > 0.02)
+      fprintf(stderr, "\n  %s: %.3f / %.3f GiB, paper %.3f / %.3f\n", rows[i].workload, got_sel,
+              got_none, rows[i].selective_sp_GiB, rows[i].none_GiB);
+    train_info_free(&a);
+    train_info_free(&b);
+  }
+}
+
+static void test_zero_shards_optimizer_states(void) {
+  workload_cfg_t z0 = load_workload(small_model, "\"dp\": 8, \"zero\": 0",
+                                    "\"micro_batch\": 1, \"global_batch\": 8");
+  workload_cfg_t z1 = load_workload(small_model, "\"dp\": 8, \"zero\": 1",
+                                    "\"micro_batch\": 1, \"global_batch\": 8");
+  workload_cfg_t z3 = load_workload(small_model, "\"dp\": 8, \"zero\": 3",
+                                    "\"micro_batch\": 1, \"global_batch\": 8");
+  train_info_t a, b, c;
+  generate(&z0, &a);
+  generate(&z1, &b);
+  generate(&z3, &c);
+  CU_ASSERT_DOUBLE_EQUAL(b.memory[0].optimizer, a.memory[0].optimizer / 8,
+                         a.memory[0].optimizer * 1e-6);
+  CU_ASSERT(c.memory[0].weights < b.memory[0].weights);
+  CU_ASSERT(c.memory[0].total < b.memory[0].total && b.memory[0].total < a.memory[0].total);
+  train_info_free(&a);
+  train_info_free(&b);
+  train_info_free(&c);
+}
+
+CU_TestInfo train_tests[] = {
+    {"every parallel plan checks", test_every_plan_checks},
+    {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
+    {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
+    {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
+    CU_TEST_INFO_NULL,
+};

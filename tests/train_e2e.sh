@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# train_e2e.sh NPUSIM - end-to-end checks of `npusim train`, one process per
+# simulation (SimGrid runs once per process):
+#   - every parallel plan (dp, tp+sp, pp+vpp, cp, ep, ZeRO 0-3, recompute,
+#     Megatron's and a custom rank order) replays to the end in both
+#     fidelities, all ranks in flow, with the documented JSON fields and a
+#     breakdown that adds up to the step;
+#   - laws: analytic representatives give the same step as replaying every
+#     rank; flow only adds contention; recompute none < selective < full;
+#     1F1B's bubble shrinks with micro-batches as (m + p - 1) / m says and
+#     interleaving shortens it; faster scale-up links never slow a TP step;
+#   - a plan that does not fit HBM says so with its overshoot;
+#   - the same inputs give byte-identical JSON and Chrome traces.
+# Run from the repository root.
+set -u
+npusim=$1
+sys=configs/systems/ascend-910b.json
+tiny=tests/data/train/tiny.json
+moe=tests/data/train/tiny-moe.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+check() { # check NAME COMMAND...
+  local name=$1
+  shift
+  if "$@" >"$tmp/check.out" 2>&1; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL $name"
+    sed 's/^/  /' "$tmp/check.out" | head -20
+  fi
+}
+# train OUT WORKLOAD FIDELITY [--set ...]: JSON result in $tmp/OUT.json
+train() {
+  local out=$1 wl=$2 fid=$3
+  shift 3
+  "$npusim" train --system $sys --workload "$wl" --fidelity "$fid" --format json "$@" \
+    >"$tmp/$out.json" 2>"$tmp/$out.err" || { echo "train $out failed: $(cat "$tmp/$out.err")"; }
+}
+step() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_time_s"])' "$tmp/$1.json"; }
+# holds A OP B: a float comparison in Python, e.g. holds 1.0 '<' 2.0
+holds() { python3 -c "import sys; a, b = eval(sys.argv[1]), eval(sys.argv[3]); sys.exit(0 if eval('a ' + sys.argv[2] + ' b') else 1)" "$@" || { echo "not: $1 $2 $3"; return 1; }; }
+
+plans=(
+  "dp8:$tiny:parallel.dp=8 parallel.tp=1 parallel.pp=1 training.global_batch=16"
+  "tp_sp:$tiny:parallel.tp=4 parallel.sequence_parallel=true parallel.dp=1 parallel.recompute=selective training.flash_attention=false"
+  "vpp_full:$tiny:parallel.pp=4 parallel.vpp=2 parallel.tp=1 parallel.recompute=full training.global_batch=16"
+  "cp_zero3:$tiny:parallel.cp=2 parallel.dp=1 parallel.zero=3"
+  "zero1_nooverlap:$tiny:parallel.zero=1 training.overlap_grad_reduce=false"
+  "order:$tiny:parallel.order=tp-pp-dp-cp"
+  "ep:$moe:"
+)
+for plan in "${plans[@]}"; do
+  IFS=: read -r name wl sets <<<"$plan"
+  args=()
+  for s in $sets; do args+=(--set "$s"); done
+  train "$name.analytic" "$wl" analytic "${args[@]}"
+  train "$name.flow" "$wl" flow "${args[@]}"
+  check "$name: JSON fields and a breakdown that adds up" python3 -c 'import json,sys
+for f in sys.argv[1:]:
+    r = json.load(open(f))
+    for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_npu", "model_tflops_per_npu",
+              "hw_tflops_per_npu", "mfu", "breakdown", "memory"):
+        assert k in r, (f, k)
+    b = r["breakdown"]
+    for k in ("compute", "exposed_tp_comm", "exposed_dp_comm", "exposed_pp_comm",
+              "exposed_ep_comm", "exposed_cp_comm", "pipeline_bubble", "optimizer"):
+        assert k in b and b[k] >= -1e-9, (f, k, b)
+    total = sum(b.values())
+    assert abs(total - r["step_time_s"]) <= 1e-6 * r["step_time_s"], (f, total, r["step_time_s"])
+    assert 0 < r["mfu"] < 1 and r["hw_tflops_per_npu"] >= r["model_tflops_per_npu"]' \
+    "$tmp/$name.analytic.json" "$tmp/$name.flow.json"
+  check "$name: flow only adds contention" holds "$(step "$name.flow")" '>=' "$(step "$name.analytic") * 0.97"
+done
+
+# analytic representatives against every rank: the flow engine with
+# contention-free placement (one server) must agree closely
+check "dp8: analytic representatives agree with flow replaying every rank (one server)" \
+  holds "$(step dp8.flow)" '<=' "$(step dp8.analytic) * 1.03"
+
+train none "$tiny" analytic --set parallel.recompute=none
+train sel "$tiny" analytic --set parallel.recompute=selective
+train full "$tiny" analytic --set parallel.recompute=full
+check "recompute: none < selective" holds "$(step none)" '<' "$(step sel)"
+check "recompute: selective < full" holds "$(step sel)" '<' "$(step full)"
+check "recompute: full repeats the forward, < 1.45 x none" holds "$(step full)" '<' "$(step none) * 1.45"
+
+pp="--set parallel.pp=4 --set parallel.tp=1 --set parallel.dp=1"
+train m4 "$tiny" analytic $pp --set training.global_batch=4
+train m16 "$tiny" analytic $pp --set training.global_batch=16
+train v2 "$tiny" analytic $pp --set training.global_batch=4 --set parallel.vpp=2
+ratio=$(python3 -c "print($(step m16) / $(step m4))")
+check "1F1B: 16 vs 4 micro-batches on 4 stages near (16+3)/(4+3) = 2.71 (got $ratio)" \
+  bash -c "holds() { python3 -c 'import sys; sys.exit(0 if 2.71 * 0.9 < float(sys.argv[1]) < 2.71 * 1.1 else 1)' \"\$1\"; }; holds $ratio"
+check "interleaving shortens the bubble" holds "$(step v2)" '<' "$(step m4)"
+
+tp8="--set model.kv_heads=8 --set parallel.tp=8 --set parallel.sequence_parallel=true --set parallel.pp=1 --set parallel.dp=1 --set training.global_batch=2"
+train hccs "$tiny" flow $tp8
+train hccs2 "$tiny" flow $tp8 --set node.scale_up.link_bandwidth_GBps=56
+check "faster HCCS links shorten a TP step" holds "$(step hccs2)" '<' "$(step hccs)"
+
+train big configs/workloads/llama2-70b.json analytic --set parallel.pp=1 --set parallel.vpp=1 \
+  --set parallel.dp=4 --set training.global_batch=4
+check "a plan that does not fit says so, with its overshoot" python3 -c 'import json,sys
+m = json.load(open(sys.argv[1]))["memory"]
+assert m["fits"] is False and m["overshoot_GiB"] > 0, m
+assert abs(m["peak_GiB"] - m["capacity_GiB"] - m["overshoot_GiB"]) < 1e-3, m' "$tmp/big.json"
+"$npusim" train --system $sys --workload configs/workloads/llama2-70b.json --fidelity analytic \
+  --set parallel.pp=1 --set parallel.vpp=1 --set parallel.dp=4 --set training.global_batch=4 \
+  >"$tmp/big.txt"
+check "the table says it does NOT fit" grep -q "does NOT fit, .* GiB over" "$tmp/big.txt"
+
+for k in 1 2; do
+  "$npusim" train --system $sys --workload "$tiny" --format json \
+    --chrome-trace "$tmp/run$k.trace.json.gz" >"$tmp/run$k.json"
+done
+check "same inputs, byte-identical JSON" cmp "$tmp/run1.json" "$tmp/run2.json"
+check "same inputs, byte-identical Chrome trace" cmp "$tmp/run1.trace.json.gz" "$tmp/run2.trace.json.gz"
+check "the Chrome trace opens and holds every rank" python3 -c 'import gzip,json,sys
+ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
+assert len({e["pid"] for e in ev if e.get("ph") == "X"}) == 8' "$tmp/run1.trace.json.gz"
+
+echo "train_e2e: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
