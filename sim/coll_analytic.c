@@ -63,8 +63,8 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
   return total;
 }
 
-double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
-                          linkstats_t *stats) {
+static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
+                       linkstats_t *stats, double times) {
   int maxx = 0;
   for (int p = 0; p < sched->nphases; p++)
     if (sched->phases[p].nxfers > maxx)
@@ -81,7 +81,7 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
     const coll_phase_t *ph = &sched->phases[p];
     if (ph->nxfers == 0)
       continue;
-    double repeat = (double)ph->rounds * loops;
+    double repeat = (double)ph->rounds * loops * times;
     per_loop += ph->rounds * round_time(topo, cfg, ph, wire, sched->step_s, &sc, stats, repeat);
   }
   free(sc.load);
@@ -90,4 +90,14 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
   free(sc.hops);
   free(sc.nhops);
   return cfg->op_overhead_s + loops * per_loop;
+}
+
+double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
+                          linkstats_t *stats) {
+  return analytic(topo, cfg, sched, stats, 1);
+}
+
+void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
+                          linkstats_t *stats, double times) {
+  analytic(topo, cfg, sched, stats, times);
 }

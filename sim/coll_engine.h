@@ -22,6 +22,10 @@
 double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats);
 
+/* Records the schedule's link figures as if it ran `times` times. */
+void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
+                          linkstats_t *stats, double times);
+
 /* Runs the schedules one after another in one SimGrid simulation (SimGrid runs
  * once per process) and writes each one's duration to times_s. Link figures of
  * schedule stats_index go to stats (may be NULL). Returns 0, or -1 with a

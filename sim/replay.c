@@ -42,12 +42,14 @@ typedef struct {
   double analytic_s;
   coll_flow_sched_t *flow;
   sg_bar_t barrier;   /* analytic: the members meet here */
+  unsigned members;   /* analytic: simulated members */
 } inst_t;
 
 typedef struct {
   sg_mutex_t mutex;
   sg_cond_t cond;     /* signalled when an op of the rank completes */
   char *done;         /* per op of its program */
+  int waiters;        /* actors blocked in wait_done */
   int active_comm;    /* collectives and transfers in flight (interference) */
   double memory, peak_memory;
   double *buffer_bytes; /* per buffer of its program */
@@ -60,6 +62,8 @@ typedef struct {
   bool flow;
   bool *simulated;      /* per rank: runs its own actors (else a representative does) */
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
+  char **watched;       /* per program, per op: an op on another stream depends on it */
+  bool batch;           /* run back-to-back compute ops as one sleep (no interference) */
   inst_t *insts;
   int ninsts, cap_insts;
   int *slots;           /* hash table of insts indices (-1 empty), size nslots */
@@ -156,6 +160,24 @@ static void grow_slots(rp_t *rp) {
   }
 }
 
+/* Marks the ops another stream depends on (explicitly, or as a recorded event). */
+static void find_watched(rp_t *rp) {
+  const trace_t *t = rp->trace;
+  rp->watched = calloc((size_t)t->nprograms, sizeof *rp->watched);
+  for (int pi = 0; pi < t->nprograms; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    rp->watched[pi] = calloc((size_t)p->nops + 1, 1);
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      for (int d = 0; d < op->ndeps; d++)
+        if (p->ops[op->deps[d]].stream != op->stream)
+          rp->watched[pi][op->deps[d]] = 1;
+      if (op->type == TRACE_OP_RECORD || op->type == TRACE_OP_WAIT)
+        rp->watched[pi][i] = 1;
+    }
+  }
+}
+
 /* Plans the collective of one group; forced algorithms from the op. */
 static int plan_inst(rp_t *rp, inst_t *x, const char *name, int rank, int op_id, char *err,
                      size_t len) {
@@ -176,12 +198,36 @@ static int plan_inst(rp_t *rp, inst_t *x, const char *name, int rank, int op_id,
   return 0;
 }
 
-/* Gives every collective op of every rank its group's plan (one per distinct
- * group, kind, size, root and forced algorithm). */
+/* The collective a group runs for op (one per distinct group, kind, size, root
+ * and forced algorithm): found, or planned now. Returns its index or -1. */
+static int inst_for(rp_t *rp, int comm, int group, const trace_op_t *op, const char *name,
+                    int rank, char *err, size_t len) {
+  if (2 * ((size_t)rp->ninsts + 1) > rp->nslots)
+    grow_slots(rp);
+  int *slot = find_slot(rp, comm, group, op);
+  if (*slot >= 0)
+    return *slot;
+  if (rp->ninsts == rp->cap_insts) {
+    rp->cap_insts = rp->cap_insts ? 2 * rp->cap_insts : 16;
+    rp->insts = realloc(rp->insts, (size_t)rp->cap_insts * sizeof *rp->insts);
+  }
+  inst_t *x = &rp->insts[rp->ninsts];
+  *x = (inst_t){.comm = comm, .group = group, .kind = op->kind, .root = op->root,
+                .bytes = op->bytes, .algo = op->algo};
+  if (plan_inst(rp, x, name, rank, op->id, err, len)) {
+    coll_plan_free(&x->plan);
+    return -1;
+  }
+  return *slot = rp->ninsts++;
+}
+
+/* Gives every collective op of every simulated rank its group's plan. */
 static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
   const trace_t *t = rp->trace;
   rp->inst_of = calloc((size_t)t->ranks, sizeof *rp->inst_of);
   for (int r = 0; r < t->ranks; r++) {
+    if (!rp->simulated[r])
+      continue;
     const trace_program_t *p = &t->programs[t->program_of[r]];
     rp->inst_of[r] = malloc(((size_t)p->nops + 1) * sizeof **rp->inst_of);
     for (int i = 0; i < p->nops; i++) {
@@ -189,25 +235,10 @@ static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
       rp->inst_of[r][i] = -1;
       if (op->type != TRACE_OP_COLL)
         continue;
-      int group = t->comms[op->comm].group_of[r];
-      if (2 * ((size_t)rp->ninsts + 1) > rp->nslots)
-        grow_slots(rp);
-      int *slot = find_slot(rp, op->comm, group, op);
-      if (*slot < 0) {
-        if (rp->ninsts == rp->cap_insts) {
-          rp->cap_insts = rp->cap_insts ? 2 * rp->cap_insts : 16;
-          rp->insts = realloc(rp->insts, (size_t)rp->cap_insts * sizeof *rp->insts);
-        }
-        inst_t *x = &rp->insts[rp->ninsts];
-        *x = (inst_t){.comm = op->comm, .group = group, .kind = op->kind, .root = op->root,
-                      .bytes = op->bytes, .algo = op->algo};
-        if (plan_inst(rp, x, name, r, op->id, err, len)) {
-          coll_plan_free(&x->plan);
-          return -1;
-        }
-        *slot = rp->ninsts++;
-      }
-      rp->inst_of[r][i] = *slot;
+      rp->inst_of[r][i] = inst_for(rp, op->comm, t->comms[op->comm].group_of[r], op, name, r,
+                                   err, len);
+      if (rp->inst_of[r][i] < 0)
+        return -1;
     }
   }
   return 0;
@@ -235,10 +266,15 @@ static void collect_pairs(const rp_t *rp, pair_set_t *pairs, int *endpoints) {
 
 /* ---- the actors ---- */
 
+/* SimGrid runs one actor at a time and switches only inside its calls, so the
+ * flags need the mutex only around waiting: a rank nobody waits on is marked
+ * without a simulator call. */
 static void mark_done(rp_t *rp, int rank, int op) {
   rank_state_t *s = &rp->rs[rank];
-  sg_mutex_lock(s->mutex);
   s->done[op] = 1;
+  if (s->waiters == 0)
+    return;
+  sg_mutex_lock(s->mutex);
   sg_cond_notify_all(s->cond);
   sg_mutex_unlock(s->mutex);
 }
@@ -248,8 +284,10 @@ static void wait_done(rp_t *rp, int rank, int op) {
   if (s->done[op])
     return;
   sg_mutex_lock(s->mutex);
+  s->waiters++;
   while (!s->done[op])
     sg_cond_wait(s->cond, s->mutex);
+  s->waiters--;
   sg_mutex_unlock(s->mutex);
 }
 
@@ -290,7 +328,8 @@ static void run_collective(rp_t *rp, int rank, int i, replay_span_t *sp) {
   inst_t *x = &rp->insts[rp->inst_of[rank][i]];
   double overhead = rp->sys->coll.op_overhead_s;
   if (!rp->flow) {
-    sg_barrier_wait(x->barrier); /* all members present */
+    if (x->members > 1)
+      sg_barrier_wait(x->barrier); /* all members present */
     sp->ready_s = simgrid_get_clock();
     sg_actor_sleep_for(x->analytic_s);
     return;
@@ -346,6 +385,16 @@ static void run_p2p(rp_t *rp, int rank, const trace_op_t *op, replay_span_t *sp)
   }
 }
 
+static bool timed_only(int type) {
+  return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE || type == TRACE_OP_DELAY;
+}
+
+/* Seconds a timed-only op takes, without interference. */
+static double timed_s(const rp_t *rp, int pi, int i) {
+  const trace_op_t *op = &rp->trace->programs[pi].ops[i];
+  return op->type == TRACE_OP_SHAPED ? rp->compute_s[pi][i] : op->duration_us * 1e-6;
+}
+
 static void run_op(rp_t *rp, int rank, int pi, int i) {
   const trace_program_t *p = &rp->trace->programs[pi];
   const trace_op_t *op = &p->ops[i];
@@ -353,13 +402,11 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
   double slow = 1 + (s->active_comm > 0 ? rp->sys->coll.compute_slowdown : 0);
   switch (op->type) {
   case TRACE_OP_SHAPED:
-    sg_actor_sleep_for(rp->compute_s[pi][i] * slow);
-    break;
   case TRACE_OP_COMPUTE:
-    sg_actor_sleep_for(op->duration_us * 1e-6 * slow);
+    sg_actor_sleep_for(timed_s(rp, pi, i) * slow);
     break;
   case TRACE_OP_DELAY:
-    sg_actor_sleep_for(op->duration_us * 1e-6);
+    sg_actor_sleep_for(timed_s(rp, pi, i));
     break;
   case TRACE_OP_COLL:
   case TRACE_OP_SEND:
@@ -386,6 +433,42 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
   }
 }
 
+/* Whether op j can start the moment the op before it on its stream ends:
+ * its dependencies elsewhere are done. */
+static bool ready_now(const rp_t *rp, int rank, const trace_program_t *p, int j) {
+  const trace_op_t *op = &p->ops[j];
+  for (int d = 0; d < op->ndeps; d++)
+    if (p->ops[op->deps[d]].stream != op->stream && !rp->rs[rank].done[op->deps[d]])
+      return false;
+  return true;
+}
+
+/* Runs timed-only ops from i on as one sleep while nothing on another stream
+ * waits between them: SimGrid wakes the stream once, the spans are those of
+ * running them one by one. Returns the last op run. */
+static int run_batch(rp_t *rp, int rank, int pi, int i) {
+  const trace_program_t *p = &rp->trace->programs[pi];
+  replay_span_t *sp = rp->spans[rank];
+  int stream = p->ops[i].stream, last = i;
+  double t = sp[i].start_s + timed_s(rp, pi, i);
+  sp[i].end_s = t;
+  for (int j = i + 1; j < p->nops && !rp->watched[pi][last]; j++) {
+    if (p->ops[j].stream != stream)
+      continue;
+    if (!timed_only(p->ops[j].type) || !ready_now(rp, rank, p, j))
+      break;
+    sp[j].start_s = sp[j].ready_s = t;
+    t += timed_s(rp, pi, j);
+    sp[j].end_s = t;
+    last = j;
+  }
+  sg_actor_sleep_until(t);
+  for (int j = i; j <= last; j++)
+    if (p->ops[j].stream == stream)
+      mark_done(rp, rank, j);
+  return last;
+}
+
 static void stream_actor(int argc, char **argv) {
   (void)argc, (void)argv;
   actor_ctx_t *ctx = sg_actor_self_get_data();
@@ -397,6 +480,10 @@ static void stream_actor(int argc, char **argv) {
       continue;
     wait_deps(rp, ctx->rank, p, i);
     rp->spans[ctx->rank][i].start_s = rp->spans[ctx->rank][i].ready_s = simgrid_get_clock();
+    if (rp->batch && timed_only(p->ops[i].type)) {
+      i = run_batch(rp, ctx->rank, pi, i);
+      continue;
+    }
     run_op(rp, ctx->rank, pi, i);
     rp->spans[ctx->rank][i].end_s = simgrid_get_clock();
     mark_done(rp, ctx->rank, i);
@@ -445,10 +532,9 @@ static void init_ranks(rp_t *rp) {
       snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
       x->flow = coll_flow_prepare(rp->topo, &x->plan.sched, channel);
     } else {
-      unsigned members = 0;
       for (int m = 0; m < cm->sizes[x->group]; m++)
-        members += rp->simulated[cm->groups[x->group][m]];
-      x->barrier = sg_barrier_init(members);
+        x->members += rp->simulated[cm->groups[x->group][m]];
+      x->barrier = sg_barrier_init(x->members);
     }
   }
 }
@@ -478,6 +564,9 @@ static void free_state(rp_t *rp) {
   for (int pi = 0; rp->compute_s && pi < t->nprograms; pi++)
     free(rp->compute_s[pi]);
   free(rp->compute_s);
+  for (int pi = 0; rp->watched && pi < t->nprograms; pi++)
+    free(rp->watched[pi]);
+  free(rp->watched);
   free(rp->log.v);
   free(rp->simulated);
 }
@@ -585,36 +674,75 @@ static void summarise(rp_t *rp, replay_result_t *out) {
   }
 }
 
-/* Link figures: flow from the transfers logged; analytic from each collective's
- * rounds and each send's bytes. */
-static void link_figures(rp_t *rp, replay_result_t *out) {
-  linkstats_init(&out->links, rp->topo);
-  if (rp->flow) {
-    coll_flow_log_to_stats(&rp->log, rp->topo, &out->links);
-    return;
+/* Analytic link figures of the collectives: each group's collective once per
+ * issue. Ranks of one program issue the same collectives, so the first rank's
+ * counts serve every group a rank of the program leads; groups no simulated
+ * rank is in are planned here. */
+static int collective_links(rp_t *rp, linkstats_t *links, const char *name, char *err,
+                            size_t len) {
+  const trace_t *t = rp->trace;
+  int rc = 0;
+  for (int pi = 0; pi < t->nprograms && rc == 0; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    int first = p->ranks[0], n = rp->ninsts;
+    int *count = calloc((size_t)n + 1, sizeof *count), *op_at = calloc((size_t)n + 1, sizeof *op_at);
+    for (int i = 0; i < p->nops; i++)
+      if (p->ops[i].type == TRACE_OP_COLL && count[rp->inst_of[first][i]]++ == 0)
+        op_at[rp->inst_of[first][i]] = i;
+    for (int k = 0; k < n && rc == 0; k++) {
+      const trace_op_t *op = &p->ops[op_at[k]];
+      const trace_comm_t *cm = &t->comms[op->comm];
+      for (int m = 0; count[k] && m < p->nranks && rc == 0; m++) {
+        int r = p->ranks[m], g = cm->group_of[r];
+        if (cm->groups[g][0] != r)
+          continue;
+        int x = inst_for(rp, op->comm, g, op, name, r, err, len);
+        if (x < 0)
+          rc = -1;
+        else
+          coll_analytic_record(rp->topo, &rp->sys->coll, &rp->insts[x].plan.sched, links,
+                               count[k]);
+      }
+    }
+    free(count);
+    free(op_at);
   }
+  return rc;
+}
+
+/* Analytic link figures of the sends: every rank's, timed by its stand-in. */
+static void send_links(rp_t *rp, linkstats_t *links) {
   const trace_t *t = rp->trace;
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
+    int in = rp->simulated[r] ? r : p->ranks[0];
     for (int i = 0; i < p->nops; i++) {
       const trace_op_t *op = &p->ops[i];
-      if (op->type == TRACE_OP_COLL) {
-        const inst_t *x = &rp->insts[rp->inst_of[r][i]];
-        if (t->comms[x->comm].groups[x->group][0] == r)
-          coll_analytic_time(rp->topo, &rp->sys->coll, &x->plan.sched, &out->links);
-      } else if (op->type == TRACE_OP_SEND) {
-        topo_hop_t hops[TOPO_MAX_HOPS];
-        int nh = topo_route(rp->topo, r, trace_peer(op, r), hops);
-        int in = rp->simulated[r] ? r : t->programs[t->program_of[r]].ranks[0];
-        double dur = rp->spans[in][i].end_s - rp->spans[in][i].start_s;
-        for (int h = 0; h < nh; h++) {
-          double busy = op->bytes / topo_link_bw(rp->topo, hops[h].link);
-          linkstats_add(&out->links, hops[h].link, hops[h].dir, op->bytes, busy,
-                        dur > 0 ? busy / dur : 0);
-        }
+      if (op->type != TRACE_OP_SEND)
+        continue;
+      topo_hop_t hops[TOPO_MAX_HOPS];
+      int nh = topo_route(rp->topo, r, trace_peer(op, r), hops);
+      double dur = rp->spans[in][i].end_s - rp->spans[in][i].start_s;
+      for (int h = 0; h < nh; h++) {
+        double busy = op->bytes / topo_link_bw(rp->topo, hops[h].link);
+        linkstats_add(links, hops[h].link, hops[h].dir, op->bytes, busy,
+                      dur > 0 ? busy / dur : 0);
       }
     }
   }
+}
+
+/* Link figures: flow from the transfers logged; analytic from each collective's
+ * rounds and each send's bytes. */
+static int link_figures(rp_t *rp, replay_result_t *out, const char *name, char *err,
+                        size_t len) {
+  linkstats_init(&out->links, rp->topo);
+  if (rp->flow) {
+    coll_flow_log_to_stats(&rp->log, rp->topo, &out->links);
+    return 0;
+  }
+  send_links(rp, &out->links);
+  return collective_links(rp, &out->links, name, err, len);
 }
 
 /* Representatives need their send/recv peers to be representatives too. */
@@ -648,7 +776,9 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   if (topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
                  trace->ranks_per_node, &out->topo, err, err_len))
     return -1;
-  rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow};
+  rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow,
+             .batch = sys->coll.compute_slowdown == 0};
+  find_watched(&rp);
   op_cache_t *cache = op_cache_new(&sys->chip);
   int rc = choose_simulated(&rp, out->representatives, trace_name, err, err_len);
   if (rc == 0)
@@ -675,13 +805,13 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     simgrid_run();
     free(ctxs);
     summarise(&rp, out);
-    link_figures(&rp, out);
+    rc = link_figures(&rp, out, trace_name, err, err_len);
     out->spans = rp.spans;
     rp.spans = NULL;
   }
   free_state(&rp);
   if (rc)
-    topo_free(&out->topo);
+    replay_result_free(out, trace);
   return rc;
 }
 
