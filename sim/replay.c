@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll_engine.h"
 #include "op_cost.h"
+#include "replay_internal.h"
 
 /* Collectives a trace may use: the first six of coll_op_t, in its order. */
 static const char *const trace_colls[] = {"allreduce", "allgather", "reducescatter",
@@ -32,48 +32,6 @@ const trace_vocab_t replay_vocab = {
     .default_dtype = CHIP_DTYPE_BF16,
     .root_colls_mask = (1 << COLL_BROADCAST) | (1 << COLL_REDUCE),
 };
-
-/* One collective as a group runs it: plan, analytic cost, flow schedule. */
-typedef struct {
-  int comm, group, kind, root;
-  double bytes;
-  const char *algo;
-  coll_plan_t plan;
-  double analytic_s;
-  coll_flow_sched_t *flow;
-  sg_bar_t barrier;   /* analytic: the members meet here */
-  unsigned members;   /* analytic: simulated members */
-} inst_t;
-
-typedef struct {
-  sg_mutex_t mutex;
-  sg_cond_t cond;     /* signalled when an op of the rank completes */
-  char *done;         /* per op of its program */
-  int waiters;        /* actors blocked in wait_done */
-  int active_comm;    /* collectives and transfers in flight (interference) */
-  double memory, peak_memory;
-  double *buffer_bytes; /* per buffer of its program */
-} rank_state_t;
-
-typedef struct {
-  const system_cfg_t *sys;
-  const trace_t *trace;
-  const topo_t *topo;
-  bool flow;
-  bool *simulated;      /* per rank: runs its own actors (else a representative does) */
-  double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
-  char **watched;       /* per program, per op: an op on another stream depends on it */
-  bool batch;           /* run back-to-back compute ops as one sleep (no interference) */
-  inst_t *insts;
-  int ninsts, cap_insts;
-  int *slots;           /* hash table of insts indices (-1 empty), size nslots */
-  size_t nslots;
-  int **inst_of;        /* per rank, per op: its collective (COLL ops) */
-  rank_state_t *rs;
-  replay_span_t **spans;
-  coll_flow_log_t log;  /* flow: every transfer, for the link figures */
-  double token;         /* analytic send/recv: what the meeting carries */
-} rp_t;
 
 typedef struct {
   rp_t *rp;
@@ -342,6 +300,17 @@ static void run_collective(rp_t *rp, int rank, int i, replay_span_t *sp) {
   coll_flow_run_endpoint(x->flow, &rp->sys->coll, rank, &rp->log);
 }
 
+double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes) {
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int nh = topo_route(topo, src, dst, hops);
+  double slowest = 0;
+  for (int h = 0; h < nh; h++) {
+    double t = bytes / topo_link_bw(topo, hops[h].link);
+    slowest = t > slowest ? t : slowest;
+  }
+  return topo_path_alpha_s(topo, hops, nh) + slowest;
+}
+
 static void run_p2p(rp_t *rp, int rank, const trace_op_t *op, replay_span_t *sp) {
   int peer = trace_peer(op, rank);
   bool send = op->type == TRACE_OP_SEND;
@@ -350,23 +319,17 @@ static void run_p2p(rp_t *rp, int rank, const trace_op_t *op, replay_span_t *sp)
   snprintf(name, sizeof name, "p:%d>%d:%s", src, dst,
            trace_tag(&rp->trace->programs[rp->trace->program_of[rank]], op));
   sg_mailbox_t box = sg_mailbox_by_name(name);
-  topo_hop_t hops[TOPO_MAX_HOPS];
-  int nh = topo_route(rp->topo, src, dst, hops);
-  double alpha = topo_path_alpha_s(rp->topo, hops, nh);
   if (!rp->flow) { /* meet, then both wait the uncontended path time */
-    double slowest = 0;
-    for (int h = 0; h < nh; h++) {
-      double t = op->bytes / topo_link_bw(rp->topo, hops[h].link);
-      slowest = t > slowest ? t : slowest;
-    }
     if (send)
       sg_mailbox_put(box, &rp->token, 0);
     else
       sg_mailbox_get(box);
     sp->ready_s = simgrid_get_clock();
-    sg_actor_sleep_for(alpha + slowest);
+    sg_actor_sleep_for(replay_p2p_analytic_s(rp->topo, src, dst, op->bytes));
     return;
   }
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  double alpha = topo_path_alpha_s(rp->topo, hops, topo_route(rp->topo, src, dst, hops));
   /* The data moves once both sides are there; then both wait out the path
    * latency (the analytic engine charges the same). */
   if (send) {
@@ -385,16 +348,6 @@ static void run_p2p(rp_t *rp, int rank, const trace_op_t *op, replay_span_t *sp)
   }
 }
 
-static bool timed_only(int type) {
-  return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE || type == TRACE_OP_DELAY;
-}
-
-/* Seconds a timed-only op takes, without interference. */
-static double timed_s(const rp_t *rp, int pi, int i) {
-  const trace_op_t *op = &rp->trace->programs[pi].ops[i];
-  return op->type == TRACE_OP_SHAPED ? rp->compute_s[pi][i] : op->duration_us * 1e-6;
-}
-
 static void run_op(rp_t *rp, int rank, int pi, int i) {
   const trace_program_t *p = &rp->trace->programs[pi];
   const trace_op_t *op = &p->ops[i];
@@ -403,10 +356,10 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
   switch (op->type) {
   case TRACE_OP_SHAPED:
   case TRACE_OP_COMPUTE:
-    sg_actor_sleep_for(timed_s(rp, pi, i) * slow);
+    sg_actor_sleep_for(replay_timed_s(rp, pi, i) * slow);
     break;
   case TRACE_OP_DELAY:
-    sg_actor_sleep_for(timed_s(rp, pi, i));
+    sg_actor_sleep_for(replay_timed_s(rp, pi, i));
     break;
   case TRACE_OP_COLL:
   case TRACE_OP_SEND:
@@ -450,15 +403,15 @@ static int run_batch(rp_t *rp, int rank, int pi, int i) {
   const trace_program_t *p = &rp->trace->programs[pi];
   replay_span_t *sp = rp->spans[rank];
   int stream = p->ops[i].stream, last = i;
-  double t = sp[i].start_s + timed_s(rp, pi, i);
+  double t = sp[i].start_s + replay_timed_s(rp, pi, i);
   sp[i].end_s = t;
   for (int j = i + 1; j < p->nops && !rp->watched[pi][last]; j++) {
     if (p->ops[j].stream != stream)
       continue;
-    if (!timed_only(p->ops[j].type) || !ready_now(rp, rank, p, j))
+    if (!replay_timed_only(p->ops[j].type) || !ready_now(rp, rank, p, j))
       break;
     sp[j].start_s = sp[j].ready_s = t;
-    t += timed_s(rp, pi, j);
+    t += replay_timed_s(rp, pi, j);
     sp[j].end_s = t;
     last = j;
   }
@@ -480,7 +433,7 @@ static void stream_actor(int argc, char **argv) {
       continue;
     wait_deps(rp, ctx->rank, p, i);
     rp->spans[ctx->rank][i].start_s = rp->spans[ctx->rank][i].ready_s = simgrid_get_clock();
-    if (rp->batch && timed_only(p->ops[i].type)) {
+    if (rp->batch && replay_timed_only(p->ops[i].type)) {
       i = run_batch(rp, ctx->rank, pi, i);
       continue;
     }
@@ -768,6 +721,36 @@ int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank) {
   return r->representatives ? trace->programs[trace->program_of[rank]].ranks[0] : rank;
 }
 
+/* The sweep computes what the actors would when costs are analytic, compute
+ * is not slowed by communication and no op allocates memory. The environment
+ * variable NPUSIM_REPLAY_ACTORS=1 keeps the actors, so tests can check that
+ * both give the same bytes. */
+static bool sweepable(const rp_t *rp) {
+  const char *force = getenv("NPUSIM_REPLAY_ACTORS");
+  if (force && strcmp(force, "1") == 0)
+    return false;
+  if (rp->flow || rp->sys->coll.compute_slowdown != 0)
+    return false;
+  const trace_t *t = rp->trace;
+  for (int pi = 0; pi < t->nprograms; pi++)
+    for (int i = 0; i < t->programs[pi].nops; i++)
+      if (t->programs[pi].ops[i].type == TRACE_OP_ALLOC ||
+          t->programs[pi].ops[i].type == TRACE_OP_FREE)
+        return false;
+  return true;
+}
+
+static void run_actors(rp_t *rp) {
+  const trace_t *t = rp->trace;
+  int nactors = 0;
+  for (int r = 0; r < t->ranks; r++)
+    nactors += rp->simulated[r] ? t->programs[t->program_of[r]].nstreams : 0;
+  actor_ctx_t *ctxs = calloc((size_t)nactors + 1, sizeof *ctxs);
+  start_actors(rp, ctxs);
+  simgrid_run();
+  free(ctxs);
+}
+
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name, bool flow,
                bool representatives, replay_result_t *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
@@ -797,13 +780,12 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   }
   if (rc == 0) {
     init_ranks(&rp);
-    int nactors = 0;
-    for (int r = 0; r < trace->ranks; r++)
-      nactors += rp.simulated[r] ? trace->programs[trace->program_of[r]].nstreams : 0;
-    actor_ctx_t *ctxs = calloc((size_t)nactors + 1, sizeof *ctxs);
-    start_actors(&rp, ctxs);
-    simgrid_run();
-    free(ctxs);
+    if (sweepable(&rp))
+      rc = replay_sweep(&rp, trace_name, err, err_len);
+    else
+      run_actors(&rp);
+  }
+  if (rc == 0) {
     summarise(&rp, out);
     rc = link_figures(&rp, out, trace_name, err, err_len);
     out->spans = rp.spans;

@@ -10,7 +10,8 @@
 #     1F1B's bubble shrinks with micro-batches as (m + p - 1) / m says and
 #     interleaving shortens it; faster scale-up links never slow a TP step;
 #   - a plan that does not fit HBM says so with its overshoot;
-#   - the same inputs give byte-identical JSON and Chrome traces.
+#   - the same inputs give byte-identical JSON and Chrome traces;
+#   - the analytic sweep gives the bytes of the SimGrid actors it replaces.
 # Run from the repository root.
 set -u
 npusim=$1
@@ -121,6 +122,15 @@ check "same inputs, byte-identical Chrome trace" cmp "$tmp/run1.trace.json.gz" "
 check "the Chrome trace opens and holds every rank" python3 -c 'import gzip,json,sys
 ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
 assert len({e["pid"] for e in ev if e.get("ph") == "X"}) == 8' "$tmp/run1.trace.json.gz"
+
+# the analytic sweep against the SimGrid actors it stands in for: same bytes
+for wl in "$tiny" "$moe" configs/workloads/llama2-70b.json; do
+  name=$(basename "$wl" .json)
+  "$npusim" train --system $sys --workload "$wl" --fidelity analytic --format json >"$tmp/$name.sweep"
+  NPUSIM_REPLAY_ACTORS=1 "$npusim" train --system $sys --workload "$wl" --fidelity analytic \
+    --format json >"$tmp/$name.actors"
+  check "$name: the sweep gives the actors' bytes" cmp "$tmp/$name.sweep" "$tmp/$name.actors"
+done
 
 echo "train_e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,76 @@
+/* replay_internal.h - what the replay engine's parts share: the state of one
+ * replay (costs, collective plans, per-rank progress and spans). replay.c sets
+ * it up and runs the stream actors on SimGrid; replay_sweep.c computes the same
+ * times without the simulator when the analytic costs allow it. */
+#ifndef NPUSIM_REPLAY_INTERNAL_H
+#define NPUSIM_REPLAY_INTERNAL_H
+
+#include <simgrid/barrier.h>
+#include <simgrid/cond.h>
+#include <simgrid/mutex.h>
+
+#include "coll_engine.h"
+#include "replay.h"
+
+/* One collective as a group runs it: plan, analytic cost, flow schedule. */
+typedef struct {
+  int comm, group, kind, root;
+  double bytes;
+  const char *algo;
+  coll_plan_t plan;
+  double analytic_s;
+  coll_flow_sched_t *flow;
+  sg_bar_t barrier;   /* analytic: the members meet here */
+  unsigned members;   /* analytic: simulated members */
+} inst_t;
+
+typedef struct {
+  sg_mutex_t mutex;
+  sg_cond_t cond;     /* signalled when an op of the rank completes */
+  char *done;         /* per op of its program */
+  int waiters;        /* actors blocked in wait_done */
+  int active_comm;    /* collectives and transfers in flight (interference) */
+  double memory, peak_memory;
+  double *buffer_bytes; /* per buffer of its program */
+} rank_state_t;
+
+typedef struct {
+  const system_cfg_t *sys;
+  const trace_t *trace;
+  const topo_t *topo;
+  bool flow;
+  bool *simulated;      /* per rank: runs its own actors (else a representative does) */
+  double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
+  char **watched;       /* per program, per op: an op on another stream depends on it */
+  bool batch;           /* run back-to-back compute ops as one sleep (no interference) */
+  inst_t *insts;
+  int ninsts, cap_insts;
+  int *slots;           /* hash table of insts indices (-1 empty), size nslots */
+  size_t nslots;
+  int **inst_of;        /* per rank, per op: its collective (COLL ops) */
+  rank_state_t *rs;
+  replay_span_t **spans;
+  coll_flow_log_t log;  /* flow: every transfer, for the link figures */
+  double token;         /* analytic send/recv: what the meeting carries */
+} rp_t;
+
+/* Compute and delay: ops whose time is known before the replay. */
+static inline bool replay_timed_only(int type) {
+  return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE || type == TRACE_OP_DELAY;
+}
+
+/* Seconds a timed-only op takes, without interference. */
+static inline double replay_timed_s(const rp_t *rp, int pi, int i) {
+  const trace_op_t *op = &rp->trace->programs[pi].ops[i];
+  return op->type == TRACE_OP_SHAPED ? rp->compute_s[pi][i] : op->duration_us * 1e-6;
+}
+
+/* Analytic send/recv: path latency plus the bytes over the slowest link. */
+double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes);
+
+/* Runs the replay without SimGrid (analytic, no interference, no memory ops):
+ * fills the spans and done flags as the actors would. Returns 0, or -1 with
+ * the op the replay got stuck on in err. */
+int replay_sweep(rp_t *rp, const char *name, char *err, size_t len);
+
+#endif
