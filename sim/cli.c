@@ -39,6 +39,7 @@ typedef struct {
   const char *details;  /* further help text, or NULL */
   unsigned options;     /* OPT_* it accepts */
   int (*run)(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+  cli_fidelity_t fidelity; /* its default */
 } command_t;
 
 static const command_t commands[] = {
@@ -54,7 +55,7 @@ static const command_t commands[] = {
      "pipeline, nvls. --links adds the most utilised links of the largest size.\n"
      "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
      "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll, FIDELITY_FLOW},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
@@ -63,7 +64,7 @@ static const command_t commands[] = {
      "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
      "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
      "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, FIDELITY_FLOW},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
      "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
      "OUT.json.gz [--trace-ranks 0-7]] [options]",
@@ -72,26 +73,27 @@ static const command_t commands[] = {
      "per communicator the collectives and bytes, the most utilised links and the memory\n"
      "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay, FIDELITY_FLOW},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
      "[options]",
      "The workload (configs/workloads/) becomes Megatron-style rank programs, replayed on\n"
-     "the system. analytic replays one rank per pipeline stage (the others by symmetry)\n"
-     "and suits sweeps; flow replays every rank with contention on shared links.\n",
+     "the system. analytic (the default) replays one rank per pipeline stage (the others\n"
+     "by symmetry) and suits sweeps; flow replays every rank with contention on shared\n"
+     "links and takes minutes for long pipelines.\n",
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY,
-     cmd_train},
+     cmd_train, FIDELITY_ANALYTIC},
     {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
      "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
      "table and csv list every key with its value, unit, the file (or default, or --set)\n"
      "it came from and its source note; json prints the canonical resolved config, which\n"
      "loads back to the same config. With both configs, json prints\n"
      "{\"system\": ..., \"workload\": ...}.\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate},
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, FIDELITY_FLOW},
     {"schema", "print the reference of every config key (docs/config.md)",
      "[--format table|json]",
      "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
-     OPT_FORMAT | OPT_OUTPUT, cmd_schema},
+     OPT_FORMAT | OPT_OUTPUT, cmd_schema, FIDELITY_FLOW},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -121,8 +123,8 @@ static const struct {
     {OPT_SET, "  --set PATH=VALUE       override one config key, e.g. "
               "chip.hbm.bandwidth_GBps=3200 (repeatable)\n"},
     {OPT_FORMAT, "  --format FMT           table (default), json or csv\n"},
-    {OPT_FIDELITY, "  --fidelity F           flow (default: contention on shared links) or "
-                   "analytic (alpha-beta, fast)\n"},
+    {OPT_FIDELITY, "  --fidelity F           flow (contention on shared links; the default but "
+                   "for train) or analytic (alpha-beta, fast)\n"},
     {OPT_OUTPUT, "  --output FILE          write there instead of stdout (only if the run "
                  "succeeds)\n"},
     {OPT_KIND, "  --op OP                the collective or op\n"
@@ -329,7 +331,7 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
 }
 
 static int run_command(const command_t *cmd, int argc, char **argv) {
-  cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = FIDELITY_FLOW};
+  cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = cmd->fidelity};
   npu_err_t err = {{0}};
   int parsed = parse_options(cmd, argc, argv, &opts, &err);
   if (parsed == 1)
