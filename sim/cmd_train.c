@@ -30,7 +30,7 @@ static const char *const category_names[CAT_COUNT] = {
 /* What an op of a generated program is for. */
 static int category_of(const trace_t *t, const trace_program_t *p, const trace_op_t *op) {
   if (op->type == TRACE_OP_SHAPED)
-    return strcmp(replay_vocab.compute[op->kind], "adam") == 0 ? CAT_OPTIMIZER : CAT_COMPUTE;
+    return strcmp(p->streams[op->stream], "optimizer") == 0 ? CAT_OPTIMIZER : CAT_COMPUTE;
   if (op->type == TRACE_OP_COLL) {
     const char *c = t->comms[op->comm].name;
     return strcmp(c, "tp") == 0 ? CAT_TP : strcmp(c, "dp") == 0 ? CAT_DP : CAT_EP;
@@ -178,13 +178,14 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   replay_result_t res;
   rc = replay_run(&cfg.sys, &trace, opts->workload_path, flow, !flow, &res, err->msg,
                   sizeof err->msg);
-  if (rc == 0 && opts->chrome_trace)
+  bool ran = rc == 0;
+  if (ran && opts->chrome_trace)
     rc = replay_write_chrome(opts->chrome_trace, &trace, &res, 0, trace.ranks - 1, err->msg,
                              sizeof err->msg);
   if (rc == 0)
     print_result(out, opts->format, &cfg.sys, &cfg.wl, &info, &res,
                  cli_fidelity_names[opts->fidelity], &trace);
-  if (rc == 0)
+  if (ran)
     replay_result_free(&res, &trace);
   trace_free(&trace);
   train_info_free(&info);

@@ -178,6 +178,13 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
     return fail(doc, "parallel.cp", err,
                 "2 x cp to divide model.seq_len = %d (load-balanced ring attention), found "
                 "cp = %d", m->seq_len, p->cp);
+  if (p->cp > 1 && !w->training.flash_attention)
+    return fail(doc, "training.flash_attention", err,
+                "true when parallel.cp > 1 (ring attention is a fused kernel), found false");
+  if (w->training.overlap_tp_comm)
+    return fail(doc, "training.overlap_tp_comm", err,
+                "false (overlapping TP communication with compute is not modelled yet), "
+                "found true");
   if (p->ep > 1 && !m->has_moe)
     return fail(doc, "parallel.ep", err, "1 for a dense model (no model.moe), found %d", p->ep);
   if (m->has_moe && m->moe.experts % p->ep)

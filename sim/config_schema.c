@@ -310,7 +310,8 @@ static const cfg_key_t workload_keys[] = {
     SIZE("training.grad_bucket_MiB", "MiB", MIB, WL(training.grad_bucket_bytes), 1e6, "80",
          "Gradient bucket size for the overlapped reduction."),
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
-         "Overlap tensor-parallel communication with compute."),
+         "Overlap tensor-parallel communication with compute; not modelled yet, so only "
+         "false is accepted."),
 };
 
 static const cfg_schema_t schemas[CONFIG_KIND_COUNT] = {

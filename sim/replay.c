@@ -503,6 +503,9 @@ static void free_state(rp_t *rp) {
     free(rp->rs[r].buffer_bytes);
   }
   free(rp->rs);
+  for (int r = 0; rp->spans && r < t->ranks; r++) /* still ours when the replay failed */
+    free(rp->spans[r]);
+  free(rp->spans);
   for (int i = 0; i < rp->ninsts; i++) {
     coll_plan_free(&rp->insts[i].plan);
     coll_flow_free(rp->insts[i].flow);
@@ -587,6 +590,9 @@ static void summarise(rp_t *rp, replay_result_t *out) {
   const trace_t *t = rp->trace;
   out->per_rank = calloc((size_t)t->ranks, sizeof *out->per_rank);
   out->per_comm = calloc((size_t)t->ncomms + 1, sizeof *out->per_comm);
+  double *scale = malloc(((size_t)t->ncomms + 1) * sizeof *scale); /* groups per simulated one */
+  for (int c = 0; c < t->ncomms; c++)
+    scale[c] = (double)t->comms[c].ngroups / simulated_groups(rp, &t->comms[c]);
   out->step_time_s = 0;
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
@@ -597,10 +603,8 @@ static void summarise(rp_t *rp, replay_result_t *out) {
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
     replay_rank_t *pr = &out->per_rank[r];
-    if (!rp->simulated[r]) { /* by symmetry, as its program's representative */
-      *pr = out->per_rank[p->ranks[0]];
+    if (!rp->simulated[r])
       continue;
-    }
     pr->compute_s = busy_time(p, rp->spans[r], is_compute, NULL);
     pr->comm_s = busy_time(p, rp->spans[r], is_comm, NULL);
     pr->exposed_comm_s = busy_time(p, rp->spans[r], is_comm, is_compute);
@@ -615,16 +619,19 @@ static void summarise(rp_t *rp, replay_result_t *out) {
       for (int m = 0; m < g; m++)
         sim += rp->simulated[cm->groups[x->group][m]];
       replay_comm_t *c = &out->per_comm[x->comm];
-      /* mean member time, times the group's share of collectives */
-      c->busy_s += (rp->spans[r][i].end_s - rp->spans[r][i].start_s) / sim;
-      if (rp->simulated[r] && r == first_simulated(rp, cm, x->group)) {
-        /* each group's collective once; unsimulated groups mirror a simulated one */
-        double groups = (double)cm->ngroups / simulated_groups(rp, cm);
+      /* unsimulated groups mirror a simulated one */
+      double groups = scale[x->comm];
+      c->busy_s += (rp->spans[r][i].end_s - rp->spans[r][i].start_s) / sim * groups;
+      if (r == first_simulated(rp, cm, x->group)) { /* each group's collective once */
         c->collectives += (long)llround(groups);
         c->bytes += coll_sched_bytes(&x->plan.sched) * groups;
       }
     }
   }
+  for (int r = 0; r < t->ranks; r++) /* by symmetry, as its program's representative */
+    if (!rp->simulated[r])
+      out->per_rank[r] = out->per_rank[t->programs[t->program_of[r]].ranks[0]];
+  free(scale);
 }
 
 /* Analytic link figures of the collectives: each group's collective once per
@@ -643,9 +650,11 @@ static int collective_links(rp_t *rp, linkstats_t *links, const char *name, char
       if (p->ops[i].type == TRACE_OP_COLL && count[rp->inst_of[first][i]]++ == 0)
         op_at[rp->inst_of[first][i]] = i;
     for (int k = 0; k < n && rc == 0; k++) {
+      if (!count[k])
+        continue;
       const trace_op_t *op = &p->ops[op_at[k]];
       const trace_comm_t *cm = &t->comms[op->comm];
-      for (int m = 0; count[k] && m < p->nranks && rc == 0; m++) {
+      for (int m = 0; m < p->nranks && rc == 0; m++) {
         int r = p->ranks[m], g = cm->group_of[r];
         if (cm->groups[g][0] != r)
           continue;
@@ -721,8 +730,45 @@ int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank) {
   return r->representatives ? trace->programs[trace->program_of[rank]].ranks[0] : rank;
 }
 
+/* Whether the program's meetings pair up the same in any interleaving: no
+ * memory ops, and each communicator, and each (direction, peer, tag) of
+ * send/recv, used from one stream only (the sweep pairs arrivals in the order
+ * it visits streams, the simulator in time order). */
+static bool sweep_ordered(const trace_program_t *p, int *comm_stream, int ncomms) {
+  typedef struct {
+    int type, peer, tag, stream;
+    bool relative;
+  } chan_t;
+  chan_t *chans = NULL;
+  int nchans = 0;
+  bool ok = true;
+  for (int c = 0; c < ncomms; c++)
+    comm_stream[c] = -1;
+  for (int i = 0; i < p->nops && ok; i++) {
+    const trace_op_t *op = &p->ops[i];
+    if (op->type == TRACE_OP_ALLOC || op->type == TRACE_OP_FREE) {
+      ok = false;
+    } else if (op->type == TRACE_OP_COLL) {
+      ok = comm_stream[op->comm] < 0 || comm_stream[op->comm] == op->stream;
+      comm_stream[op->comm] = op->stream;
+    } else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV) {
+      int k = 0;
+      while (k < nchans && !(chans[k].type == (int)op->type && chans[k].peer == op->peer &&
+                             chans[k].relative == op->peer_relative && chans[k].tag == op->tag))
+        k++;
+      if (k == nchans) {
+        chans = realloc(chans, (size_t)(nchans + 1) * sizeof *chans);
+        chans[nchans++] = (chan_t){op->type, op->peer, op->tag, op->stream, op->peer_relative};
+      }
+      ok = chans[k].stream == op->stream;
+    }
+  }
+  free(chans);
+  return ok;
+}
+
 /* The sweep computes what the actors would when costs are analytic, compute
- * is not slowed by communication and no op allocates memory. The environment
+ * is not slowed by communication and every program's meetings are ordered. The environment
  * variable NPUSIM_REPLAY_ACTORS=1 keeps the actors, so tests can check that
  * both give the same bytes. */
 static bool sweepable(const rp_t *rp) {
@@ -732,12 +778,12 @@ static bool sweepable(const rp_t *rp) {
   if (rp->flow || rp->sys->coll.compute_slowdown != 0)
     return false;
   const trace_t *t = rp->trace;
-  for (int pi = 0; pi < t->nprograms; pi++)
-    for (int i = 0; i < t->programs[pi].nops; i++)
-      if (t->programs[pi].ops[i].type == TRACE_OP_ALLOC ||
-          t->programs[pi].ops[i].type == TRACE_OP_FREE)
-        return false;
-  return true;
+  bool ok = true;
+  int *comm_stream = malloc(((size_t)t->ncomms + 1) * sizeof *comm_stream);
+  for (int pi = 0; pi < t->nprograms && ok; pi++)
+    ok = sweep_ordered(&t->programs[pi], comm_stream, t->ncomms);
+  free(comm_stream);
+  return ok;
 }
 
 static void run_actors(rp_t *rp) {

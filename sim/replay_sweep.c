@@ -11,6 +11,7 @@
  * switch per op. Not for memory ops (their high-water mark depends on the
  * order the simulator interleaves them) or interference (compute slows while
  * communication is in flight): replay.c keeps the actors for those. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,7 +81,7 @@ static void share_tags(sweep_t *sw) {
 }
 
 static queue_t *channel(sweep_t *sw, long key) {
-  size_t i = (size_t)(key * 2654435761u) & (sw->nchans - 1);
+  size_t i = (size_t)(((uint64_t)key * 2654435761u) & (sw->nchans - 1));
   while (sw->chans[i].key != -1 && sw->chans[i].key != key)
     i = (i + 1) & (sw->nchans - 1);
   sw->chans[i].key = key;
@@ -88,24 +89,23 @@ static queue_t *channel(sweep_t *sw, long key) {
 }
 
 /* A collective op arrives at `at`; the last member to arrive starts it. */
-static bool arrive_coll(sweep_t *sw, int rank, int i, double at) {
+static void arrive_coll(sweep_t *sw, int rank, int i, double at) {
   rp_t *rp = sw->rp;
   const inst_t *x = &rp->insts[rp->inst_of[rank][i]];
   queue_t *q = &sw->colls[rp->inst_of[rank][i]];
   push(q, (arrival_t){rank, i, at});
   if ((unsigned)q->n < x->members)
-    return false;
+    return;
   double ready = 0;
   for (int k = 0; k < q->n; k++)
     ready = q->v[k].at_s > ready ? q->v[k].at_s : ready;
   for (int k = 0; k < q->n; k++)
     resolve(rp, q->v[k].rank, q->v[k].op, ready, ready + x->analytic_s);
   q->n = 0;
-  return true;
 }
 
 /* A send or recv arrives at `at`; it meets the oldest unmatched opposite op. */
-static bool arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
+static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
   rp_t *rp = sw->rp;
   const trace_op_t *op = &rp->trace->programs[pi].ops[i];
   bool send = op->type == TRACE_OP_SEND;
@@ -121,10 +121,9 @@ static bool arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
     double end = ready + replay_p2p_analytic_s(rp->topo, src, dst, op->bytes);
     resolve(rp, rank, i, ready, end);
     resolve(rp, other.rank, other.op, ready, end);
-    return true;
+    return;
   }
   push(q, (arrival_t){rank, i, at});
-  return false;
 }
 
 /* When op i may start: the stream's free time and its dependencies' ends, or

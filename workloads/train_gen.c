@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (Korthikanti: 18 B/param) */
+#define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (18 B/param in all) */
 #define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
 
 typedef struct {
@@ -16,6 +16,7 @@ typedef struct {
   int cap;
   /* streams */
   int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
+  int optimizer;
   int tag_fwd, tag_bwd, tag_cp;
   int comm_tp, comm_dp, comm_ep;
   int stride_pp;
@@ -176,7 +177,8 @@ static int attention(gen_t *g, bool bwd, int dep) {
   /* ring attention: each step attends the key/value block received in the
    * previous one while passing it on */
   int x = shaped(g, kind, b, heads, s, d, kv, dep), block = dep;
-  double kv_bytes = 2 * b * s * kv * d * g->e;
+  /* keys and values; the backward also passes their gradients around */
+  double kv_bytes = (bwd ? 4 : 2) * b * s * kv * d * g->e;
   for (int step = 1; step < par->cp; step++) {
     p2p(g, TRACE_OP_SEND, g->cp_send, g->cp_next, g->tag_cp, kv_bytes, block);
     block = p2p(g, TRACE_OP_RECV, g->cp_recv, g->cp_prev, g->tag_cp, kv_bytes, -1);
@@ -422,6 +424,16 @@ static void stage_program(gen_t *g, const stage_t *st) {
   }
 }
 
+/* An op of the optimizer step: fp32 (master weights, moments, main gradients),
+ * on the "optimizer" stream so reports can tell it from the step's compute. */
+static int optimizer_op(gen_t *g, const char *kind, double elements, int dep) {
+  int i = shaped(g, kind, 1, elements, 0, 0, 0, dep);
+  trace_op_t *op = &g->p->ops[i];
+  op->stream = g->optimizer;
+  op->dtype = name_index(g->v->dtypes, g->v->ndtypes, "fp32");
+  return i;
+}
+
 /* Reduction of what is left, optimizer step on this rank's shard, parameter gather. */
 static void optimizer_step(gen_t *g, double params) {
   const parallel_cfg_t *par = &g->w->parallel;
@@ -434,10 +446,10 @@ static void optimizer_step(gen_t *g, double params) {
    * scaling), the gradient norm for clipping, Adam, and the copy of the fp32
    * master weights into the training-precision parameters */
   if (g->w->training.precision == PRECISION_FP16)
-    x = vec(g, "mul", 1, shard, x);
-  x = vec(g, "reduce_sum", 1, shard, x);
-  x = vec(g, "adam", 1, shard, x);
-  x = vec(g, "cast", 1, shard, x);
+    x = optimizer_op(g, "mul", shard, x);
+  x = optimizer_op(g, "reduce_sum", shard, x);
+  x = optimizer_op(g, "adam", shard, x);
+  x = optimizer_op(g, "cast", shard, x); /* fp32 -> training precision */
   if (par->zero >= 1 && dpc > 1)
     coll(g, "allgather", g->dp, g->comm_dp, params * g->e, x);
 }
@@ -617,6 +629,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.send_prev = stream_of(p, "pp_send_prev");
     g.recv_next = stream_of(p, "pp_recv_next");
     g.cp_send = stream_of(p, "cp_send");
+    g.optimizer = stream_of(p, "optimizer");
     g.cp_recv = stream_of(p, "cp_recv");
     g.tag_fwd = tag_of(p, "fwd");
     g.tag_bwd = tag_of(p, "bwd");
@@ -624,8 +637,12 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     double act = g.tokens * m->hidden * g.e / (par->sequence_parallel ? par->tp : 1);
     stage_t st = {stage, par->pp, par->vpp, m->layers / (par->pp * par->vpp), mbs, act};
     stage_program(&g, &st);
-    double params = params_layers + (double)m->hidden * m->vocab / par->tp *
-                                        ((stage == 0) + (stage == par->pp - 1));
+    /* embedding on the first stage, LM head on the last: one matrix when tied
+     * and both are on one stage (Megatron keeps a copy per stage otherwise) */
+    int vocab_mats = (stage == 0) + (stage == par->pp - 1);
+    if (m->tied_embeddings && par->pp == 1)
+      vocab_mats = 1;
+    double params = params_layers + (double)m->hidden * m->vocab / par->tp * vocab_mats;
     optimizer_step(&g, params);
     free(g.bucket_ops);
     long warmup = par->vpp > 1 ? (long)(par->pp - stage - 1) * 2 + (long)(par->vpp - 1) * par->pp
@@ -634,8 +651,6 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     if (cpi == 0)
       info->memory[stage] =
           stage_memory(w, stage, params, (double)st.layers_per_chunk, in_flight);
-    if (stage == 0 && cpi == 0)
-      info->params = m->layers * layer_params(w) * par->tp + 2.0 * m->hidden * m->vocab;
   }
   info->world = world;
   info->microbatches = mbs;

@@ -2,8 +2,9 @@
  * plan turned into the ops every rank runs, Megatron-style.
  *
  * Ranks are laid out innermost first in parallel.order (Megatron: tp, cp, dp,
- * pp), so the ranks of one pipeline stage are contiguous and run one shared
- * program: memory grows with pp x vpp, not with the ranks. Per layer and
+ * pp); the ranks of one pipeline stage at one context-parallel position run
+ * one shared program, so memory grows with pp x cp (and the micro-batches and
+ * layers of a stage), not with the ranks. Per layer and
  * micro-batch: norms, QKV, rotary, attention (fused or not), output
  * projection, MLP or experts, residuals, with their exact per-rank shapes;
  * tensor parallelism adds allreduces, or allgathers and reduce-scatters with
@@ -40,7 +41,6 @@ typedef struct {
   double tokens;              /* tokens per step */
   double model_flops;         /* per step, no recompute (MFU numerator) */
   double hw_flops;            /* per step, with recompute */
-  double params;              /* in the model */
   train_memory_t *memory;     /* per pipeline stage */
   int stages;
 } train_info_t;
