@@ -309,6 +309,9 @@ static const cfg_key_t workload_keys[] = {
          "Reduce gradients in buckets overlapped with the backward pass."),
     SIZE("training.grad_bucket_MiB", "MiB", MIB, WL(training.grad_bucket_bytes), 1e6, "80",
          "Gradient bucket size for the overlapped reduction."),
+    BOOL("training.overlap_p2p_comm", WL(training.overlap_p2p_comm), "false",
+         "Pipeline sends run beside the next chunk's compute; false (Megatron's default) "
+         "makes the compute stream wait for each send."),
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
          "Overlap tensor-parallel communication with compute; not modelled yet, so only "
          "false is accepted."),

@@ -330,6 +330,25 @@ typedef struct {
   double act_bytes; /* activation or gradient passed between stages */
 } stage_t;
 
+/* Megatron's scatter/gather of pipeline messages: each rank of a TP group
+ * sends and receives 1/tp of the activation (over its own NIC); without
+ * sequence parallelism the receivers then allgather it over the scale-up
+ * links. Returns the op the next chunk waits for. */
+static int gathered(gen_t *g, int recv) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (par->tp == 1 || par->sequence_parallel)
+    return recv;
+  return coll(g, "allgather", g->tp, g->comm_tp, g->tokens * g->w->model.hidden * g->e, recv);
+}
+
+/* Megatron's pipeline sends block the compute stream until the transfer is
+ * done, unless overlap_p2p_comm lets the next chunk start at once. */
+static int sent_wait(gen_t *g, int last_compute, int send) {
+  if (g->w->training.overlap_p2p_comm)
+    return last_compute;
+  return add(g, TRACE_OP_DELAY, g->compute, last_compute, send);
+}
+
 /* Forward or backward of one chunk of layers for one micro-batch. */
 static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd, int last_op) {
   const model_cfg_t *m = &g->w->model;
@@ -353,7 +372,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
       x = vec(g, "copy", tk, h, x); /* embedding lookup */
       x = tp_exit(g, x);
     } else {
-      x = add(g, TRACE_OP_DELAY, g->compute, x, in);
+      x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
     }
     for (int l = 0; l < st->layers_per_chunk; l++)
       x = layer_forward(g, x);
@@ -363,8 +382,10 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
       x = mm(g, tk, vocab, h, x);
       x = vec(g, "cross_entropy", tk, vocab, x);
     } else {
-      p2p(g, TRACE_OP_SEND, g->send_next, st->stage == st->pp - 1 ? -(st->pp - 1) * g->stride_pp : g->stride_pp,
-          g->tag_fwd, st->act_bytes, x);
+      int sent = p2p(g, TRACE_OP_SEND, g->send_next,
+                     st->stage == st->pp - 1 ? -(st->pp - 1) * g->stride_pp : g->stride_pp,
+                     g->tag_fwd, st->act_bytes, x);
+      x = sent_wait(g, x, sent);
     }
     return x;
   }
@@ -374,7 +395,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     x = tp_exit(g, x);
     grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
   } else {
-    x = add(g, TRACE_OP_DELAY, g->compute, x, in);
+    x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
   }
   for (int l = 0; l < st->layers_per_chunk; l++) {
     x = layer_backward(g, x);
@@ -384,8 +405,10 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     x = vec(g, "add", tk, h, x); /* embedding gradient */
     grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
   } else {
-    p2p(g, TRACE_OP_SEND, g->send_prev, st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp,
-        g->tag_bwd, st->act_bytes, x);
+    int sent = p2p(g, TRACE_OP_SEND, g->send_prev,
+                   st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp, g->tag_bwd,
+                   st->act_bytes, x);
+    x = sent_wait(g, x, sent);
   }
   return x;
 }
@@ -634,7 +657,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.tag_fwd = tag_of(p, "fwd");
     g.tag_bwd = tag_of(p, "bwd");
     g.tag_cp = tag_of(p, "cp");
-    double act = g.tokens * m->hidden * g.e / (par->sequence_parallel ? par->tp : 1);
+    double act = g.tokens * m->hidden * g.e / par->tp; /* scatter/gather: see gathered() */
     stage_t st = {stage, par->pp, par->vpp, m->layers / (par->pp * par->vpp), mbs, act};
     stage_program(&g, &st);
     /* embedding on the first stage, LM head on the last: one matrix when tied

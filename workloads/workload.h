@@ -62,6 +62,7 @@ typedef struct {
   optimizer_t optimizer;
   bool flash_attention;     /* fused attention kernel */
   bool overlap_grad_reduce; /* DP gradient reduction overlapped with backward */
+  bool overlap_p2p_comm;    /* pipeline sends do not block the compute stream */
   uint64_t grad_bucket_bytes; /* gradient bucket for the overlapped reduction */
   bool overlap_tp_comm;     /* TP communication overlapped with compute */
 } training_cfg_t;
