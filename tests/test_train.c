@@ -178,10 +178,26 @@ static void test_zero_shards_optimizer_states(void) {
   train_info_free(&c);
 }
 
+/* Routed experts are replicated over dp x cp / ep ranks only, so ZeRO shards
+ * their optimizer states over that many; dense parameters over dp x cp. */
+static void test_zero_shards_experts_over_expert_data_parallel(void) {
+  workload_cfg_t w = load_workload(small_moe, "\"dp\": 4, \"ep\": 4, \"zero\": 1",
+                                   "\"micro_batch\": 1, \"global_batch\": 4");
+  train_info_t info;
+  generate(&w, &info);
+  double params = info.memory[0].weights / 2; /* ZeRO-1 keeps whole weights */
+  double experts = 4 * (8.0 / 4) * 3 * 1024 * 1408; /* layers x local experts x 3 mats */
+  double want = 12 * ((params - experts) / 4 + experts / 1);
+  CU_ASSERT_DOUBLE_EQUAL(info.memory[0].optimizer, want, want * 1e-9);
+  train_info_free(&info);
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
     {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
+    {"ZeRO shards experts over expert data parallelism",
+     test_zero_shards_experts_over_expert_data_parallel},
     CU_TEST_INFO_NULL,
 };

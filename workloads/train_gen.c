@@ -282,6 +282,17 @@ static int layer_backward(gen_t *g, int dep) {
 
 /* ---- parameters, gradients, buckets ---- */
 
+/* Parameters of one layer's routed experts on one rank (0 for a dense model). */
+static double routed_expert_params(const workload_cfg_t *w) {
+  const model_cfg_t *m = &w->model;
+  if (!m->has_moe)
+    return 0;
+  double mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
+  return (double)m->moe.experts / w->parallel.ep * mats * m->hidden * m->moe.expert_ffn_hidden /
+         w->parallel.tp;
+}
+
+/* Parameters of one layer on one rank. */
 static double layer_params(const workload_cfg_t *w) {
   const model_cfg_t *m = &w->model;
   double h = m->hidden, d = h / m->heads, t = w->parallel.tp;
@@ -289,8 +300,8 @@ static double layer_params(const workload_cfg_t *w) {
   double mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
   double mlp;
   if (m->has_moe)
-    mlp = (double)m->moe.experts / w->parallel.ep * mats * h * m->moe.expert_ffn_hidden / t +
-          h * m->moe.experts + m->moe.shared_experts * mats * h * m->moe.expert_ffn_hidden / t;
+    mlp = routed_expert_params(w) + h * m->moe.experts +
+          m->moe.shared_experts * mats * h * m->moe.expert_ffn_hidden / t;
   else
     mlp = mats * h * m->ffn_hidden / t;
   return attn + mlp + 2 * h;
@@ -447,6 +458,17 @@ static void stage_program(gen_t *g, const stage_t *st) {
   }
 }
 
+/* Bytes of `per_param` for dense and routed-expert parameters, sharded when
+ * the ZeRO stage covers them: dense over the dp x cp replicas, experts over
+ * their expert-data-parallel replicas (dp x cp / ep). */
+static double zero_bytes(const parallel_cfg_t *par, double dense, double experts, double per_param,
+                         bool sharded) {
+  double dpc = (double)par->dp * par->cp;
+  if (!sharded)
+    return (dense + experts) * per_param;
+  return (dense / dpc + experts / (dpc / par->ep)) * per_param;
+}
+
 /* An op of the optimizer step: fp32 (master weights, moments, main gradients),
  * on the "optimizer" stream so reports can tell it from the step's compute. */
 static int optimizer_op(gen_t *g, const char *kind, double elements, int dep) {
@@ -458,10 +480,11 @@ static int optimizer_op(gen_t *g, const char *kind, double elements, int dep) {
 }
 
 /* Reduction of what is left, optimizer step on this rank's shard, parameter gather. */
-static void optimizer_step(gen_t *g, double params) {
+static void optimizer_step(gen_t *g, double params, double experts) {
   const parallel_cfg_t *par = &g->w->parallel;
   add_bucket(g, g->grad_pending, g->last_grad_op);
-  double dpc = (double)par->dp * par->cp, shard = par->zero >= 1 ? params / dpc : params;
+  double dpc = (double)par->dp * par->cp;
+  double shard = zero_bytes(par, params - experts, experts, 1, par->zero >= 1);
   int x = add(g, TRACE_OP_DELAY, g->compute, g->last_grad_op, -1);
   for (int i = 0; i < g->nbuckets; i++)
     x = add(g, TRACE_OP_DELAY, g->compute, x, g->bucket_ops[i]);
@@ -480,15 +503,16 @@ static void optimizer_step(gen_t *g, double params) {
 /* ---- memory ---- */
 
 static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double params,
-                                   double layers, long in_flight) {
+                                   double experts, double layers, long in_flight) {
   const model_cfg_t *m = &w->model;
   const parallel_cfg_t *par = &w->parallel;
-  double dpc = (double)par->dp * par->cp, t = par->tp;
+  double t = par->tp;
   double s = (double)m->seq_len / par->cp, b = w->training.micro_batch, h = m->hidden;
   train_memory_t mem = {0};
-  mem.weights = params * 2 / (par->zero >= 3 ? dpc : 1);
-  mem.gradients = params * GRAD_BYTES / (par->zero >= 2 ? dpc : 1);
-  mem.optimizer = params * OPT_BYTES / (par->zero >= 1 ? dpc : 1);
+  double dense = params - experts;
+  mem.weights = zero_bytes(par, dense, experts, 2, par->zero >= 3);
+  mem.gradients = zero_bytes(par, dense, experts, GRAD_BYTES, par->zero >= 2);
+  mem.optimizer = zero_bytes(par, dense, experts, OPT_BYTES, par->zero >= 1);
   /* Korthikanti et al. 2022, Table 2: bytes per layer per micro-batch */
   double sbh = s * b * h, scores = 5.0 * m->heads * s / h;
   double per_layer;
@@ -666,14 +690,15 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     if (m->tied_embeddings && par->pp == 1)
       vocab_mats = 1;
     double params = params_layers + (double)m->hidden * m->vocab / par->tp * vocab_mats;
-    optimizer_step(&g, params);
+    double experts = routed_expert_params(w) * layers_per_stage;
+    optimizer_step(&g, params, experts);
     free(g.bucket_ops);
     long warmup = par->vpp > 1 ? (long)(par->pp - stage - 1) * 2 + (long)(par->vpp - 1) * par->pp
                                : par->pp - stage - 1;
     long in_flight = warmup + 1 < mbs * par->vpp ? warmup + 1 : mbs * par->vpp;
     if (cpi == 0)
       info->memory[stage] =
-          stage_memory(w, stage, params, (double)st.layers_per_chunk, in_flight);
+          stage_memory(w, stage, params, experts, (double)st.layers_per_chunk, in_flight);
   }
   info->world = world;
   info->microbatches = mbs;
