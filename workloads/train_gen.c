@@ -188,47 +188,51 @@ static int attention(gen_t *g, bool bwd, int dep) {
   return x;
 }
 
-/* The MLP, or the experts with their all-to-alls. */
+/* Up projection, activation, down projection of `tokens` rows through `f`
+ * columns per rank, as `batch` independent experts (1: a dense MLP); the
+ * backward runs down then up, each as its dgrad and wgrad matmuls. */
+static int ffn(gen_t *g, double tokens, double f, double batch, bool bwd, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  double h = m->hidden;
+  bool gated = m->activation == ACTIVATION_SWIGLU;
+  const char *act = gated ? "swiglu" : "gelu";
+  double up = gated ? 2 * f : f, rows = tokens * batch;
+  if (!bwd) {
+    int x = shaped(g, "matmul", tokens, up, h, batch, 0, dep);
+    x = vec(g, act, rows, f, x);
+    return shaped(g, "matmul", tokens, h, f, batch, 0, x);
+  }
+  int x = shaped(g, "matmul", tokens, f, h, batch, 0, dep); /* down: dgrad, wgrad */
+  x = shaped(g, "matmul", f, h, tokens, batch, 0, x);
+  x = vec(g, act, rows, f, x);
+  x = shaped(g, "matmul", tokens, h, up, batch, 0, x); /* up: dgrad, wgrad */
+  return shaped(g, "matmul", h, up, tokens, batch, 0, x);
+}
+
+/* The MLP, or the router, the routed experts between their all-to-alls
+ * (dispatch and combine, reversed in the backward) and the shared experts. */
 static int mlp(gen_t *g, bool bwd, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
   double tk = g->tokens, h = m->hidden, t = par->tp;
-  bool gated = m->activation == ACTIVATION_SWIGLU;
-  const char *act = gated ? "swiglu" : "gelu";
-  if (!m->has_moe) {
-    double f = m->ffn_hidden / t, up = gated ? 2 * f : f;
-    if (!bwd) {
-      int x = mm(g, tk, up, h, dep);
-      x = vec(g, act, tk, f, x);
-      return mm(g, tk, h, f, x);
-    }
-    int x = mm(g, tk, f, h, dep); /* down: dgrad, wgrad */
-    x = mm(g, f, h, tk, x);
-    x = vec(g, act, tk, f, x);
-    x = mm(g, tk, h, up, x); /* up: dgrad, wgrad */
-    return mm(g, h, up, tk, x);
-  }
+  if (!m->has_moe)
+    return ffn(g, tk, m->ffn_hidden / t, 1, bwd, dep);
   const moe_cfg_t *moe = &m->moe;
   double local = (double)moe->experts / par->ep, fe = moe->expert_ffn_hidden / t;
   double routed = tk * moe->top_k * moe->capacity_factor; /* tokens this rank's experts see */
-  double per_expert = routed / local, up = gated ? 2 * fe : fe;
-  double a2a = routed * h * g->e;
-  int x = mm(g, tk, moe->experts, h, dep); /* router */
-  x = coll(g, "alltoall", g->ep, g->comm_ep, par->ep > 1 ? a2a : 0, x);
-  int passes = bwd ? 2 : 1; /* backward: dgrad and wgrad */
-  for (int k = 0; k < passes; k++) {
-    x = shaped(g, "matmul", per_expert, up, h, local, 0, x);
-    x = shaped(g, "matmul", per_expert, h, fe, local, 0, x);
+  double a2a = par->ep > 1 ? routed * h * g->e : 0;
+  int x = dep;
+  if (!bwd)
+    x = mm(g, tk, moe->experts, h, x); /* router */
+  x = coll(g, "alltoall", g->ep, g->comm_ep, a2a, x);
+  x = ffn(g, routed / local, fe, local, bwd, x);
+  x = coll(g, "alltoall", g->ep, g->comm_ep, a2a, x);
+  if (bwd) { /* router: dgrad, wgrad */
+    x = mm(g, tk, h, moe->experts, x);
+    x = mm(g, h, moe->experts, tk, x);
   }
-  x = vec(g, act, routed, fe, x);
-  x = coll(g, "alltoall", g->ep, g->comm_ep, par->ep > 1 ? a2a : 0, x);
-  if (moe->shared_experts) {
-    double sf = moe->shared_experts * fe;
-    for (int k = 0; k < passes; k++) {
-      x = mm(g, tk, gated ? 2 * sf : sf, h, x);
-      x = mm(g, tk, h, sf, x);
-    }
-  }
+  if (moe->shared_experts)
+    x = ffn(g, tk, moe->shared_experts * fe, 1, bwd, x);
   return x;
 }
 
@@ -266,6 +270,7 @@ static int layer_backward(gen_t *g, int dep) {
   x = mlp(g, true, x);
   x = tp_exit(g, x);
   x = vec(g, norm_name(m), rows, h, x);
+  x = vec(g, "add", rows, h, x); /* the residual's gradient joins */
   x = dropout(g, rows, h, x);
   x = tp_enter(g, x);
   x = mm(g, tk, o, h, x); /* output projection: dgrad, wgrad */
@@ -277,7 +282,8 @@ static int layer_backward(gen_t *g, int dep) {
   x = mm(g, tk, h, qkv, x); /* QKV: dgrad, wgrad */
   x = mm(g, h, qkv, tk, x);
   x = tp_exit(g, x);
-  return vec(g, norm_name(m), rows, h, x);
+  x = vec(g, norm_name(m), rows, h, x);
+  return vec(g, "add", rows, h, x); /* the residual's gradient joins */
 }
 
 /* ---- parameters, gradients, buckets ---- */
@@ -367,6 +373,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   bool first_virtual = st->stage == 0 && chunk == 0;
   bool last_virtual = st->stage == st->pp - 1 && chunk == st->vpp - 1;
   double tk = g->tokens, h = m->hidden, t = par->tp, vocab = (double)m->vocab / t;
+  double rows = par->sequence_parallel ? tk / t : tk; /* norms run on the sequence shard */
   double layer_grad = layer_params(g->w) * GRAD_BYTES;
   bool last_mb = mb == st->microbatches - 1;
   int x = last_op;
@@ -388,7 +395,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     for (int l = 0; l < st->layers_per_chunk; l++)
       x = layer_forward(g, x);
     if (last_virtual) { /* final norm, LM head, loss */
-      x = vec(g, norm_name(m), tk, h, x);
+      x = vec(g, norm_name(m), rows, h, x);
       x = tp_enter(g, x);
       x = mm(g, tk, vocab, h, x);
       x = vec(g, "cross_entropy", tk, vocab, x);
@@ -400,10 +407,11 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     }
     return x;
   }
-  if (last_virtual) { /* LM head backward */
+  if (last_virtual) { /* LM head backward (dgrad, wgrad), final norm backward */
     x = mm(g, tk, h, vocab, x);
     x = mm(g, h, vocab, tk, x);
     x = tp_exit(g, x);
+    x = vec(g, norm_name(m), rows, h, x);
     grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
   } else {
     x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
@@ -413,6 +421,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     grads_ready(g, layer_grad, x, last_mb);
   }
   if (first_virtual) {
+    x = tp_enter(g, x); /* the mirror of the embedding's scatter */
     x = vec(g, "add", tk, h, x); /* embedding gradient */
     grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
   } else {
