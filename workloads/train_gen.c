@@ -347,6 +347,16 @@ typedef struct {
   double act_bytes; /* activation or gradient passed between stages */
 } stage_t;
 
+/* Rank offsets of the next and previous pipeline stage; the last stage's next
+ * is the first (interleaving wraps chunks around the ring of stages). */
+static int pp_next(const gen_t *g, const stage_t *st) {
+  return st->stage == st->pp - 1 ? -(st->pp - 1) * g->stride_pp : g->stride_pp;
+}
+
+static int pp_prev(const gen_t *g, const stage_t *st) {
+  return st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp;
+}
+
 /* Megatron's scatter/gather of pipeline messages: each rank of a TP group
  * sends and receives 1/tp of the activation (over its own NIC); without
  * sequence parallelism the receivers then allgather it over the scale-up
@@ -380,10 +390,10 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   /* input: from the previous virtual stage, or the embedding */
   int in = -1;
   if (!bwd && !first_virtual)
-    in = p2p(g, TRACE_OP_RECV, g->recv_prev, st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp,
+    in = p2p(g, TRACE_OP_RECV, g->recv_prev, pp_prev(g, st),
              g->tag_fwd, st->act_bytes, -1);
   if (bwd && !last_virtual)
-    in = p2p(g, TRACE_OP_RECV, g->recv_next, st->stage == st->pp - 1 ? -(st->pp - 1) * g->stride_pp : g->stride_pp,
+    in = p2p(g, TRACE_OP_RECV, g->recv_next, pp_next(g, st),
              g->tag_bwd, st->act_bytes, -1);
   if (!bwd) {
     if (first_virtual) {
@@ -401,8 +411,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
       x = vec(g, "cross_entropy", tk, vocab, x);
     } else {
       int sent = p2p(g, TRACE_OP_SEND, g->send_next,
-                     st->stage == st->pp - 1 ? -(st->pp - 1) * g->stride_pp : g->stride_pp,
-                     g->tag_fwd, st->act_bytes, x);
+                     pp_next(g, st), g->tag_fwd, st->act_bytes, x);
       x = sent_wait(g, x, sent);
     }
     return x;
@@ -426,8 +435,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
   } else {
     int sent = p2p(g, TRACE_OP_SEND, g->send_prev,
-                   st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp, g->tag_bwd,
-                   st->act_bytes, x);
+                   pp_prev(g, st), g->tag_bwd, st->act_bytes, x);
     x = sent_wait(g, x, sent);
   }
   return x;
@@ -441,12 +449,17 @@ static void virtual_step(const stage_t *st, long k, bool bwd, long *mb, int *chu
   *chunk = bwd ? st->vpp - 1 - c : c;
 }
 
-static void stage_program(gen_t *g, const stage_t *st) {
+/* Forward passes before a stage's first backward (Megatron's warm-up), at
+ * most all of them. */
+static long warmup_steps(const stage_t *st) {
   long total = st->microbatches * st->vpp;
   long warmup = st->vpp > 1 ? (long)(st->pp - st->stage - 1) * 2 + (long)(st->vpp - 1) * st->pp
                             : st->pp - st->stage - 1;
-  if (warmup > total)
-    warmup = total;
+  return warmup < total ? warmup : total;
+}
+
+static void stage_program(gen_t *g, const stage_t *st) {
+  long total = st->microbatches * st->vpp, warmup = warmup_steps(st);
   int x = -1;
   long fwd = 0, bwd = 0;
   for (; fwd < warmup; fwd++) {
@@ -702,9 +715,9 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     double experts = routed_expert_params(w) * layers_per_stage;
     optimizer_step(&g, params, experts);
     free(g.bucket_ops);
-    long warmup = par->vpp > 1 ? (long)(par->pp - stage - 1) * 2 + (long)(par->vpp - 1) * par->pp
-                               : par->pp - stage - 1;
-    long in_flight = warmup + 1 < mbs * par->vpp ? warmup + 1 : mbs * par->vpp;
+    /* micro-batch chunks whose activations a stage holds at once */
+    long in_flight = warmup_steps(&st) + 1 < mbs * par->vpp ? warmup_steps(&st) + 1
+                                                            : mbs * par->vpp;
     if (cpi == 0)
       info->memory[stage] =
           stage_memory(w, stage, params, experts, (double)st.layers_per_chunk, in_flight);
