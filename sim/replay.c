@@ -471,8 +471,10 @@ static void init_ranks(rp_t *rp) {
     if (!rp->simulated[r])
       continue;
     const trace_program_t *p = &t->programs[t->program_of[r]];
-    rp->rs[r].mutex = sg_mutex_init();
-    rp->rs[r].cond = sg_cond_init();
+    if (!rp->sweep) {
+      rp->rs[r].mutex = sg_mutex_init();
+      rp->rs[r].cond = sg_cond_init();
+    }
     rp->rs[r].done = calloc((size_t)p->nops + 1, 1);
     rp->rs[r].buffer_bytes = calloc((size_t)p->nbuffers + 1, sizeof(double));
     rp->spans[r] = calloc((size_t)p->nops + 1, sizeof **rp->spans);
@@ -487,7 +489,8 @@ static void init_ranks(rp_t *rp) {
     } else {
       for (int m = 0; m < cm->sizes[x->group]; m++)
         x->members += rp->simulated[cm->groups[x->group][m]];
-      x->barrier = sg_barrier_init(x->members);
+      if (!rp->sweep)
+        x->barrier = sg_barrier_init(x->members);
     }
   }
 }
@@ -495,10 +498,10 @@ static void init_ranks(rp_t *rp) {
 static void free_state(rp_t *rp) {
   const trace_t *t = rp->trace;
   for (int r = 0; rp->rs && r < t->ranks; r++) {
-    if (!rp->rs[r].mutex)
-      continue;
-    sg_mutex_destroy(rp->rs[r].mutex);
-    sg_cond_destroy(rp->rs[r].cond);
+    if (rp->rs[r].mutex) {
+      sg_mutex_destroy(rp->rs[r].mutex);
+      sg_cond_destroy(rp->rs[r].cond);
+    }
     free(rp->rs[r].done);
     free(rp->rs[r].buffer_bytes);
   }
@@ -815,7 +818,8 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   op_cache_free(cache);
   if (rc == 0)
     rc = plan_collectives(&rp, trace_name, err, err_len);
-  if (rc == 0) {
+  rp.sweep = rc == 0 && sweepable(&rp);
+  if (rc == 0 && !rp.sweep) { /* the actors need the simulator and its platform */
     pair_set_t pairs;
     pair_set_init(&pairs);
     int endpoints = 1;
@@ -826,7 +830,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   }
   if (rc == 0) {
     init_ranks(&rp);
-    if (sweepable(&rp))
+    if (rp.sweep)
       rc = replay_sweep(&rp, trace_name, err, err_len);
     else
       run_actors(&rp);

@@ -43,6 +43,7 @@ typedef struct {
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
   char **watched;       /* per program, per op: an op on another stream depends on it */
   bool batch;           /* run back-to-back compute ops as one sleep (no interference) */
+  bool sweep;           /* replay_sweep instead of the actors: no simulator at all */
   inst_t *insts;
   int ninsts, cap_insts;
   int *slots;           /* hash table of insts indices (-1 empty), size nslots */
@@ -69,7 +70,7 @@ static inline double replay_timed_s(const rp_t *rp, int pi, int i) {
 double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes);
 
 /* Runs the replay without SimGrid (analytic, no interference, no memory ops):
- * fills the spans and done flags as the actors would. Returns 0, or -1 with
+ * fills the spans the actors would (done flags: 1 arrived, 2 finished). Returns 0, or -1 with
  * the op the replay got stuck on in err. */
 int replay_sweep(rp_t *rp, const char *name, char *err, size_t len);
 

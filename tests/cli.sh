@@ -5,22 +5,8 @@
 # docs/config.md is what `npusim schema` prints. Run from the repository root.
 set -u
 npusim=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
+source "$(dirname "$0")/e2e_lib.sh"
 
-check() { # check NAME COMMAND... : passes if the command succeeds
-  local name=$1
-  shift
-  if "$@" >"$tmp/check.out" 2>&1; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $name"
-    sed 's/^/  /' "$tmp/check.out" | head -20
-  fi
-}
 
 status_is() { # status_is WANT COMMAND...
   local want=$1
@@ -95,5 +81,4 @@ check "schema --format json parses" python3 -c 'import json,subprocess,sys
 keys = json.loads(subprocess.check_output([sys.argv[1], "schema", "--format", "json"]))
 assert any(k["key"] == "chip.hbm.bandwidth_GBps" and k["unit"] == "GB/s" for k in keys)' "$npusim"
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "cli"

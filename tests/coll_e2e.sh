@@ -8,12 +8,7 @@
 # Run from the repository root.
 set -u
 npusim=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+source "$(dirname "$0")/e2e_lib.sh"
 
 # time_us column of a csv run, one line per size
 times() { "$npusim" coll "$@" --format csv | tail -n +2 | cut -d, -f6; }
@@ -92,5 +87,4 @@ if python3 -c 'import json,sys; rows = json.load(open(sys.argv[1]))
 assert [set(r) >= {"op","ranks","bytes","time_us","algbw_GBps","busbw_GBps","algo"} for r in rows] == [True] * 3
 assert "links" in rows[-1] and rows[-1]["links"][0]["mean_util"] > 0' "$tmp/a.json"; then ok; else bad "json fields"; fi
 
-echo "coll e2e: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "coll e2e"

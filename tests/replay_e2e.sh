@@ -11,21 +11,7 @@
 set -u
 npusim=$1
 sys=configs/systems/ascend-910b.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() { # check NAME COMMAND...
-  local name=$1
-  shift
-  if "$@" >"$tmp/check.out" 2>&1; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $name"
-    sed 's/^/  /' "$tmp/check.out" | head -20
-  fi
-}
+source "$(dirname "$0")/e2e_lib.sh"
 
 for t in traces/*.json traces/*.json.gz; do
   for fid in analytic flow; do
@@ -133,5 +119,4 @@ assert after(6, 4), "collective before the event it waits for"' "$tmp/mixed.json
 
 check "--trace-ranks limits the Chrome trace" bash -c "'$npusim' replay --system $sys --trace traces/mixed.json --fidelity analytic --chrome-trace '$tmp/few.json' --trace-ranks 2-3 >/dev/null && python3 -c 'import json,sys; assert {e[\"pid\"] for e in json.load(open(sys.argv[1]))[\"traceEvents\"]} == {2, 3}' '$tmp/few.json'"
 
-echo "replay e2e: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "replay e2e"

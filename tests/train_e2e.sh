@@ -18,21 +18,7 @@ npusim=$1
 sys=configs/systems/ascend-910b.json
 tiny=tests/data/train/tiny.json
 moe=tests/data/train/tiny-moe.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() { # check NAME COMMAND...
-  local name=$1
-  shift
-  if "$@" >"$tmp/check.out" 2>&1; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $name"
-    sed 's/^/  /' "$tmp/check.out" | head -20
-  fi
-}
+source "$(dirname "$0")/e2e_lib.sh"
 # train OUT WORKLOAD FIDELITY [--set ...]: JSON result in $tmp/OUT.json
 train() {
   local out=$1 wl=$2 fid=$3
@@ -132,5 +118,4 @@ for wl in "$tiny" "$moe" configs/workloads/llama2-70b.json; do
   check "$name: the sweep gives the actors' bytes" cmp "$tmp/$name.sweep" "$tmp/$name.actors"
 done
 
-echo "train_e2e: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "train_e2e"

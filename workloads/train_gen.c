@@ -571,8 +571,27 @@ static double flops_per_token(const workload_cfg_t *w, bool with_recompute) {
 }
 
 /* Rank of (tp, cp, dp, pp) coordinates in the configured order, innermost first. */
+/* Ranks along each parallel dimension, indexed by par_dim_t. */
+static void dim_sizes(const parallel_cfg_t *par, int size[PAR_DIM_COUNT]) {
+  size[PAR_DIM_TP] = par->tp;
+  size[PAR_DIM_CP] = par->cp;
+  size[PAR_DIM_DP] = par->dp;
+  size[PAR_DIM_PP] = par->pp;
+}
+
+/* Coordinates of rank r along each dimension, innermost first in the order. */
+static void coords_of(const parallel_cfg_t *par, int r, int coord[PAR_DIM_COUNT]) {
+  int size[PAR_DIM_COUNT];
+  dim_sizes(par, size);
+  for (int i = 0; i < PAR_DIM_COUNT; i++) {
+    coord[par->order[i]] = r % size[par->order[i]];
+    r /= size[par->order[i]];
+  }
+}
+
 static int rank_of(const parallel_cfg_t *par, const int coord[PAR_DIM_COUNT]) {
-  int size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp}, r = 0, stride = 1;
+  int size[PAR_DIM_COUNT], r = 0, stride = 1;
+  dim_sizes(par, size);
   for (int i = 0; i < PAR_DIM_COUNT; i++) {
     r += coord[par->order[i]] * stride;
     stride *= size[par->order[i]];
@@ -581,7 +600,8 @@ static int rank_of(const parallel_cfg_t *par, const int coord[PAR_DIM_COUNT]) {
 }
 
 static int stride_of(const parallel_cfg_t *par, par_dim_t dim) {
-  int size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp}, stride = 1;
+  int size[PAR_DIM_COUNT], stride = 1;
+  dim_sizes(par, size);
   for (int i = 0; i < PAR_DIM_COUNT && par->order[i] != dim; i++)
     stride *= size[par->order[i]];
   return stride;
@@ -590,10 +610,11 @@ static int stride_of(const parallel_cfg_t *par, par_dim_t dim) {
 /* A communicator whose groups vary `dims` (in order) with the others fixed. */
 static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, int ndims,
                       const par_dim_t *dims, int chunk) {
-  int size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp}, gsize = 1;
+  int size[PAR_DIM_COUNT], full = 1;
+  dim_sizes(par, size);
   for (int i = 0; i < ndims; i++)
-    gsize *= size[dims[i]];
-  gsize = chunk > 0 ? chunk : gsize;
+    full *= size[dims[i]];
+  int gsize = chunk > 0 ? chunk : full;
   trace_comm_t *cm = &t->comms[t->ncomms++];
   cm->name = strdup(name);
   cm->ngroups = t->ranks / gsize;
@@ -607,14 +628,8 @@ static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, i
     if (cm->group_of[r] >= 0)
       continue;
     /* coordinates of r, then every member sharing its fixed coordinates */
-    int coord[PAR_DIM_COUNT], rem = r;
-    for (int i = 0; i < PAR_DIM_COUNT; i++) {
-      coord[par->order[i]] = rem % size[par->order[i]];
-      rem /= size[par->order[i]];
-    }
-    int full = 1;
-    for (int i = 0; i < ndims; i++)
-      full *= size[dims[i]];
+    int coord[PAR_DIM_COUNT];
+    coords_of(par, r, coord);
     for (int k0 = 0; k0 < full; k0 += gsize) {
       int gi = next++;
       cm->groups[gi] = malloc((size_t)gsize * sizeof(int));
@@ -660,11 +675,8 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   double layers_per_stage = (double)m->layers / par->pp;
   double params_layers = layer_params(w) * layers_per_stage;
   for (int r = 0; r < world; r++) {
-    int rem = r, coord[PAR_DIM_COUNT], size[PAR_DIM_COUNT] = {par->tp, par->cp, par->dp, par->pp};
-    for (int i = 0; i < PAR_DIM_COUNT; i++) {
-      coord[par->order[i]] = rem % size[par->order[i]];
-      rem /= size[par->order[i]];
-    }
+    int coord[PAR_DIM_COUNT];
+    coords_of(par, r, coord);
     int pi = coord[PAR_DIM_PP] * par->cp + coord[PAR_DIM_CP];
     trace_program_t *p = &out->programs[pi];
     p->ranks = realloc(p->ranks, (size_t)(p->nranks + 1) * sizeof *p->ranks);
