@@ -53,7 +53,7 @@ def train(args, system, workload, sets=()):
     cmd = [args.npusim, "train", "--system", os.path.join(SYSTEMS, system),
            "--workload", os.path.join(WORKLOADS, workload), "--fidelity", args.fidelity,
            "--format", "json"]
-    for s in sets:
+    for s in list(sets) + args.set:
         cmd += ["--set", s]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
@@ -128,9 +128,16 @@ def main():
     ap.add_argument("--npusim", default=os.path.join(ROOT, "build", "npusim"))
     ap.add_argument("--fidelity", default="analytic", choices=["analytic", "flow"])
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                    help="override a config key in every run (to see what a parameter does to the fit)")
+    ap.add_argument("--only", choices=["korthikanti", "mindspeed"],
+                    help="run one table")
     args = ap.parse_args()
-    ok = korthikanti(args)
-    ok = mindspeed(args) and ok
+    ok = True
+    if args.only != "mindspeed":
+        ok = korthikanti(args) and ok
+    if args.only != "korthikanti":
+        ok = mindspeed(args) and ok
     if args.check and not ok:
         sys.exit(1)
 

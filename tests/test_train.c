@@ -192,6 +192,46 @@ static void test_zero_shards_experts_over_expert_data_parallel(void) {
   train_info_free(&info);
 }
 
+/* Megatron's tensor-parallel backward with sequence parallelism: each layer
+ * gathers the gradient entering its two parallel regions (the mirror of the
+ * forward's reduce-scatters), gathers the two column-parallel inputs again for
+ * the weight gradients, and reduce-scatters the two input gradients - and each
+ * weight gradient waits for its gather but no matmul waits for a
+ * reduce-scatter: the weight gradient overlaps it. Counted on an 8-layer model, one stage, one micro-batch. */
+static void test_column_parallel_backward_overlaps_its_communication(void) {
+  workload_cfg_t w = load_workload(small_model, "\"tp\": 2, \"sequence_parallel\": true",
+                                   "\"micro_batch\": 1, \"global_batch\": 1");
+  trace_t t;
+  train_info_t info;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  const trace_program_t *p = &t.programs[0];
+  int layers = 8, gathers = 0, scatters = 0, wgrad_after_gather = 0, wgrad_after_scatter = 0;
+  for (int i = 0; i < p->nops; i++) {
+    const trace_op_t *op = &p->ops[i];
+    if (op->type == TRACE_OP_COLL) {
+      const char *kind = replay_vocab.colls[op->kind];
+      gathers += strcmp(kind, "allgather") == 0;
+      scatters += strcmp(kind, "reducescatter") == 0;
+    }
+    if (op->type != TRACE_OP_SHAPED || strcmp(replay_vocab.compute[op->kind], "matmul") != 0 ||
+        op->ndeps != 1 || p->ops[op->deps[0]].type != TRACE_OP_COLL)
+      continue;
+    const char *kind = replay_vocab.colls[p->ops[op->deps[0]].kind];
+    wgrad_after_gather += strcmp(kind, "allgather") == 0;
+    wgrad_after_scatter += strcmp(kind, "reducescatter") == 0;
+  }
+  /* forward: 2 gathers and 2 scatters a layer, the embedding's scatter, the
+   * LM head's gather; backward: 4 gathers and 2 scatters a layer, the LM
+   * head's gather and scatter, the embedding's gather */
+  CU_ASSERT_EQUAL(gathers, 6 * layers + 3);
+  CU_ASSERT_EQUAL(scatters, 4 * layers + 2);
+  CU_ASSERT_EQUAL(wgrad_after_scatter, 0);
+  CU_ASSERT(wgrad_after_gather >= 2 * layers + 1);
+  trace_free(&t);
+  train_info_free(&info);
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
@@ -199,5 +239,7 @@ CU_TestInfo train_tests[] = {
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
     {"ZeRO shards experts over expert data parallelism",
      test_zero_shards_experts_over_expert_data_parallel},
+    {"column-parallel backward overlaps its communication",
+     test_column_parallel_backward_overlaps_its_communication},
     CU_TEST_INFO_NULL,
 };

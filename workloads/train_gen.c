@@ -188,10 +188,31 @@ static int attention(gen_t *g, bool bwd, int dep) {
   return x;
 }
 
+/* Backward of a column-parallel linear (QKV, MLP up, LM head) of `tokens` rows
+ * with n output columns per rank and k inputs. Megatron gathers the input's
+ * saved sequence shard again while the data gradient is computed, then reduces
+ * the input gradient (scatter with sequence parallelism, allreduce without) on
+ * the TP stream while the weight gradient is computed. */
+static int column_backward(gen_t *g, double tokens, double n, double k, int dep) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (par->tp == 1)
+    return mm(g, k, n, tokens, mm(g, tokens, k, n, dep));
+  int gather = par->sequence_parallel
+                   ? coll(g, "allgather", g->tp, g->comm_tp, tokens * k * g->e, dep)
+                   : dep;
+  int dgrad = mm(g, tokens, k, n, dep);
+  int reduce = tp_exit(g, dgrad);
+  int wgrad = mm(g, k, n, tokens, gather);
+  return add(g, TRACE_OP_DELAY, g->compute, wgrad, reduce);
+}
+
 /* Up projection, activation, down projection of `tokens` rows through `f`
  * columns per rank, as `batch` independent experts (1: a dense MLP); the
- * backward runs down then up, each as its dgrad and wgrad matmuls. */
-static int ffn(gen_t *g, double tokens, double f, double batch, bool bwd, int dep) {
+ * backward runs down then up, each as its dgrad and wgrad matmuls, and a dense
+ * MLP (`column`) leaves the tensor-parallel region in its up projection's
+ * backward. */
+static int ffn(gen_t *g, double tokens, double f, double batch, bool column, bool bwd,
+               int dep) {
   const model_cfg_t *m = &g->w->model;
   double h = m->hidden;
   bool gated = m->activation == ACTIVATION_SWIGLU;
@@ -205,6 +226,8 @@ static int ffn(gen_t *g, double tokens, double f, double batch, bool bwd, int de
   int x = shaped(g, "matmul", tokens, f, h, batch, 0, dep); /* down: dgrad, wgrad */
   x = shaped(g, "matmul", f, h, tokens, batch, 0, x);
   x = vec(g, act, rows, f, x);
+  if (column)
+    return column_backward(g, tokens, up, h, x);
   x = shaped(g, "matmul", tokens, h, up, batch, 0, x); /* up: dgrad, wgrad */
   return shaped(g, "matmul", h, up, tokens, batch, 0, x);
 }
@@ -216,7 +239,7 @@ static int mlp(gen_t *g, bool bwd, int dep) {
   const parallel_cfg_t *par = &g->w->parallel;
   double tk = g->tokens, h = m->hidden, t = par->tp;
   if (!m->has_moe)
-    return ffn(g, tk, m->ffn_hidden / t, 1, bwd, dep);
+    return ffn(g, tk, m->ffn_hidden / t, 1, true, bwd, dep);
   const moe_cfg_t *moe = &m->moe;
   double local = (double)moe->experts / par->ep, fe = moe->expert_ffn_hidden / t;
   double routed = tk * moe->top_k * moe->capacity_factor; /* tokens this rank's experts see */
@@ -225,15 +248,15 @@ static int mlp(gen_t *g, bool bwd, int dep) {
   if (!bwd)
     x = mm(g, tk, moe->experts, h, x); /* router */
   x = coll(g, "alltoall", g->ep, g->comm_ep, a2a, x);
-  x = ffn(g, routed / local, fe, local, bwd, x);
+  x = ffn(g, routed / local, fe, local, false, bwd, x);
   x = coll(g, "alltoall", g->ep, g->comm_ep, a2a, x);
   if (bwd) { /* router: dgrad, wgrad */
     x = mm(g, tk, h, moe->experts, x);
     x = mm(g, h, moe->experts, tk, x);
   }
   if (moe->shared_experts)
-    x = ffn(g, tk, moe->shared_experts * fe, 1, bwd, x);
-  return x;
+    x = ffn(g, tk, moe->shared_experts * fe, 1, false, bwd, x);
+  return bwd ? tp_exit(g, x) : x;
 }
 
 static int layer_forward(gen_t *g, int dep) {
@@ -267,8 +290,7 @@ static int layer_backward(gen_t *g, int dep) {
     x = layer_forward(g, x);
   x = dropout(g, rows, h, x);
   x = tp_enter(g, x); /* the mirror of the forward's exit */
-  x = mlp(g, true, x);
-  x = tp_exit(g, x);
+  x = mlp(g, true, x); /* leaves the tensor-parallel region */
   x = vec(g, norm_name(m), rows, h, x);
   x = vec(g, "add", rows, h, x); /* the residual's gradient joins */
   x = dropout(g, rows, h, x);
@@ -279,9 +301,7 @@ static int layer_backward(gen_t *g, int dep) {
     x = attention(g, false, x);
   x = attention(g, true, x);
   x = vec(g, "rope", tk, (m->heads + m->kv_heads) * d / t, x);
-  x = mm(g, tk, h, qkv, x); /* QKV: dgrad, wgrad */
-  x = mm(g, h, qkv, tk, x);
-  x = tp_exit(g, x);
+  x = column_backward(g, tk, qkv, h, x);
   x = vec(g, norm_name(m), rows, h, x);
   return vec(g, "add", rows, h, x); /* the residual's gradient joins */
 }
@@ -417,9 +437,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     return x;
   }
   if (last_virtual) { /* LM head backward (dgrad, wgrad), final norm backward */
-    x = mm(g, tk, h, vocab, x);
-    x = mm(g, h, vocab, tk, x);
-    x = tp_exit(g, x);
+    x = column_backward(g, tk, vocab, h, x);
     x = vec(g, norm_name(m), rows, h, x);
     grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
   } else {

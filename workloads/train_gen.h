@@ -8,7 +8,9 @@
  * micro-batch: norms, QKV, rotary, attention (fused or not), output
  * projection, MLP or experts, residuals, with their exact per-rank shapes;
  * tensor parallelism adds allreduces, or allgathers and reduce-scatters with
- * sequence parallelism, where Megatron puts them; context parallelism splits
+ * sequence parallelism, where Megatron puts them (a column-parallel linear's
+ * backward gathers its input again and reduces its input gradient on the TP
+ * stream, overlapping its two matmuls); context parallelism splits
  * the sequence and passes key/value blocks around its ring; expert parallelism
  * adds the all-to-all dispatch and combine; pipeline stages exchange
  * activations and gradients in 1F1B or Megatron's interleaved order;
