@@ -117,10 +117,11 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     jsonfile_write_string(out, w->model.name);
     fprintf(out, ",\n  \"system\": ");
     jsonfile_write_string(out, sys->name);
-    fprintf(out, ",\n  \"fidelity\": \"%s\",\n  \"npus\": %ld,\n  \"microbatches\": %ld,\n"
+    fprintf(out, ",\n  \"fidelity\": \"%s\",\n  \"npus\": %ld,\n  \"simulated_npus\": %d,\n"
+            "  \"microbatches\": %ld,\n"
             "  \"step_time_s\": %.9g,\n  \"tokens_per_s\": %.6g,\n  \"tokens_per_s_per_npu\": %.6g,\n"
             "  \"model_tflops_per_npu\": %.6g,\n  \"hw_tflops_per_npu\": %.6g,\n  \"mfu\": %.6g,\n"
-            "  \"breakdown\": {", fidelity, info->world, info->microbatches, step, tps, tps / npus,
+            "  \"breakdown\": {", fidelity, info->world, r->simulated_ranks, info->microbatches, step, tps, tps / npus,
             model_tf, hw_tf, mfu);
     for (int c = 0; c < CAT_COUNT; c++)
       fprintf(out, "%s\"%s\": %.9g", c ? ", " : "", category_names[c], cat[c]);
@@ -141,8 +142,9 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     return;
   }
   fprintf(out, "# npusim train: %s on %ld NPUs of %s (dp %d, tp %d, pp %d, vpp %d, cp %d, ep %d), "
-          "%s fidelity\n", w->model.name, info->world, sys->name, w->parallel.dp, w->parallel.tp,
-          w->parallel.pp, w->parallel.vpp, w->parallel.cp, w->parallel.ep, fidelity);
+          "%s fidelity, %d simulated\n", w->model.name, info->world, sys->name, w->parallel.dp,
+          w->parallel.tp, w->parallel.pp, w->parallel.vpp, w->parallel.cp, w->parallel.ep,
+          fidelity, r->simulated_ranks);
   fprintf(out, "step time            %12.3f ms (%ld micro-batches per pipeline)\n", step * 1e3,
           info->microbatches);
   fprintf(out, "tokens/s             %12.0f (%.1f per NPU)\n", tps, tps / npus);
@@ -176,7 +178,7 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   }
   bool flow = opts->fidelity == FIDELITY_FLOW;
   replay_result_t res;
-  rc = replay_run(&cfg.sys, &trace, opts->workload_path, flow, !flow, &res, err->msg,
+  rc = replay_run(&cfg.sys, &trace, opts->workload_path, flow, true, &res, err->msg,
                   sizeof err->msg);
   bool ran = rc == 0;
   if (ran && opts->chrome_trace)

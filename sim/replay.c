@@ -156,9 +156,8 @@ static int plan_inst(rp_t *rp, inst_t *x, const char *name, int rank, int op_id,
   return 0;
 }
 
-/* The collective a group runs for op (one per distinct group, kind, size, root
- * and forced algorithm): found, or planned now. Returns its index or -1. */
-static int inst_for(rp_t *rp, int comm, int group, const trace_op_t *op, const char *name,
+/* One collective per distinct group, kind, size, root and forced algorithm. */
+int replay_inst_for(rp_t *rp, int comm, int group, const trace_op_t *op, const char *name,
                     int rank, char *err, size_t len) {
   if (2 * ((size_t)rp->ninsts + 1) > rp->nslots)
     grow_slots(rp);
@@ -193,7 +192,7 @@ static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
       rp->inst_of[r][i] = -1;
       if (op->type != TRACE_OP_COLL)
         continue;
-      rp->inst_of[r][i] = inst_for(rp, op->comm, t->comms[op->comm].group_of[r], op, name, r,
+      rp->inst_of[r][i] = replay_inst_for(rp, op->comm, t->comms[op->comm].group_of[r], op, name, r,
                                    err, len);
       if (rp->inst_of[r][i] < 0)
         return -1;
@@ -202,11 +201,27 @@ static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
   return 0;
 }
 
+/* Simulated members of a collective's group. */
+static unsigned simulated_members(const rp_t *rp, const inst_t *x) {
+  const trace_comm_t *cm = &rp->trace->comms[x->comm];
+  unsigned n = 0;
+  for (int m = 0; m < cm->sizes[x->group]; m++)
+    n += rp->simulated[cm->groups[x->group][m]];
+  return n;
+}
+
+/* Whether a flow replay runs the collective as transfers. */
+static bool flows(const inst_t *x) {
+  return x->members > 0 && !x->exclusive;
+}
+
 /* Every pair of endpoints that exchanges data, for the platform's routes. */
 static void collect_pairs(const rp_t *rp, pair_set_t *pairs, int *endpoints) {
   const trace_t *t = rp->trace;
   *endpoints = t->ranks;
   for (int i = 0; i < rp->ninsts; i++) {
+    if (!flows(&rp->insts[i]))
+      continue;
     const coll_sched_t *s = &rp->insts[i].plan.sched;
     if (s->endpoints > *endpoints)
       *endpoints = s->endpoints;
@@ -216,7 +231,7 @@ static void collect_pairs(const rp_t *rp, pair_set_t *pairs, int *endpoints) {
   }
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
-    for (int i = 0; i < p->nops; i++)
+    for (int i = 0; rp->simulated[r] && i < p->nops; i++)
       if (p->ops[i].type == TRACE_OP_SEND)
         pair_set_add(pairs, r, trace_peer(&p->ops[i], r));
   }
@@ -285,7 +300,7 @@ static void start_switches(rp_t *rp, const inst_t *x) {
 static void run_collective(rp_t *rp, int rank, int i, replay_span_t *sp) {
   inst_t *x = &rp->insts[rp->inst_of[rank][i]];
   double overhead = rp->sys->coll.op_overhead_s;
-  if (!rp->flow) {
+  if (!rp->flow || x->exclusive) {
     if (x->members > 1)
       sg_barrier_wait(x->barrier); /* all members present */
     sp->ready_s = simgrid_get_clock();
@@ -481,16 +496,12 @@ static void init_ranks(rp_t *rp) {
   }
   for (int i = 0; i < rp->ninsts; i++) {
     inst_t *x = &rp->insts[i];
-    const trace_comm_t *cm = &t->comms[x->comm];
-    if (rp->flow) {
+    if (rp->flow && flows(x)) {
       char channel[48];
       snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
       x->flow = coll_flow_prepare(rp->topo, &x->plan.sched, channel);
-    } else {
-      for (int m = 0; m < cm->sizes[x->group]; m++)
-        x->members += rp->simulated[cm->groups[x->group][m]];
-      if (!rp->sweep)
-        x->barrier = sg_barrier_init(x->members);
+    } else if (!rp->sweep && x->members > 0) {
+      x->barrier = sg_barrier_init(x->members);
     }
   }
 }
@@ -661,7 +672,7 @@ static int collective_links(rp_t *rp, linkstats_t *links, const char *name, char
         int r = p->ranks[m], g = cm->group_of[r];
         if (cm->groups[g][0] != r)
           continue;
-        int x = inst_for(rp, op->comm, g, op, name, r, err, len);
+        int x = replay_inst_for(rp, op->comm, g, op, name, r, err, len);
         if (x < 0)
           rc = -1;
         else
@@ -816,8 +827,13 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   if (rc == 0)
     rc = cost_shaped(&rp, trace_name, cache, err, err_len);
   op_cache_free(cache);
+  const char *all_ranks = getenv("NPUSIM_FLOW_ALL_RANKS"); /* tests compare with the full flow */
+  if (rc == 0 && flow && representatives && !(all_ranks && strcmp(all_ranks, "1") == 0))
+    rc = replay_scope_flow(&rp, trace_name, &out->representatives, err, err_len);
   if (rc == 0)
     rc = plan_collectives(&rp, trace_name, err, err_len);
+  for (int i = 0; rc == 0 && i < rp.ninsts; i++)
+    rp.insts[i].members = simulated_members(&rp, &rp.insts[i]);
   rp.sweep = rc == 0 && sweepable(&rp);
   if (rc == 0 && !rp.sweep) { /* the actors need the simulator and its platform */
     pair_set_t pairs;
@@ -836,6 +852,8 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
       run_actors(&rp);
   }
   if (rc == 0) {
+    for (int r = 0; r < trace->ranks; r++)
+      out->simulated_ranks += rp.simulated[r];
     summarise(&rp, out);
     rc = link_figures(&rp, out, trace_name, err, err_len);
     out->spans = rp.spans;

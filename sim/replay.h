@@ -53,14 +53,18 @@ typedef struct {
   linkstats_t links;
   replay_span_t **spans;     /* per simulated rank, per op of its program */
   bool representatives;
+  int simulated_ranks;       /* ranks that ran their own program */
   topo_t topo;
 } replay_result_t;
 
-/* Replays the trace on the system. With representatives (analytic only), only
- * the first rank of each program runs: the others run the same program at the
+/* Replays the trace on the system. With representatives, analytic: only the
+ * first rank of each program runs: the others run the same program at the
  * same times by symmetry (a collective's members are met by the representative
  * alone), which is exact for symmetric plans and makes thousands of ranks
- * cheap. Returns 0, or -1 with a one-line reason ("FILE: rank R op ID:
+ * cheap; flow: collectives whose links carry nothing else run at their analytic
+ * time and only the ranks whose traffic meets the first ranks' are simulated
+ * (replay_scope.c), which keeps every contention the full flow would see; link
+ * figures then cover the simulated traffic only. Returns 0, or -1 with a one-line reason ("FILE: rank R op ID:
  * expected ..., found ...") in err. */
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name, bool flow,
                bool representatives, replay_result_t *out, char *err, size_t err_len);

@@ -21,7 +21,8 @@ typedef struct {
   double analytic_s;
   coll_flow_sched_t *flow;
   sg_bar_t barrier;   /* analytic: the members meet here */
-  unsigned members;   /* analytic: simulated members */
+  unsigned members;   /* simulated members */
+  bool exclusive;     /* flow: its links carry nothing else, so it runs at analytic_s */
 } inst_t;
 
 typedef struct {
@@ -68,6 +69,17 @@ static inline double replay_timed_s(const rp_t *rp, int pi, int i) {
 
 /* Analytic send/recv: path latency plus the bytes over the slowest link. */
 double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes);
+
+/* The collective a group runs for op, planned on first use: its index in
+ * rp->insts, or -1 with a reason in err. */
+int replay_inst_for(rp_t *rp, int comm, int group, const trace_op_t *op, const char *name,
+                    int rank, char *err, size_t len);
+
+/* Flow with representatives (replay_scope.c): marks the collectives whose links
+ * carry nothing else (exclusive) and narrows rp->simulated to the ranks whose
+ * traffic meets; *reduced tells whether ranks were left out. Returns 0, or -1
+ * with a reason in err. */
+int replay_scope_flow(rp_t *rp, const char *name, bool *reduced, char *err, size_t len);
 
 /* Runs the replay without SimGrid (analytic, no interference, no memory ops):
  * fills the spans the actors would (done flags: 1 arrived, 2 finished). Returns 0, or -1 with

@@ -3,8 +3,10 @@
 # simulation (SimGrid runs once per process):
 #   - every parallel plan (dp, tp+sp, pp+vpp, cp, ep, ZeRO 0-3, recompute,
 #     Megatron's and a custom rank order) replays to the end in both
-#     fidelities, all ranks in flow, with the documented JSON fields and a
-#     breakdown that adds up to the step;
+#     fidelities, with the documented JSON fields and a breakdown that adds up
+#     to the step;
+#   - flow simulates only the ranks whose traffic meets and gives what the
+#     flow of every rank gives, with and without contention on shared links;
 #   - laws: analytic representatives give the same step as replaying every
 #     rank; flow only adds contention; recompute none < selective < full;
 #     1F1B's bubble shrinks with micro-batches as (m + p - 1) / m says and
@@ -62,9 +64,9 @@ for f in sys.argv[1:]:
   check "$name: flow only adds contention" holds "$(step "$name.flow")" '>=' "$(step "$name.analytic") * 0.97"
 done
 
-# analytic representatives against every rank: the flow engine with
-# contention-free placement (one server) must agree closely
-check "dp8: analytic representatives agree with flow replaying every rank (one server)" \
+# analytic representatives against flow: with contention-free placement (one
+# server) they must agree closely
+check "dp8: analytic representatives agree with flow (one server)" \
   holds "$(step dp8.flow)" '<=' "$(step dp8.analytic) * 1.03"
 
 train none "$tiny" analytic --set parallel.recompute=none
@@ -108,6 +110,24 @@ check "same inputs, byte-identical Chrome trace" cmp "$tmp/run1.trace.json.gz" "
 check "the Chrome trace opens and holds every rank" python3 -c 'import gzip,json,sys
 ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
 assert len({e["pid"] for e in ev if e.get("ph") == "X"}) == 8' "$tmp/run1.trace.json.gz"
+
+# flow with representatives (replay_scope.c) against the flow of every rank:
+# the same contention, so the same figures. Two servers on two leaves of 8:
+# through non-blocking uplinks (1:1) the rails never meet and one rank per
+# program's rail runs; at 4:1 the uplinks bind and every rank runs, slower.
+for case in rails:1:2 blocking:4:16; do
+  IFS=: read -r name over want <<<"$case"
+  sets=(--set parallel.dp=4 --set training.global_batch=16 --set cluster.scale_out.npus_per_leaf=8
+        --set cluster.scale_out.oversubscription="$over")
+  train "scope.$name" "$tiny" flow "${sets[@]}"
+  NPUSIM_FLOW_ALL_RANKS=1 train "all.$name" "$tiny" flow "${sets[@]}"
+  check "$name: flow of the ranks that meet = flow of every rank ($want of 16 simulated)" \
+    python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a.pop("simulated_npus") == int(sys.argv[3]) and b.pop("simulated_npus") == 16, sys.argv
+assert a == b, (a, b)' "$tmp/scope.$name.json" "$tmp/all.$name.json" "$want"
+done
+check "4:1 uplinks slow the step (contention kept)" holds "$(step scope.blocking)" '>' "$(step scope.rails)"
 
 # the analytic sweep against the SimGrid actors it stands in for: same bytes
 for wl in "$tiny" "$moe" configs/workloads/llama2-70b.json; do
