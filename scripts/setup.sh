@@ -15,7 +15,7 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 
 packages=(cmake make gcc pkg-config libsimgrid-dev libcjson-dev zlib1g-dev libcunit1-dev
-          python3 valgrind)
+          python3 python3-matplotlib valgrind slurmctld slurmd slurm-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
