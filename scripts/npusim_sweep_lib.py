@@ -527,7 +527,7 @@ class Progress:
         self.total, self.label = total, label
         self.done = self.failed = 0
         self.start = time.monotonic()
-        self.last_print = 0.0
+        self.last_print = self.start
         self.tty = sys.stderr.isatty()
         self.lock = threading.Lock()
 
