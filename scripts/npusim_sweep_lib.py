@@ -144,13 +144,15 @@ class Sweep:
         self.npusim = npusim
         for key in spec:
             if key not in SPEC_KEYS:
-                self._bad(key, f"expected one of {', '.join(SPEC_KEYS)}", f"unknown key {key!r}")
+                self._bad(key, f"one of {', '.join(SPEC_KEYS)}", f"unknown key {key!r}")
         self.command = spec.get("command", "train")
         if self.command not in COMMANDS:
             self._bad("command", f"one of {', '.join(COMMANDS)}", json.dumps(self.command))
         self.keys = schema_keys(npusim)
         self.options = command_options(npusim, self.command)
         self.system = self._file(spec, "system", required=True)
+        if self.command != "train" and "workload" in spec:
+            self._bad("workload", f"no workload for npusim {self.command}", "one")
         self.workload = self._file(spec, "workload", required=self.command == "train")
         self.base_options = self._base_options(spec.get("options", {}))
         self.base_set = self._base_set(spec.get("set", {}))
