@@ -178,12 +178,18 @@ NodeName=$host CPUs=$(nproc) State=UNKNOWN
 PartitionName=npusimtest Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
   export SLURM_CONF=$s/slurm.conf
+  # in the foreground (-D) as children of this shell, so they are stopped and
+  # reaped by their own ids
+  slurmctld -D -i >/dev/null 2>&1 &
+  ctld=$!
+  slurmd -D >/dev/null 2>&1 &
+  sd=$!
   stop_slurm() {
-    for p in "$s/slurmd.pid" "$s/slurmctld.pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+    kill "$sd" "$ctld" 2>/dev/null
+    wait "$sd" "$ctld" 2>/dev/null
     rm -rf "$tmp"
   }
   trap stop_slurm EXIT
-  slurmctld -i && slurmd
   for _ in $(seq 50); do sinfo -h -o %T 2>/dev/null | grep -q idle && break; sleep 0.2; done
   (cd "$tmp" && "$sweep" grid.json --out real --slurm --chunks 3 >"$tmp/real.out" 2>&1)
   check "slurm: the array and the merge job are submitted" grep -q '^submitted array job' "$tmp/real.out"
