@@ -14,8 +14,10 @@ if [ "${1:-}" = "--sanitize" ]; then
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNPUSIM_SANITIZE=ON)
 fi
 
+# python3-matplotlib: scripts/npusim-plot; slurm*: tests/sweep_e2e.sh runs a sweep
+# on a private single-node Slurm (about 4 MB)
 packages=(cmake make gcc pkg-config libsimgrid-dev libcjson-dev zlib1g-dev libcunit1-dev
-          python3 valgrind)
+          python3 python3-matplotlib valgrind slurmctld slurmd slurm-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
