@@ -230,8 +230,10 @@ static const cfg_key_t system_keys[] = {
     NUM("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s), 0,
         1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
     NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
-        "Interference: while a rank communicates, its compute ops take this fraction longer "
-        "(HBM and vector cores shared with transfers and reductions); 0 = off."),
+        "Interference: a compute op that runs beside a transfer of its rank (a trace op's "
+        "\"overlaps\"; Megatron's overlapped TP and CP communication in train) takes this "
+        "fraction of the shorter of the two longer (cores and HBM shared with the transfer's "
+        "kernels); 0 = off."),
     PROTO("ll", COLL_PROTO_LL, "NCCL's LL protocol (8-byte flags): low latency, half the wire"),
     PROTO("ll128", COLL_PROTO_LL128, "NCCL's LL128 protocol (a flag per 128 bytes)"),
     PROTO("simple", COLL_PROTO_SIMPLE, "NCCL's Simple protocol: full bandwidth, highest latency"),

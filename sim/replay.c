@@ -201,6 +201,32 @@ static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
   return 0;
 }
 
+/* Interference: a compute op that runs beside a transfer of its rank (the
+ * trace's "overlaps") shares the chip with it - SMs or HBM bandwidth taken by
+ * the transfer's kernels - and takes collectives.compute_slowdown times the
+ * shorter of the two longer. The transfer's length is its uncontended
+ * (analytic) time, for the program's first rank, so both fidelities and both
+ * engines charge the same. */
+static void add_interference(rp_t *rp) {
+  const trace_t *t = rp->trace;
+  double slowdown = rp->sys->coll.compute_slowdown;
+  for (int pi = 0; slowdown > 0 && pi < t->nprograms; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    int r = p->ranks[0];
+    for (int i = 0; i < p->nops; i++) {
+      if (!p->ops[i].overlapping)
+        continue;
+      int j = p->ops[i].overlaps;
+      const trace_op_t *o = &p->ops[j];
+      double comm_s = o->type == TRACE_OP_COLL
+                          ? rp->insts[rp->inst_of[r][j]].analytic_s
+                          : replay_p2p_analytic_s(rp->topo, r, trace_peer(o, r), o->bytes);
+      double base = rp->compute_s[pi][i];
+      rp->compute_s[pi][i] += slowdown * (base < comm_s ? base : comm_s);
+    }
+  }
+}
+
 /* Simulated members of a collective's group. */
 static unsigned simulated_members(const rp_t *rp, const inst_t *x) {
   const trace_comm_t *cm = &rp->trace->comms[x->comm];
@@ -367,24 +393,18 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
   const trace_program_t *p = &rp->trace->programs[pi];
   const trace_op_t *op = &p->ops[i];
   rank_state_t *s = &rp->rs[rank];
-  double slow = 1 + (s->active_comm > 0 ? rp->sys->coll.compute_slowdown : 0);
   switch (op->type) {
   case TRACE_OP_SHAPED:
   case TRACE_OP_COMPUTE:
-    sg_actor_sleep_for(replay_timed_s(rp, pi, i) * slow);
-    break;
   case TRACE_OP_DELAY:
     sg_actor_sleep_for(replay_timed_s(rp, pi, i));
     break;
   case TRACE_OP_COLL:
+    run_collective(rp, rank, i, &rp->spans[rank][i]);
+    break;
   case TRACE_OP_SEND:
   case TRACE_OP_RECV:
-    s->active_comm++;
-    if (op->type == TRACE_OP_COLL)
-      run_collective(rp, rank, i, &rp->spans[rank][i]);
-    else
-      run_p2p(rp, rank, op, &rp->spans[rank][i]);
-    s->active_comm--;
+    run_p2p(rp, rank, op, &rp->spans[rank][i]);
     break;
   case TRACE_OP_ALLOC:
     s->buffer_bytes[op->buffer] += op->bytes;
@@ -448,7 +468,7 @@ static void stream_actor(int argc, char **argv) {
       continue;
     wait_deps(rp, ctx->rank, p, i);
     rp->spans[ctx->rank][i].start_s = rp->spans[ctx->rank][i].ready_s = simgrid_get_clock();
-    if (rp->batch && replay_timed_only(p->ops[i].type)) {
+    if (replay_timed_only(p->ops[i].type)) {
       i = run_batch(rp, ctx->rank, pi, i);
       continue;
     }
@@ -789,7 +809,7 @@ static bool sweepable(const rp_t *rp) {
   const char *force = getenv("NPUSIM_REPLAY_ACTORS");
   if (force && strcmp(force, "1") == 0)
     return false;
-  if (rp->flow || rp->sys->coll.compute_slowdown != 0)
+  if (rp->flow)
     return false;
   const trace_t *t = rp->trace;
   bool ok = true;
@@ -819,8 +839,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   if (topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
                  trace->ranks_per_node, &out->topo, err, err_len))
     return -1;
-  rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow,
-             .batch = sys->coll.compute_slowdown == 0};
+  rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow};
   find_watched(&rp);
   op_cache_t *cache = op_cache_new(&sys->chip);
   int rc = choose_simulated(&rp, out->representatives, trace_name, err, err_len);
@@ -834,6 +853,8 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     rc = plan_collectives(&rp, trace_name, err, err_len);
   for (int i = 0; rc == 0 && i < rp.ninsts; i++)
     rp.insts[i].members = simulated_members(&rp, &rp.insts[i]);
+  if (rc == 0)
+    add_interference(&rp);
   rp.sweep = rc == 0 && sweepable(&rp);
   if (rc == 0 && !rp.sweep) { /* the actors need the simulator and its platform */
     pair_set_t pairs;

@@ -9,9 +9,10 @@
  *   analytic: the members of a collective meet, then each waits the
  *             collective's alpha-beta cost; a send/recv pair meets, then waits
  *             the uncontended path time. No contention between them.
- * Compute and communication on different streams overlap. A configurable
- * interference slows compute while its rank communicates
- * (collectives.compute_slowdown, 0 = off). The trace was checked on reading, so
+ * Compute and communication on different streams overlap; a compute op the
+ * trace marks as running beside a transfer ("overlaps") takes
+ * collectives.compute_slowdown x the shorter of the two longer (interference;
+ * 0 = off). The trace was checked on reading, so
  * the replay cannot deadlock. */
 #ifndef NPUSIM_REPLAY_H
 #define NPUSIM_REPLAY_H

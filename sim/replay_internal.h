@@ -30,7 +30,6 @@ typedef struct {
   sg_cond_t cond;     /* signalled when an op of the rank completes */
   char *done;         /* per op of its program */
   int waiters;        /* actors blocked in wait_done */
-  int active_comm;    /* collectives and transfers in flight (interference) */
   double memory, peak_memory;
   double *buffer_bytes; /* per buffer of its program */
 } rank_state_t;
@@ -43,7 +42,6 @@ typedef struct {
   bool *simulated;      /* per rank: runs its own actors (else a representative does) */
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
   char **watched;       /* per program, per op: an op on another stream depends on it */
-  bool batch;           /* run back-to-back compute ops as one sleep (no interference) */
   bool sweep;           /* replay_sweep instead of the actors: no simulator at all */
   inst_t *insts;
   int ninsts, cap_insts;

@@ -3,7 +3,8 @@
 # traces, one process per simulation (SimGrid runs once per process):
 #   - known answers: compute and send/recv traces against an independent
 #     reference (a longest-path walk written here in Python); an allreduce
-#     overlapped with an independent matmul costs their max, not their sum;
+#     overlapped with an independent matmul costs their max, not their sum,
+#     and a matmul marked as running beside it is slowed by the interference;
 #     dependencies across streams and events hold in the timeline;
 #   - every sample replays in both fidelities with the documented JSON fields;
 #   - the same inputs give byte-identical JSON and Chrome traces.
@@ -106,6 +107,22 @@ got=$(step "$tmp/tp_overlap.json.gz.analytic.json")
 echo "  tp_overlap: step ${got}s = max(matmul ${mm1}s, allreduce ${ar}s) + matmul ${mm2}s"
 check "overlapped allreduce costs the max, not the sum" close "$got" "$want"
 check "overlap: the flow step is the same" close "$(step "$tmp/tp_overlap.json.gz.flow.json")" "$want"
+
+# Interference: the first matmul marked as running beside the allreduce takes
+# compute_slowdown x min(matmul, allreduce) longer, in every engine.
+zcat traces/tp_overlap.json.gz | sed 's/"dtype": "bf16"},$/"dtype": "bf16", "overlaps": 1},/' \
+  >"$tmp/interfere.json"
+check "interference: the trace marks the matmul" grep -q '"overlaps": 1' "$tmp/interfere.json"
+want=$(python3 -c "print('%.9f' % (max($mm1 + 0.5 * min($mm1, $ar), $ar) + $mm2))")
+for engine in analytic flow actors; do
+  fid=$engine
+  [ $engine = actors ] && fid=analytic
+  NPUSIM_REPLAY_ACTORS=$([ $engine = actors ] && echo 1 || echo 0) "$npusim" replay --system $sys \
+    --trace "$tmp/interfere.json" --fidelity $fid --set collectives.compute_slowdown=0.5 \
+    --format json >"$tmp/interfere.$engine.json"
+  check "interference ($engine): max(mm1 + 0.5 min(mm1, ar), ar) + mm2" \
+    close "$(step "$tmp/interfere.$engine.json")" "$want"
+done
 
 # Cross-stream dependencies and events in the timeline of mixed.json (rank 0).
 check "waits and deps hold across streams" python3 -c 'import gzip, json, sys

@@ -43,6 +43,36 @@ static void test_good_trace_reads(void) {
       " \"deps\": [0]}]}")), "");
 }
 
+/* "overlaps" names the transfer a compute op runs beside; the writer keeps it. */
+static void test_overlaps_reads_and_writes_back(void) {
+  const char *text = wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+      "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 4, \"kind\": \"allreduce\", \"stream\": "
+      "\"comm\", \"comm\": \"w\", \"bytes\": 64}, {\"id\": 9, \"kind\": \"matmul\", "
+      "\"shape\": [8, 8, 8], \"overlaps\": 4}]}");
+  trace_t t;
+  char err[1024] = "", path[512];
+  CU_ASSERT_EQUAL_FATAL(trace_parse("t.json", text, strlen(text), &replay_vocab, &t, err,
+                                    sizeof err), 0);
+  const trace_op_t *mm = &t.programs[0].ops[1];
+  CU_ASSERT(mm->overlapping && mm->overlaps == 0 && !t.programs[0].ops[0].overlapping);
+  const char *dir = make_temp_dir();
+  snprintf(path, sizeof path, "%s/o.json", dir);
+  CU_ASSERT_EQUAL(trace_write(&t, &replay_vocab, path, err, sizeof err), 0);
+  size_t len;
+  char why[64];
+  char *written = jsonfile_read(path, 1 << 20, &len, why, sizeof why);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(written);
+  CU_ASSERT_PTR_NOT_NULL(strstr(written, "\"overlaps\": 4"));
+  free(written);
+  remove_temp_dir(dir);
+  trace_free(&t);
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"send\", \"peer\": 0, "
+                     "\"bytes\": 1}, {\"id\": 1, \"kind\": \"matmul\", \"shape\": [8, 8, 8], "
+                     "\"overlaps\": 0}]}"),
+         "t.json: rank 0 op 1: overlaps: expected the id of a coll, send or recv on another "
+         "stream of this program, found 0");
+}
+
 static void test_each_bad_input_is_named_with_rank_and_op(void) {
   expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 3, \"kind\": \"matmull\"}]}"),
          "t.json: rank 0 op 3: kind: expected a compute op (matmul, softmax, ...), compute, a "
@@ -170,6 +200,7 @@ static void test_damaged_gzip_is_refused(void) {
 
 CU_TestInfo trace_tests[] = {
     {"a good trace reads", test_good_trace_reads},
+    {"overlaps reads and writes back", test_overlaps_reads_and_writes_back},
     {"each bad input is named with rank and op", test_each_bad_input_is_named_with_rank_and_op},
     {"written traces read back to the same bytes",
      test_written_traces_read_back_to_the_same_bytes},

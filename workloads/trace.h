@@ -59,6 +59,8 @@ typedef struct {
   int event;            /* RECORD/WAIT: index into the program's events */
   int buffer;           /* ALLOC/FREE: index into the program's buffers */
   char *label;          /* optional, shown in timelines */
+  bool overlapping;     /* SHAPED: runs beside a transfer of its rank... */
+  int overlaps;         /* ...this op (index of a COLL, SEND or RECV on another stream) */
 } trace_op_t;
 
 typedef struct {

@@ -260,7 +260,8 @@ static const char *const common_fields[] = {"id", "kind", "stream", "deps", "lab
 
 /* Fields allowed for each op type, besides the common ones. */
 static const char *const *type_fields(trace_op_type_t type) {
-  static const char *const shaped[] = {"shape", "dtype", "causal", "trans_a", "trans_b", NULL};
+  static const char *const shaped[] = {"shape",   "dtype",    "causal",
+                                       "trans_a", "trans_b", "overlaps", NULL};
   static const char *const duration[] = {"duration_us", NULL};
   static const char *const coll[] = {"comm", "bytes", "root", "algo", NULL};
   static const char *const p2p[] = {"peer", "peer_offset", "bytes", "tag", NULL};
@@ -453,12 +454,43 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
   }
 }
 
-/* Turns "deps" ids into op indices; ids must exist in the program. */
+static int op_index(const trace_program_t *p, const cJSON *id) {
+  for (int j = 0; cJSON_IsNumber(id) && j < p->nops; j++)
+    if (p->ops[j].id == id->valuedouble)
+      return j;
+  return -1;
+}
+
+/* "overlaps": the id of a collective, send or recv of another stream of the
+ * program, which the op runs beside. */
+static int resolve_overlaps(trace_ctx_t *c, const cJSON *oj, trace_program_t *p,
+                            trace_op_t *op) {
+  const cJSON *ov = cJSON_GetObjectItemCaseSensitive(oj, "overlaps");
+  if (!ov)
+    return 0;
+  int j = op_index(p, ov);
+  const trace_op_t *o = j >= 0 ? &p->ops[j] : NULL;
+  if (!o || o->stream == op->stream ||
+      (o->type != TRACE_OP_COLL && o->type != TRACE_OP_SEND && o->type != TRACE_OP_RECV)) {
+    char what[64];
+    jsonfile_describe(ov, what, sizeof what);
+    return trace_fail(c, p->ranks[0], op->id, "overlaps: expected the id of a coll, send or "
+                      "recv on another stream of this program, found %s", what);
+  }
+  op->overlapping = true;
+  op->overlaps = j;
+  return 0;
+}
+
+/* Turns "deps" and "overlaps" ids into op indices; ids must exist in the
+ * program. */
 static int resolve_deps(trace_ctx_t *c, const cJSON *ops_json, trace_program_t *p) {
   int i = 0;
   const cJSON *oj;
   cJSON_ArrayForEach(oj, ops_json) {
     trace_op_t *op = &p->ops[i++];
+    if (resolve_overlaps(c, oj, p, op))
+      return -1;
     const cJSON *deps = cJSON_GetObjectItemCaseSensitive(oj, "deps");
     if (!deps)
       continue;
@@ -468,10 +500,7 @@ static int resolve_deps(trace_ctx_t *c, const cJSON *ops_json, trace_program_t *
     op->deps = malloc(((size_t)cJSON_GetArraySize(deps) + 1) * sizeof *op->deps);
     const cJSON *d;
     cJSON_ArrayForEach(d, deps) {
-      int found = -1;
-      for (int j = 0; cJSON_IsNumber(d) && j < p->nops && found < 0; j++)
-        if (p->ops[j].id == d->valuedouble)
-          found = j;
+      int found = op_index(p, d);
       if (found < 0) {
         char what[64];
         jsonfile_describe(d, what, sizeof what);

@@ -124,6 +124,17 @@ static int p2p(gen_t *g, trace_op_type_t type, int stream, int offset, int tag, 
   return i;
 }
 
+/* Marks compute op c as running beside transfer x of another stream, which
+ * slows it on a chip whose transfers take compute resources (interference). */
+static void beside(gen_t *g, int c, int x) {
+  trace_op_t *o = &g->p->ops[x];
+  if (o->stream == g->p->ops[c].stream ||
+      (o->type != TRACE_OP_COLL && o->type != TRACE_OP_SEND && o->type != TRACE_OP_RECV))
+    return;
+  g->p->ops[c].overlapping = true;
+  g->p->ops[c].overlaps = x;
+}
+
 /* ---- a transformer layer ---- */
 
 static const char *norm_name(const model_cfg_t *m) {
@@ -180,7 +191,7 @@ static int attention(gen_t *g, bool bwd, int dep) {
   /* keys and values; the backward also passes their gradients around */
   double kv_bytes = (bwd ? 4 : 2) * b * s * kv * d * g->e;
   for (int step = 1; step < par->cp; step++) {
-    p2p(g, TRACE_OP_SEND, g->cp_send, g->cp_next, g->tag_cp, kv_bytes, block);
+    beside(g, x, p2p(g, TRACE_OP_SEND, g->cp_send, g->cp_next, g->tag_cp, kv_bytes, block));
     block = p2p(g, TRACE_OP_RECV, g->cp_recv, g->cp_prev, g->tag_cp, kv_bytes, -1);
     int joined = add(g, TRACE_OP_DELAY, g->compute, x, block);
     x = shaped(g, kind, b, heads, s, d, kv, joined);
@@ -203,6 +214,9 @@ static int column_backward(gen_t *g, double tokens, double n, double k, int dep)
   int dgrad = mm(g, tokens, k, n, dep);
   int reduce = tp_exit(g, dgrad);
   int wgrad = mm(g, k, n, tokens, gather);
+  if (gather != dep)
+    beside(g, dgrad, gather);
+  beside(g, wgrad, reduce);
   return add(g, TRACE_OP_DELAY, g->compute, wgrad, reduce);
 }
 
