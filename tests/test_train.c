@@ -178,6 +178,41 @@ static void test_zero_shards_optimizer_states(void) {
   train_info_free(&c);
 }
 
+/* Collectives of one kind on one stream in rank 0's program. */
+static int count_colls(const workload_cfg_t *w, const char *kind, const char *stream) {
+  trace_t t;
+  train_info_t info;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  const trace_program_t *p = &t.programs[t.program_of[0]];
+  int n = 0;
+  for (int i = 0; i < p->nops; i++)
+    n += p->ops[i].type == TRACE_OP_COLL && strcmp(replay_vocab.colls[p->ops[i].kind], kind) == 0 &&
+         strcmp(p->streams[p->ops[i].stream], stream) == 0;
+  trace_free(&t);
+  train_info_free(&info);
+  return n;
+}
+
+/* ZeRO-1 reduces the accumulated gradients once; ZeRO-2 and 3 keep only their
+ * shard, so each micro-batch's gradients are reduced; ZeRO-3 gathers every
+ * layer's parameters before its forward and its backward instead of all of
+ * them after the step. 8 layers, one stage, 4 micro-batches. */
+static void test_zero_stages_communicate_as_they_shard(void) {
+  const char *tr = "\"micro_batch\": 1, \"global_batch\": 8, \"overlap_grad_reduce\": false";
+  workload_cfg_t z1 = load_workload(small_model, "\"dp\": 2, \"zero\": 1", tr);
+  workload_cfg_t z2 = load_workload(small_model, "\"dp\": 2, \"zero\": 2", tr);
+  workload_cfg_t z3 = load_workload(small_model, "\"dp\": 2, \"zero\": 3", tr);
+  CU_ASSERT_EQUAL(count_colls(&z1, "reducescatter", "dp"), 1);
+  CU_ASSERT_EQUAL(count_colls(&z2, "reducescatter", "dp"), 4);
+  CU_ASSERT_EQUAL(count_colls(&z3, "reducescatter", "dp"), 4);
+  CU_ASSERT_EQUAL(count_colls(&z1, "allgather", "dp"), 1);
+  CU_ASSERT_EQUAL(count_colls(&z2, "allgather", "dp"), 1);
+  CU_ASSERT_EQUAL(count_colls(&z3, "allgather", "dp"), 0);
+  CU_ASSERT_EQUAL(count_colls(&z1, "allgather", "zero"), 0);
+  CU_ASSERT_EQUAL(count_colls(&z3, "allgather", "zero"), 2 * 8 * 4);
+}
+
 /* Routed experts are replicated over dp x cp / ep ranks only, so ZeRO shards
  * their optimizer states over that many; dense parameters over dp x cp. */
 static void test_zero_shards_experts_over_expert_data_parallel(void) {
@@ -232,11 +267,45 @@ static void test_column_parallel_backward_overlaps_its_communication(void) {
   train_info_free(&info);
 }
 
+/* Routed experts' gradients are reduced over the ranks holding the same
+ * experts (one position of each expert-parallel group), the rest over all
+ * data-parallel replicas. dp 4, ep 2: EP groups {0,1}, {2,3}; experts' {0,2}. */
+static void test_expert_gradients_reduce_over_their_replicas(void) {
+  workload_cfg_t w = load_workload(small_moe, "\"dp\": 4, \"ep\": 2",
+                                   "\"micro_batch\": 1, \"global_batch\": 4, "
+                                   "\"overlap_grad_reduce\": false");
+  trace_t t;
+  train_info_t info;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  int edp = -1;
+  for (int c = 0; c < t.ncomms; c++)
+    edp = strcmp(t.comms[c].name, "edp") == 0 ? c : edp;
+  CU_ASSERT_FATAL(edp >= 0);
+  const trace_comm_t *cm = &t.comms[edp];
+  const int *g0 = cm->groups[cm->group_of[0]];
+  CU_ASSERT(cm->sizes[cm->group_of[0]] == 2 && g0[0] == 0 && g0[1] == 2);
+  const trace_program_t *p = &t.programs[0];
+  double expert_bytes = 4 * (8.0 / 2) * 3 * 1024 * 1408 * 4; /* layers x local x mats x fp32 */
+  int reductions = 0;
+  for (int i = 0; i < p->nops; i++)
+    if (p->ops[i].type == TRACE_OP_COLL && p->ops[i].comm == edp) {
+      reductions++;
+      CU_ASSERT_DOUBLE_EQUAL(p->ops[i].bytes, expert_bytes, 1);
+    }
+  CU_ASSERT_EQUAL(reductions, 1);
+  trace_free(&t);
+  train_info_free(&info);
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
     {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
+    {"ZeRO stages communicate as they shard", test_zero_stages_communicate_as_they_shard},
+    {"expert gradients reduce over their replicas",
+     test_expert_gradients_reduce_over_their_replicas},
     {"ZeRO shards experts over expert data parallelism",
      test_zero_shards_experts_over_expert_data_parallel},
     {"column-parallel backward overlaps its communication",

@@ -16,18 +16,18 @@ typedef struct {
   int cap;
   /* streams */
   int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
-  int optimizer;
+  int optimizer, zero;
   int tag_fwd, tag_bwd, tag_cp;
-  int comm_tp, comm_dp, comm_ep;
+  int comm_tp, comm_dp, comm_ep, comm_edp, comm_params, comm_edp_params;
   int stride_pp;
   int cp_next, cp_prev; /* rank offsets of the context-parallel ring's neighbours */
   double e;        /* bytes per activation element */
   int dtype_mm, dtype_vec; /* matmuls in the training precision; fp8 keeps vector ops in bf16 */
   double tokens;   /* per rank per micro-batch: b * s / cp */
-  double grad_pending; /* gradient bytes not yet handed to a bucket */
+  double grad_pending;   /* dense gradient bytes not yet handed to a bucket */
+  double expert_pending; /* the same of routed experts (reduced over their replicas) */
   int last_grad_op;    /* the op that produced them */
-  int *bucket_ops;     /* dp collectives issued, for the optimizer to wait for */
-  int nbuckets, cap_buckets;
+  int last_bucket_op;  /* the last gradient reduction (on one stream: it ends them all) */
 } gen_t;
 
 /* ---- building ops ---- */
@@ -347,30 +347,57 @@ static double layer_params(const workload_cfg_t *w) {
   return attn + mlp + 2 * h;
 }
 
-static void add_bucket(gen_t *g, double bytes, int dep) {
-  const parallel_cfg_t *par = &g->w->parallel;
-  if (par->dp * par->cp == 1 || bytes <= 0)
-    return;
-  int x = coll(g, par->zero >= 1 ? "reducescatter" : "allreduce", g->dp, g->comm_dp, bytes, dep);
-  if (g->nbuckets == g->cap_buckets) {
-    g->cap_buckets = g->cap_buckets ? 2 * g->cap_buckets : 16;
-    g->bucket_ops = realloc(g->bucket_ops, (size_t)g->cap_buckets * sizeof *g->bucket_ops);
-  }
-  g->bucket_ops[g->nbuckets++] = x;
+/* Ranks holding a replica of a dense parameter, and of a routed expert's. */
+static double dense_replicas(const parallel_cfg_t *par) { return (double)par->dp * par->cp; }
+static double expert_replicas(const parallel_cfg_t *par) {
+  return (double)par->dp * par->cp / par->ep;
 }
 
-/* Hands a layer's gradients to the data-parallel reduction: bucket by bucket
- * during the last micro-batch when overlapping, all at the end otherwise. */
-static void grads_ready(gen_t *g, double bytes, int dep, bool last_microbatch) {
-  g->last_grad_op = dep;
-  if (!last_microbatch) /* earlier micro-batches accumulate into the same buffer */
+/* A gradient reduction over the replicas of its parameters (comm_dp, or
+ * comm_edp for experts), on the dp stream. */
+static void add_bucket(gen_t *g, int comm, double replicas, double bytes, int dep) {
+  if (replicas == 1 || bytes <= 0)
     return;
-  g->grad_pending += bytes;
+  const char *kind = g->w->parallel.zero >= 1 ? "reducescatter" : "allreduce";
+  g->last_bucket_op = coll(g, kind, g->dp, comm, bytes, dep);
+}
+
+/* Reduces the gradients handed over so far. */
+static void flush_grads(gen_t *g, int dep) {
+  add_bucket(g, g->comm_dp, dense_replicas(&g->w->parallel), g->grad_pending, dep);
+  add_bucket(g, g->comm_edp, expert_replicas(&g->w->parallel), g->expert_pending, dep);
+  g->grad_pending = g->expert_pending = 0;
+}
+
+/* ZeRO-3 keeps a shard of each layer's parameters: gathers the layer before
+ * its forward and its backward (dense parameters and routed experts each from
+ * their replicas), prefetched while the layer before it runs (*prefetch: the
+ * op that started that layer). Returns what the layer waits for. */
+static int gather_params(gen_t *g, int *prefetch, int x) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (par->zero < 3 || dense_replicas(par) == 1)
+    return x;
+  double experts = routed_expert_params(g->w), dense = layer_params(g->w) - experts;
+  int p = coll(g, "allgather", g->zero, g->comm_params, dense * g->e, *prefetch);
+  if (expert_replicas(par) > 1)
+    p = coll(g, "allgather", g->zero, g->comm_edp_params, experts * g->e, p);
+  *prefetch = x;
+  return add(g, TRACE_OP_DELAY, g->compute, x, p);
+}
+
+/* Hands a layer's gradients (dense and routed-expert bytes) to the data-parallel
+ * reduction: bucket by bucket when overlapping, all at the end otherwise;
+ * during the last micro-batch, or (ZeRO-2/3, whose ranks keep only their shard
+ * of the gradients) during each. */
+static void grads_ready(gen_t *g, double dense, double experts, int dep, bool last_microbatch) {
+  g->last_grad_op = dep;
+  if (!last_microbatch && g->w->parallel.zero < 2) /* accumulate into the same buffer */
+    return;
+  g->grad_pending += dense;
+  g->expert_pending += experts;
   const training_cfg_t *tr = &g->w->training;
-  if (tr->overlap_grad_reduce && g->grad_pending >= tr->grad_bucket_bytes) {
-    add_bucket(g, g->grad_pending, dep);
-    g->grad_pending = 0;
-  }
+  if (tr->overlap_grad_reduce && g->grad_pending + g->expert_pending >= tr->grad_bucket_bytes)
+    flush_grads(g, dep);
 }
 
 /* ---- a pipeline stage ---- */
@@ -418,7 +445,8 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   bool last_virtual = st->stage == st->pp - 1 && chunk == st->vpp - 1;
   double tk = g->tokens, h = m->hidden, t = par->tp, vocab = (double)m->vocab / t;
   double rows = par->sequence_parallel ? tk / t : tk; /* norms run on the sequence shard */
-  double layer_grad = layer_params(g->w) * GRAD_BYTES;
+  double expert_grad = routed_expert_params(g->w) * GRAD_BYTES;
+  double layer_grad = layer_params(g->w) * GRAD_BYTES - expert_grad;
   bool last_mb = mb == st->microbatches - 1;
   int x = last_op;
   /* input: from the previous virtual stage, or the embedding */
@@ -436,8 +464,8 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     } else {
       x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
     }
-    for (int l = 0; l < st->layers_per_chunk; l++)
-      x = layer_forward(g, x);
+    for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++)
+      x = layer_forward(g, gather_params(g, &prefetch, x));
     if (last_virtual) { /* final norm, LM head, loss */
       x = vec(g, norm_name(m), rows, h, x);
       x = tp_enter(g, x);
@@ -453,23 +481,25 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   if (last_virtual) { /* LM head backward (dgrad, wgrad), final norm backward */
     x = column_backward(g, tk, vocab, h, x);
     x = vec(g, norm_name(m), rows, h, x);
-    grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
+    grads_ready(g, h * vocab * GRAD_BYTES, 0, x, last_mb);
   } else {
     x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
   }
-  for (int l = 0; l < st->layers_per_chunk; l++) {
-    x = layer_backward(g, x);
-    grads_ready(g, layer_grad, x, last_mb);
+  for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++) {
+    x = layer_backward(g, gather_params(g, &prefetch, x));
+    grads_ready(g, layer_grad, expert_grad, x, last_mb);
   }
   if (first_virtual) {
     x = tp_enter(g, x); /* the mirror of the embedding's scatter */
     x = vec(g, "add", tk, h, x); /* embedding gradient */
-    grads_ready(g, h * vocab * GRAD_BYTES, x, last_mb);
+    grads_ready(g, h * vocab * GRAD_BYTES, 0, x, last_mb);
   } else {
     int sent = p2p(g, TRACE_OP_SEND, g->send_prev,
                    pp_prev(g, st), g->tag_bwd, st->act_bytes, x);
     x = sent_wait(g, x, sent);
   }
+  if (par->zero >= 2 && !last_mb) /* this micro-batch's shard is reduced now */
+    flush_grads(g, g->last_grad_op);
   return x;
 }
 
@@ -536,12 +566,9 @@ static int optimizer_op(gen_t *g, const char *kind, double elements, int dep) {
 /* Reduction of what is left, optimizer step on this rank's shard, parameter gather. */
 static void optimizer_step(gen_t *g, double params, double experts) {
   const parallel_cfg_t *par = &g->w->parallel;
-  add_bucket(g, g->grad_pending, g->last_grad_op);
-  double dpc = (double)par->dp * par->cp;
+  flush_grads(g, g->last_grad_op);
   double shard = zero_bytes(par, params - experts, experts, 1, par->zero >= 1);
-  int x = add(g, TRACE_OP_DELAY, g->compute, g->last_grad_op, -1);
-  for (int i = 0; i < g->nbuckets; i++)
-    x = add(g, TRACE_OP_DELAY, g->compute, x, g->bucket_ops[i]);
+  int x = add(g, TRACE_OP_DELAY, g->compute, g->last_grad_op, g->last_bucket_op);
   /* Megatron's step over this rank's shard: unscale and inf check (fp16 loss
    * scaling), the gradient norm for clipping, Adam, and the copy of the fp32
    * master weights into the training-precision parameters */
@@ -550,8 +577,12 @@ static void optimizer_step(gen_t *g, double params, double experts) {
   x = optimizer_op(g, "reduce_sum", shard, x);
   x = optimizer_op(g, "adam", shard, x);
   x = optimizer_op(g, "cast", shard, x); /* fp32 -> training precision */
-  if (par->zero >= 1 && dpc > 1)
-    coll(g, "allgather", g->dp, g->comm_dp, params * g->e, x);
+  if (par->zero == 1 || par->zero == 2) { /* ZeRO-3 gathers layer by layer */
+    if (dense_replicas(par) > 1)
+      x = coll(g, "allgather", g->dp, g->comm_dp, (params - experts) * g->e, x);
+    if (expert_replicas(par) > 1)
+      coll(g, "allgather", g->dp, g->comm_edp, experts * g->e, x);
+  }
 }
 
 /* ---- memory ---- */
@@ -580,6 +611,8 @@ static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double pa
   mem.activations = per_layer * layers * in_flight;
   if (stage == par->pp - 1)
     mem.temporary = 4.0 * s * b * m->vocab / t; /* fp32 logits */
+  if (par->zero >= 3) /* the gathered layer and the one prefetched */
+    mem.temporary += 2 * layer_params(w) * 2;
   mem.total = mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.temporary;
   return mem;
 }
@@ -602,7 +635,6 @@ static double flops_per_token(const workload_cfg_t *w, bool with_recompute) {
   return m->layers * layer + 6.0 * h * m->vocab;
 }
 
-/* Rank of (tp, cp, dp, pp) coordinates in the configured order, innermost first. */
 /* Ranks along each parallel dimension, indexed by par_dim_t. */
 static void dim_sizes(const parallel_cfg_t *par, int size[PAR_DIM_COUNT]) {
   size[PAR_DIM_TP] = par->tp;
@@ -639,14 +671,17 @@ static int stride_of(const parallel_cfg_t *par, par_dim_t dim) {
   return stride;
 }
 
-/* A communicator whose groups vary `dims` (in order) with the others fixed. */
+/* A communicator whose groups vary `dims` (in order) with the others fixed:
+ * all of them (chunk 0), runs of `chunk` consecutive ranks along them (expert
+ * parallel groups), or, `strided`, the ranks at one position of every such run
+ * (expert data parallel groups). */
 static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, int ndims,
-                      const par_dim_t *dims, int chunk) {
+                      const par_dim_t *dims, int chunk, bool strided) {
   int size[PAR_DIM_COUNT], full = 1;
   dim_sizes(par, size);
   for (int i = 0; i < ndims; i++)
     full *= size[dims[i]];
-  int gsize = chunk > 0 ? chunk : full;
+  int gsize = chunk <= 0 ? full : strided ? full / chunk : chunk, per = full / gsize;
   trace_comm_t *cm = &t->comms[t->ncomms++];
   cm->name = strdup(name);
   cm->ngroups = t->ranks / gsize;
@@ -662,11 +697,11 @@ static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, i
     /* coordinates of r, then every member sharing its fixed coordinates */
     int coord[PAR_DIM_COUNT];
     coords_of(par, r, coord);
-    for (int k0 = 0; k0 < full; k0 += gsize) {
+    for (int j = 0; j < per; j++) {
       int gi = next++;
       cm->groups[gi] = malloc((size_t)gsize * sizeof(int));
-      for (int k = k0; k < k0 + gsize; k++) {
-        int rest = k;
+      for (int m = 0; m < gsize; m++) {
+        int rest = strided ? j + m * per : j * gsize + m;
         for (int i = 0; i < ndims; i++) {
           coord[dims[i]] = rest % size[dims[i]];
           rest /= size[dims[i]];
@@ -693,11 +728,15 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   out->name = strdup(m->name);
   out->ranks = (int)world;
   out->ranks_per_node = ranks_per_node;
-  out->comms = calloc(3, sizeof *out->comms);
+  out->comms = calloc(6, sizeof *out->comms);
   static const par_dim_t tp_dims[] = {PAR_DIM_TP}, dp_dims[] = {PAR_DIM_CP, PAR_DIM_DP};
-  make_comm(out, par, "tp", 1, tp_dims, 0);
-  make_comm(out, par, "dp", 2, dp_dims, 0);
-  make_comm(out, par, "ep", 2, dp_dims, par->ep);
+  make_comm(out, par, "tp", 1, tp_dims, 0, false);
+  make_comm(out, par, "dp", 2, dp_dims, 0, false);
+  make_comm(out, par, "ep", 2, dp_dims, par->ep, false);
+  make_comm(out, par, "edp", 2, dp_dims, par->ep, true); /* replicas of the same experts */
+  /* ZeRO-3's gathers, on their own stream */
+  make_comm(out, par, "dp_params", 2, dp_dims, 0, false);
+  make_comm(out, par, "edp_params", 2, dp_dims, par->ep, true);
   /* one program per pipeline stage (and context-parallel position: its ring wraps) */
   int nprog = par->pp * par->cp;
   out->programs = calloc((size_t)nprog, sizeof *out->programs);
@@ -720,7 +759,8 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     int stage = pi / par->cp, cpi = pi % par->cp;
     trace_program_t *p = &out->programs[pi];
     gen_t g = {.w = w, .v = vocab, .p = p, .comm_tp = 0, .comm_dp = 1, .comm_ep = 2,
-               .e = 2, .last_grad_op = -1};
+               .comm_edp = 3, .comm_params = 4, .comm_edp_params = 5, .e = 2, .last_grad_op = -1,
+               .last_bucket_op = -1};
     g.dtype_mm = name_index(vocab->dtypes, vocab->ndtypes,
                             workload_precision_names[w->training.precision]);
     g.dtype_vec = w->training.precision == PRECISION_FP8 ? vocab->default_dtype : g.dtype_mm;
@@ -743,6 +783,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.recv_next = stream_of(p, "pp_recv_next");
     g.cp_send = stream_of(p, "cp_send");
     g.optimizer = stream_of(p, "optimizer");
+    g.zero = stream_of(p, "zero");
     g.cp_recv = stream_of(p, "cp_recv");
     g.tag_fwd = tag_of(p, "fwd");
     g.tag_bwd = tag_of(p, "bwd");
@@ -758,7 +799,6 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     double params = params_layers + (double)m->hidden * m->vocab / par->tp * vocab_mats;
     double experts = routed_expert_params(w) * layers_per_stage;
     optimizer_step(&g, params, experts);
-    free(g.bucket_ops);
     /* micro-batch chunks whose activations a stage holds at once */
     long in_flight = warmup_steps(&st) + 1 < mbs * par->vpp ? warmup_steps(&st) + 1
                                                             : mbs * par->vpp;
