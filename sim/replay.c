@@ -841,7 +841,10 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     return -1;
   rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow};
   find_watched(&rp);
-  op_cache_t *cache = op_cache_new(&sys->chip);
+  chip_cfg_t chip = sys->chip; /* ops in a step run at the clock the chip holds through it */
+  if (chip.sustained_freq_hz > 0)
+    chip.freq_hz = chip.sustained_freq_hz;
+  op_cache_t *cache = op_cache_new(&chip);
   int rc = choose_simulated(&rp, out->representatives, trace_name, err, err_len);
   if (rc == 0)
     rc = cost_shaped(&rp, trace_name, cache, err, err_len);
