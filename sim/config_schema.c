@@ -261,6 +261,10 @@ static const cfg_key_t workload_keys[] = {
          "\"gelu\"", "MLP activation; swiglu has a gated MLP (three weight matrices)."),
     ENUM("model.norm", workload_norm_names, NORM_COUNT, WL(model.norm), "\"layernorm\"",
          "Normalisation layer."),
+    ENUM("model.position_embedding", workload_position_names, POSITION_COUNT,
+         WL(model.position), "\"rope\"",
+         "Positions: rotary embedding applied to queries and keys in every layer (LLaMA), or a "
+         "learned table of seq_len x hidden added to the input once (GPT)."),
     BOOL("model.tied_embeddings", WL(model.tied_embeddings), "false",
          "The LM head shares the input embedding's weights."),
     NUM("model.dropout", "", 1, WL(model.dropout), 0, 0.99, "0",

@@ -298,12 +298,47 @@ static void test_expert_gradients_reduce_over_their_replicas(void) {
   train_info_free(&info);
 }
 
+/* Rotary embedding runs in every layer (forward and backward); a learned
+ * position table is one add at the embedding and parameters of stage 0. */
+static void test_position_embeddings(void) {
+  const char *learned =
+      "\"model\": {\"name\": \"gpt\", \"layers\": 8, \"hidden\": 1024, \"heads\": 8, "
+      "\"ffn_hidden\": 4096, \"vocab\": 32000, \"seq_len\": 1024, "
+      "\"position_embedding\": \"learned\"}";
+  const char *tr = "\"micro_batch\": 1, \"global_batch\": 1";
+  workload_cfg_t rope = load_workload(small_model, "\"dp\": 1", tr);
+  workload_cfg_t table = load_workload(learned, "\"dp\": 1", tr);
+  int counts[2];
+  train_info_t info[2];
+  const workload_cfg_t *ws[2] = {&rope, &table};
+  for (int k = 0; k < 2; k++) {
+    trace_t t;
+    char err[1024] = "";
+    CU_ASSERT_FATAL(train_generate(ws[k], &replay_vocab, 8, &t, &info[k], err, sizeof err) == 0);
+    counts[k] = 0;
+    for (int i = 0; i < t.programs[0].nops; i++) {
+      const trace_op_t *op = &t.programs[0].ops[i];
+      counts[k] += op->type == TRACE_OP_SHAPED && strcmp(replay_vocab.compute[op->kind], "rope") == 0;
+    }
+    trace_free(&t);
+  }
+  CU_ASSERT_EQUAL(counts[0], 2 * 8);
+  CU_ASSERT_EQUAL(counts[1], 0);
+  /* same layers but GELU (2 matrices of 4096) instead of SwiGLU: compare the table alone */
+  double layer = 1024.0 * (8 + 2 * 8) * 128 + 8 * 128 * 1024.0 + 2 * 1024.0 * 4096 + 2 * 1024;
+  double want = (8 * layer + 2 * 1024.0 * 32000 + 1024.0 * 1024) * 2;
+  CU_ASSERT_DOUBLE_EQUAL(info[1].memory[0].weights, want, want * 1e-12);
+  train_info_free(&info[0]);
+  train_info_free(&info[1]);
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
     {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
     {"ZeRO stages communicate as they shard", test_zero_stages_communicate_as_they_shard},
+    {"position embeddings", test_position_embeddings},
     {"expert gradients reduce over their replicas",
      test_expert_gradients_reduce_over_their_replicas},
     {"ZeRO shards experts over expert data parallelism",

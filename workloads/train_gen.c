@@ -273,6 +273,16 @@ static int mlp(gen_t *g, bool bwd, int dep) {
   return bwd ? tp_exit(g, x) : x;
 }
 
+/* Rotary position embedding of this rank's queries and keys (none with a
+ * learned position table). */
+static int rotary(gen_t *g, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  if (m->position != POSITION_ROPE)
+    return dep;
+  double d = (double)m->hidden / m->heads;
+  return vec(g, "rope", g->tokens, (m->heads + m->kv_heads) * d / g->w->parallel.tp, dep);
+}
+
 static int layer_forward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
   double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, d = (double)h / m->heads;
@@ -281,7 +291,7 @@ static int layer_forward(gen_t *g, int dep) {
   int x = vec(g, norm_name(m), rows, h, dep);
   x = tp_enter(g, x);
   x = mm(g, tk, qkv, h, x);
-  x = vec(g, "rope", tk, (m->heads + m->kv_heads) * d / t, x);
+  x = rotary(g, x);
   x = attention(g, false, x);
   x = mm(g, tk, h, m->heads * d / t, x);
   x = tp_exit(g, x);
@@ -314,7 +324,7 @@ static int layer_backward(gen_t *g, int dep) {
   if (par->recompute == RECOMPUTE_SELECTIVE)
     x = attention(g, false, x);
   x = attention(g, true, x);
-  x = vec(g, "rope", tk, (m->heads + m->kv_heads) * d / t, x);
+  x = rotary(g, x);
   x = column_backward(g, tk, qkv, h, x);
   x = vec(g, norm_name(m), rows, h, x);
   return vec(g, "add", rows, h, x); /* the residual's gradient joins */
@@ -460,6 +470,8 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   if (!bwd) {
     if (first_virtual) {
       x = vec(g, "copy", tk, h, x); /* embedding lookup */
+      if (m->position == POSITION_LEARNED)
+        x = vec(g, "add", tk, h, x); /* position table */
       x = tp_exit(g, x);
     } else {
       x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
@@ -797,6 +809,8 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     if (m->tied_embeddings && par->pp == 1)
       vocab_mats = 1;
     double params = params_layers + (double)m->hidden * m->vocab / par->tp * vocab_mats;
+    if (stage == 0 && m->position == POSITION_LEARNED) /* not split over TP in Megatron */
+      params += (double)m->seq_len * m->hidden;
     double experts = routed_expert_params(w) * layers_per_stage;
     optimizer_step(&g, params, experts);
     /* micro-batch chunks whose activations a stage holds at once */

@@ -5,6 +5,7 @@
 
 const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu"};
 const char *const workload_norm_names[NORM_COUNT] = {"layernorm", "rmsnorm"};
+const char *const workload_position_names[POSITION_COUNT] = {"rope", "learned"};
 const char *const workload_recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 const char *const workload_precision_names[PRECISION_COUNT] = {"bf16", "fp16", "fp8"};
 const char *const workload_optimizer_names[OPTIMIZER_COUNT] = {"adam"};

@@ -15,6 +15,7 @@
 
 typedef enum { ACTIVATION_GELU, ACTIVATION_SWIGLU, ACTIVATION_COUNT } activation_t;
 typedef enum { NORM_LAYERNORM, NORM_RMSNORM, NORM_COUNT } norm_t;
+typedef enum { POSITION_ROPE, POSITION_LEARNED, POSITION_COUNT } position_t;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT } recompute_t;
 typedef enum { PRECISION_BF16, PRECISION_FP16, PRECISION_FP8, PRECISION_COUNT } precision_t;
 typedef enum { OPTIMIZER_ADAM, OPTIMIZER_COUNT } optimizer_t;
@@ -41,6 +42,7 @@ typedef struct {
   int seq_len;              /* tokens per sample */
   activation_t activation;
   norm_t norm;
+  position_t position;      /* rotary in every layer, or a learned table added once */
   bool tied_embeddings;     /* input embedding and LM head share weights */
   double dropout;           /* attention and hidden dropout probability; 0 = none */
   bool has_moe;
@@ -75,6 +77,7 @@ typedef struct {
 
 /* Names as written in JSON, indexed by the enums above. */
 extern const char *const workload_activation_names[ACTIVATION_COUNT];
+extern const char *const workload_position_names[POSITION_COUNT];
 extern const char *const workload_norm_names[NORM_COUNT];
 extern const char *const workload_recompute_names[RECOMPUTE_COUNT];
 extern const char *const workload_precision_names[PRECISION_COUNT];
