@@ -267,38 +267,57 @@ static void collect_pairs(const rp_t *rp, pair_set_t *pairs, int *endpoints) {
 
 /* SimGrid runs one actor at a time and switches only inside its calls, so the
  * flags need the mutex only around waiting: a rank nobody waits on is marked
- * without a simulator call. */
-static void mark_done(rp_t *rp, int rank, int op) {
+ * without a simulator call, and only the stream waiting for the op is woken. */
+enum { OP_PENDING, OP_DONE, OP_PLANNED /* ends at its span's end_s, in the future */ };
+
+/* Marks an op done, or planned (its end time is in its span already). */
+static void mark_done(rp_t *rp, int rank, int op, char state) {
   rank_state_t *s = &rp->rs[rank];
-  s->done[op] = 1;
+  s->done[op] = state;
   if (s->waiters == 0)
     return;
-  sg_mutex_lock(s->mutex);
-  sg_cond_notify_all(s->cond);
-  sg_mutex_unlock(s->mutex);
+  for (int k = 0; k < s->nstreams; k++)
+    if (s->waiting_for[k] == op) {
+      sg_mutex_lock(s->mutex);
+      sg_cond_notify_one(s->conds[k]);
+      sg_mutex_unlock(s->mutex);
+    }
 }
 
-static void wait_done(rp_t *rp, int rank, int op) {
+/* Waits until the op has ended or its end is planned; returns when it ends
+ * (possibly later than now). */
+static double wait_done(rp_t *rp, int rank, int stream, int op) {
   rank_state_t *s = &rp->rs[rank];
-  if (s->done[op])
-    return;
-  sg_mutex_lock(s->mutex);
-  s->waiters++;
-  while (!s->done[op])
-    sg_cond_wait(s->cond, s->mutex);
-  s->waiters--;
-  sg_mutex_unlock(s->mutex);
+  if (s->done[op] == OP_PENDING) {
+    sg_mutex_lock(s->mutex);
+    s->waiters++;
+    s->waiting_for[stream] = op;
+    while (s->done[op] == OP_PENDING)
+      sg_cond_wait(s->conds[stream], s->mutex);
+    s->waiting_for[stream] = -1;
+    s->waiters--;
+    sg_mutex_unlock(s->mutex);
+  }
+  return s->done[op] == OP_PLANNED ? rp->spans[rank][op].end_s : 0;
 }
 
-/* Waits for everything op i of the rank depends on outside its stream. */
-static void wait_deps(rp_t *rp, int rank, const trace_program_t *p, int i) {
+/* Waits for everything op i of the rank depends on outside its stream; returns
+ * the time the op may start (now, or a dependency's planned end). */
+static double wait_deps(rp_t *rp, int rank, const trace_program_t *p, int i) {
   const trace_op_t *op = &p->ops[i];
-  for (int d = 0; d < op->ndeps; d++)
-    wait_done(rp, rank, op->deps[d]);
+  double planned = 0;
+  for (int d = 0; d < op->ndeps; d++) {
+    double end = wait_done(rp, rank, op->stream, op->deps[d]);
+    planned = end > planned ? end : planned;
+  }
   if (op->type == TRACE_OP_WAIT)
     for (int j = 0; j < p->nops; j++)
-      if (p->ops[j].type == TRACE_OP_RECORD && p->ops[j].event == op->event)
-        wait_done(rp, rank, j);
+      if (p->ops[j].type == TRACE_OP_RECORD && p->ops[j].event == op->event) {
+        double end = wait_done(rp, rank, op->stream, j);
+        planned = end > planned ? end : planned;
+      }
+  double now = simgrid_get_clock(); /* after any waiting */
+  return planned > now ? planned : now;
 }
 
 static void switch_actor(int argc, char **argv) {
@@ -423,38 +442,57 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
 
 /* Whether op j can start the moment the op before it on its stream ends:
  * its dependencies elsewhere are done. */
-static bool ready_now(const rp_t *rp, int rank, const trace_program_t *p, int j) {
+/* Whether op j's dependencies on other streams have ended by time t. */
+static bool ready_at(const rp_t *rp, int rank, const trace_program_t *p, int j, double t) {
   const trace_op_t *op = &p->ops[j];
-  for (int d = 0; d < op->ndeps; d++)
-    if (p->ops[op->deps[d]].stream != op->stream && !rp->rs[rank].done[op->deps[d]])
+  for (int d = 0; d < op->ndeps; d++) {
+    int k = op->deps[d];
+    char state = rp->rs[rank].done[k];
+    if (p->ops[k].stream != op->stream &&
+        (state == OP_PENDING || (state == OP_PLANNED && rp->spans[rank][k].end_s > t)))
       return false;
+  }
   return true;
 }
 
-/* Runs timed-only ops from i on as one sleep while nothing on another stream
- * waits between them: SimGrid wakes the stream once, the spans are those of
- * running them one by one. Returns the last op run. */
+/* Runs timed-only ops from i on as one sleep while their dependencies on
+ * other streams are met: SimGrid wakes the stream once, the spans are those of
+ * running them one by one, and an op another stream waits for is marked
+ * planned at once, so its waiter sleeps to its end instead of being woken.
+ * Returns the last op run. */
 static int run_batch(rp_t *rp, int rank, int pi, int i) {
   const trace_program_t *p = &rp->trace->programs[pi];
   replay_span_t *sp = rp->spans[rank];
   int stream = p->ops[i].stream, last = i;
   double t = sp[i].start_s + replay_timed_s(rp, pi, i);
   sp[i].end_s = t;
-  for (int j = i + 1; j < p->nops && !rp->watched[pi][last]; j++) {
+  for (int j = i + 1; j < p->nops; j++) {
     if (p->ops[j].stream != stream)
       continue;
-    if (!replay_timed_only(p->ops[j].type) || !ready_now(rp, rank, p, j))
+    if (!replay_timed_only(p->ops[j].type) || !ready_at(rp, rank, p, j, t))
       break;
     sp[j].start_s = sp[j].ready_s = t;
     t += replay_timed_s(rp, pi, j);
     sp[j].end_s = t;
     last = j;
   }
+  for (int j = i; j <= last; j++)
+    if (p->ops[j].stream == stream && rp->watched[pi][j])
+      mark_done(rp, rank, j, OP_PLANNED);
   sg_actor_sleep_until(t);
   for (int j = i; j <= last; j++)
     if (p->ops[j].stream == stream)
-      mark_done(rp, rank, j);
+      mark_done(rp, rank, j, OP_DONE);
   return last;
+}
+
+/* A collective whose time is known when it starts: analytic (or a flow
+ * replay's exclusive one) with no other simulated member to meet. */
+static bool lone_analytic(const rp_t *rp, int rank, const trace_program_t *p, int i) {
+  if (p->ops[i].type != TRACE_OP_COLL)
+    return false;
+  const inst_t *x = &rp->insts[rp->inst_of[rank][i]];
+  return (!rp->flow || x->exclusive) && x->members == 1;
 }
 
 static void stream_actor(int argc, char **argv) {
@@ -463,18 +501,27 @@ static void stream_actor(int argc, char **argv) {
   rp_t *rp = ctx->rp;
   int pi = rp->trace->program_of[ctx->rank];
   const trace_program_t *p = &rp->trace->programs[pi];
+  replay_span_t *sp = rp->spans[ctx->rank];
   for (int i = 0; i < p->nops; i++) {
     if (p->ops[i].stream != ctx->stream)
       continue;
-    wait_deps(rp, ctx->rank, p, i);
-    rp->spans[ctx->rank][i].start_s = rp->spans[ctx->rank][i].ready_s = simgrid_get_clock();
+    sp[i].start_s = sp[i].ready_s = wait_deps(rp, ctx->rank, p, i);
     if (replay_timed_only(p->ops[i].type)) {
       i = run_batch(rp, ctx->rank, pi, i);
       continue;
     }
+    if (lone_analytic(rp, ctx->rank, p, i)) { /* planned, so waiters need no wake-up */
+      sp[i].end_s = sp[i].start_s + rp->insts[rp->inst_of[ctx->rank][i]].analytic_s;
+      mark_done(rp, ctx->rank, i, OP_PLANNED);
+      sg_actor_sleep_until(sp[i].end_s);
+      mark_done(rp, ctx->rank, i, OP_DONE);
+      continue;
+    }
+    if (sp[i].start_s > simgrid_get_clock())
+      sg_actor_sleep_until(sp[i].start_s);
     run_op(rp, ctx->rank, pi, i);
-    rp->spans[ctx->rank][i].end_s = simgrid_get_clock();
-    mark_done(rp, ctx->rank, i);
+    sp[i].end_s = simgrid_get_clock();
+    mark_done(rp, ctx->rank, i, OP_DONE);
   }
 }
 
@@ -507,8 +554,15 @@ static void init_ranks(rp_t *rp) {
       continue;
     const trace_program_t *p = &t->programs[t->program_of[r]];
     if (!rp->sweep) {
-      rp->rs[r].mutex = sg_mutex_init();
-      rp->rs[r].cond = sg_cond_init();
+      rank_state_t *s = &rp->rs[r];
+      s->mutex = sg_mutex_init();
+      s->nstreams = p->nstreams;
+      s->conds = malloc((size_t)p->nstreams * sizeof *s->conds);
+      s->waiting_for = malloc((size_t)p->nstreams * sizeof *s->waiting_for);
+      for (int k = 0; k < p->nstreams; k++) {
+        s->conds[k] = sg_cond_init();
+        s->waiting_for[k] = -1;
+      }
     }
     rp->rs[r].done = calloc((size_t)p->nops + 1, 1);
     rp->rs[r].buffer_bytes = calloc((size_t)p->nbuffers + 1, sizeof(double));
@@ -531,7 +585,10 @@ static void free_state(rp_t *rp) {
   for (int r = 0; rp->rs && r < t->ranks; r++) {
     if (rp->rs[r].mutex) {
       sg_mutex_destroy(rp->rs[r].mutex);
-      sg_cond_destroy(rp->rs[r].cond);
+      for (int k = 0; k < rp->rs[r].nstreams; k++)
+        sg_cond_destroy(rp->rs[r].conds[k]);
+      free(rp->rs[r].conds);
+      free(rp->rs[r].waiting_for);
     }
     free(rp->rs[r].done);
     free(rp->rs[r].buffer_bytes);

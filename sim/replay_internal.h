@@ -27,7 +27,9 @@ typedef struct {
 
 typedef struct {
   sg_mutex_t mutex;
-  sg_cond_t cond;     /* signalled when an op of the rank completes */
+  sg_cond_t *conds;   /* per stream: signalled when the op it waits for completes */
+  int *waiting_for;   /* per stream: that op, or -1 */
+  int nstreams;
   char *done;         /* per op of its program */
   int waiters;        /* actors blocked in wait_done */
   double memory, peak_memory;
