@@ -332,6 +332,38 @@ static void test_position_embeddings(void) {
   train_info_free(&info[1]);
 }
 
+/* Tied embeddings on two stages: the first and the last stage sum the
+ * embedding gradient over a group of the two before the step. */
+static void test_tied_embeddings_reduce_between_the_end_stages(void) {
+  const char *tr = "\"micro_batch\": 1, \"global_batch\": 2";
+  workload_cfg_t tied = load_workload(small_model, "\"pp\": 4", tr);
+  tied.model.tied_embeddings = true;
+  trace_t t;
+  train_info_t info;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(&tied, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  int embd = -1;
+  for (int c = 0; c < t.ncomms; c++)
+    embd = strcmp(t.comms[c].name, "embd") == 0 ? c : embd;
+  CU_ASSERT_FATAL(embd >= 0);
+  const trace_comm_t *cm = &t.comms[embd];
+  CU_ASSERT(cm->sizes[cm->group_of[0]] == 2 && cm->groups[cm->group_of[0]][1] == 3);
+  CU_ASSERT_EQUAL(cm->group_of[1], -1);
+  for (int pi = 0; pi < t.nprograms; pi++) {
+    const trace_program_t *p = &t.programs[pi];
+    int n = 0;
+    for (int i = 0; i < p->nops; i++)
+      if (p->ops[i].type == TRACE_OP_COLL && p->ops[i].comm == embd) {
+        n++;
+        CU_ASSERT_DOUBLE_EQUAL(p->ops[i].bytes, 1024.0 * 32000 * 4, 1);
+      }
+    int stage = p->ranks[0]; /* pp only: rank = stage */
+    CU_ASSERT_EQUAL(n, stage == 0 || stage == 3 ? 1 : 0);
+  }
+  trace_free(&t);
+  train_info_free(&info);
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
@@ -339,6 +371,8 @@ CU_TestInfo train_tests[] = {
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
     {"ZeRO stages communicate as they shard", test_zero_stages_communicate_as_they_shard},
     {"position embeddings", test_position_embeddings},
+    {"tied embeddings reduce between the end stages",
+     test_tied_embeddings_reduce_between_the_end_stages},
     {"expert gradients reduce over their replicas",
      test_expert_gradients_reduce_over_their_replicas},
     {"ZeRO shards experts over expert data parallelism",

@@ -18,7 +18,7 @@ typedef struct {
   int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
   int optimizer, zero;
   int tag_fwd, tag_bwd, tag_cp;
-  int comm_tp, comm_dp, comm_ep, comm_edp, comm_params, comm_edp_params;
+  int comm_tp, comm_dp, comm_ep, comm_edp, comm_params, comm_edp_params, comm_embd;
   int stride_pp;
   int cp_next, cp_prev; /* rank offsets of the context-parallel ring's neighbours */
   double e;        /* bytes per activation element */
@@ -575,10 +575,22 @@ static int optimizer_op(gen_t *g, const char *kind, double elements, int dep) {
   return i;
 }
 
+/* Tied embeddings on two stages: Megatron sums the first stage's embedding
+ * gradient and the last stage's LM-head gradient before the step. */
+static void tie_embeddings(gen_t *g, int stage) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (!m->tied_embeddings || par->pp == 1 || (stage != 0 && stage != par->pp - 1))
+    return;
+  double bytes = (double)m->hidden * m->vocab / par->tp * GRAD_BYTES;
+  g->last_bucket_op = coll(g, "allreduce", g->dp, g->comm_embd, bytes, g->last_grad_op);
+}
+
 /* Reduction of what is left, optimizer step on this rank's shard, parameter gather. */
-static void optimizer_step(gen_t *g, double params, double experts) {
+static void optimizer_step(gen_t *g, int stage, double params, double experts) {
   const parallel_cfg_t *par = &g->w->parallel;
   flush_grads(g, g->last_grad_op);
+  tie_embeddings(g, stage);
   double shard = zero_bytes(par, params - experts, experts, 1, par->zero >= 1);
   int x = add(g, TRACE_OP_DELAY, g->compute, g->last_grad_op, g->last_bucket_op);
   /* Megatron's step over this rank's shard: unscale and inf check (fp16 loss
@@ -726,6 +738,34 @@ static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, i
   }
 }
 
+/* Pairs of the first and the last pipeline stage's ranks at the same other
+ * coordinates (one rank alone when pp = 1); middle stages are in no group. */
+static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, const char *name) {
+  trace_comm_t *cm = &t->comms[t->ncomms++];
+  int gsize = par->pp > 1 ? 2 : 1;
+  cm->name = strdup(name);
+  cm->ngroups = t->ranks / par->pp;
+  cm->groups = calloc((size_t)cm->ngroups, sizeof *cm->groups);
+  cm->sizes = calloc((size_t)cm->ngroups, sizeof *cm->sizes);
+  cm->group_of = malloc((size_t)t->ranks * sizeof *cm->group_of);
+  for (int r = 0; r < t->ranks; r++)
+    cm->group_of[r] = -1;
+  for (int r = 0, gi = 0; r < t->ranks; r++) {
+    int coord[PAR_DIM_COUNT];
+    coords_of(par, r, coord);
+    if (coord[PAR_DIM_PP] != 0)
+      continue;
+    cm->groups[gi] = malloc((size_t)gsize * sizeof(int));
+    cm->groups[gi][cm->sizes[gi]++] = r;
+    coord[PAR_DIM_PP] = par->pp - 1;
+    if (gsize == 2)
+      cm->groups[gi][cm->sizes[gi]++] = rank_of(par, coord);
+    for (int k = 0; k < gsize; k++)
+      cm->group_of[cm->groups[gi][k]] = gi;
+    gi++;
+  }
+}
+
 int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
                    trace_t *out, train_info_t *info, char *err, size_t err_len) {
   const parallel_cfg_t *par = &w->parallel;
@@ -740,7 +780,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   out->name = strdup(m->name);
   out->ranks = (int)world;
   out->ranks_per_node = ranks_per_node;
-  out->comms = calloc(6, sizeof *out->comms);
+  out->comms = calloc(7, sizeof *out->comms);
   static const par_dim_t tp_dims[] = {PAR_DIM_TP}, dp_dims[] = {PAR_DIM_CP, PAR_DIM_DP};
   make_comm(out, par, "tp", 1, tp_dims, 0, false);
   make_comm(out, par, "dp", 2, dp_dims, 0, false);
@@ -749,6 +789,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   /* ZeRO-3's gathers, on their own stream */
   make_comm(out, par, "dp_params", 2, dp_dims, 0, false);
   make_comm(out, par, "edp_params", 2, dp_dims, par->ep, true);
+  make_ends_comm(out, par, "embd"); /* first and last stage: tied embeddings */
   /* one program per pipeline stage (and context-parallel position: its ring wraps) */
   int nprog = par->pp * par->cp;
   out->programs = calloc((size_t)nprog, sizeof *out->programs);
@@ -771,7 +812,8 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     int stage = pi / par->cp, cpi = pi % par->cp;
     trace_program_t *p = &out->programs[pi];
     gen_t g = {.w = w, .v = vocab, .p = p, .comm_tp = 0, .comm_dp = 1, .comm_ep = 2,
-               .comm_edp = 3, .comm_params = 4, .comm_edp_params = 5, .e = 2, .last_grad_op = -1,
+               .comm_edp = 3, .comm_params = 4, .comm_edp_params = 5, .comm_embd = 6, .e = 2,
+               .last_grad_op = -1,
                .last_bucket_op = -1};
     g.dtype_mm = name_index(vocab->dtypes, vocab->ndtypes,
                             workload_precision_names[w->training.precision]);
@@ -812,7 +854,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     if (stage == 0 && m->position == POSITION_LEARNED) /* not split over TP in Megatron */
       params += (double)m->seq_len * m->hidden;
     double experts = routed_expert_params(w) * layers_per_stage;
-    optimizer_step(&g, params, experts);
+    optimizer_step(&g, stage, params, experts);
     /* micro-batch chunks whose activations a stage holds at once */
     long in_flight = warmup_steps(&st) + 1 < mbs * par->vpp ? warmup_steps(&st) + 1
                                                             : mbs * par->vpp;
