@@ -66,7 +66,7 @@ typedef struct {
 typedef struct {
   char name[CHIP_NAME_MAX];         /* e.g. "ascend-910b2" */
   double freq_hz;                   /* core clock */
-  double sustained_freq_hz;         /* clock held through a training step (0: freq_hz) */
+  double sustained_clock;           /* fraction of freq_hz held through a training step */
   int dies_per_package;             /* dies sharing one package; each die is a rank */
   chip_cube_cfg_t cube;
   chip_vector_cfg_t vector;

@@ -68,10 +68,19 @@ def find_npusim():
     raise SpecError("npusim: expected npusim on PATH or in $NPUSIM, found neither")
 
 
+def npusim_text(npusim, *args):
+    """What npusim prints for args; SpecError (one line) if it fails."""
+    r = subprocess.run([npusim, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SpecError(f"{npusim} {' '.join(args)}: expected it to run, found exit "
+                        f"{r.returncode}: {last_line(r.stderr, 'no message')}")
+    return r.stdout
+
+
 def schema_keys(npusim):
     """{"system": set, "workload": set} of every settable key, read from
     `npusim schema` (generated from the binary's key table, so never stale)."""
-    text = subprocess.run([npusim, "schema"], capture_output=True, text=True, check=True).stdout
+    text = npusim_text(npusim, "schema")
     keys = {"system": set(), "workload": set()}
     kind = None
     for line in text.splitlines():
@@ -86,8 +95,7 @@ def schema_keys(npusim):
 
 def command_options(npusim, command):
     """The long options `npusim COMMAND --help` lists, without the dashes."""
-    text = subprocess.run([npusim, command, "--help"], capture_output=True, text=True,
-                          check=True).stdout
+    text = npusim_text(npusim, command, "--help")
     opts = set()
     for line in text.splitlines():
         for word in line.split():
@@ -245,10 +253,13 @@ class Sweep:
         """[start, stop, step], stop included: a short way to write many values."""
         if (not isinstance(r, list) or len(r) != 3 or
                 not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r) or
-                r[2] <= 0):
-            self._bad(where, "[start, stop, step] with step > 0", json.dumps(r))
+                r[2] <= 0 or r[1] < r[0]):
+            self._bad(where, "[start, stop, step] with start <= stop and step > 0",
+                      json.dumps(r))
         n = int((r[1] - r[0]) / r[2] + 1e-9) + 1
-        return [r[0] + i * r[2] for i in range(max(n, 0))]
+        if all(isinstance(x, int) for x in r):
+            return [r[0] + i * r[2] for i in range(n)]
+        return [round(r[0] + i * r[2], 12) for i in range(n)]  # no 0.30000000000000004
 
     def _axes(self, axes):
         """A list of groups; each group is one axis or a zip of axes that
@@ -297,7 +308,8 @@ class Sweep:
         names = self.column_names()
         for i, text in enumerate(filters):
             try:
-                out.append(Filter(text, names, set(self.base_set)))
+                paths = {a.path: a.name for group in self.axes for a in group}
+                out.append(Filter(text, names, set(self.base_set), paths))
             except SpecError as e:
                 self._bad(f"filter[{i}]", "an expression over axis names", str(e))
         return out
@@ -331,7 +343,7 @@ class Sweep:
             env = dict(self.base_set)
             env.update({path: v for path, _, v in point})
             env.update({name: v for _, name, v in point})
-            if all(f.holds(env) for f in self.filters):
+            if all(f.holds(env, point) for f in self.filters):
                 out.append(point)
         return out
 
@@ -372,7 +384,7 @@ class Filter:
               ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
               ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
-    def __init__(self, text, names, base_keys):
+    def __init__(self, text, names, base_keys, paths=None):
         if not isinstance(text, str):
             raise SpecError(json.dumps(text))
         try:
@@ -390,6 +402,8 @@ class Filter:
         for s, targets in short.items():
             if s not in self.alias and len(targets) == 1:
                 self.alias[s] = targets.pop()
+        for path, name in (paths or {}).items():  # an axis is also known by its path
+            self.alias.setdefault(path.lstrip("-"), name)
         self._check(self.tree)
 
     def _dotted(self, node):
@@ -415,8 +429,13 @@ class Filter:
         for child in ast.iter_child_nodes(node):
             self._check(child)
 
-    def holds(self, env):
-        return bool(self._eval(self.tree, env))
+    def holds(self, env, point=()):
+        try:
+            return bool(self._eval(self.tree, env))
+        except (ArithmeticError, TypeError, ValueError) as e:
+            where = " ".join(f"{name}={fmt(v)}" for _, name, v in point)
+            raise SpecError(f"{self.text!r}: expected a value at every point, found {e} "
+                            f"at [{where}]")
 
     def _eval(self, node, env):
         name = self._dotted(node)
@@ -511,6 +530,10 @@ def run_point(sweep, point, key, error, points_dir):
                 result = json.loads(r.stdout)
             except json.JSONDecodeError:
                 error = "npusim printed no JSON"
+        elif r.returncode < 0:  # killed (an interrupted sweep): not a result, run it again
+            return {"key": key, "axes": {name: v for _, name, v in point},
+                    "status": "interrupted", "error": f"npusim killed by signal {-r.returncode}",
+                    "result": None}
         else:
             error = last_line(r.stderr, f"npusim exited {r.returncode}")
     record = {"key": key, "axes": {name: v for _, name, v in point},
@@ -607,11 +630,11 @@ def flatten(value, prefix="", out=None):
     return out
 
 
-def rows_of(index, record, names):
+def rows_of(index, record, names, axes):
     """Table rows of one point: one per result object (coll prints one per
     size), or one row with the failure."""
     base = {"point": index, "key": record["key"]}
-    base.update({n: record["axes"].get(n) for n in names})
+    base.update({n: axes.get(n) for n in names})
     base.update({"status": record["status"], "error": record["error"] or ""})
     result = record.get("result")
     items = result if isinstance(result, list) else [result]
@@ -634,19 +657,21 @@ def csv_cell(v):
     return str(v) if not isinstance(v, (list, dict)) else json.dumps(v, separators=(",", ":"))
 
 
-def write_tables(out_dir, records, names, missing_label="missing"):
+def write_tables(out_dir, records, names, points, missing_label="missing"):
     """results.csv, results.jsonl and failures.txt, in point order. Columns:
-    point, key, the axes, status, error, then the output fields in the order
-    they first appear. Returns (rows, failures)."""
+    point, key, the axes (as the spec names them now: a reused record keeps
+    the names it was run with), status, error, then the output fields in the
+    order they first appear. Returns (rows, failures)."""
     rows, failures = [], []
     for i, record in enumerate(records):
         if record is None:
-            record = {"key": "", "axes": {}, "status": missing_label,
-                      "error": "not run yet", "result": None}
-        rows += rows_of(i, record, names)
+            record = {"key": "", "status": missing_label, "error": "not run yet",
+                      "result": None}
+        axes = {name: v for _, name, v in points[i]}
+        rows += rows_of(i, record, names, axes)
         if record["status"] != "ok":
-            axes = " ".join(f"{n}={fmt(v)}" for n, v in record["axes"].items())
-            failures.append(f"point {i} [{axes}]: {record['error']}")
+            where = " ".join(f"{n}={fmt(v)}" for n, v in axes.items())
+            failures.append(f"point {i} [{where}]: {record['error']}")
     columns = []
     for row in rows:
         columns += [c for c in row if c not in columns]

@@ -63,7 +63,8 @@ typedef struct {
   double step_latency_s;          /* software cost added to every algorithm step */
   double op_overhead_s;           /* fixed cost of launching one collective */
   double reduce_bw_bytes_per_s;   /* local reduction throughput; 0 = inline, free */
-  double compute_slowdown;        /* compute slows by this fraction while its rank communicates */
+  double compute_slowdown;        /* a compute op beside a transfer ("overlaps") takes this
+                                     fraction of the shorter of the two longer */
   coll_proto_t proto[COLL_PROTO_COUNT];
 } coll_cfg_t;
 

@@ -135,16 +135,8 @@ static int check_algorithms(const config_doc_t *doc, const system_cfg_t *s, npu_
   return 0;
 }
 
-static int check_clock(const config_doc_t *doc, const chip_cfg_t *chip, npu_err_t *err) {
-  if (chip->sustained_freq_hz > chip->freq_hz)
-    return fail(doc, "chip.sustained_freq_GHz", err,
-                "at most chip.freq_GHz = %g (a clock held, not a boost), found %g",
-                chip->freq_hz / 1e9, chip->sustained_freq_hz / 1e9);
-  return 0;
-}
-
 static int check_system(const config_doc_t *doc, const system_cfg_t *s, npu_err_t *err) {
-  if (check_clock(doc, &s->chip, err) || check_dies(doc, s, err) || check_links(doc, &s->node, err) ||
+  if (check_dies(doc, s, err) || check_links(doc, &s->node, err) ||
       check_fractal_fits(doc, &s->chip.cube, err) || check_fabric(doc, s, err) ||
       check_algorithms(doc, s, err))
     return -1;

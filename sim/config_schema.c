@@ -102,10 +102,10 @@ static const cfg_key_t system_keys[] = {
     OBJ("chip", "One die: the unit that is one rank."),
     STR("chip.name", SYS(chip.name), CHIP_NAME_MAX - 1, NULL, "Chip (die) model name."),
     POS("chip.freq_GHz", "GHz", GIGA, SYS(chip.freq_hz), 10, NULL, "Core clock."),
-    NUM("chip.sustained_freq_GHz", "GHz", GIGA, SYS(chip.sustained_freq_hz), 0, 10, "0",
-        "Clock the cores hold through a whole training step (power cap with cores, HBM and "
-        "links all busy); replay and train cost ops at it, `npusim op` at chip.freq_GHz as "
-        "isolated-kernel benchmarks run; 0 = chip.freq_GHz."),
+    NUM("chip.sustained_clock_fraction", "", 1, SYS(chip.sustained_clock), 0.05, 1, "1",
+        "Fraction of chip.freq_GHz the cores hold through a whole training step (power cap "
+        "with cores, HBM and links all busy); replay and train cost ops at that clock, "
+        "`npusim op` at chip.freq_GHz as isolated-kernel benchmarks run."),
     INT("chip.dies_per_package", SYS(chip.dies_per_package), 1, 8, "1",
         "Dies in one package; each die is a rank. More than 1 needs node.die_link."),
 

@@ -268,8 +268,6 @@ static void collect_pairs(const rp_t *rp, pair_set_t *pairs, int *endpoints) {
 /* SimGrid runs one actor at a time and switches only inside its calls, so the
  * flags need the mutex only around waiting: a rank nobody waits on is marked
  * without a simulator call, and only the stream waiting for the op is woken. */
-enum { OP_PENDING, OP_DONE, OP_PLANNED /* ends at its span's end_s, in the future */ };
-
 /* Marks an op done, or planned (its end time is in its span already). */
 static void mark_done(rp_t *rp, int rank, int op, char state) {
   rank_state_t *s = &rp->rs[rank];
@@ -440,8 +438,6 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
   }
 }
 
-/* Whether op j can start the moment the op before it on its stream ends:
- * its dependencies elsewhere are done. */
 /* Whether op j's dependencies on other streams have ended by time t. */
 static bool ready_at(const rp_t *rp, int rank, const trace_program_t *p, int j, double t) {
   const trace_op_t *op = &p->ops[j];
@@ -858,8 +854,8 @@ static bool sweep_ordered(const trace_program_t *p, int *comm_stream, int ncomms
   return ok;
 }
 
-/* The sweep computes what the actors would when costs are analytic, compute
- * is not slowed by communication and every program's meetings are ordered. The environment
+/* The sweep computes what the actors would when costs are analytic and every
+ * program's meetings are ordered. The environment
  * variable NPUSIM_REPLAY_ACTORS=1 keeps the actors, so tests can check that
  * both give the same bytes. */
 static bool sweepable(const rp_t *rp) {
@@ -899,8 +895,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow};
   find_watched(&rp);
   chip_cfg_t chip = sys->chip; /* ops in a step run at the clock the chip holds through it */
-  if (chip.sustained_freq_hz > 0)
-    chip.freq_hz = chip.sustained_freq_hz;
+  chip.freq_hz *= chip.sustained_clock;
   op_cache_t *cache = op_cache_new(&chip);
   int rc = choose_simulated(&rp, out->representatives, trace_name, err, err_len);
   if (rc == 0)

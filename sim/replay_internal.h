@@ -30,7 +30,7 @@ typedef struct {
   sg_cond_t *conds;   /* per stream: signalled when the op it waits for completes */
   int *waiting_for;   /* per stream: that op, or -1 */
   int nstreams;
-  char *done;         /* per op of its program */
+  char *done;         /* per op of its program: OP_* (actors) or SWEEP_* (sweep) */
   int waiters;        /* actors blocked in wait_done */
   double memory, peak_memory;
   double *buffer_bytes; /* per buffer of its program */
@@ -61,7 +61,7 @@ static inline bool replay_timed_only(int type) {
   return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE || type == TRACE_OP_DELAY;
 }
 
-/* Seconds a timed-only op takes, without interference. */
+/* Seconds a timed-only op takes (interference of an "overlaps" included). */
 static inline double replay_timed_s(const rp_t *rp, int pi, int i) {
   const trace_op_t *op = &rp->trace->programs[pi].ops[i];
   return op->type == TRACE_OP_SHAPED ? rp->compute_s[pi][i] : op->duration_us * 1e-6;
@@ -81,9 +81,13 @@ int replay_inst_for(rp_t *rp, int comm, int group, const trace_op_t *op, const c
  * with a reason in err. */
 int replay_scope_flow(rp_t *rp, const char *name, bool *reduced, char *err, size_t len);
 
-/* Runs the replay without SimGrid (analytic, no interference, no memory ops):
- * fills the spans the actors would (done flags: 1 arrived, 2 finished). Returns 0, or -1 with
- * the op the replay got stuck on in err. */
+/* rank_state_t.done: the actors mark ops done, or planned (ending at their
+ * span's end_s, in the future); the sweep marks arrivals and ends. */
+enum { OP_PENDING, OP_DONE, OP_PLANNED };
+enum { SWEEP_ARRIVED = 1, SWEEP_FINISHED = 2 };
+
+/* Runs the replay without SimGrid (analytic, no memory ops): fills the spans
+ * the actors would. Returns 0, or -1 with the op the replay got stuck on in err. */
 int replay_sweep(rp_t *rp, const char *name, char *err, size_t len);
 
 #endif

@@ -1,11 +1,12 @@
 /* replay_scope.c - what a flow replay with representatives must simulate.
  *
- * Contention is the only thing a flow replay adds to the analytic one, so two
- * kinds of work can be left to the analytic costs without changing a result:
+ * Contention is what a flow replay adds to the analytic one, so two kinds of
+ * work can be left out without losing any:
  *  - a collective group whose links carry nothing but its own collectives,
  *    issued from one stream (so one at a time): it runs at its analytic time
- *    (inst_t.exclusive); a tensor-parallel group inside a server is the usual
- *    case;
+ *    (inst_t.exclusive; the flow engine's own time for a lone collective is
+ *    within a few percent of it, docs/collectives.md); a tensor-parallel group
+ *    inside a server is the usual case;
  *  - ranks whose traffic never shares a link with the simulated ranks' traffic,
  *    and that run a program a simulated rank runs: with exclusive collectives
  *    out of the way, the ranks of one rail (one NIC index) of a rail-optimised

@@ -1,7 +1,7 @@
 /* replay_sweep.c - the analytic replay without the simulator.
  *
- * With analytic costs and no interference, every op's times follow from the
- * ops before it: a stream starts an op when the op before it on the stream and
+ * With analytic costs (interference is part of an op's cost), every op's
+ * times follow from the ops before it: a stream starts an op when the op before it on the stream and
  * its dependencies have ended; a collective starts when all its simulated
  * members have arrived (arrivals at one collective meet in order, as at a
  * barrier) and lasts its analytic time; a send and its recv (k-th with k-th on
@@ -9,8 +9,7 @@
  * path time. This sweeps the streams, moving each as far as it can, until none
  * can move: the same times the SimGrid actors produce, without a context
  * switch per op. Not for memory ops (their high-water mark depends on the
- * order the simulator interleaves them) or interference (compute slows while
- * communication is in flight): replay.c keeps the actors for those. */
+ * order the simulator interleaves them): replay.c keeps the actors for those. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +53,7 @@ static void resolve(rp_t *rp, int rank, int op, double ready_s, double end_s) {
   replay_span_t *sp = &rp->spans[rank][op];
   sp->ready_s = ready_s;
   sp->end_s = end_s;
-  rp->rs[rank].done[op] = 2;
+  rp->rs[rank].done[op] = SWEEP_FINISHED;
 }
 
 /* Tag names made into ids shared by all programs (a send and its recv live in
@@ -134,13 +133,13 @@ static double start_of(const rp_t *rp, int rank, const trace_program_t *p, int i
   const replay_span_t *sp = rp->spans[rank];
   double start = free_s;
   for (int d = 0; d < op->ndeps; d++) {
-    if (done[op->deps[d]] != 2)
+    if (done[op->deps[d]] != SWEEP_FINISHED)
       return -1;
     start = sp[op->deps[d]].end_s > start ? sp[op->deps[d]].end_s : start;
   }
   for (int j = 0; op->type == TRACE_OP_WAIT && j < p->nops; j++)
     if (p->ops[j].type == TRACE_OP_RECORD && p->ops[j].event == op->event) {
-      if (done[j] != 2)
+      if (done[j] != SWEEP_FINISHED)
         return -1;
       start = sp[j].end_s > start ? sp[j].end_s : start;
     }
@@ -173,7 +172,7 @@ static bool advance(sweep_t *sw, cursor_t *c) {
       if (start < 0)
         break;
       sp[i].start_s = sp[i].ready_s = start;
-      done[i] = 1; /* arrived */
+      done[i] = SWEEP_ARRIVED;
       if (op->type == TRACE_OP_COLL)
         arrive_coll(sw, c->rank, i, start);
       else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
@@ -182,7 +181,7 @@ static bool advance(sweep_t *sw, cursor_t *c) {
         resolve(rp, c->rank, i, start,
                 start + (replay_timed_only(op->type) ? replay_timed_s(rp, c->pi, i) : 0));
     }
-    if (done[i] != 2)
+    if (done[i] != SWEEP_FINISHED)
       break;
     c->free_s = sp[i].end_s;
     c->next = next_on_stream(p, op->stream, i + 1);

@@ -98,7 +98,7 @@ done
 # that needs the allreduce: max(mm1, ar) + mm2, not mm1 + ar + mm2.
 # ops in a replayed step run at the clock the chip holds through it
 clock=$(python3 -c 'import json,sys; c = json.load(open(sys.argv[1]))["chip"]
-print(c.get("sustained_freq_GHz") or c["freq_GHz"])' $sys)
+print(c["freq_GHz"] * c.get("sustained_clock_fraction", 1))' $sys)
 op_time() { "$npusim" op --system $sys --set chip.freq_GHz=$clock --op matmul --shape "$1" --format json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["time_s"])'; }
 mm1=$(op_time 4096,4096,4096)

@@ -54,6 +54,23 @@ class Expansion(unittest.TestCase):
         s = sweep(axes=[{"path": "node.scale_up.link_bandwidth_GBps", "range": [14, 56, 14]}])
         self.assertEqual(values(s), [(14,), (28,), (42,), (56,)])
 
+    def test_float_range_is_rounded_and_a_reversed_range_refused(self):
+        s = sweep(axes=[{"path": "chip.hbm.efficiency", "range": [0.1, 0.3, 0.1]}])
+        self.assertEqual(values(s), [(0.1,), (0.2,), (0.3,)])
+        with self.assertRaises(lib.SpecError):
+            sweep(axes=[{"path": "parallel.tp", "range": [4, 1, 1]}])
+
+    def test_a_named_axis_answers_to_its_path_in_filters(self):
+        s = sweep(axes=[{"path": "parallel.tp", "name": "tp", "values": [1, 2, 4]}],
+                  filter="parallel.tp >= 2")
+        self.assertEqual(values(s), [(2,), (4,)])
+
+    def test_a_filter_that_fails_at_a_point_is_a_spec_error(self):
+        s = sweep(axes=[{"path": "parallel.pp", "values": [0, 1]}], filter="8 / pp == 8")
+        with self.assertRaises(lib.SpecError) as e:
+            s.points()
+        self.assertIn("pp=0", str(e.exception))
+
     def test_option_axes_and_the_command_line(self):
         s = sweep(command="coll", workload=None,
                   options={"fidelity": "analytic", "links": True},

@@ -8,6 +8,7 @@
 
 #define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (18 B/param in all) */
 #define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
+#define TRAIN_COMMS 7  /* tp, dp, ep, edp, dp_params, edp_params, embd */
 
 typedef struct {
   const workload_cfg_t *w;
@@ -504,7 +505,8 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   if (first_virtual) {
     x = tp_enter(g, x); /* the mirror of the embedding's scatter */
     x = vec(g, "add", tk, h, x); /* embedding gradient */
-    grads_ready(g, h * vocab * GRAD_BYTES, 0, x, last_mb);
+    double table = m->position == POSITION_LEARNED ? (double)m->seq_len * h : 0;
+    grads_ready(g, (h * vocab + table) * GRAD_BYTES, 0, x, last_mb);
   } else {
     int sent = p2p(g, TRACE_OP_SEND, g->send_prev,
                    pp_prev(g, st), g->tag_bwd, st->act_bytes, x);
@@ -738,6 +740,26 @@ static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, i
   }
 }
 
+/* The streams a program uses (each one an actor per rank in a replay): only
+ * those the plan needs; the others stay -1 and nothing is issued on them. */
+static void add_streams(gen_t *g) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  trace_program_t *p = g->p;
+  bool pipeline = par->pp > 1 || par->vpp > 1, replicas = par->dp * par->cp > 1;
+  g->compute = stream_of(p, "compute");
+  g->tp = par->tp > 1 ? stream_of(p, "tp") : -1;
+  g->dp = replicas || (g->w->model.tied_embeddings && par->pp > 1) ? stream_of(p, "dp") : -1;
+  g->ep = par->ep > 1 ? stream_of(p, "ep") : -1;
+  g->send_next = pipeline ? stream_of(p, "pp_send_next") : -1;
+  g->recv_prev = pipeline ? stream_of(p, "pp_recv_prev") : -1;
+  g->send_prev = pipeline ? stream_of(p, "pp_send_prev") : -1;
+  g->recv_next = pipeline ? stream_of(p, "pp_recv_next") : -1;
+  g->cp_send = par->cp > 1 ? stream_of(p, "cp_send") : -1;
+  g->cp_recv = par->cp > 1 ? stream_of(p, "cp_recv") : -1;
+  g->optimizer = stream_of(p, "optimizer");
+  g->zero = par->zero >= 3 && replicas ? stream_of(p, "zero") : -1;
+}
+
 /* Pairs of the first and the last pipeline stage's ranks at the same other
  * coordinates (one rank alone when pp = 1); middle stages are in no group. */
 static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, const char *name) {
@@ -780,7 +802,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   out->name = strdup(m->name);
   out->ranks = (int)world;
   out->ranks_per_node = ranks_per_node;
-  out->comms = calloc(7, sizeof *out->comms);
+  out->comms = calloc(TRAIN_COMMS, sizeof *out->comms);
   static const par_dim_t tp_dims[] = {PAR_DIM_TP}, dp_dims[] = {PAR_DIM_CP, PAR_DIM_DP};
   make_comm(out, par, "tp", 1, tp_dims, 0, false);
   make_comm(out, par, "dp", 2, dp_dims, 0, false);
@@ -827,18 +849,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     p->tags = calloc(1, sizeof *p->tags);
     p->tags[0] = strdup("");
     p->ntags = 1;
-    g.compute = stream_of(p, "compute");
-    g.tp = stream_of(p, "tp");
-    g.dp = stream_of(p, "dp");
-    g.ep = stream_of(p, "ep");
-    g.send_next = stream_of(p, "pp_send_next");
-    g.recv_prev = stream_of(p, "pp_recv_prev");
-    g.send_prev = stream_of(p, "pp_send_prev");
-    g.recv_next = stream_of(p, "pp_recv_next");
-    g.cp_send = stream_of(p, "cp_send");
-    g.optimizer = stream_of(p, "optimizer");
-    g.zero = stream_of(p, "zero");
-    g.cp_recv = stream_of(p, "cp_recv");
+    add_streams(&g);
     g.tag_fwd = tag_of(p, "fwd");
     g.tag_bwd = tag_of(p, "bwd");
     g.tag_cp = tag_of(p, "cp");
