@@ -178,6 +178,23 @@ static void test_zero_shards_optimizer_states(void) {
   train_info_free(&c);
 }
 
+/* Generates the programs of one step into t (the caller frees them). */
+static void generate_trace(const workload_cfg_t *w, trace_t *t) {
+  train_info_t info;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, t, &info, err, sizeof err) == 0);
+  train_info_free(&info);
+}
+
+/* The index of the communicator with that name; the test stops without one. */
+static int comm_named(const trace_t *t, const char *name) {
+  int found = -1;
+  for (int c = 0; c < t->ncomms; c++)
+    found = strcmp(t->comms[c].name, name) == 0 ? c : found;
+  CU_ASSERT_FATAL(found >= 0);
+  return found;
+}
+
 /* Collectives of one kind on one stream in rank 0's program. */
 static int count_colls(const workload_cfg_t *w, const char *kind, const char *stream) {
   trace_t t;
@@ -278,13 +295,8 @@ static void test_expert_gradients_reduce_over_their_replicas(void) {
                                    "\"micro_batch\": 1, \"global_batch\": 4, "
                                    "\"overlap_grad_reduce\": false");
   trace_t t;
-  train_info_t info;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
-  int edp = -1;
-  for (int c = 0; c < t.ncomms; c++)
-    edp = strcmp(t.comms[c].name, "edp") == 0 ? c : edp;
-  CU_ASSERT_FATAL(edp >= 0);
+  generate_trace(&w, &t);
+  int edp = comm_named(&t, "edp");
   const trace_comm_t *cm = &t.comms[edp];
   const int *g0 = cm->groups[cm->group_of[0]];
   CU_ASSERT(cm->sizes[cm->group_of[0]] == 2 && g0[0] == 0 && g0[1] == 2);
@@ -298,7 +310,6 @@ static void test_expert_gradients_reduce_over_their_replicas(void) {
     }
   CU_ASSERT_EQUAL(reductions, 1);
   trace_free(&t);
-  train_info_free(&info);
 }
 
 /* Rotary embedding runs in every layer (forward and backward); a learned
@@ -342,13 +353,8 @@ static void test_tied_embeddings_reduce_between_the_end_stages(void) {
   workload_cfg_t tied = load_workload(small_model, "\"pp\": 4", tr);
   tied.model.tied_embeddings = true;
   trace_t t;
-  train_info_t info;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(&tied, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
-  int embd = -1;
-  for (int c = 0; c < t.ncomms; c++)
-    embd = strcmp(t.comms[c].name, "embd") == 0 ? c : embd;
-  CU_ASSERT_FATAL(embd >= 0);
+  generate_trace(&tied, &t);
+  int embd = comm_named(&t, "embd");
   const trace_comm_t *cm = &t.comms[embd];
   CU_ASSERT(cm->sizes[cm->group_of[0]] == 2 && cm->groups[cm->group_of[0]][1] == 3);
   CU_ASSERT_EQUAL(cm->group_of[1], -1);
@@ -364,7 +370,6 @@ static void test_tied_embeddings_reduce_between_the_end_stages(void) {
     CU_ASSERT_EQUAL(n, stage == 0 || stage == 3 ? 1 : 0);
   }
   trace_free(&t);
-  train_info_free(&info);
 }
 
 CU_TestInfo train_tests[] = {
