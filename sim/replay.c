@@ -118,13 +118,16 @@ static void grow_slots(rp_t *rp) {
   }
 }
 
-/* Marks the ops another stream depends on (explicitly, or as a recorded event). */
+/* Marks the ops another stream depends on (explicitly, or as a recorded
+ * event) and finds the op that records each event. */
 static void find_watched(rp_t *rp) {
   const trace_t *t = rp->trace;
   rp->watched = calloc((size_t)t->nprograms, sizeof *rp->watched);
+  rp->record_of = calloc((size_t)t->nprograms, sizeof *rp->record_of);
   for (int pi = 0; pi < t->nprograms; pi++) {
     const trace_program_t *p = &t->programs[pi];
     rp->watched[pi] = calloc((size_t)p->nops + 1, 1);
+    rp->record_of[pi] = calloc((size_t)p->nevents + 1, sizeof **rp->record_of);
     for (int i = 0; i < p->nops; i++) {
       const trace_op_t *op = &p->ops[i];
       for (int d = 0; d < op->ndeps; d++)
@@ -132,6 +135,8 @@ static void find_watched(rp_t *rp) {
           rp->watched[pi][op->deps[d]] = 1;
       if (op->type == TRACE_OP_RECORD || op->type == TRACE_OP_WAIT)
         rp->watched[pi][i] = 1;
+      if (op->type == TRACE_OP_RECORD)
+        rp->record_of[pi][op->event] = i;
     }
   }
 }
@@ -308,12 +313,11 @@ static double wait_deps(rp_t *rp, int rank, const trace_program_t *p, int i) {
     double end = wait_done(rp, rank, op->stream, op->deps[d]);
     planned = end > planned ? end : planned;
   }
-  if (op->type == TRACE_OP_WAIT)
-    for (int j = 0; j < p->nops; j++)
-      if (p->ops[j].type == TRACE_OP_RECORD && p->ops[j].event == op->event) {
-        double end = wait_done(rp, rank, op->stream, j);
-        planned = end > planned ? end : planned;
-      }
+  if (op->type == TRACE_OP_WAIT) {
+    int pi = rp->trace->program_of[rank];
+    double end = wait_done(rp, rank, op->stream, rp->record_of[pi][op->event]);
+    planned = end > planned ? end : planned;
+  }
   double now = simgrid_get_clock(); /* after any waiting */
   return planned > now ? planned : now;
 }
@@ -607,9 +611,12 @@ static void free_state(rp_t *rp) {
   for (int pi = 0; rp->compute_s && pi < t->nprograms; pi++)
     free(rp->compute_s[pi]);
   free(rp->compute_s);
-  for (int pi = 0; rp->watched && pi < t->nprograms; pi++)
+  for (int pi = 0; rp->watched && pi < t->nprograms; pi++) {
     free(rp->watched[pi]);
+    free(rp->record_of[pi]);
+  }
   free(rp->watched);
+  free(rp->record_of);
   free(rp->log.v);
   free(rp->simulated);
 }

@@ -44,6 +44,7 @@ typedef struct {
   bool *simulated;      /* per rank: runs its own actors (else a representative does) */
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
   char **watched;       /* per program, per op: an op on another stream depends on it */
+  int **record_of;      /* per program, per event: the op recording it (one, checked) */
   bool sweep;           /* replay_sweep instead of the actors: no simulator at all */
   inst_t *insts;
   int ninsts, cap_insts;

@@ -137,12 +137,12 @@ static double start_of(const rp_t *rp, int rank, const trace_program_t *p, int i
       return -1;
     start = sp[op->deps[d]].end_s > start ? sp[op->deps[d]].end_s : start;
   }
-  for (int j = 0; op->type == TRACE_OP_WAIT && j < p->nops; j++)
-    if (p->ops[j].type == TRACE_OP_RECORD && p->ops[j].event == op->event) {
-      if (done[j] != SWEEP_FINISHED)
-        return -1;
-      start = sp[j].end_s > start ? sp[j].end_s : start;
-    }
+  if (op->type == TRACE_OP_WAIT) {
+    int j = rp->record_of[rp->trace->program_of[rank]][op->event];
+    if (done[j] != SWEEP_FINISHED)
+      return -1;
+    start = sp[j].end_s > start ? sp[j].end_s : start;
+  }
   return start;
 }
 

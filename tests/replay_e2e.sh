@@ -139,4 +139,22 @@ assert after(6, 4), "collective before the event it waits for"' "$tmp/mixed.json
 
 check "--trace-ranks limits the Chrome trace" bash -c "'$npusim' replay --system $sys --trace traces/mixed.json --fidelity analytic --chrome-trace '$tmp/few.json' --trace-ranks 2-3 >/dev/null && python3 -c 'import json,sys; assert {e[\"pid\"] for e in json.load(open(sys.argv[1]))[\"traceEvents\"]} == {2, 3}' '$tmp/few.json'"
 
+# The analytic sweep against the SimGrid actors on a trace with events and
+# waits (mixed.json without its memory ops, which keep the actors): same bytes.
+python3 - "$tmp/events.json" <<'PY'
+import json, sys
+d = json.load(open("traces/mixed.json"))
+for p in d["programs"]:
+    p["ops"] = [o for o in p["ops"] if o["kind"] not in ("alloc", "free")]
+    ids = {o["id"] for o in p["ops"]}
+    for o in p["ops"]:
+        o["deps"] = [x for x in o.get("deps", []) if x in ids]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+"$npusim" replay --system $sys --trace "$tmp/events.json" --fidelity analytic --format json \
+  >"$tmp/events.sweep.json"
+NPUSIM_REPLAY_ACTORS=1 "$npusim" replay --system $sys --trace "$tmp/events.json" \
+  --fidelity analytic --format json >"$tmp/events.actors.json"
+check "events: the sweep gives the actors' bytes" cmp "$tmp/events.sweep.json" "$tmp/events.actors.json"
+
 finish "replay e2e"
