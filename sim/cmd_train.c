@@ -31,9 +31,9 @@ static const char *const category_names[CAT_COUNT] = {
 static int category_of(const trace_t *t, const trace_program_t *p, const trace_op_t *op) {
   if (op->type == TRACE_OP_SHAPED)
     return strcmp(p->streams[op->stream], "optimizer") == 0 ? CAT_OPTIMIZER : CAT_COMPUTE;
-  if (op->type == TRACE_OP_COLL) {
+  if (op->type == TRACE_OP_COLL) { /* dp, edp, dp_params, edp_params, embd: data parallel */
     const char *c = t->comms[op->comm].name;
-    return strcmp(c, "tp") == 0 ? CAT_TP : strcmp(c, "dp") == 0 ? CAT_DP : CAT_EP;
+    return strcmp(c, "tp") == 0 ? CAT_TP : strcmp(c, "ep") == 0 ? CAT_EP : CAT_DP;
   }
   if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
     return strcmp(trace_tag(p, op), "cp") == 0 ? CAT_CP : CAT_PP;
@@ -58,16 +58,16 @@ static int by_time(const void *a, const void *b) {
 static const category_t claim_order[CAT_COUNT] = {CAT_COMPUTE, CAT_OPTIMIZER, CAT_TP, CAT_CP,
                                                   CAT_EP, CAT_PP, CAT_DP};
 
-/* Sweeps rank 0's timeline: compute and optimizer time as they run, each kind
+/* Sweeps a rank's timeline: compute and optimizer time as they run, each kind
  * of communication where no compute hides it, and the idle rest (the bubble). */
-static void breakdown(const trace_t *t, const replay_result_t *r, double out[CAT_COUNT],
-                      double *bubble) {
-  const trace_program_t *p = &t->programs[t->program_of[0]];
+static void breakdown(const trace_t *t, const replay_result_t *r, int rank,
+                      double out[CAT_COUNT], double *bubble) {
+  const trace_program_t *p = &t->programs[t->program_of[rank]];
   edge_t *e = malloc(((size_t)p->nops * 2 + 1) * sizeof *e);
   int n = 0;
   for (int i = 0; i < p->nops; i++) {
     int cat = category_of(t, p, &p->ops[i]);
-    const replay_span_t *sp = &r->spans[0][i];
+    const replay_span_t *sp = &r->spans[replay_stand_in(r, t, rank)][i];
     /* communication counts from when its peers were there: waiting for a
      * pipeline neighbour is bubble, not communication */
     double start = cat == CAT_COMPUTE || cat == CAT_OPTIMIZER ? sp->start_s : sp->ready_s;
@@ -95,6 +95,44 @@ static void breakdown(const trace_t *t, const replay_result_t *r, double out[CAT
   free(e);
 }
 
+/* The first rank of pipeline stage s (context-parallel position 0): its
+ * program is the generator's s * cp. */
+static int stage_rank(const trace_t *t, const workload_cfg_t *w, int s) {
+  return t->programs[s * w->parallel.cp].ranks[0];
+}
+
+static void print_stages_json(FILE *out, const trace_t *t, const workload_cfg_t *w,
+                              const replay_result_t *r) {
+  fprintf(out, ",\n  \"stages\": [");
+  for (int s = 0; s < w->parallel.pp; s++) {
+    double cat[CAT_COUNT], bubble;
+    breakdown(t, r, stage_rank(t, w, s), cat, &bubble);
+    fprintf(out, "%s\n    {\"stage\": %d", s ? "," : "", s);
+    for (int c = 0; c < CAT_COUNT; c++)
+      fprintf(out, ", \"%s\": %.9g", category_names[c], cat[c]);
+    fprintf(out, ", \"pipeline_bubble\": %.9g}", bubble);
+  }
+  fprintf(out, "\n  ]");
+}
+
+/* One line per pipeline stage (its first rank), ms, when there is a pipeline. */
+static void print_stages_table(FILE *out, const trace_t *t, const workload_cfg_t *w,
+                               const replay_result_t *r) {
+  if (w->parallel.pp == 1)
+    return;
+  fprintf(out, "\nper pipeline stage, its first rank (ms):\n  stage %11s %10s %10s %10s "
+               "%10s %10s %10s %10s\n", "compute", "tp", "dp", "pp", "ep", "cp", "optimizer",
+          "bubble");
+  for (int s = 0; s < w->parallel.pp; s++) {
+    double cat[CAT_COUNT], bubble;
+    breakdown(t, r, stage_rank(t, w, s), cat, &bubble);
+    fprintf(out, "  %5d ", s);
+    for (int c = 0; c < CAT_COUNT; c++)
+      fprintf(out, " %10.1f", cat[c] * 1e3);
+    fprintf(out, " %10.1f\n", bubble * 1e3);
+  }
+}
+
 static void print_result(FILE *out, int format, const system_cfg_t *sys, const workload_cfg_t *w,
                          const train_info_t *info, const replay_result_t *r, const char *fidelity,
                          const trace_t *t) {
@@ -105,7 +143,7 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
                     : w->training.precision == PRECISION_FP8 ? CHIP_DTYPE_FP8 : CHIP_DTYPE_BF16;
   double mfu = model_tf * 1e12 / chip_cube_peak_flops(&sys->chip, dt);
   double cat[CAT_COUNT], bubble;
-  breakdown(t, r, cat, &bubble);
+  breakdown(t, r, 0, cat, &bubble);
   train_memory_t peak = info->memory[0];
   for (int s = 1; s < info->stages; s++)
     if (info->memory[s].total > peak.total)
@@ -125,10 +163,12 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
             model_tf, hw_tf, mfu);
     for (int c = 0; c < CAT_COUNT; c++)
       fprintf(out, "%s\"%s\": %.9g", c ? ", " : "", category_names[c], cat[c]);
-    fprintf(out, ", \"pipeline_bubble\": %.9g},\n  \"memory\": {\"weights_GiB\": %.6g, "
+    fprintf(out, ", \"pipeline_bubble\": %.9g}", bubble);
+    print_stages_json(out, t, w, r);
+    fprintf(out, ",\n  \"memory\": {\"weights_GiB\": %.6g, "
             "\"gradients_GiB\": %.6g, \"optimizer_GiB\": %.6g, \"activations_GiB\": %.6g, "
             "\"temporary_GiB\": %.6g, \"peak_GiB\": %.6g, \"capacity_GiB\": %.6g, \"fits\": %s, "
-            "\"overshoot_GiB\": %.6g}\n}\n", bubble, peak.weights / GIB, peak.gradients / GIB,
+            "\"overshoot_GiB\": %.6g}\n}\n", peak.weights / GIB, peak.gradients / GIB,
             peak.optimizer / GIB, peak.activations / GIB, peak.temporary / GIB, peak.total / GIB,
             cap / GIB, fits ? "true" : "false", fits ? 0 : (peak.total - cap) / GIB);
     return;
@@ -154,6 +194,7 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
   for (int c = 0; c < CAT_COUNT; c++)
     fprintf(out, "  %-18s %10.3f\n", category_names[c], cat[c] * 1e3);
   fprintf(out, "  %-18s %10.3f\n", "pipeline_bubble", bubble * 1e3);
+  print_stages_table(out, t, w, r);
   fprintf(out, "\nmemory per NPU, fullest stage (GiB): weights %.2f, gradients %.2f, optimizer "
           "%.2f, activations %.2f, temporary %.2f = %.2f of %.1f: %s", peak.weights / GIB,
           peak.gradients / GIB, peak.optimizer / GIB, peak.activations / GIB,

@@ -59,6 +59,10 @@ for f in sys.argv[1:]:
         assert k in b and b[k] >= -1e-9, (f, k, b)
     total = sum(b.values())
     assert abs(total - r["step_time_s"]) <= 1e-6 * r["step_time_s"], (f, total, r["step_time_s"])
+    assert [s["stage"] for s in r["stages"]] == list(range(len(r["stages"]))) and r["stages"]
+    for s in r["stages"]:  # the parts of every stage add up to the step too
+        parts = sum(v for k, v in s.items() if k != "stage")
+        assert abs(parts - r["step_time_s"]) <= 1e-6 * r["step_time_s"], (f, s)
     assert 0 < r["mfu"] < 1 and r["hw_tflops_per_npu"] >= r["model_tflops_per_npu"]' \
     "$tmp/$name.analytic.json" "$tmp/$name.flow.json"
   check "$name: flow only adds contention" holds "$(step "$name.flow")" '>=' "$(step "$name.analytic") * 0.97"
