@@ -156,10 +156,10 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     fprintf(out, ",\n  \"system\": ");
     jsonfile_write_string(out, sys->name);
     fprintf(out, ",\n  \"fidelity\": \"%s\",\n  \"npus\": %ld,\n  \"simulated_npus\": %d,\n"
-            "  \"microbatches\": %ld,\n"
-            "  \"step_time_s\": %.9g,\n  \"tokens_per_s\": %.6g,\n  \"tokens_per_s_per_npu\": %.6g,\n"
-            "  \"model_tflops_per_npu\": %.6g,\n  \"hw_tflops_per_npu\": %.6g,\n  \"mfu\": %.6g,\n"
-            "  \"breakdown\": {", fidelity, info->world, r->simulated_ranks, info->microbatches, step, tps, tps / npus,
+            "  \"microbatches\": %ld,\n  \"step_time_s\": %.9g,\n  \"tokens_per_s\": %.6g,\n"
+            "  \"tokens_per_s_per_npu\": %.6g,\n  \"model_tflops_per_npu\": %.6g,\n"
+            "  \"hw_tflops_per_npu\": %.6g,\n  \"mfu\": %.6g,\n  \"breakdown\": {",
+            fidelity, info->world, r->simulated_ranks, info->microbatches, step, tps, tps / npus,
             model_tf, hw_tf, mfu);
     for (int c = 0; c < CAT_COUNT; c++)
       fprintf(out, "%s\"%s\": %.9g", c ? ", " : "", category_names[c], cat[c]);

@@ -197,8 +197,8 @@ static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
       rp->inst_of[r][i] = -1;
       if (op->type != TRACE_OP_COLL)
         continue;
-      rp->inst_of[r][i] = replay_inst_for(rp, op->comm, t->comms[op->comm].group_of[r], op, name, r,
-                                   err, len);
+      rp->inst_of[r][i] = replay_inst_for(rp, op->comm, t->comms[op->comm].group_of[r], op,
+                                          name, r, err, len);
       if (rp->inst_of[r][i] < 0)
         return -1;
     }
@@ -270,10 +270,10 @@ static void collect_pairs(const rp_t *rp, pair_set_t *pairs, int *endpoints) {
 
 /* ---- the actors ---- */
 
-/* SimGrid runs one actor at a time and switches only inside its calls, so the
+/* Marks an op done, or planned (its end time is in its span already).
+ * SimGrid runs one actor at a time and switches only inside its calls, so the
  * flags need the mutex only around waiting: a rank nobody waits on is marked
  * without a simulator call, and only the stream waiting for the op is woken. */
-/* Marks an op done, or planned (its end time is in its span already). */
 static void mark_done(rp_t *rp, int rank, int op, char state) {
   rank_state_t *s = &rp->rs[rank];
   s->done[op] = state;

@@ -65,8 +65,8 @@ typedef struct {
  * cheap; flow: collectives whose links carry nothing else run at their analytic
  * time and only the ranks whose traffic meets the first ranks' are simulated
  * (replay_scope.c), which keeps every contention the full flow would see; link
- * figures then cover the simulated traffic only. Returns 0, or -1 with a one-line reason ("FILE: rank R op ID:
- * expected ..., found ...") in err. */
+ * figures then cover the simulated traffic only. Returns 0, or -1 with a
+ * one-line reason ("FILE: rank R op ID: expected ..., found ...") in err. */
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name, bool flow,
                bool representatives, replay_result_t *out, char *err, size_t err_len);
 

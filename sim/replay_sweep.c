@@ -1,10 +1,10 @@
 /* replay_sweep.c - the analytic replay without the simulator.
  *
  * With analytic costs (interference is part of an op's cost), every op's
- * times follow from the ops before it: a stream starts an op when the op before it on the stream and
- * its dependencies have ended; a collective starts when all its simulated
- * members have arrived (arrivals at one collective meet in order, as at a
- * barrier) and lasts its analytic time; a send and its recv (k-th with k-th on
+ * times follow from the ops before it: a stream starts an op when the op
+ * before it on the stream and its dependencies have ended; a collective
+ * starts when all its simulated members have arrived (arrivals at one
+ * collective meet in order, as at a barrier) and lasts its analytic time; a send and its recv (k-th with k-th on
  * one source, destination and tag) start when both are there and last the
  * path time. This sweeps the streams, moving each as far as it can, until none
  * can move: the same times the SimGrid actors produce, without a context

@@ -249,7 +249,8 @@ static void test_zero_shards_experts_over_expert_data_parallel(void) {
  * forward's reduce-scatters), gathers the two column-parallel inputs again for
  * the weight gradients, and reduce-scatters the two input gradients - and each
  * weight gradient waits for its gather but no matmul waits for a
- * reduce-scatter: the weight gradient overlaps it. Counted on an 8-layer model, one stage, one micro-batch. */
+ * reduce-scatter: the weight gradient overlaps it. Counted on an 8-layer
+ * model, one stage, one micro-batch. */
 static void test_column_parallel_backward_overlaps_its_communication(void) {
   workload_cfg_t w = load_workload(small_model, "\"tp\": 2, \"sequence_parallel\": true",
                                    "\"micro_batch\": 1, \"global_batch\": 1");
@@ -332,7 +333,8 @@ static void test_position_embeddings(void) {
     counts[k] = 0;
     for (int i = 0; i < t.programs[0].nops; i++) {
       const trace_op_t *op = &t.programs[0].ops[i];
-      counts[k] += op->type == TRACE_OP_SHAPED && strcmp(replay_vocab.compute[op->kind], "rope") == 0;
+      counts[k] += op->type == TRACE_OP_SHAPED &&
+                   strcmp(replay_vocab.compute[op->kind], "rope") == 0;
     }
     trace_free(&t);
   }
