@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline.h"
 #include "replay.h"
 #include "suites.h"
 #include "test_util.h"
@@ -374,8 +375,49 @@ static void test_tied_embeddings_reduce_between_the_end_stages(void) {
   trace_free(&t);
 }
 
+/* Megatron's pipeline order: every (micro-batch, chunk) runs forward once and
+ * backward once, its forward first; the warm-up is forwards only; no more than
+ * warm-up + 1 forwards wait for their backward (what memory is sized for); the
+ * last stage of plain 1F1B alternates from the start. */
+static void test_pipeline_order_keeps_its_laws(void) {
+  static const int plans[][3] = {{4, 1, 8}, {4, 2, 8}, {2, 3, 4}, {8, 1, 3}, {4, 4, 12}};
+  for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+    for (int stage = 0; stage < plans[k][0]; stage++) {
+      pipeline_t p = {stage, plans[k][0], plans[k][1], plans[k][2]};
+      long n = pipeline_steps(&p), cells = p.microbatches * p.chunks, open = 0, most = 0;
+      CU_ASSERT_EQUAL(n, 2 * cells);
+      char *fwd = calloc((size_t)cells, 1), *bwd = calloc((size_t)cells, 1);
+      for (long i = 0; i < n; i++) {
+        pipeline_step_t st = pipeline_step(&p, i);
+        long cell = st.microbatch * p.chunks + st.chunk;
+        CU_ASSERT_FATAL(st.microbatch >= 0 && st.microbatch < p.microbatches && st.chunk >= 0 &&
+                        st.chunk < p.chunks);
+        if (i < pipeline_warmup(&p))
+          CU_ASSERT(!st.backward);
+        if (st.backward) {
+          CU_ASSERT(fwd[cell] && !bwd[cell]);
+          bwd[cell] = 1;
+          open--;
+        } else {
+          CU_ASSERT(!fwd[cell]);
+          fwd[cell] = 1;
+          open++;
+        }
+        most = open > most ? open : most;
+      }
+      CU_ASSERT(memchr(fwd, 0, (size_t)cells) == NULL && memchr(bwd, 0, (size_t)cells) == NULL);
+      CU_ASSERT(most <= pipeline_warmup(&p) + 1);
+      if (p.chunks == 1 && stage == p.stages - 1)
+        CU_ASSERT(pipeline_step(&p, 1).backward);
+      free(fwd);
+      free(bwd);
+    }
+  }
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
+    {"pipeline order keeps its laws", test_pipeline_order_keeps_its_laws},
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
     {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline.h"
+
 #define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (18 B/param in all) */
 #define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
 #define TRAIN_COMMS 7  /* tp, dp, ep, edp, dp_params, edp_params, embd */
@@ -517,42 +519,13 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   return x;
 }
 
-/* Megatron's order of (micro-batch, chunk) for virtual step k. */
-static void virtual_step(const stage_t *st, long k, bool bwd, long *mb, int *chunk) {
-  long group = k / ((long)st->pp * st->vpp), in_group = k % st->pp;
-  *mb = group * st->pp + in_group;
-  int c = (int)((k / st->pp) % st->vpp);
-  *chunk = bwd ? st->vpp - 1 - c : c;
-}
-
-/* Forward passes before a stage's first backward (Megatron's warm-up), at
- * most all of them. */
-static long warmup_steps(const stage_t *st) {
-  long total = st->microbatches * st->vpp;
-  long warmup = st->vpp > 1 ? (long)(st->pp - st->stage - 1) * 2 + (long)(st->vpp - 1) * st->pp
-                            : st->pp - st->stage - 1;
-  return warmup < total ? warmup : total;
-}
-
+/* A stage's passes in Megatron's order (pipeline.c). */
 static void stage_program(gen_t *g, const stage_t *st) {
-  long total = st->microbatches * st->vpp, warmup = warmup_steps(st);
+  pipeline_t order = {st->stage, st->pp, st->vpp, st->microbatches};
   int x = -1;
-  long fwd = 0, bwd = 0;
-  for (; fwd < warmup; fwd++) {
-    long mb;
-    int c;
-    virtual_step(st, fwd, false, &mb, &c);
-    x = chunk_pass(g, st, c, mb, false, x);
-  }
-  while (bwd < total) { /* 1F1B: one forward, one backward, then the cool-down */
-    long mb;
-    int c;
-    if (fwd < total) {
-      virtual_step(st, fwd++, false, &mb, &c);
-      x = chunk_pass(g, st, c, mb, false, x);
-    }
-    virtual_step(st, bwd++, true, &mb, &c);
-    x = chunk_pass(g, st, c, mb, true, x);
+  for (long k = 0; k < pipeline_steps(&order); k++) {
+    pipeline_step_t step = pipeline_step(&order, k);
+    x = chunk_pass(g, st, step.chunk, step.microbatch, step.backward, x);
   }
 }
 
@@ -867,8 +840,9 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     double experts = routed_expert_params(w) * layers_per_stage;
     optimizer_step(&g, stage, params, experts);
     /* micro-batch chunks whose activations a stage holds at once */
-    long in_flight = warmup_steps(&st) + 1 < mbs * par->vpp ? warmup_steps(&st) + 1
-                                                            : mbs * par->vpp;
+    pipeline_t order = {stage, par->pp, par->vpp, mbs};
+    long in_flight = pipeline_warmup(&order) + 1 < mbs * par->vpp ? pipeline_warmup(&order) + 1
+                                                                  : mbs * par->vpp;
     if (cpi == 0)
       info->memory[stage] =
           stage_memory(w, stage, params, experts, (double)st.layers_per_chunk, in_flight);

@@ -13,7 +13,8 @@
  * stream, overlapping its two matmuls); context parallelism splits
  * the sequence and passes key/value blocks around its ring; expert parallelism
  * adds the all-to-all dispatch and combine; pipeline stages exchange
- * activations and gradients in 1F1B or Megatron's interleaved order;
+ * activations and gradients in 1F1B or Megatron's interleaved order
+ * (pipeline.c);
  * recomputation repeats the forward (full) or the attention core (selective)
  * before the backward; gradients are reduced over data parallelism in buckets
  * during the last micro-batch's backward (or after it), then the optimizer
