@@ -126,6 +126,10 @@ int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, 
 
 void trace_free(trace_t *t);
 
+/* The index of name in a program's list of names (streams, tags, events,
+ * buffers), appended if new. */
+int trace_intern(char ***list, int *n, const char *name);
+
 /* The tag of a SEND/RECV ("" when untagged): sends meet receives of the same tag. */
 const char *trace_tag(const trace_program_t *p, const trace_op_t *op);
 

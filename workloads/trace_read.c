@@ -130,7 +130,7 @@ static int get_bool(trace_ctx_t *c, const cJSON *obj, const char *key, bool *out
 }
 
 /* Index of name in a growing list of names, adding it if new. */
-static int intern(char ***list, int *n, const char *name) {
+int trace_intern(char ***list, int *n, const char *name) {
   for (int i = 0; i < *n; i++)
     if (strcmp((*list)[i], name) == 0)
       return i;
@@ -400,7 +400,7 @@ static int parse_p2p(trace_ctx_t *c, const cJSON *oj, trace_program_t *p, trace_
   const char *tag;
   if (get_string(c, oj, "tag", false, &tag, rank, op->id))
     return -1;
-  op->tag = intern(&p->tags, &p->ntags, tag ? tag : "");
+  op->tag = trace_intern(&p->tags, &p->ntags, tag ? tag : "");
   return 0;
 }
 
@@ -418,7 +418,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
       get_string(c, oj, "stream", false, &stream, rank, op->id) ||
       get_string(c, oj, "label", false, &label, rank, op->id))
     return -1;
-  op->stream = intern(&p->streams, &p->nstreams, stream ? stream : "compute");
+  op->stream = trace_intern(&p->streams, &p->nstreams, stream ? stream : "compute");
   op->label = label ? strdup(label) : NULL;
   switch (op->type) {
   case TRACE_OP_SHAPED:
@@ -436,7 +436,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
     const char *ev;
     if (get_string(c, oj, "event", true, &ev, rank, op->id))
       return -1;
-    op->event = intern(&p->events, &p->nevents, ev);
+    op->event = trace_intern(&p->events, &p->nevents, ev);
     return 0;
   }
   case TRACE_OP_ALLOC:
@@ -446,7 +446,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
         (op->type == TRACE_OP_ALLOC &&
          get_number(c, oj, "bytes", 0, 1e18, true, &op->bytes, rank, op->id)))
       return -1;
-    op->buffer = intern(&p->buffers, &p->nbuffers, buf);
+    op->buffer = trace_intern(&p->buffers, &p->nbuffers, buf);
     return 0;
   }
   default:
@@ -537,7 +537,7 @@ static int parse_program(trace_ctx_t *c, const cJSON *pj, trace_t *t, trace_prog
     return trace_fail(c, p->ranks[0], -1, "ops: expected an array of ops, found %s",
                       ops ? "another value" : "nothing");
   p->ops = calloc((size_t)cJSON_GetArraySize(ops) + 1, sizeof *p->ops);
-  intern(&p->tags, &p->ntags, ""); /* tag 0: untagged */
+  trace_intern(&p->tags, &p->ntags, ""); /* tag 0: untagged */
   const cJSON *oj;
   cJSON_ArrayForEach(oj, ops) {
     trace_op_t *op = &p->ops[p->nops++]; /* counted first, so a half-read op is freed too */
@@ -633,6 +633,12 @@ int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, char 
   return root ? finish(path, root, vocab, out, err, err_len) : -1;
 }
 
+static void free_names(char **names, int n) {
+  for (int j = 0; j < n; j++)
+    free(names[j]);
+  free(names);
+}
+
 void trace_free(trace_t *t) {
   for (int i = 0; i < t->nprograms; i++) {
     trace_program_t *p = &t->programs[i];
@@ -641,18 +647,10 @@ void trace_free(trace_t *t) {
       free(p->ops[j].algo);
       free(p->ops[j].label);
     }
-    for (int j = 0; j < p->nstreams; j++)
-      free(p->streams[j]);
-    for (int j = 0; j < p->nevents; j++)
-      free(p->events[j]);
-    for (int j = 0; j < p->nbuffers; j++)
-      free(p->buffers[j]);
-    for (int j = 0; j < p->ntags; j++)
-      free(p->tags[j]);
-    free(p->tags);
-    free(p->streams);
-    free(p->events);
-    free(p->buffers);
+    free_names(p->streams, p->nstreams);
+    free_names(p->events, p->nevents);
+    free_names(p->buffers, p->nbuffers);
+    free_names(p->tags, p->ntags);
     free(p->ops);
     free(p->ranks);
   }

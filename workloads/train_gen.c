@@ -43,21 +43,7 @@ static int name_index(const char *const *names, int n, const char *name) {
 }
 
 static int stream_of(trace_program_t *p, const char *name) {
-  for (int i = 0; i < p->nstreams; i++)
-    if (strcmp(p->streams[i], name) == 0)
-      return i;
-  p->streams = realloc(p->streams, (size_t)(p->nstreams + 1) * sizeof *p->streams);
-  p->streams[p->nstreams] = strdup(name);
-  return p->nstreams++;
-}
-
-static int tag_of(trace_program_t *p, const char *name) {
-  for (int i = 0; i < p->ntags; i++)
-    if (strcmp(p->tags[i], name) == 0)
-      return i;
-  p->tags = realloc(p->tags, (size_t)(p->ntags + 1) * sizeof *p->tags);
-  p->tags[p->ntags] = strdup(name);
-  return p->ntags++;
+  return trace_intern(&p->streams, &p->nstreams, name);
 }
 
 /* Appends an op on stream after the given dependencies (-1 = none). */
@@ -819,13 +805,11 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     int stride_cp = stride_of(par, PAR_DIM_CP);
     g.cp_next = cpi == par->cp - 1 ? -(par->cp - 1) * stride_cp : stride_cp;
     g.cp_prev = cpi == 0 ? (par->cp - 1) * stride_cp : -stride_cp;
-    p->tags = calloc(1, sizeof *p->tags);
-    p->tags[0] = strdup("");
-    p->ntags = 1;
+    trace_intern(&p->tags, &p->ntags, ""); /* tag 0: untagged */
     add_streams(&g);
-    g.tag_fwd = tag_of(p, "fwd");
-    g.tag_bwd = tag_of(p, "bwd");
-    g.tag_cp = tag_of(p, "cp");
+    g.tag_fwd = trace_intern(&p->tags, &p->ntags, "fwd");
+    g.tag_bwd = trace_intern(&p->tags, &p->ntags, "bwd");
+    g.tag_cp = trace_intern(&p->tags, &p->ntags, "cp");
     double act = g.tokens * m->hidden * g.e / par->tp; /* scatter/gather: see gathered() */
     stage_t st = {stage, par->pp, par->vpp, m->layers / (par->pp * par->vpp), mbs, act};
     stage_program(&g, &st);
