@@ -6,7 +6,9 @@
  * bounds the op named: the one busy for the largest share of the time. */
 #include "op.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention.h"
@@ -29,7 +31,35 @@ int op_kind_parse(const char *name, op_kind_t *out) {
   return -1;
 }
 
-static bool uses_cube(op_kind_t k) { return k == OP_MATMUL || k == OP_ATTN_FWD || k == OP_ATTN_BWD; }
+bool op_on_cube(op_kind_t k) { return k == OP_MATMUL || k == OP_ATTN_FWD || k == OP_ATTN_BWD; }
+
+int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t err_len) {
+  int64_t v[5] = {0};
+  int n = 0;
+  const char *p = text;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(p, &end, 10);
+    if (end == p || errno || n == 5 || (*end && *end != sep))
+      return snprintf(err, err_len, "expected up to 5 integers separated by '%c', found \"%.60s\"",
+                      sep, text), -1;
+    v[n++] = x;
+    p = *end ? end + 1 : end;
+  }
+  if (n == 0)
+    return snprintf(err, err_len, "expected up to 5 integers separated by '%c', found \"\"", sep), -1;
+  if (op_on_cube(op->kind)) {
+    memcpy(op->dims, v, sizeof v);
+    return 0;
+  }
+  if (n > 2) /* vector ops: [rows,]cols */
+    return snprintf(err, err_len, "expected [rows%c]cols for %s, found %d sizes", sep,
+                    op_kind_names[op->kind], n), -1;
+  op->dims[0] = n == 1 ? 1 : v[0];
+  op->dims[1] = n == 1 ? v[0] : v[1];
+  return 0;
+}
 
 /* Dims each kind needs (positive) and how many it may have. */
 static int needed_dims(op_kind_t k) {
@@ -40,31 +70,31 @@ int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_
   static const char *const shapes[] = {"M,N,K[,batch]", "batch,heads,seq,head_dim[,kv_heads]",
                                        "[rows,]cols"};
   int need = needed_dims(op->kind);
-  const char *shape = op->kind == OP_MATMUL ? shapes[0] : uses_cube(op->kind) ? shapes[1] : shapes[2];
-  int first = uses_cube(op->kind) ? 0 : 1; /* vector ops: cols (dims[1]) is the one needed */
+  const char *shape = op->kind == OP_MATMUL ? shapes[0] : op_on_cube(op->kind) ? shapes[1] : shapes[2];
+  int first = op_on_cube(op->kind) ? 0 : 1; /* vector ops: cols (dims[1]) is the one needed */
   for (int i = first; i < first + need; i++)
     if (op->dims[i] <= 0)
-      return snprintf(err, err_len, "--shape: expected %s with every size >= 1 for %s, found %lld "
+      return snprintf(err, err_len, "shape: expected %s with every size >= 1 for %s, found %lld "
                       "at position %d", shape, op_kind_names[op->kind], (long long)op->dims[i],
                       i + 1 - first), -1;
   for (int i = 0; i < 5; i++)
     if (op->dims[i] < 0)
-      return snprintf(err, err_len, "--shape: expected sizes >= 1, found %lld", (long long)op->dims[i]), -1;
+      return snprintf(err, err_len, "shape: expected sizes >= 1, found %lld", (long long)op->dims[i]), -1;
   /* every operand's bytes must fit 64 bits: check the largest products */
   uint64_t bytes = (uint64_t)chip_dtype_bytes(op->dtype) * 4, prod = 1;
   for (int i = 0; i < 5; i++)
     if (op->dims[i] > 0 && __builtin_mul_overflow(prod, (uint64_t)op->dims[i], &prod))
-      return snprintf(err, err_len, "--shape: expected sizes whose byte counts fit in 64 bits, "
+      return snprintf(err, err_len, "shape: expected sizes whose byte counts fit in 64 bits, "
                       "found a product over 2^64"), -1;
   if (__builtin_mul_overflow(prod, bytes, &prod))
-    return snprintf(err, err_len, "--shape: expected sizes whose byte counts fit in 64 bits, "
+    return snprintf(err, err_len, "shape: expected sizes whose byte counts fit in 64 bits, "
                     "found a product over 2^64"), -1;
-  if (uses_cube(op->kind) && chip->cube.macs_per_cycle[op->dtype] <= 0)
-    return snprintf(err, err_len, "--dtype: expected a type the cube of %s computes, found %s "
+  if (op_on_cube(op->kind) && chip->cube.macs_per_cycle[op->dtype] <= 0)
+    return snprintf(err, err_len, "dtype: expected a type the cube of %s computes, found %s "
                     "(chip.cube.%s_macs_per_cycle = 0)", chip->name, chip_dtype_name(op->dtype),
                     chip_dtype_name(op->dtype)), -1;
-  if (uses_cube(op->kind) && op->dims[4] > 0 && op->dims[1] % op->dims[4])
-    return snprintf(err, err_len, "--shape: expected kv_heads dividing heads (%lld), found %lld",
+  if (op_on_cube(op->kind) && op->dims[4] > 0 && op->dims[1] % op->dims[4])
+    return snprintf(err, err_len, "shape: expected kv_heads dividing heads (%lld), found %lld",
                     (long long)op->dims[1], (long long)op->dims[4]), -1;
   return 0;
 }
@@ -72,12 +102,12 @@ int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_
 void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   if (op->kind == OP_MATMUL)
     cube_matmul(chip, op, out);
-  else if (uses_cube(op->kind))
+  else if (op_on_cube(op->kind))
     attention_op(chip, op, out);
   else
     vector_op(chip, op, out);
   double f = chip->freq_hz;
-  double overhead_s = uses_cube(op->kind) ? chip->cube.op_overhead_s : chip->vector.op_overhead_s;
+  double overhead_s = op_on_cube(op->kind) ? chip->cube.op_overhead_s : chip->vector.op_overhead_s;
   double core_s = out->cycles / f, hbm_s = out->hbm_bytes / chip_hbm_effective_bw(chip);
   double busy_s = core_s > hbm_s ? core_s : hbm_s;
   out->time_s = overhead_s + busy_s;

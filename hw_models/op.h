@@ -78,6 +78,14 @@ typedef struct {
 /* Parses an op kind name ("matmul", "softmax"); 0 on success, -1 if unknown. */
 int op_kind_parse(const char *name, op_kind_t *out);
 
+/* Whether the kind runs on the cube cores (matmul, attention). */
+bool op_on_cube(op_kind_t kind);
+
+/* Parses a shape into op->dims for op->kind: up to 5 integers separated by sep
+ * (',' on the command line, 'x' in measurement tables); vector ops take
+ * [rows,]cols. Returns 0, or -1 with "expected ..., found ..." in err. */
+int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t err_len);
+
 /* Checks a descriptor: positive dims where the kind needs them, byte counts that
  * fit in 64 bits, a dtype the chip computes. Returns 0, or -1 with "expected
  * ..., found ..." in err. */

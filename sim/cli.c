@@ -30,6 +30,8 @@ enum {
   OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
   OPT_KIND = 1 << 8, /* --op --dtype */
   OPT_REPLAY = 1 << 9, /* --trace --chrome-trace --trace-ranks */
+  OPT_CALIBRATE = 1 << 10, /* --measurements --fit */
+  OPT_LIST_OPS = 1 << 11,  /* --list-ops */
 };
 
 typedef struct {
@@ -40,6 +42,7 @@ typedef struct {
   unsigned options;     /* OPT_* it accepts */
   int (*run)(const cli_opts_t *opts, FILE *out, npu_err_t *err);
   cli_fidelity_t fidelity; /* its default */
+  bool own_output;         /* writes --output itself; its report goes to stdout */
 } command_t;
 
 static const command_t commands[] = {
@@ -55,7 +58,7 @@ static const command_t commands[] = {
      "pipeline, nvls. --links adds the most utilised links of the largest size.\n"
      "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
      "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll, FIDELITY_FLOW},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll, FIDELITY_FLOW, false},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
@@ -64,7 +67,7 @@ static const command_t commands[] = {
      "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
      "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
      "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, FIDELITY_FLOW},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, FIDELITY_FLOW, false},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
      "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
      "OUT.json.gz [--trace-ranks 0-7]] [options]",
@@ -73,7 +76,7 @@ static const command_t commands[] = {
      "per communicator the collectives and bytes, the most utilised links and the memory\n"
      "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay, FIDELITY_FLOW},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay, FIDELITY_FLOW, false},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
      "[options]",
@@ -81,19 +84,32 @@ static const command_t commands[] = {
      "the system. analytic (the default) replays one rank per pipeline stage (the others\n"
      "by symmetry) and suits sweeps; flow replays every rank with contention on shared\n"
      "links and takes minutes for long pipelines.\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY,
-     cmd_train, FIDELITY_ANALYTIC},
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY |
+         OPT_LIST_OPS,
+     cmd_train, FIDELITY_ANALYTIC, false},
+    {"calibrate", "fit the chip's assumed parameters to measured kernel times",
+     "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
+     "OPS.csv: kernel times as scripts/measure_ops.py writes them (op, shape, dtype,\n"
+     "time_us, ...; tests/data/validation/README.md). Fits the chip keys whose source note\n"
+     "is an assumption ([A]) and that move a prediction of the measured ops, or the keys\n"
+     "--fit names (--fit none: only report the errors). Each op class (matmul,\n"
+     "attention, vector) is split in file order: even rows are fitted, odd rows held\n"
+     "out. Prints the geometric-mean |error| per class and half before and after, and\n"
+     "each key before and after. --output writes a config that extends S.json with the\n"
+     "fitted values, each with a \"[cal] fitted to ...\" source note.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_CALIBRATE, cmd_calibrate, FIDELITY_FLOW,
+     true},
     {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
      "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
      "table and csv list every key with its value, unit, the file (or default, or --set)\n"
      "it came from and its source note; json prints the canonical resolved config, which\n"
      "loads back to the same config. With both configs, json prints\n"
      "{\"system\": ..., \"workload\": ...}.\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, FIDELITY_FLOW},
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, FIDELITY_FLOW, false},
     {"schema", "print the reference of every config key (docs/config.md)",
      "[--format table|json]",
      "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
-     OPT_FORMAT | OPT_OUTPUT, cmd_schema, FIDELITY_FLOW},
+     OPT_FORMAT | OPT_OUTPUT, cmd_schema, FIDELITY_FLOW, false},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -111,6 +127,8 @@ static const struct option all_options[] = {
     {"trans-a", no_argument, NULL, 1014},       {"trans-b", no_argument, NULL, 1015},
     {"trace", required_argument, NULL, 1016},   {"chrome-trace", required_argument, NULL, 1017},
     {"trace-ranks", required_argument, NULL, 1018},
+    {"measurements", required_argument, NULL, 1019}, {"fit", required_argument, NULL, 1020},
+    {"list-ops", required_argument, NULL, 1021},
     {NULL, 0, NULL, 0},
 };
 
@@ -144,6 +162,10 @@ static const struct {
     {OPT_REPLAY, "  --trace FILE           the trace to replay (.json or .json.gz)\n"
                  "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
                  "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
+    {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
+                   "                         scripts/measure_ops.py's --ops format\n"},
+    {OPT_CALIBRATE, "  --measurements FILE    measured kernel times (CSV)\n"
+                    "  --fit KEY,...          the keys to fit (default: the chip's [A] keys; none)\n"},
 };
 
 static void print_main_usage(FILE *f) {
@@ -220,6 +242,10 @@ static bool accepts(const command_t *cmd, int c) {
     return (cmd->options & OPT_OPS) != 0;
   if (c >= 1016 && c <= 1018)
     return (cmd->options & OPT_REPLAY) != 0;
+  if (c == 1019 || c == 1020)
+    return (cmd->options & OPT_CALIBRATE) != 0;
+  if (c == 1021)
+    return (cmd->options & OPT_LIST_OPS) != 0;
   return c == 'h';
 }
 
@@ -322,6 +348,15 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
     case 1018:
       opts->trace_ranks = optarg;
       break;
+    case 1019:
+      opts->measurements = optarg;
+      break;
+    case 1020:
+      opts->fit = optarg;
+      break;
+    case 1021:
+      opts->list_ops = optarg;
+      break;
     }
   }
   if (optind < argc)
@@ -353,7 +388,7 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
   if (rc != 0) {
     fprintf(stderr, "%s\n", err.msg);
     status = EXIT_BAD_INPUT;
-  } else if (opts.output_path) {
+  } else if (opts.output_path && !cmd->own_output) {
     if (jsonfile_write_atomically(opts.output_path, buf, len, 0, err.msg, sizeof err.msg)) {
       fprintf(stderr, "%s\n", err.msg);
       status = EXIT_INTERNAL;

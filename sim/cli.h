@@ -52,6 +52,9 @@ typedef struct {
   const char *trace;            /* --trace: the trace to replay */
   const char *chrome_trace;     /* --chrome-trace: timeline output */
   const char *trace_ranks;      /* --trace-ranks A-B */
+  const char *measurements;     /* --measurements FILE.csv (calibrate) */
+  const char *fit;              /* --fit KEY,... (calibrate) */
+  const char *list_ops;         /* --list-ops FILE.csv (train) */
 } cli_opts_t;
 
 /* Configs loaded for a command: resolved structs and their documents (kept for

@@ -7,33 +7,10 @@
 #include "commands.h"
 #include "op_cost.h"
 
-static bool on_cube(op_kind_t k) { return k == OP_MATMUL || k == OP_ATTN_FWD || k == OP_ATTN_BWD; }
-
 static int parse_shape(const char *text, op_desc_t *op, npu_err_t *err) {
-  int64_t v[5] = {0};
-  int n = 0;
-  const char *p = text;
-  while (*p) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(p, &end, 10);
-    if (end == p || errno || n == 5 || (*end && *end != ','))
-      return npu_err_set(err, "--shape: expected up to 5 integers separated by ',', found \"%.60s\"",
-                         text);
-    v[n++] = x;
-    p = *end ? end + 1 : end;
-  }
-  if (n == 0)
-    return npu_err_set(err, "--shape: expected up to 5 integers separated by ',', found \"\"");
-  if (on_cube(op->kind)) {
-    memcpy(op->dims, v, sizeof v);
-  } else { /* [rows,]cols */
-    op->dims[0] = n == 1 ? 1 : v[0];
-    op->dims[1] = n == 1 ? v[0] : v[1];
-    if (n > 2)
-      return npu_err_set(err, "--shape: expected [rows,]cols for %s, found %d sizes",
-                         op_kind_names[op->kind], n);
-  }
+  char why[256];
+  if (op_shape_parse(text, ',', op, why, sizeof why))
+    return npu_err_set(err, "--shape: %s", why);
   return 0;
 }
 
@@ -64,13 +41,13 @@ static int parse_op(const cli_opts_t *opts, op_desc_t *op, npu_err_t *err) {
 
 /* Fraction of the relevant peak: cube FLOP/s for cube ops, HBM bandwidth otherwise. */
 static double peak_fraction(const chip_cfg_t *chip, const op_desc_t *op, const op_result_t *r) {
-  if (on_cube(op->kind))
+  if (op_on_cube(op->kind))
     return r->flops / r->time_s / chip_cube_peak_flops(chip, op->dtype);
   return r->hbm_bytes / r->time_s / chip->hbm.bw_bytes_per_s;
 }
 
 static void shape_text(const op_desc_t *op, char *buf, size_t len) {
-  int n = on_cube(op->kind) ? 5 : 2, first = 0;
+  int n = op_on_cube(op->kind) ? 5 : 2, first = 0;
   buf[0] = '\0';
   for (int i = first; i < n; i++)
     if (op->dims[i] > 0 || i < 3)
@@ -92,7 +69,7 @@ static void print_row(FILE *out, cli_format_t fmt, const chip_cfg_t *chip, const
                       const op_result_t *r, bool first) {
   char shape[96], tile[48];
   shape_text(op, shape, sizeof shape);
-  snprintf(tile, sizeof tile, on_cube(op->kind) ? "%dx%dx%d" : "%d", r->tile[0], r->tile[1],
+  snprintf(tile, sizeof tile, op_on_cube(op->kind) ? "%dx%dx%d" : "%d", r->tile[0], r->tile[1],
            r->tile[2]);
   const char *name = op_kind_names[op->kind], *dt = chip_dtype_name(op->dtype);
   double frac = peak_fraction(chip, op, r);
@@ -124,7 +101,7 @@ static void explain(FILE *out, const chip_cfg_t *chip, const op_desc_t *op, cons
             "        %lld tiles over %d of %d cores in %lld waves (a partial last wave counts)\n",
             r->tile[0], r->tile[1], r->tile[2], (long long)r->tiles, r->cores, chip->cube.cores,
             (long long)r->waves);
-  else if (on_cube(op->kind))
+  else if (op_on_cube(op->kind))
     fprintf(out, "tiling: %d query rows x %d key rows per block (head dim %d); %lld query blocks "
             "over %d cube cores in %lld waves\n", r->tile[0], r->tile[1], r->tile[2],
             (long long)r->tiles, r->cores, (long long)r->waves);
@@ -138,11 +115,11 @@ static void explain(FILE *out, const chip_cfg_t *chip, const op_desc_t *op, cons
     if (r->util[p] > 0)
       fprintf(out, "  %-8s %6.1f%%  %14.0f cycles%s\n", pipe_names[p], 100 * r->util[p],
               r->util[p] * r->cycles, p == (int)r->bound ? "  <- bound" : "");
-  double peak = on_cube(op->kind) ? chip_cube_peak_flops(chip, op->dtype)
+  double peak = op_on_cube(op->kind) ? chip_cube_peak_flops(chip, op->dtype)
                                   : chip_vector_peak_flops(chip, CHIP_DTYPE_FP32);
   fprintf(out, "work: %.4g FLOP (%.1f%% of the %.1f TFLOP/s %s peak), %.4g bytes to/from HBM "
           "(%.1f%% of %.0f GB/s)\n", r->flops, 100 * r->flops / r->time_s / peak, peak / 1e12,
-          on_cube(op->kind) ? "cube" : "vector", r->hbm_bytes,
+          op_on_cube(op->kind) ? "cube" : "vector", r->hbm_bytes,
           100 * r->hbm_bytes / r->time_s / chip->hbm.bw_bytes_per_s,
           chip->hbm.bw_bytes_per_s / 1e9);
 }
@@ -150,13 +127,13 @@ static void explain(FILE *out, const chip_cfg_t *chip, const op_desc_t *op, cons
 /* Sizes of a sweep: square matmuls, longer sequences, longer rows. */
 static int sweep_ops(const op_desc_t *base, op_desc_t *ops, int max) {
   int n = 0;
-  for (int64_t s = on_cube(base->kind) ? 128 : 1024; n < max; s *= on_cube(base->kind) ? 2 : 4) {
+  for (int64_t s = op_on_cube(base->kind) ? 128 : 1024; n < max; s *= op_on_cube(base->kind) ? 2 : 4) {
     op_desc_t o = *base;
     if (base->kind == OP_MATMUL) {
       if (s > 16384)
         break;
       o.dims[0] = o.dims[1] = o.dims[2] = s;
-    } else if (on_cube(base->kind)) {
+    } else if (op_on_cube(base->kind)) {
       if (s > 32768)
         break;
       for (int i = 0; i < 4; i++)
@@ -184,11 +161,13 @@ int cmd_op(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     return -1;
   const chip_cfg_t *chip = &cfg.sys.chip;
   op_desc_t ops[32];
+  char why[512];
   int n = opts->sweep ? sweep_ops(&op, ops, 32) : 1;
   if (!opts->sweep)
     ops[0] = op;
   for (int i = 0; i < n; i++)
-    if (op_check(chip, &ops[i], err->msg, sizeof err->msg)) {
+    if (op_check(chip, &ops[i], why, sizeof why)) {
+      npu_err_set(err, "--%s", why); /* the field came from --shape or --dtype */
       cli_free_configs(&cfg);
       return -1;
     }

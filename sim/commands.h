@@ -22,6 +22,10 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 /* npusim train: a training step of a workload on a system. */
 int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
+/* npusim calibrate: chip parameters fitted to measured kernels. Writes the
+ * fitted config to opts->output_path itself; out gets the report. */
+int cmd_calibrate(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
 /* npusim schema: the reference of every config key. */
 int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 

@@ -114,6 +114,23 @@ int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err);
 int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
                      const config_doc_t *wl_doc, const workload_cfg_t *wl, npu_err_t *err);
 
+/* A number key of a resolved system config (a CFG_NUM: a double field), read and
+ * written in the JSON's units (GBps, us) by its dotted path, so a calibration can
+ * vary keys without reloading the document. get also gives the key's range
+ * [lo, hi] (lo itself excluded when *lo_excl); set refuses a value outside it.
+ * Both fail (one line in err) on a path that is not such a key. */
+int config_system_number(const system_cfg_t *sys, const char *path, double *value, double *lo,
+                         double *hi, bool *lo_excl, npu_err_t *err);
+int config_system_set_number(system_cfg_t *sys, const char *path, double value, npu_err_t *err);
+
+/* The "_source" note the document gives the key at path, or NULL. */
+const char *config_doc_source_note(const config_doc_t *doc, const char *path);
+
+/* The dotted paths of every number key (see config_system_number) of the
+ * system schema under prefix ("chip."), in schema order: out[i] point into the
+ * schema; returns the count (at most max). */
+int config_system_number_paths(const char *prefix, const char **out, int max);
+
 /* Prints a resolved document as canonical JSON (schema order, defaults filled,
  * no "extends", no "_source" notes) as an object nested depth levels deep
  * (0 for a document of its own); no trailing newline. */

@@ -274,3 +274,57 @@ int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err) {
   }
   return cfg_rules_check(doc, out, err);
 }
+
+static const cfg_key_t *number_key(const char *path, npu_err_t *err) {
+  const cfg_key_t *key = cfg_schema_find(cfg_schema_get(CONFIG_SYSTEM), path);
+  if (!key || key->type != CFG_NUM || key->offset == CFG_NO_FIELD) {
+    npu_err_set(err, "%.200s: expected a number key of the system config (e.g. "
+                "chip.hbm.efficiency), found %s", path, key ? "a key of another type" : "none");
+    return NULL;
+  }
+  return key;
+}
+
+int config_system_number(const system_cfg_t *sys, const char *path, double *value, double *lo,
+                         double *hi, bool *lo_excl, npu_err_t *err) {
+  const cfg_key_t *key = number_key(path, err);
+  if (!key)
+    return -1;
+  *value = *(const double *)((const char *)sys + key->offset) / key->to_base;
+  *lo = key->min;
+  *hi = key->max;
+  *lo_excl = key->min_exclusive;
+  return 0;
+}
+
+int config_system_set_number(system_cfg_t *sys, const char *path, double value, npu_err_t *err) {
+  const cfg_key_t *key = number_key(path, err);
+  if (!key)
+    return -1;
+  if (!isfinite(value) || !in_range(key, value)) {
+    char expect[256];
+    cfg_key_expectation(key, expect, sizeof expect);
+    return npu_err_set(err, "%s: expected %s, found %g", path, expect, value);
+  }
+  *(double *)((char *)sys + key->offset) = value * key->to_base;
+  return 0;
+}
+
+const char *config_doc_source_note(const config_doc_t *doc, const char *path) {
+  char note[CFG_PATH_MAX];
+  snprintf(note, sizeof note, "%s%s", path, CFG_SOURCE_SUFFIX);
+  const cJSON *item = cfg_tree_get(doc->root, note);
+  return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+int config_system_number_paths(const char *prefix, const char **out, int max) {
+  const cfg_schema_t *schema = cfg_schema_get(CONFIG_SYSTEM);
+  int n = 0;
+  for (size_t i = 0; i < schema->nkeys && n < max; i++) {
+    const cfg_key_t *key = &schema->keys[i];
+    if (key->type == CFG_NUM && key->offset != CFG_NO_FIELD &&
+        strncmp(key->path, prefix, strlen(prefix)) == 0)
+      out[n++] = key->path;
+  }
+  return n;
+}

@@ -65,9 +65,8 @@ static int cost_shaped(rp_t *rp, const char *name, op_cache_t *cache, char *err,
         d.dims[1] = op->dims[1] > 0 ? op->dims[1] : op->dims[0];
       }
       char why[512];
-      if (op_check(&rp->sys->chip, &d, why, sizeof why)) /* "--shape: ..." names a field here */
-        return snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id,
-                        strncmp(why, "--", 2) == 0 ? why + 2 : why), -1;
+      if (op_check(&rp->sys->chip, &d, why, sizeof why)) /* "shape: ..." names the field */
+        return snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id, why), -1;
       rp->compute_s[pi][i] = op_cost(cache, &d)->time_s;
     }
   }

@@ -176,7 +176,7 @@ static void test_bad_shapes_and_types_are_refused(void) {
   char err[256];
   op_desc_t op = {.kind = OP_MATMUL, .dtype = CHIP_DTYPE_BF16, .dims = {0, 8, 8}};
   CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "--shape: expected M,N,K[,batch] with every size >= 1 for matmul, "
+  CU_ASSERT_STRING_EQUAL(err, "shape: expected M,N,K[,batch] with every size >= 1 for matmul, "
                               "found 0 at position 1");
   op.dims[0] = 1LL << 40;
   op.dims[1] = 1LL << 30;

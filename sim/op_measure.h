@@ -1,0 +1,50 @@
+/* op_measure.h - kernel measurements as npusim reads them: one op (kind, shape,
+ * dtype, layout) and the device time of one call, per row of a CSV table that
+ * scripts/measure_ops.py writes (format: tests/data/validation/README.md).
+ *
+ * Rows are grouped into classes (matmul, attention, vector) and each class is
+ * split in two halves in file order: even rows are the fit half, odd rows the
+ * held-out half that a calibration never sees. `npusim calibrate` and
+ * scripts/validate_ops.py use the same rule. */
+#ifndef NPUSIM_OP_MEASURE_H
+#define NPUSIM_OP_MEASURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "npu_err.h"
+#include "op.h"
+
+typedef enum { MEAS_MATMUL, MEAS_ATTENTION, MEAS_VECTOR, MEAS_CLASS_COUNT } meas_class_t;
+
+extern const char *const meas_class_names[MEAS_CLASS_COUNT];
+
+typedef struct {
+  op_desc_t op;
+  double time_s;     /* measured device time of one call */
+  int line;          /* line in the file, for messages */
+  meas_class_t cls;
+  bool held_out;     /* odd row of its class: never used to fit */
+} meas_row_t;
+
+typedef struct {
+  meas_row_t *rows;
+  size_t n;
+  char device[128];  /* the "# device:" header line, or "" */
+} meas_table_t;
+
+/* The most rows a table may hold (a bound on memory, far above any suite). */
+#define MEAS_MAX_ROWS 100000
+
+/* Reads a measurement CSV: '#' lines are comments ("# device: NAME" names the
+ * device), the first other line is the header; columns op, shape, dtype and
+ * time_us are required, out_dtype, causal and layout optional, others ignored.
+ * Returns 0, or -1 with "FILE:LINE: column: expected ..., found ..." in err. */
+int meas_read(const char *path, meas_table_t *t, npu_err_t *err);
+
+void meas_free(meas_table_t *t);
+
+/* The class of an op kind. */
+meas_class_t meas_class_of(op_kind_t kind);
+
+#endif
