@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "jsonfile.h"
+#include "op_list.h"
 #include "replay.h"
 #include "train_gen.h"
 
@@ -214,6 +215,12 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   int rc = train_generate(&cfg.wl, &replay_vocab, cfg.sys.node.npus, &trace, &info, err->msg,
                           sizeof err->msg);
   if (rc) {
+    cli_free_configs(&cfg);
+    return -1;
+  }
+  if (opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) {
+    trace_free(&trace);
+    train_info_free(&info);
     cli_free_configs(&cfg);
     return -1;
   }

@@ -42,6 +42,20 @@ typedef struct {
 
 /* ---- setup ---- */
 
+void replay_op_desc(const trace_op_t *op, op_desc_t *d) {
+  *d = (op_desc_t){.kind = (op_kind_t)op->kind, .dtype = (chip_dtype_t)op->dtype,
+                   .out_dtype = (chip_dtype_t)op->dtype, .causal = op->causal,
+                   .trans_a = op->trans_a, .trans_b = op->trans_b};
+  if (d->kind == OP_CAST)
+    d->out_dtype = d->dtype == CHIP_DTYPE_FP32 ? CHIP_DTYPE_BF16 : CHIP_DTYPE_FP32;
+  if (op_on_cube(d->kind)) {
+    memcpy(d->dims, op->dims, sizeof d->dims);
+  } else { /* [rows,]cols */
+    d->dims[0] = op->dims[1] > 0 ? op->dims[0] : 1;
+    d->dims[1] = op->dims[1] > 0 ? op->dims[1] : op->dims[0];
+  }
+}
+
 static int cost_shaped(rp_t *rp, const char *name, op_cache_t *cache, char *err, size_t len) {
   const trace_t *t = rp->trace;
   rp->compute_s = calloc((size_t)t->nprograms, sizeof *rp->compute_s);
@@ -52,18 +66,8 @@ static int cost_shaped(rp_t *rp, const char *name, op_cache_t *cache, char *err,
       const trace_op_t *op = &p->ops[i];
       if (op->type != TRACE_OP_SHAPED)
         continue;
-      op_desc_t d = {.kind = (op_kind_t)op->kind, .dtype = (chip_dtype_t)op->dtype,
-                     .out_dtype = (chip_dtype_t)op->dtype, .causal = op->causal,
-                     .trans_a = op->trans_a, .trans_b = op->trans_b};
-      if (d.kind == OP_CAST)
-        d.out_dtype = d.dtype == CHIP_DTYPE_FP32 ? CHIP_DTYPE_BF16 : CHIP_DTYPE_FP32;
-      bool on_cube = d.kind == OP_MATMUL || d.kind == OP_ATTN_FWD || d.kind == OP_ATTN_BWD;
-      if (on_cube) {
-        memcpy(d.dims, op->dims, sizeof d.dims);
-      } else { /* [rows,]cols */
-        d.dims[0] = op->dims[1] > 0 ? op->dims[0] : 1;
-        d.dims[1] = op->dims[1] > 0 ? op->dims[1] : op->dims[0];
-      }
+      op_desc_t d;
+      replay_op_desc(op, &d);
       char why[512];
       if (op_check(&rp->sys->chip, &d, why, sizeof why)) /* "shape: ..." names the field */
         return snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id, why), -1;

@@ -21,11 +21,16 @@
 
 #include "config.h"
 #include "linkstats.h"
+#include "op.h"
 #include "trace.h"
 
 /* The names a trace may use: compute ops of the chip model, collectives,
  * data types. */
 extern const trace_vocab_t replay_vocab;
+
+/* The chip-model descriptor of a shaped compute op of a trace read with
+ * replay_vocab. */
+void replay_op_desc(const trace_op_t *op, op_desc_t *d);
 
 typedef struct {
   double start_s, end_s;  /* per (rank, op): when it ran */
