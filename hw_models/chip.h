@@ -50,6 +50,8 @@ typedef struct {
   double mte3_bytes_per_cycle;      /* UB -> GM, per-core port limit */
   double step_overhead_cycles;      /* pipe handshake per UB tile */
   double op_overhead_s;             /* launch + scalar cost of one vector op */
+  double special_per_cycle;         /* exp/rsqrt/tanh results per cycle; 0 = fp32 lane rate */
+  double overlap_with_cube;         /* share of attention's softmax hidden under the cube */
 } chip_vector_cfg_t;
 
 typedef struct {

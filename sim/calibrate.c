@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#define CAL_ROUNDS 3
-#define CAL_SCAN_STEPS 16   /* each side of the value before the fit, quarter-octave steps */
+#define CAL_MAX_ROUNDS 30
+#define CAL_SCAN_STEPS 16   /* first round: quarter-octave steps each side (4 octaves) */
 #define CAL_GOLDEN_STEPS 24
 
 double cal_log_error(const chip_cfg_t *chip, const meas_row_t *row) {
@@ -98,30 +98,29 @@ static void golden(const axis_t *a, double x0, double x1, double *best_v, double
   }
 }
 
-/* One coordinate step from v: scan quarter-octaves around the value before the
- * fit (around 1 when it was 0, and 0 itself when allowed), then refine between
- * the best point's neighbours. */
-static double improve(const axis_t *a, double v) {
-  double base = a->before > 0 ? a->before : 1, best_v = v, best_f = at(a, v);
-  double lo_n = 0, hi_n = 0;
-  for (int k = -CAL_SCAN_STEPS; k <= CAL_SCAN_STEPS; k++) {
+/* One coordinate step from v: scan quarter-octaves (span of them each side) around
+ * v - around 1 when v is 0, with 0 itself when allowed - never further than 16x
+ * from the value before the fit; then refine around the best point. */
+static double improve(const axis_t *a, double v, int span) {
+  double base = v > 0 ? v : a->before > 0 ? a->before : 1;
+  double best_v = v, best_f = at(a, v);
+  for (int k = -span; k <= span; k++) {
     double x = base * exp2(k / 4.0);
-    if (!allowed(a, x))
+    if (a->before > 0 && (x > 16 * a->before || x < a->before / 16))
       continue;
     double f = at(a, x);
     if (f < best_f) {
       best_f = f;
       best_v = x;
-      lo_n = base * exp2((k - 1) / 4.0);
-      hi_n = base * exp2((k + 1) / 4.0);
     }
   }
-  if (allowed(a, 0) && at(a, 0) < best_f) {
+  if (at(a, 0) < best_f) {
     best_f = at(a, 0);
     best_v = 0;
-  } else if (best_v > 0 && lo_n > 0) {
-    golden(a, fmax(lo_n, a->lo > 0 ? a->lo : lo_n), fmin(hi_n, a->hi), &best_v, &best_f);
   }
+  if (best_v > 0)
+    golden(a, fmax(best_v * exp2(-0.25), a->lo > 0 ? a->lo : 0),
+           fmin(best_v * exp2(0.25), a->hi), &best_v, &best_f);
   config_system_set_number(a->sys, a->path, best_v, NULL);
   return best_v;
 }
@@ -152,9 +151,15 @@ int cal_fit(system_cfg_t *sys, const meas_table_t *t, cal_param_t *params, int n
     axes[i].before = v;
     params[i].after = v;
   }
-  for (int round = 0; round < CAL_ROUNDS; round++)
+  double last = objective(&sys->chip, t);
+  for (int round = 0; round < CAL_MAX_ROUNDS; round++) {
     for (int i = 0; i < n; i++)
-      params[i].after = improve(&axes[i], params[i].after);
+      params[i].after = improve(&axes[i], params[i].after, round ? 4 : CAL_SCAN_STEPS);
+    double now = objective(&sys->chip, t);
+    if (now >= last * (1 - 1e-6))
+      break; /* a round that gains nothing: converged */
+    last = now;
+  }
   for (int i = 0; i < n; i++) { /* keep the value before when the fit did not move it */
     double r = round4(params[i].after);
     params[i].after = round4(params[i].before) == r || !allowed(&axes[i], r) ? params[i].before : r;

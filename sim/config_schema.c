@@ -165,6 +165,13 @@ static const cfg_key_t system_keys[] = {
         0, 1e6, "0", "Handshake between the pipes for each UB tile."),
     NUM("chip.vector.op_overhead_us", "us", MICRO, SYS(chip.vector.op_overhead_s), 0, 1e6,
         "0", "Launch and scalar cost of one vector op, paid once per op."),
+    NUM("chip.vector.special_per_cycle", "results/cycle", 1, SYS(chip.vector.special_per_cycle),
+        0, 1e6, "0", "Transcendental results (exp, rsqrt, tanh) per cycle per vector core, "
+        "from the special-function unit; 0: at the fp32 lane rate (no separate unit)."),
+    NUM("chip.vector.overlap_with_cube", "", 1, SYS(chip.vector.overlap_with_cube), 0, 1, "1",
+        "Share of fused attention's vector work on a block (softmax) that runs while the cube "
+        "works on another block: 1 when they pipeline (separate cores, warp-specialised "
+        "kernels), lower when a core alternates between them."),
 
     OBJ("chip.l2", "On-chip L2 shared by all cores."),
     SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1e6, NULL, "L2 capacity."),

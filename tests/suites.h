@@ -11,5 +11,6 @@ extern CU_TestInfo coll_tests[];
 extern CU_TestInfo op_tests[];
 extern CU_TestInfo trace_tests[];
 extern CU_TestInfo train_tests[];
+extern CU_TestInfo calibrate_tests[];
 
 #endif

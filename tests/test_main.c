@@ -14,6 +14,7 @@ int main(void) {
       {.pName = "op", .pTests = op_tests},
       {.pName = "trace", .pTests = trace_tests},
       {.pName = "train", .pTests = train_tests},
+      {.pName = "calibrate", .pTests = calibrate_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)
