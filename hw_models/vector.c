@@ -11,9 +11,14 @@
  * the active cores, each capped by its MTE2/MTE3 port.
  *
  * Instructions per element are estimates of what a hand-written Ascend C kernel
- * issues (each an assumption, listed in the table below); row-wise ops whose row
- * does not fit a tile read their input twice (the second pass from L2 when the
- * op's data fits there). Not modelled: the scalar unit, UB bank conflicts. */
+ * issues (each an assumption, listed in the table below); transcendentals run on
+ * the special-function unit beside the lanes (chip.vector.special_per_cycle). A
+ * row-wise op keeps a row on chip when it fits the UB and reads it once; a row
+ * that does not fit, or an algorithm that needs two passes (the fused
+ * cross-entropy: max and sum of exponentials, then the gradient), reads it
+ * again - from L2 while the rows in flight on all cores fit half of it, else
+ * from HBM. Not modelled: the scalar unit, UB bank conflicts, the memory-level
+ * parallelism a core's outstanding loads allow (Little's law). */
 #include <math.h>
 #include <string.h>
 
@@ -27,24 +32,28 @@ typedef struct {
   double out_fp32;       /* additional fp32 values written per element */
   double instrs;         /* vector instructions per element [A] */
   bool fp32_lanes;       /* computes in fp32 */
-  bool row_wise;         /* needs a whole row (two passes if a row exceeds a tile) */
+  bool row_wise;         /* needs a whole row (two passes if a row exceeds the UB) */
+  double exps;           /* transcendentals (exp, tanh, rsqrt) per element, on the SFU */
+  int passes;            /* reads of the input the algorithm needs (a row held on chip: 1) */
 } vec_profile_t;
 
 /* Per-element profiles, indexed by op_kind_t (matmul and attention unused). */
 static const vec_profile_t profiles[OP_KIND_COUNT] = {
-    [OP_ADD] = {2, 0, 1, 0, 1, false, false},
-    [OP_MUL] = {2, 0, 1, 0, 1, false, false},
-    [OP_GELU] = {1, 0, 1, 0, 14, true, false},   /* tanh form: ~7 ops, fp32 and casts */
-    [OP_SWIGLU] = {2, 0, 1, 0, 8, true, false},  /* per output: exp, add, div, 2 mul, casts */
-    [OP_SOFTMAX] = {1, 0, 1, 0, 6, true, true},  /* max, sub, exp, sum, mul, cast */
-    [OP_LAYERNORM] = {1, 0, 1, 0, 8, true, true},
-    [OP_RMSNORM] = {1, 0, 1, 0, 5, true, true},
-    [OP_ROPE] = {1, 0, 1, 0, 4, true, false},    /* cos/sin tables stay in UB */
-    [OP_CROSS_ENTROPY] = {1, 0, 0, 0, 6, true, true},
-    [OP_ADAM] = {1, 3, 1, 3, 12, true, false},   /* grad in; param, m, v fp32 in and out */
-    [OP_CAST] = {1, 0, 1, 0, 1, false, false},
-    [OP_COPY] = {1, 0, 1, 0, 0, false, false},
-    [OP_REDUCE_SUM] = {1, 0, 0, 0, 1, true, true},
+    [OP_ADD] = {2, 0, 1, 0, 1, false, false, 0, 1},
+    [OP_MUL] = {2, 0, 1, 0, 1, false, false, 0, 1},
+    [OP_GELU] = {1, 0, 1, 0, 14, true, false, 1, 1},  /* tanh form: ~7 ops, fp32 and casts */
+    [OP_SWIGLU] = {2, 0, 1, 0, 8, true, false, 1, 1}, /* per output: exp, add, div, 2 mul, casts */
+    [OP_SOFTMAX] = {1, 0, 1, 0, 6, true, true, 1, 1}, /* max, sub, exp, sum, mul, cast */
+    [OP_LAYERNORM] = {1, 0, 1, 0, 8, true, true, 0, 1},
+    [OP_RMSNORM] = {1, 0, 1, 0, 5, true, true, 0, 1},
+    [OP_ROPE] = {1, 0, 1, 0, 4, true, false, 0, 1},   /* cos/sin tables stay in UB */
+    /* the loss and its gradient, fused (one op per step in training): a pass for the
+     * row's max and sum of exponentials, a second that writes the gradient */
+    [OP_CROSS_ENTROPY] = {1, 0, 1, 0, 6, true, true, 2, 2},
+    [OP_ADAM] = {1, 3, 1, 3, 12, true, false, 0, 1},  /* grad in; param, m, v fp32 in and out */
+    [OP_CAST] = {1, 0, 1, 0, 1, false, false, 0, 1},
+    [OP_COPY] = {1, 0, 1, 0, 0, false, false, 0, 1},
+    [OP_REDUCE_SUM] = {1, 0, 0, 0, 1, true, true, 0, 1},
 };
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -56,8 +65,8 @@ void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   double elems = rows * cols;
   double e_in = chip_dtype_bytes(op->dtype), e_out = chip_dtype_bytes(op->out_dtype);
   double in_b = pf->in_elems * e_in + pf->in_fp32 * 4, out_b = pf->out_elems * e_out + pf->out_fp32 * 4;
-  if (op->kind == OP_REDUCE_SUM || op->kind == OP_CROSS_ENTROPY)
-    out_b = e_out / rows; /* one value per column (reduce) or per row (loss) */
+  if (op->kind == OP_REDUCE_SUM)
+    out_b = e_out / rows; /* one value per column */
   double lanes = vec->bytes_per_cycle / (pf->fp32_lanes ? 4.0 : e_in);
 
   /* Tile: as many elements as fit the UB twice (double buffer), 32-byte aligned. */
@@ -65,7 +74,9 @@ void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   double tile = floor((double)vec->ub_bytes / (2 * per_elem) / 32) * 32;
   if (tile < 32)
     tile = 32;
-  int passes = (pf->row_wise && cols > tile) ? 2 : 1;
+  /* a row-wise op holds a row on chip if it fits the UB; else it reads it again */
+  bool row_fits = cols * (in_b + (pf->fp32_lanes ? 4 : 0)) <= (double)vec->ub_bytes;
+  int passes = pf->row_wise && !row_fits && pf->passes < 2 ? 2 : pf->passes;
   if (tile > elems)
     tile = elems;
   int64_t tiles = ceil_div((int64_t)ceil(elems), (int64_t)tile);
@@ -73,12 +84,17 @@ void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   int64_t waves = ceil_div(tiles, vec->cores);
 
   double data = elems * (in_b + out_b);
+  /* a second read of a row follows its first closely: it hits L2 while the rows
+   * the cores work on (double-buffered) fit half of it */
   double reread = (passes - 1) * elems * in_b;
-  double hbm = data + (reread > chip->l2.size_bytes ? reread : 0);
+  double in_flight = 2.0 * vec->cores * fmin(cols, tile) * in_b;
+  double hbm = data + (in_flight > chip->l2.size_bytes / 2.0 ? reread : 0);
   double gm = data + reread;
   double mte2 = tile * in_b * passes / vec->mte2_bytes_per_cycle;
   double mte3 = tile * out_b / vec->mte3_bytes_per_cycle;
-  double compute = tile * pf->instrs * passes / lanes;
+  double alu = tile * pf->instrs * passes / lanes;
+  double sfu = vec->special_per_cycle > 0 ? tile * pf->exps / vec->special_per_cycle : 0;
+  double compute = fmax(alu, sfu);
   double step = fmax(fmax(mte2, mte3), compute) + vec->step_overhead_cycles;
   /* each core: its tiles through its own ports, plus fill and drain; all cores
    * together: what HBM and L2 deliver */

@@ -9,9 +9,13 @@
 #define CAL_GOLDEN_STEPS 24
 
 double cal_log_error(const chip_cfg_t *chip, const meas_row_t *row) {
-  op_result_t r;
-  op_model(chip, &row->op, &r);
-  return log(r.time_s / row->time_s);
+  double predicted_s = 0;
+  for (int i = 0; i < row->nops; i++) {
+    op_result_t r;
+    op_model(chip, &row->ops[i], &r);
+    predicted_s += r.time_s;
+  }
+  return log(predicted_s / row->time_s);
 }
 
 void cal_errors(const chip_cfg_t *chip, const meas_table_t *t, cal_errors_t *out) {
@@ -57,6 +61,8 @@ typedef struct {
 } axis_t;
 
 static bool allowed(const axis_t *a, double v) {
+  if (a->before > 0 && (v > 16 * a->before || (v > 0 && v < a->before / 16)))
+    return false;
   return v <= a->hi && (a->lo_excl ? v > a->lo : v >= a->lo);
 }
 
@@ -106,8 +112,6 @@ static double improve(const axis_t *a, double v, int span) {
   double best_v = v, best_f = at(a, v);
   for (int k = -span; k <= span; k++) {
     double x = base * exp2(k / 4.0);
-    if (a->before > 0 && (x > 16 * a->before || x < a->before / 16))
-      continue;
     double f = at(a, x);
     if (f < best_f) {
       best_f = f;

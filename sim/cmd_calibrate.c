@@ -68,12 +68,14 @@ static int check_rows(const chip_cfg_t *chip, const char *file, const meas_table
                       npu_err_t *err) {
   char why[512];
   for (size_t i = 0; i < t->n; i++)
-    if (op_check(chip, &t->rows[i].op, why, sizeof why))
-      return npu_err_set(err, "%s:%d: %s", file, t->rows[i].line, why);
+    for (int k = 0; k < t->rows[i].nops; k++)
+      if (op_check(chip, &t->rows[i].ops[k], why, sizeof why))
+        return npu_err_set(err, "%s:%d: %s", file, t->rows[i].line, why);
   return 0;
 }
 
-static void print_errors(FILE *out, cli_format_t fmt, const char *when, const cal_errors_t *e) {
+static void print_errors(FILE *out, cli_format_t fmt, const char *when, const cal_errors_t *e,
+                         bool *first) {
   for (int c = 0; c < MEAS_CLASS_COUNT; c++)
     for (int h = 0; h < 2; h++) {
       if (!e->n[c][h])
@@ -86,9 +88,10 @@ static void print_errors(FILE *out, cli_format_t fmt, const char *when, const ca
         fprintf(out, "error,%s,%s,%s,%d,%.6f\n", when, meas_class_names[c], half, e->n[c][h],
                 e->geomean[c][h]);
       else
-        fprintf(out, "    {\"when\": \"%s\", \"class\": \"%s\", \"half\": \"%s\", \"rows\": %d, "
-                "\"geomean_error\": %.6f},\n", when, meas_class_names[c], half, e->n[c][h],
-                e->geomean[c][h]);
+        fprintf(out, "%s\n    {\"when\": \"%s\", \"class\": \"%s\", \"half\": \"%s\", \"rows\": "
+                "%d, \"geomean_error\": %.6f}", *first ? "" : ",", when, meas_class_names[c], half,
+                e->n[c][h], e->geomean[c][h]);
+      *first = false;
     }
 }
 
@@ -105,14 +108,15 @@ static void print_report(FILE *out, cli_format_t fmt, const char *file, const me
   } else {
     fprintf(out, "{\"measurements\": ");
     jsonfile_write_string(out, file);
-    fprintf(out, ", \"kernels\": %zu,\n  \"errors\": [\n", t->n);
+    fprintf(out, ", \"kernels\": %zu,\n  \"errors\": [", t->n);
   }
-  print_errors(out, fmt, "before", before);
-  print_errors(out, fmt, "after", after);
+  bool first = true;
+  print_errors(out, fmt, "before", before, &first);
+  print_errors(out, fmt, "after", after, &first);
   if (fmt == FORMAT_TABLE)
     fprintf(out, "\n# parameters (config units)\n  %-44s %14s %14s\n", "key", "before", "after");
   else if (fmt == FORMAT_JSON)
-    fprintf(out, "    null],\n  \"parameters\": [");
+    fprintf(out, "],\n  \"parameters\": [");
   for (int i = 0; i < n; i++) {
     if (fmt == FORMAT_TABLE)
       fprintf(out, "  %-44s %14.6g %14.6g\n", params[i].path, params[i].before, params[i].after);

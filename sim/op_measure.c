@@ -110,11 +110,19 @@ static int parse_layout(const reader_t *r, op_desc_t *op, npu_err_t *err) {
 static int parse_row(const reader_t *r, meas_row_t *row, npu_err_t *err) {
   memset(row, 0, sizeof *row);
   row->line = r->line;
-  op_desc_t *op = &row->op;
-  if (op_kind_parse(get(r, COL_OP), &op->kind))
-    return npu_err_set(err, "%s:%d: op: expected an npusim op (matmul, attention_fwd, rmsnorm, "
-                       "...; see npusim op --help), found \"%.40s\"", r->path, r->line,
-                       get(r, COL_OP));
+  op_desc_t *op = &row->ops[0];
+  char kinds[MEAS_FIELD_MAX];
+  snprintf(kinds, sizeof kinds, "%s", get(r, COL_OP));
+  char *save = NULL;
+  for (char *k = strtok_r(kinds, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
+    if (row->nops == MEAS_MAX_OPS || op_kind_parse(k, &row->ops[row->nops].kind))
+      return npu_err_set(err, "%s:%d: op: expected an npusim op (matmul, attention_fwd, rmsnorm, "
+                         "...; see npusim op --help), or up to %d joined by '+', found \"%.40s\"",
+                         r->path, r->line, MEAS_MAX_OPS, get(r, COL_OP));
+    row->nops++;
+  }
+  if (row->nops == 0)
+    return npu_err_set(err, "%s:%d: op: expected an npusim op, found \"\"", r->path, r->line);
   char why[256];
   if (op_shape_parse(get(r, COL_SHAPE), 'x', op, why, sizeof why))
     return npu_err_set(err, "%s:%d: shape: %s", r->path, r->line, why);
@@ -130,6 +138,14 @@ static int parse_row(const reader_t *r, meas_row_t *row, npu_err_t *err) {
   op->causal = strcmp(causal, "1") == 0;
   if (parse_layout(r, op, err))
     return -1;
+  for (int i = 1; i < row->nops; i++) { /* the others: the first's sizes and types */
+    op_kind_t kind = row->ops[i].kind;
+    row->ops[i] = *op;
+    row->ops[i].kind = kind;
+    if (op_on_cube(kind) != op_on_cube(op->kind))
+      return npu_err_set(err, "%s:%d: op: expected joined ops with the same kind of shape, found "
+                         "\"%.40s\"", r->path, r->line, get(r, COL_OP));
+  }
   char *end;
   double us = strtod(get(r, COL_TIME), &end);
   if (end == get(r, COL_TIME) || *end || !isfinite(us) || us <= 0)

@@ -19,9 +19,12 @@ typedef enum { MEAS_MATMUL, MEAS_ATTENTION, MEAS_VECTOR, MEAS_CLASS_COUNT } meas
 
 extern const char *const meas_class_names[MEAS_CLASS_COUNT];
 
+#define MEAS_MAX_OPS 4 /* ops timed together in one row ("attention_fwd+attention_bwd") */
+
 typedef struct {
-  op_desc_t op;
-  double time_s;     /* measured device time of one call */
+  op_desc_t ops[MEAS_MAX_OPS]; /* the ops timed together: same shape and dtype */
+  int nops;
+  double time_s;     /* measured device time of one call (of all nops ops) */
   int line;          /* line in the file, for messages */
   meas_class_t cls;
   bool held_out;     /* odd row of its class: never used to fit */
@@ -39,6 +42,8 @@ typedef struct {
 /* Reads a measurement CSV: '#' lines are comments ("# device: NAME" names the
  * device), the first other line is the header; columns op, shape, dtype and
  * time_us are required, out_dtype, causal and layout optional, others ignored.
+ * An op may be several joined by '+' (timed together, e.g. a forward and its
+ * backward); their times add up.
  * Returns 0, or -1 with "FILE:LINE: column: expected ..., found ..." in err. */
 int meas_read(const char *path, meas_table_t *t, npu_err_t *err);
 

@@ -27,7 +27,7 @@ systems=(configs/systems/*.json)
 
 check "--version names npusim and SimGrid" bash -c "'$npusim' --version | grep -q '^npusim .*SimGrid 3\.'"
 check "--help lists every command" bash -c "'$npusim' --help | grep -q validate && '$npusim' --help | grep -q train"
-for cmd in coll op replay train validate schema; do
+for cmd in coll op replay train validate schema calibrate; do
   check "$cmd --help" bash -c "'$npusim' $cmd --help | grep -q '^usage: npusim $cmd'"
 done
 check "help validate" bash -c "'$npusim' help validate | grep -q '^usage: npusim validate'"
@@ -80,5 +80,26 @@ check "docs/config.md is what 'npusim schema' prints" bash -c "cmp docs/config.m
 check "schema --format json parses" python3 -c 'import json,subprocess,sys
 keys = json.loads(subprocess.check_output([sys.argv[1], "schema", "--format", "json"]))
 assert any(k["key"] == "chip.hbm.bandwidth_GBps" and k["unit"] == "GB/s" for k in keys)' "$npusim"
+
+# calibrate: the fitted config extends the system, loads, and carries the value
+# and its [cal] note; the report goes to stdout; nothing is written without --output.
+cal_out="$tmp/fitted.json"
+check "calibrate writes a config that loads with the fitted value" bash -c "
+  '$npusim' calibrate --system configs/systems/h100-dgx.json \
+    --measurements tests/data/validation/ops_h100.csv --fit chip.vector.op_overhead_us \
+    --output '$cal_out' | grep -q 'after   vector' &&
+  '$npusim' validate --system '$cal_out' --format csv | grep 'chip.vector.op_overhead_us,' |
+    grep -q 'cal. fitted to tests/data/validation/ops_h100.csv' &&
+  ! '$npusim' validate --system '$cal_out' --format csv | grep -q 'chip.vector.op_overhead_us,2,'"
+check "calibrate --fit none only reports" bash -c "
+  '$npusim' calibrate --system configs/systems/h100-dgx.json \
+    --measurements tests/data/validation/ops_h100.csv --fit none --format json |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"parameters\"] == [] and d[\"kernels\"] == 77'"
+# train --list-ops: a table of the step's distinct ops that measure_ops.py reads
+check "train --list-ops writes the distinct ops measure_ops.py reads" bash -c "
+  '$npusim' train --system configs/systems/a100-dgx.json --workload configs/workloads/gpt-22b.json \
+    --list-ops '$tmp/ops.csv' >/dev/null &&
+  grep -q '^attention_fwd\|^softmax' '$tmp/ops.csv' &&
+  [ \$(python3 scripts/measure_ops.py --dry-run --ops '$tmp/ops.csv' | wc -l) -eq \$(grep -vc '^#' '$tmp/ops.csv') ]"
 
 finish "cli"

@@ -18,7 +18,8 @@ static const char *const good_table =
     "rmsnorm,4096x8192,bf16,,,,60,\"a, quoted\"\n"
     "attention_bwd,2x16x4096x128x4,bf16,,1,,900,y\n"
     "matmul,1024x1024x1024,bf16,,0,tn,20,x\n"
-    "cast,4096x8192,bf16,fp32,,,40,y\n";
+    "cast,4096x8192,bf16,fp32,,,40,y\n"
+    "attention_fwd+attention_bwd,2x16x4096x128,bf16,,0,,3000,z\n";
 
 static void test_reads_rows_and_splits_each_class_in_halves(void) {
   const char *dir = make_temp_dir();
@@ -28,14 +29,18 @@ static void test_reads_rows_and_splits_each_class_in_halves(void) {
   meas_table_t t;
   npu_err_t err = {{0}};
   CU_ASSERT_EQUAL_FATAL(meas_read(path, &t, &err), 0);
-  CU_ASSERT_EQUAL(t.n, 5);
+  CU_ASSERT_EQUAL(t.n, 6);
+  CU_ASSERT_EQUAL(t.rows[5].nops, 2);
+  CU_ASSERT_EQUAL(t.rows[5].ops[1].kind, OP_ATTN_BWD);
+  CU_ASSERT_EQUAL(t.rows[5].ops[1].dims[2], 4096);
+  CU_ASSERT(t.rows[5].held_out);
   CU_ASSERT_STRING_EQUAL(t.device, "Test GPU");
-  CU_ASSERT_EQUAL(t.rows[0].op.kind, OP_MATMUL);
-  CU_ASSERT(!t.rows[0].op.trans_a && t.rows[0].op.trans_b);
-  CU_ASSERT(t.rows[3].op.trans_a && !t.rows[3].op.trans_b);
-  CU_ASSERT_EQUAL(t.rows[2].op.dims[4], 4);
-  CU_ASSERT(t.rows[2].op.causal);
-  CU_ASSERT_EQUAL(t.rows[4].op.out_dtype, CHIP_DTYPE_FP32);
+  CU_ASSERT_EQUAL(t.rows[0].ops[0].kind, OP_MATMUL);
+  CU_ASSERT(!t.rows[0].ops[0].trans_a && t.rows[0].ops[0].trans_b);
+  CU_ASSERT(t.rows[3].ops[0].trans_a && !t.rows[3].ops[0].trans_b);
+  CU_ASSERT_EQUAL(t.rows[2].ops[0].dims[4], 4);
+  CU_ASSERT(t.rows[2].ops[0].causal);
+  CU_ASSERT_EQUAL(t.rows[4].ops[0].out_dtype, CHIP_DTYPE_FP32);
   CU_ASSERT_DOUBLE_EQUAL(t.rows[1].time_s, 60e-6, 1e-12);
   /* matmuls: rows 0 (fit) and 3 (held out); vector: 1 (fit) and 4 (held out) */
   CU_ASSERT(!t.rows[0].held_out && t.rows[3].held_out);
@@ -56,6 +61,7 @@ static void test_bad_tables_get_one_line_naming_file_line_and_column(void) {
                                    "found only the header"},
       {"", "t.csv: expected a header line and at least one measurement, found none"},
       {"op,shape,dtype,time_us\nmatmull,8x8x8,bf16,1\n", "t.csv:2: op: expected an npusim op"},
+      {"op,shape,dtype,time_us\nmatmul+rmsnorm,8x8x8,bf16,1\n", "t.csv:2: op: expected joined ops"},
       {"op,shape,dtype,time_us\nmatmul,8x8,8,bf16,1\n", "t.csv:2: dtype: expected one of"},
       {"op,shape,dtype,time_us\nmatmul,8*8*8,bf16,1\n", "t.csv:2: shape: expected up to 5 "
                                                         "integers separated by 'x'"},
@@ -99,11 +105,12 @@ static void synthetic_table(const system_cfg_t *truth, meas_table_t *t, meas_row
   t->rows = rows;
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && i < max; i++) {
     meas_row_t *row = &rows[t->n++];
-    *row = (meas_row_t){.op = {.kind = shapes[i].kind, .dtype = CHIP_DTYPE_BF16,
-                               .out_dtype = CHIP_DTYPE_BF16, .dims = {shapes[i].r, shapes[i].c}},
+    *row = (meas_row_t){.nops = 1,
+                        .ops = {{.kind = shapes[i].kind, .dtype = CHIP_DTYPE_BF16,
+                               .out_dtype = CHIP_DTYPE_BF16, .dims = {shapes[i].r, shapes[i].c}}},
                         .cls = MEAS_VECTOR, .held_out = i % 2 == 1};
     op_result_t r;
-    op_model(&truth->chip, &row->op, &r);
+    op_model(&truth->chip, &row->ops[0], &r);
     row->time_s = r.time_s;
   }
 }
