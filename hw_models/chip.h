@@ -63,7 +63,6 @@ typedef struct {
   uint64_t capacity_bytes;          /* HBM capacity per die */
   double bw_bytes_per_s;            /* peak HBM bandwidth per die */
   double efficiency;                /* achievable fraction of bw_bytes_per_s, (0, 1] */
-  double latency_s;                 /* load-to-use latency of an HBM read; 0 = not modelled */
 } chip_hbm_cfg_t;
 
 typedef struct {

@@ -84,10 +84,10 @@ void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   int64_t waves = ceil_div(tiles, vec->cores);
 
   double data = elems * (in_b + out_b);
-  /* a second read of a row comes after the first read of the whole row: it hits
-   * L2 while the rows the cores work on (double-buffered) fit half of it */
+  /* a second read of a row follows its first closely: it hits L2 while the rows
+   * the cores work on (double-buffered) fit half of it */
   double reread = (passes - 1) * elems * in_b;
-  double in_flight = 2.0 * vec->cores * cols * in_b;
+  double in_flight = 2.0 * vec->cores * fmin(cols, tile) * in_b;
   double hbm = data + (in_flight > chip->l2.size_bytes / 2.0 ? reread : 0);
   double gm = data + reread;
   double mte2 = tile * in_b * passes / vec->mte2_bytes_per_cycle;
@@ -100,22 +100,11 @@ void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
    * together: what HBM and L2 deliver */
   double core = mte2 + (double)waves * step + mte3;
   double memory = mem_time_s(chip, hbm, gm) * chip->freq_hz;
-  /* row-wise ops: a row's passes wait on their loads and its reductions before
-   * the next rows can use the core's buffer; a core holds as many rows as fit
-   * its UB (double-buffered), so few rows per core leave the latency exposed */
-  double chain = 0;
-  if (pf->row_wise && chip->hbm.latency_s > 0) {
-    double row_bytes = cols * (in_b + out_b + (pf->fp32_lanes ? 4 : 0));
-    double resident = floor((double)vec->ub_bytes / (2 * row_bytes));
-    resident = resident < 1 ? 1 : resident;
-    double rounds = ceil(rows / (vec->cores * resident));
-    chain = rounds * passes * chip->hbm.latency_s * chip->freq_hz;
-  }
 
   memset(out, 0, sizeof *out);
   out->flops = elems * pf->instrs;
   out->hbm_bytes = hbm;
-  out->cycles = fmax(core, memory) + chain;
+  out->cycles = fmax(core, memory);
   out->util[PIPE_MTE2] = (double)waves * mte2;
   out->util[PIPE_VECTOR] = (double)waves * compute;
   out->util[PIPE_MTE3] = (double)waves * mte3;

@@ -185,9 +185,6 @@ static const cfg_key_t system_keys[] = {
         "Peak HBM bandwidth."),
     NUM("chip.hbm.efficiency", "", 1, SYS(chip.hbm.efficiency), 0.01, 1, NULL,
         "Fraction of peak HBM bandwidth that streaming kernels achieve."),
-    NUM("chip.hbm.latency_ns", "ns", 1e-9, SYS(chip.hbm.latency_s), 0, 1e5, "0",
-        "Load-to-use latency of a read from HBM, as a dependent-load chain measures it; "
-        "row-wise ops pay it per pass of each round of rows (0: not modelled)."),
 
     OBJ("node", "One server: its NPUs and the scale-up fabric joining them."),
     INT("node.npus", SYS(node.npus), 1, 4096, NULL, "Ranks (dies) per server."),
