@@ -84,10 +84,10 @@ void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   int64_t waves = ceil_div(tiles, vec->cores);
 
   double data = elems * (in_b + out_b);
-  /* a second read of a row follows its first closely: it hits L2 while the rows
-   * the cores work on (double-buffered) fit half of it */
+  /* a second read of a row comes after the first read of the whole row: it hits
+   * L2 while the rows the cores work on (double-buffered) fit half of it */
   double reread = (passes - 1) * elems * in_b;
-  double in_flight = 2.0 * vec->cores * fmin(cols, tile) * in_b;
+  double in_flight = 2.0 * vec->cores * cols * in_b;
   double hbm = data + (in_flight > chip->l2.size_bytes / 2.0 ? reread : 0);
   double gm = data + reread;
   double mte2 = tile * in_b * passes / vec->mte2_bytes_per_cycle;
