@@ -31,6 +31,12 @@ int op_kind_parse(const char *name, op_kind_t *out) {
   return -1;
 }
 
+chip_dtype_t op_default_out_dtype(op_kind_t kind, chip_dtype_t dtype) {
+  if (kind != OP_CAST)
+    return dtype;
+  return dtype == CHIP_DTYPE_FP32 ? CHIP_DTYPE_BF16 : CHIP_DTYPE_FP32;
+}
+
 bool op_on_cube(op_kind_t k) { return k == OP_MATMUL || k == OP_ATTN_FWD || k == OP_ATTN_BWD; }
 
 int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t err_len) {

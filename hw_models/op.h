@@ -78,6 +78,10 @@ typedef struct {
 /* Parses an op kind name ("matmul", "softmax"); 0 on success, -1 if unknown. */
 int op_kind_parse(const char *name, op_kind_t *out);
 
+/* The output dtype an op of kind on dtype has unless told otherwise: a cast goes
+ * to fp32, or from fp32 to bf16; every other op keeps its input's. */
+chip_dtype_t op_default_out_dtype(op_kind_t kind, chip_dtype_t dtype);
+
 /* Whether the kind runs on the cube cores (matmul, attention). */
 bool op_on_cube(op_kind_t kind);
 

@@ -50,10 +50,14 @@ def builtin_set():
              causal=causal, layout=layout))
     for n in (1024, 2048, 4096, 8192, 16384):
         add("matmul", (n, n, n), layout="nn")
-    # forward (x W^T), dgrad (dY W) and wgrad (dY^T X) of transformer projections
-    for tokens, h, f in ((4096, 4096, 11008 // 1), (4096, 8192, 28672 // 8), (2048, 12288, 49152 // 8),
-                         (8192, 5120, 13824 // 2), (4096, 6144, 24576 // 4)):
-        for n, k in ((f, h), (h, f), (3 * h // 8 if h > 8000 else 3 * h // 2, h)):
+    # forward (x W^T), dgrad (dY W) and wgrad (dY^T X) of transformer projections at
+    # TP slices: (tokens, hidden, MLP columns per rank, QKV columns per rank) of
+    # LLaMA2-7B TP1, LLaMA2-70B TP8, GPT-3 175B TP8, LLaMA2-13B TP2, GPT 22B TP4
+    for tokens, h, mlp, qkv in ((4096, 4096, 11008, 3 * 4096), (4096, 8192, 28672 // 8, 10240 // 8),
+                                (2048, 12288, 49152 // 8, 3 * 12288 // 8),
+                                (4096, 5120, 13824 // 2, 3 * 5120 // 2),
+                                (2048, 6144, 24576 // 4, 3 * 6144 // 4)):
+        for n, k in ((mlp, h), (h, mlp), (qkv, h)):
             add("matmul", (tokens, n, k), layout="nt")
             add("matmul", (tokens, k, n), layout="nn")
             add("matmul", (n, k, tokens), layout="tn")

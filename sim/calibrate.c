@@ -118,8 +118,9 @@ static double improve(const axis_t *a, double v, int span) {
       best_v = x;
     }
   }
-  if (at(a, 0) < best_f) {
-    best_f = at(a, 0);
+  double at_zero = at(a, 0); /* INFINITY where 0 is not allowed */
+  if (at_zero < best_f) {
+    best_f = at_zero;
     best_v = 0;
   }
   if (best_v > 0)

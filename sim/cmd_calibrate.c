@@ -16,6 +16,7 @@
 #include "jsonfile.h"
 
 #define CAL_MAX_PARAMS 64
+#define CAL_MAX_KEYS 512 /* number keys of the system schema, with room to grow */
 
 static bool is_assumption(const char *note) {
   while (note && *note == ' ')
@@ -23,36 +24,38 @@ static bool is_assumption(const char *note) {
   return note && strncmp(note, "[A]", 3) == 0;
 }
 
-/* --fit KEY,KEY,... or every matching [A] key of the chip. */
+/* The number key of the system schema spelled by name[0..len), or NULL. */
+static const char *find_key(const char *const *keys, int nkeys, const char *name, size_t len) {
+  for (int i = 0; i < nkeys; i++)
+    if (strlen(keys[i]) == len && strncmp(keys[i], name, len) == 0)
+      return keys[i];
+  return NULL;
+}
+
+/* --fit KEY,KEY,... or every [A] key of the chip that moves a prediction. */
 static int choose_params(const cli_opts_t *opts, const cli_configs_t *cfg, const meas_table_t *t,
                          cal_param_t *out, npu_err_t *err) {
-  static const char *paths[CAL_MAX_PARAMS * 2];
+  const char *keys[CAL_MAX_KEYS];
+  int nkeys = config_system_number_paths(opts->fit ? "" : "chip.", keys, CAL_MAX_KEYS);
   int n = 0;
-  if (opts->fit && strcmp(opts->fit, "none") != 0) {
-    const char *p = opts->fit;
-    while (*p) {
+  if (!opts->fit) {
+    for (int i = 0; i < nkeys && n < CAL_MAX_PARAMS; i++)
+      if (is_assumption(config_doc_source_note(cfg->sys_doc, keys[i])) &&
+          cal_key_matters(&cfg->sys, t, keys[i]))
+        out[n++].path = keys[i];
+  } else if (strcmp(opts->fit, "none") != 0) {
+    for (const char *p = opts->fit; *p;) {
       const char *comma = strchr(p, ',');
       size_t len = comma ? (size_t)(comma - p) : strlen(p);
-      const char *all[CAL_MAX_PARAMS * 2];
-      int na = config_system_number_paths("", all, CAL_MAX_PARAMS * 2);
-      const char *found = NULL;
-      for (int i = 0; i < na; i++)
-        if (strlen(all[i]) == len && strncmp(all[i], p, len) == 0)
-          found = all[i];
-      if (!found)
+      const char *key = find_key(keys, nkeys, p, len);
+      if (!key)
         return npu_err_set(err, "--fit: expected number keys of the system config (e.g. "
                            "chip.hbm.efficiency), found \"%.*s\"", (int)(len > 80 ? 80 : len), p);
       if (n == CAL_MAX_PARAMS)
         return npu_err_set(err, "--fit: expected at most %d keys, found more", CAL_MAX_PARAMS);
-      out[n++].path = found;
+      out[n++].path = key;
       p = comma ? comma + 1 : p + len;
     }
-  } else if (!opts->fit) {
-    int na = config_system_number_paths("chip.", paths, CAL_MAX_PARAMS * 2);
-    for (int i = 0; i < na && n < CAL_MAX_PARAMS; i++)
-      if (is_assumption(config_doc_source_note(cfg->sys_doc, paths[i])) &&
-          cal_key_matters(&cfg->sys, t, paths[i]))
-        out[n++].path = paths[i];
   }
   for (int i = 0; i < n; i++) {
     double lo, hi;

@@ -1,6 +1,5 @@
 /* cmd_op.c - `npusim op`: one op's time on the chip model, the pipe that bounds
  * it and, with --explain, how it was tiled; --sweep prints an efficiency curve. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +28,7 @@ static int parse_op(const cli_opts_t *opts, op_desc_t *op, npu_err_t *err) {
   if (opts->dtype && chip_dtype_parse(opts->dtype, &op->dtype))
     return npu_err_set(err, "--dtype: expected one of fp16, bf16, fp32, int8, fp8, found \"%.20s\"",
                        opts->dtype);
-  op->out_dtype = op->kind != OP_CAST ? op->dtype
-                  : op->dtype == CHIP_DTYPE_FP32 ? CHIP_DTYPE_BF16 : CHIP_DTYPE_FP32;
+  op->out_dtype = op_default_out_dtype(op->kind, op->dtype);
   op->causal = opts->causal;
   op->trans_a = opts->trans_a;
   op->trans_b = opts->trans_b;

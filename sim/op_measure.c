@@ -128,7 +128,7 @@ static int parse_row(const reader_t *r, meas_row_t *row, npu_err_t *err) {
     return npu_err_set(err, "%s:%d: shape: %s", r->path, r->line, why);
   if (parse_dtype(r, COL_DTYPE, &op->dtype, err))
     return -1;
-  op->out_dtype = op->kind == OP_CAST ? CHIP_DTYPE_FP32 : op->dtype;
+  op->out_dtype = op_default_out_dtype(op->kind, op->dtype);
   if (*get(r, COL_OUT_DTYPE) && parse_dtype(r, COL_OUT_DTYPE, &op->out_dtype, err))
     return -1;
   const char *causal = get(r, COL_CAUSAL);

@@ -44,10 +44,8 @@ typedef struct {
 
 void replay_op_desc(const trace_op_t *op, op_desc_t *d) {
   *d = (op_desc_t){.kind = (op_kind_t)op->kind, .dtype = (chip_dtype_t)op->dtype,
-                   .out_dtype = (chip_dtype_t)op->dtype, .causal = op->causal,
-                   .trans_a = op->trans_a, .trans_b = op->trans_b};
-  if (d->kind == OP_CAST)
-    d->out_dtype = d->dtype == CHIP_DTYPE_FP32 ? CHIP_DTYPE_BF16 : CHIP_DTYPE_FP32;
+                   .causal = op->causal, .trans_a = op->trans_a, .trans_b = op->trans_b};
+  d->out_dtype = op_default_out_dtype(d->kind, d->dtype);
   if (op_on_cube(d->kind)) {
     memcpy(d->dims, op->dims, sizeof d->dims);
   } else { /* [rows,]cols */
