@@ -5,10 +5,14 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <xbt/base.h>
 #include <simgrid/version.h> /* needs xbt/base.h first */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -129,6 +133,7 @@ static const struct option all_options[] = {
     {"trace-ranks", required_argument, NULL, 1018},
     {"measurements", required_argument, NULL, 1019}, {"fit", required_argument, NULL, 1020},
     {"list-ops", required_argument, NULL, 1021},
+    {"time-limit", required_argument, NULL, 1022},
     {NULL, 0, NULL, 0},
 };
 
@@ -179,8 +184,8 @@ static void print_main_help(FILE *f) {
   for (size_t i = 0; i < NCOMMANDS; i++)
     fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n'npusim COMMAND --help' describes a command. Exit status: 0 success, 2 bad input"
-             "\n(one line on stderr naming the file, JSON path and what was expected), 1 internal"
-             "\nerror. Docs: README.md, docs/config.md.\n");
+             "\n(one line on stderr naming the file, JSON path and what was expected), 1 an output"
+             "\ncould not be written (one line too). Docs: README.md, docs/config.md.\n");
 }
 
 static void print_command_usage(FILE *f, const command_t *c) {
@@ -196,7 +201,9 @@ static void print_command_help(FILE *f, const command_t *c) {
   for (size_t i = 0; i < sizeof option_help / sizeof option_help[0]; i++)
     if (c->options & option_help[i].bit)
       fputs(option_help[i].text, f);
-  fputs("  --help                 this text\n", f);
+  fputs("  --time-limit SECONDS   stop with one line and exit status 2, writing nothing, if\n"
+        "                         the run takes longer\n"
+        "  --help                 this text\n", f);
 }
 
 static void print_version(FILE *f) {
@@ -246,7 +253,7 @@ static bool accepts(const command_t *cmd, int c) {
     return (cmd->options & OPT_CALIBRATE) != 0;
   if (c == 1021)
     return (cmd->options & OPT_LIST_OPS) != 0;
-  return c == 'h';
+  return c == 'h' || c == 1022; /* every command */
 }
 
 /* Parses the options after the command name. Returns 0 to run, 1 if help was
@@ -357,6 +364,15 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
     case 1021:
       opts->list_ops = optarg;
       break;
+    case 1022: {
+      char *end;
+      double v = strtod(optarg, &end);
+      if (end == optarg || *end || !isfinite(v) || v <= 0 || v > CLI_MAX_TIME_LIMIT_S)
+        return npu_err_set(err, "--time-limit: expected seconds in (0, %d], found \"%s\"",
+                           CLI_MAX_TIME_LIMIT_S, optarg);
+      opts->time_limit_s = v;
+      break;
+    }
     }
   }
   if (optind < argc)
@@ -365,36 +381,111 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
   return 0;
 }
 
+/* Prints a one-line error (made safe by npu_err_print) and returns status. */
+static int fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int status, const char *fmt, ...) {
+  npu_err_t err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err.msg, sizeof err.msg, fmt, ap);
+  va_end(ap);
+  npu_err_print(stderr, err.msg);
+  return status;
+}
+
+/* Help and version texts go through stdio: a failed write (a full disk, a
+ * closed stdout) is an error like any other output's. */
+static int finish_stdout(void) {
+  if (fflush(stdout) != 0 || ferror(stdout))
+    return fail(EXIT_INTERNAL, "stdout: cannot write: %s", strerror(errno ? errno : EIO));
+  return EXIT_OK;
+}
+
+/* --time-limit: a real-time timer whose handler prints the line prepared when
+ * it was armed and ends the process with status 2. It is disarmed before any
+ * output is written, so a run stopped by it never leaves a file. */
+static char time_limit_line[256];
+static size_t time_limit_len;
+
+static void time_limit_expired(int sig) {
+  (void)sig;
+  jsonfile_remove_pending(); /* a --chrome-trace or --list-ops being written */
+  ssize_t w = write(STDERR_FILENO, time_limit_line, time_limit_len);
+  (void)w;
+  _exit(EXIT_BAD_INPUT);
+}
+
+static void time_limit_arm(const char *command, double seconds) {
+  char s[32];
+  jsonfile_format_number(seconds, s, sizeof s);
+  int n = snprintf(time_limit_line, sizeof time_limit_line, "npusim %s: --time-limit: expected "
+                   "the run to end within %s s, found it still running; stopped, nothing "
+                   "written\n", command, s);
+  time_limit_len = n > 0 && (size_t)n < sizeof time_limit_line ? (size_t)n : 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = time_limit_expired;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 0},
+                         {(time_t)seconds, (suseconds_t)((seconds - floor(seconds)) * 1e6)}};
+  if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+    it.it_value.tv_usec = 1;
+  setitimer(ITIMER_REAL, &it, NULL);
+}
+
+void cli_time_limit_off(void) {
+  struct itimerval it = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* Whether a command's JSON output parses: inf and nan, which printf writes for
+ * numbers that are not finite, are not JSON and fail here, so they never reach
+ * a file. */
+static bool json_output_valid(const char *buf, size_t len) {
+  cJSON *root = cJSON_ParseWithLength(buf, len);
+  cJSON_Delete(root);
+  return root != NULL;
+}
+
 static int run_command(const command_t *cmd, int argc, char **argv) {
   cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = cmd->fidelity};
   npu_err_t err = {{0}};
   int parsed = parse_options(cmd, argc, argv, &opts, &err);
   if (parsed == 1)
-    return EXIT_OK;
+    return finish_stdout();
   if (parsed < 0) {
-    fprintf(stderr, "%s\n", err.msg);
+    npu_err_print(stderr, err.msg);
     return EXIT_BAD_INPUT;
   }
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
-  if (!out) {
-    fprintf(stderr, "npusim: out of memory\n");
-    return EXIT_INTERNAL;
-  }
+  if (!out)
+    return fail(EXIT_INTERNAL, "npusim: out of memory");
+  if (opts.time_limit_s > 0)
+    time_limit_arm(cmd->name, opts.time_limit_s);
   int rc = cmd->run(&opts, out, &err);
-  fclose(out);
+  cli_time_limit_off();
   int status = EXIT_OK;
+  if (fclose(out) != 0 && rc == 0) {
+    npu_err_set(&err, "npusim: out of memory");
+    rc = CMD_CANNOT_WRITE;
+  }
+  if (rc == 0 && opts.format == FORMAT_JSON && !json_output_valid(buf, len)) {
+    npu_err_set(&err, "npusim %s: internal error: the JSON output is not valid JSON (a number "
+                "that is not finite?); nothing written", cmd->name);
+    rc = CMD_CANNOT_WRITE;
+  }
+  if (rc == 0) {
+    /* --output "-" is stdout, as no --output is. */
+    const char *dest = opts.output_path && !cmd->own_output ? opts.output_path : "-";
+    if (jsonfile_write_atomically(dest, buf, len, 0, err.msg, sizeof err.msg))
+      rc = CMD_CANNOT_WRITE;
+  }
   if (rc != 0) {
-    fprintf(stderr, "%s\n", err.msg);
-    status = EXIT_BAD_INPUT;
-  } else if (opts.output_path && !cmd->own_output) {
-    if (jsonfile_write_atomically(opts.output_path, buf, len, 0, err.msg, sizeof err.msg)) {
-      fprintf(stderr, "%s\n", err.msg);
-      status = EXIT_INTERNAL;
-    }
-  } else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
-    status = EXIT_INTERNAL;
+    npu_err_print(stderr, err.msg);
+    status = rc == CMD_CANNOT_WRITE ? EXIT_INTERNAL : EXIT_BAD_INPUT;
   }
   free(buf);
   return status;
@@ -408,31 +499,32 @@ int cli_main(int argc, char **argv) {
   const char *first = argv[1];
   if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
     print_main_help(stdout);
-    return EXIT_OK;
+    return finish_stdout();
   }
   if (strcmp(first, "--version") == 0) {
     print_version(stdout);
-    return EXIT_OK;
+    return finish_stdout();
   }
   if (strcmp(first, "help") == 0) {
     const command_t *c = argc > 2 ? find_command(argv[2]) : NULL;
     if (argc > 2 && !c) {
-      fprintf(stderr, "npusim help: unknown command \"%s\"\n", argv[2]);
-      print_main_usage(stderr);
-      return EXIT_BAD_INPUT;
+      char names[256] = "";
+      for (size_t i = 0; i < NCOMMANDS; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 commands[i].name);
+      return fail(EXIT_BAD_INPUT, "npusim help: expected one of %s, found unknown command "
+                  "\"%s\"", names, argv[2]);
     }
     if (c)
       print_command_help(stdout, c);
     else
       print_main_help(stdout);
-    return EXIT_OK;
+    return finish_stdout();
   }
   const command_t *cmd = find_command(first);
-  if (!cmd) {
-    fprintf(stderr, "npusim: unknown %s \"%s\"; ", first[0] == '-' ? "option" : "command", first);
-    print_main_usage(stderr);
-    return EXIT_BAD_INPUT;
-  }
+  if (!cmd)
+    return fail(EXIT_BAD_INPUT, "npusim: unknown %s \"%s\"; usage: npusim [--version] [--help] "
+                "COMMAND [OPTIONS]", first[0] == '-' ? "option" : "command", first);
   return run_command(cmd, argc - 1, argv + 1);
 }
 

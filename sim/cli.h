@@ -55,7 +55,15 @@ typedef struct {
   const char *measurements;     /* --measurements FILE.csv (calibrate) */
   const char *fit;              /* --fit KEY,... (calibrate) */
   const char *list_ops;         /* --list-ops FILE.csv (train) */
+  double time_limit_s;          /* --time-limit; 0 = none */
 } cli_opts_t;
+
+/* The most --time-limit accepts: a year. */
+#define CLI_MAX_TIME_LIMIT_S 31536000
+
+/* Stops the --time-limit timer: a command calls it before it writes a file of
+ * its own (a Chrome trace), so that a file is written whole or not at all. */
+void cli_time_limit_off(void);
 
 /* Configs loaded for a command: resolved structs and their documents (kept for
  * printing provenance). wl_doc is NULL when no workload was given. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "calibrate.h"
+#include "cli.h"
 #include "commands.h"
 #include "jsonfile.h"
 
@@ -207,10 +208,11 @@ static int write_config(const cli_opts_t *opts, const cal_param_t *params, int n
   }
   data[len] = '\n';
   data[len + 1] = '\0';
+  cli_time_limit_off(); /* the file is written whole: the time limit ends here */
   int rc = jsonfile_write_atomically(opts->output_path, data, len + 1, 0, err->msg,
                                      sizeof err->msg);
   free(data);
-  return rc;
+  return rc ? CMD_CANNOT_WRITE : 0;
 }
 
 static int calibrate(const cli_opts_t *opts, cli_configs_t *cfg, const meas_table_t *t, FILE *out,

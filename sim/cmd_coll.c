@@ -9,6 +9,7 @@
 
 #include "coll_engine.h"
 #include "commands.h"
+#include "jsonfile.h"
 
 #define MAX_SIZES 64
 #define TOP_LINKS 10
@@ -89,20 +90,13 @@ static int parse_sizes(const char *text, coll_args_t *a, npu_err_t *err) {
 }
 
 /* --matrix FILE: a JSON array of `ranks` arrays of `ranks` byte counts. */
+#define MATRIX_MAX_BYTES (256L * 1024 * 1024)
 static int read_matrix(const char *path, int ranks, double **out, npu_err_t *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return npu_err_set(err, "%s: expected a readable JSON matrix file, found %s", path,
-                       strerror(errno));
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    fwrite(chunk, 1, n, mem);
-  fclose(f);
-  fclose(mem);
+  char why[256];
+  size_t len;
+  char *text = jsonfile_read(path, MATRIX_MAX_BYTES, &len, why, sizeof why);
+  if (!text)
+    return npu_err_set(err, "%s: expected a readable JSON matrix file, found %s", path, why);
   cJSON *root = cJSON_ParseWithLength(text, len);
   free(text);
   int rc = 0;

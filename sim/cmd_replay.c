@@ -39,9 +39,10 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                     err->msg, sizeof err->msg);
     ran = rc == 0;
   }
-  if (rc == 0 && opts->chrome_trace)
-    rc = replay_write_chrome(opts->chrome_trace, &trace, &res, first, last, err->msg,
-                             sizeof err->msg);
+  if (rc == 0 && opts->chrome_trace &&
+      replay_write_chrome(opts->chrome_trace, &trace, &res, first, last, err->msg,
+                          sizeof err->msg))
+    rc = CMD_CANNOT_WRITE;
   if (rc == 0)
     replay_print(out, opts->format, &trace, &cfg.sys, &res, cli_fidelity_names[opts->fidelity]);
   if (ran)

@@ -222,16 +222,17 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     trace_free(&trace);
     train_info_free(&info);
     cli_free_configs(&cfg);
-    return -1;
+    return CMD_CANNOT_WRITE;
   }
   bool flow = opts->fidelity == FIDELITY_FLOW;
   replay_result_t res;
   rc = replay_run(&cfg.sys, &trace, opts->workload_path, flow, true, &res, err->msg,
                   sizeof err->msg);
   bool ran = rc == 0;
-  if (ran && opts->chrome_trace)
-    rc = replay_write_chrome(opts->chrome_trace, &trace, &res, 0, trace.ranks - 1, err->msg,
-                             sizeof err->msg);
+  if (ran && opts->chrome_trace &&
+      replay_write_chrome(opts->chrome_trace, &trace, &res, 0, trace.ranks - 1, err->msg,
+                          sizeof err->msg))
+    rc = CMD_CANNOT_WRITE;
   if (rc == 0)
     print_result(out, opts->format, &cfg.sys, &cfg.wl, &info, &res,
                  cli_fidelity_names[opts->fidelity], &trace);

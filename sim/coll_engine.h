@@ -26,6 +26,13 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
 void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats, double times);
 
+/* What one SimGrid simulation can hold, refused before it starts. Each actor's
+ * stack takes two of the kernel's memory maps (vm.max_map_count is 65530 by
+ * default), so SimGrid aborts at about 32,000 actors; each transfer of a
+ * schedule prepared for the flow engine costs about 650 bytes and 12 us. */
+#define FLOW_MAX_ACTORS 30000
+#define FLOW_MAX_XFERS (1L << 23)
+
 /* Runs the schedules one after another in one SimGrid simulation (SimGrid runs
  * once per process) and writes each one's duration to times_s. Link figures of
  * schedule stats_index go to stats (may be NULL). Returns 0, or -1 with a

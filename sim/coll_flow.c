@@ -59,10 +59,12 @@ int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, 
   char path[256];
   if (platform_write(topo, endpoints, pairs, path, sizeof path, err, err_len))
     return -1;
+  /* ker_engine's deadlock report is silenced: the replay names the stuck op
+   * itself, in one line (replay.c check_finished) */
   char *args[] = {"npusim", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
                   "--cfg=contexts/stack-size:128", "--log=root.thres:critical",
-                  "--log=xbt_cfg.thres:critical", NULL};
-  int argc = 6;
+                  "--log=xbt_cfg.thres:critical", "--log=ker_engine.additivity:off", NULL};
+  int argc = 7;
   simgrid_init(&argc, args);
   simgrid_load_platform(path);
   unlink(path);
@@ -272,11 +274,24 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
                   size_t err_len) {
   run_t run = {.topo = topo, .cfg = cfg, .njobs = n, .stats_job = stats ? stats_index : -1,
                .times = times_s};
-  pair_set_t pairs;
-  pair_set_init(&pairs);
+  long xfers = 0;
   for (int j = 0; j < n; j++) {
     if (scheds[j]->endpoints > run.endpoints)
       run.endpoints = scheds[j]->endpoints;
+    for (int p = 0; p < scheds[j]->nphases; p++)
+      xfers += scheds[j]->phases[p].nxfers;
+  }
+  if (run.endpoints + 1 > FLOW_MAX_ACTORS)
+    return snprintf(err, err_len, "--fidelity flow: expected at most %d SimGrid actors (one per "
+                    "rank and switch, and a controller), found %d; use --fidelity analytic",
+                    FLOW_MAX_ACTORS, run.endpoints + 1), -1;
+  if (xfers > FLOW_MAX_XFERS)
+    return snprintf(err, err_len, "--fidelity flow: expected at most %ld transfers over all "
+                    "sizes, found %ld; use --fidelity analytic or fewer sizes", FLOW_MAX_XFERS,
+                    xfers), -1;
+  pair_set_t pairs;
+  pair_set_init(&pairs);
+  for (int j = 0; j < n; j++) {
     for (int p = 0; p < scheds[j]->nphases; p++)
       for (int i = 0; i < scheds[j]->phases[p].nxfers; i++)
         pair_set_add(&pairs, scheds[j]->phases[p].xfers[i].src, scheds[j]->phases[p].xfers[i].dst);

@@ -585,12 +585,33 @@ static void map_endpoints(const topo_t *t, const layout_t *lay, coll_sched_t *s)
     s->endpoints = t->ranks;
 }
 
+/* An all-to-all's schedule holds a transfer per ordered pair of ranks in a server
+ * and per ordered pair of servers at each local index (and an m x m matrix of
+ * servers' bytes): above this many it is refused before it is built, not left to
+ * exhaust memory. 2^26 transfers take about 1.5 GiB; 16384 ranks in servers of 8
+ * fit. */
+#define COLL_MAX_XFERS (1L << 26)
+
+static double alltoall_xfers(const topo_t *vt) {
+  double k = vt->ranks_per_node, m = vt->nodes, p = vt->ranks;
+  return topo_levels_used(vt) == 1 ? p * (p - 1) : m * k * (k - 1) + k * m * (m - 1);
+}
+
 int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *members, int g,
                     const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len) {
   memset(plan, 0, sizeof *plan);
   layout_t lay;
   make_layout(topo, members, g, &lay);
   const topo_t *vt = &lay.vt;
+  if ((req->op == COLL_ALLTOALL || req->op == COLL_ALLTOALLV) &&
+      alltoall_xfers(vt) > COLL_MAX_XFERS) {
+    snprintf(err, err_len, "%s over %d ranks: expected a schedule of at most %ld transfers, "
+             "found %.0f (one per pair of ranks in a server and per pair of servers); use "
+             "fewer ranks", coll_op_names[req->op], g, COLL_MAX_XFERS, alltoall_xfers(vt));
+    free(lay.physical);
+    free(lay.server_of);
+    return -1;
+  }
   coll_req_t vreq = *req;
   vreq.root = 0;
   for (int i = 0; i < g; i++) /* the root as a virtual rank */

@@ -1,11 +1,16 @@
 /* commands.h - the subcommands npusim runs. Each writes its result to out and
- * returns 0, or returns -1 with the one-line reason in err (exit status 2). */
+ * returns 0, or returns -1 with the one-line reason in err (bad input: exit
+ * status 2), or CMD_CANNOT_WRITE with the reason in err when a file it writes
+ * itself (--chrome-trace, --list-ops, calibrate's --output) could not be
+ * written (exit status 1). */
 #ifndef NPUSIM_COMMANDS_H
 #define NPUSIM_COMMANDS_H
 
 #include <stdio.h>
 
 #include "cli.h"
+
+#define CMD_CANNOT_WRITE (-2)
 
 /* npusim validate: the resolved system (and workload) config. */
 int cmd_validate(const cli_opts_t *opts, FILE *out, npu_err_t *err);

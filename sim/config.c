@@ -9,11 +9,15 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_FILE_BYTES (16L * 1024 * 1024)
+/* A config may extend a file that extends another, and so on: at most 16
+ * "extends" followed in a chain (17 files with the first), whether the first
+ * is a file or text given to config_doc_parse. */
 #define MAX_EXTENDS_DEPTH 16
 /* Real configs hold a few hundred values; the cap keeps the provenance table
  * (searched linearly) fast on whatever a file contains. */
@@ -143,10 +147,110 @@ static size_t count_nodes(const cJSON *node) {
   return n;
 }
 
+/* cJSON turns "\u0000" into a NUL byte, which silently ends the C string.
+ * Returns a copy of text with each such escape inside a string replaced by the
+ * bytes C0 80 (an overlong NUL, never valid UTF-8), for check_strings to report
+ * at its JSON path; NULL when there is none. */
+static char *mark_nul_escapes(const char *text, size_t len, size_t *out_len) {
+  char *copy = NULL;
+  size_t n = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = text[i];
+    if (in_string && c == '\\' && i + 5 < len && memcmp(text + i + 1, "u0000", 5) == 0) {
+      if (!copy) {
+        copy = malloc(len + 1);
+        if (!copy)
+          return NULL;
+        memcpy(copy, text, i);
+        n = i;
+      }
+      copy[n++] = (char)0xc0;
+      copy[n++] = (char)0x80;
+      i += 5;
+      continue;
+    }
+    if (in_string && c == '\\' && i + 1 < len) { /* any other escape: two bytes as they are */
+      if (copy) {
+        copy[n++] = c;
+        copy[n++] = text[i + 1];
+      }
+      i++;
+      continue;
+    }
+    if (c == '"')
+      in_string = !in_string;
+    if (copy)
+      copy[n++] = c;
+  }
+  if (copy) {
+    copy[n] = '\0';
+    *out_len = n;
+  }
+  return copy;
+}
+
+/* NULL if s is printable UTF-8 text; else what it holds instead, for a
+ * "found ..." clause. */
+static const char *bad_text(const char *s, char *buf, size_t len) {
+  for (const char *p = s; *p;) {
+    unsigned cp;
+    size_t n = jsonfile_utf8_char(p, &cp);
+    if ((unsigned char)p[0] == 0xc0 && (unsigned char)p[1] == 0x80) {
+      snprintf(buf, len, "a NUL character (\\u0000), which would end the string");
+    } else if (n == 0) {
+      snprintf(buf, len, "invalid UTF-8 (byte 0x%02x)", (unsigned char)*p);
+    } else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0) || cp == 0x2028 || cp == 0x2029) {
+      snprintf(buf, len, "a control character (U+%04X)", cp);
+    } else {
+      p += n;
+      continue;
+    }
+    return buf;
+  }
+  return NULL;
+}
+
+/* Fails on the first string, key or value, that is not printable UTF-8 text:
+ * control characters (tabs and newlines included) and invalid bytes would go
+ * into tables, CSV and JSON as they are, and a "\u0000" would cut the string
+ * short (see mark_nul_escapes). */
+static int check_strings(const char *name, const cJSON *node, const char *path, npu_err_t *err) {
+  const cJSON *child;
+  int i = 0;
+  cJSON_ArrayForEach(child, node) {
+    char sub[CFG_PATH_MAX], what[96];
+    if (cJSON_IsObject(node)) {
+      cfg_path_join(sub, sizeof sub, path, child->string);
+      if (bad_text(child->string, what, sizeof what))
+        return npu_err_set(err, "%s: %s: expected a key of printable UTF-8 text, found %s", name,
+                           sub, what);
+    } else {
+      snprintf(sub, sizeof sub, "%s[%d]", path, i);
+    }
+    i++;
+    if (cJSON_IsString(child) && bad_text(child->valuestring, what, sizeof what))
+      return npu_err_set(err, "%s: %s: expected printable UTF-8 text, found %s", name, sub, what);
+    if (check_strings(name, child, sub, err))
+      return -1;
+  }
+  return 0;
+}
+
 static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err_t *err) {
   cJSON *root = jsonfile_parse(name, text, len, err->msg, sizeof err->msg);
   if (!root)
     return NULL;
+  size_t marked_len;
+  char *marked = mark_nul_escapes(text, len, &marked_len);
+  if (marked) {
+    /* The same JSON with the NULs kept visible; syntax errors came from text. */
+    cJSON_Delete(root);
+    root = jsonfile_parse(name, marked, marked_len, err->msg, sizeof err->msg);
+    free(marked);
+    if (!root)
+      return NULL;
+  }
   if (!cJSON_IsObject(root)) {
     char what[96];
     jsonfile_describe(root, what, sizeof what);
@@ -160,9 +264,10 @@ static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err
 /* ---- extends ---- */
 
 typedef struct {
-  char *real[MAX_EXTENDS_DEPTH]; /* canonical paths of the files being loaded */
-  const char *shown[MAX_EXTENDS_DEPTH];
-  int depth;
+  char *real[MAX_EXTENDS_DEPTH + 1]; /* canonical paths of the files being loaded */
+  const char *shown[MAX_EXTENDS_DEPTH + 1];
+  int depth;   /* entries in real and shown */
+  int extends; /* "extends" followed so far; the first file may not be in real */
 } chain_t;
 
 /* Deep-merges child into base: objects merge key by key, anything else in the
@@ -224,8 +329,8 @@ static cJSON *apply_extends(config_doc_t *doc, const char *name, const char *bas
       return NULL;
     }
   }
-  if (chain->depth == MAX_EXTENDS_DEPTH) {
-    npu_err_set(err, "%s: extends: expected at most %d levels of extends, found more", name,
+  if (chain->extends == MAX_EXTENDS_DEPTH) {
+    npu_err_set(err, "%s: extends: expected at most %d extends in a chain, found more", name,
                 MAX_EXTENDS_DEPTH);
     return NULL;
   }
@@ -248,7 +353,9 @@ static cJSON *apply_extends(config_doc_t *doc, const char *name, const char *bas
   chain->real[chain->depth] = strdup(real);
   chain->shown[chain->depth] = shown;
   chain->depth++;
+  chain->extends++;
   cJSON *base = load_tree(doc, shown, dir, text, len, chain, err);
+  chain->extends--;
   chain->depth--;
   free(chain->real[chain->depth]);
   free(text);
@@ -275,7 +382,7 @@ static cJSON *load_tree(config_doc_t *doc, const char *name, const char *base_di
     cJSON_Delete(tree);
     return NULL;
   }
-  if (check_duplicates(name, tree, "", err)) {
+  if (check_duplicates(name, tree, "", err) || check_strings(name, tree, "", err)) {
     cJSON_Delete(tree);
     return NULL;
   }
@@ -301,7 +408,7 @@ config_doc_t *config_doc_parse(config_kind_t kind, const char *name, const char 
   doc->kind = kind;
   doc->schema = cfg_schema_get(kind);
   doc->file = strdup(name);
-  chain_t chain = {.depth = 0};
+  chain_t chain = {.depth = 0, .extends = 0};
   char real[PATH_MAX];
   /* The top file is part of the chain when it exists on disk (not when fuzzing). */
   if (realpath(name, real)) {
@@ -396,7 +503,7 @@ static int unknown_path_error(const cfg_schema_t *schema, const char *path, npu_
 }
 
 int config_kind_of_path(const char *path, npu_err_t *err) {
-  size_t n = strcspn(path, ".");
+  size_t n = strcspn(path, ".="); /* "name=x" names the top-level key name */
   char root[CFG_PATH_MAX];
   snprintf(root, sizeof root, "%.*s", (int)(n < sizeof root ? n : sizeof root - 1), path);
   for (int kind = 0; kind < CONFIG_KIND_COUNT; kind++) {
@@ -437,8 +544,15 @@ static cJSON *parse_set_value(const cfg_key_t *key, const char *path, const char
       return cJSON_CreateBool(text[0] == 't');
     break;
   case CFG_STR:
-  case CFG_ENUM:
+  case CFG_ENUM: {
+    char what[96];
+    if (bad_text(text, what, sizeof what)) {
+      npu_err_set(err, "%s: %s: expected printable UTF-8 text, found %s", CFG_ORIGIN_SET, path,
+                  what);
+      return NULL;
+    }
     return cJSON_CreateString(text);
+  }
   case CFG_INT3: {
     /* "16,32,16" or "[16,32,16]" */
     double v[3];

@@ -215,7 +215,9 @@ void config_schema_print_markdown(FILE *out) {
         "Every key's unit is in its name. Any key may be overridden with\n"
         "`--set dotted.path=value`. Next to any value key `k` a config may carry a string\n"
         "`k_source` saying where the value comes from; `npusim validate` shows it.\n"
-        "A config may start from another with `\"extends\": \"relative/path.json\"`.\n",
+        "A config may start from another with `\"extends\": \"relative/path.json\"`\n"
+        "(at most 16 extends in a chain). Strings are printable UTF-8: no control\n"
+        "characters, no `\\u0000`.\n",
         out);
   for (int kind = 0; kind < CONFIG_KIND_COUNT; kind++) {
     const cfg_schema_t *s = cfg_schema_get((config_kind_t)kind);

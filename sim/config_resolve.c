@@ -26,6 +26,8 @@ static int type_error(const config_doc_t *doc, const cfg_key_t *key, const cJSON
 }
 
 static bool in_range(const cfg_key_t *key, double v) {
+  if (v == 0 && key->zero_ok)
+    return true;
   if (v > key->max)
     return false;
   return key->min_exclusive ? v > key->min : v >= key->min;

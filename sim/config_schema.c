@@ -4,7 +4,10 @@
  * Order matters: keys print in this order, and a default "=path" may only name a
  * key listed before it. Ranges bound the JSON value as written (GBps, not
  * bytes/s); they reject nonsense (zero cores, negative bandwidth), not
- * unusual-but-possible hardware. */
+ * unusual-but-possible hardware. Every rate, clock and size has a positive
+ * lower bound (a link of 10 MB/s, a clock of 10 MHz, a 1 KiB buffer: below any
+ * hardware built) so that no derived time or rate is infinite, zero or NaN; a
+ * key where 0 means "off" accepts 0 or that range. */
 #include "config_schema.h"
 
 #include "config_doc.h"
@@ -38,16 +41,20 @@
 #define INT(p, field, lo, hi, dflt, text)                                                     \
   { .path = p, .type = CFG_INT, .unit = "", .to_base = 1, .min = lo, .max = hi, .def = dflt,  \
     .offset = FIELD(int, field), .doc = text }
-/* A number > 0 (POS) or >= lo (NUM), scaled into base units. */
-#define POS(p, u, scale, field, hi, dflt, text)                                               \
-  { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = 0, .max = hi,            \
-    .min_exclusive = true, .def = dflt, .offset = FIELD(double, field), .doc = text }
+/* A number in [lo, hi], lo > 0 (POS), in [lo, hi] (NUM), or 0 or in [lo, hi] (OFF,
+ * where 0 means off or absent), scaled into base units. */
+#define POS(p, u, scale, field, lo, hi, dflt, text)                                           \
+  { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = lo, .max = hi,           \
+    .def = dflt, .offset = FIELD(double, field), .doc = text }
+#define OFF(p, u, scale, field, lo, hi, dflt, text)                                           \
+  { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = lo, .max = hi,           \
+    .zero_ok = true, .def = dflt, .offset = FIELD(double, field), .doc = text }
 #define NUM(p, u, scale, field, lo, hi, dflt, text)                                           \
   { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = lo, .max = hi,           \
     .def = dflt, .offset = FIELD(double, field), .doc = text }
-#define SIZE(p, u, scale, field, hi, dflt, text)                                              \
-  { .path = p, .type = CFG_SIZE, .unit = u, .to_base = scale, .min = 0, .max = hi,           \
-    .min_exclusive = true, .def = dflt, .offset = FIELD(uint64_t, field), .doc = text }
+#define SIZE(p, u, scale, field, lo, hi, dflt, text)                                          \
+  { .path = p, .type = CFG_SIZE, .unit = u, .to_base = scale, .min = lo, .max = hi,          \
+    .def = dflt, .offset = FIELD(uint64_t, field), .doc = text }
 #define BOOL(p, field, dflt, text)                                                            \
   { .path = p, .type = CFG_BOOL, .unit = "", .def = dflt, .offset = FIELD(bool, field),       \
     .doc = text }
@@ -67,7 +74,7 @@
     .offset = FIELD(int *, field), .doc = text }
 /* The four numbers of a link_cfg_t in the object obj; bw names its bandwidth key. */
 #define LINK(obj, bw, field, what)                                                            \
-  POS(obj "." bw, "GB/s", GIGA, SYS(field.bw_bytes_per_s), 1e6, NULL,                        \
+  POS(obj "." bw, "GB/s", GIGA, SYS(field.bw_bytes_per_s), 0.01, 1e6, NULL,                        \
       "Line rate of " what ", one direction (10^9 bytes/s)."),                                \
   NUM(obj ".latency_us", "us", MICRO, SYS(field.latency_s), 0, 1e6, NULL,                 \
       "One-way latency of one hop over " what "."),                                          \
@@ -101,7 +108,7 @@ static const cfg_key_t system_keys[] = {
 
     OBJ("chip", "One die: the unit that is one rank."),
     STR("chip.name", SYS(chip.name), CHIP_NAME_MAX - 1, NULL, "Chip (die) model name."),
-    POS("chip.freq_GHz", "GHz", GIGA, SYS(chip.freq_hz), 10, NULL, "Core clock."),
+    POS("chip.freq_GHz", "GHz", GIGA, SYS(chip.freq_hz), 0.01, 10, NULL, "Core clock."),
     NUM("chip.sustained_clock_fraction", "", 1, SYS(chip.sustained_clock), 0.05, 1, "1",
         "Fraction of chip.freq_GHz the cores hold through a whole training step (power cap "
         "with cores, HBM and links all busy); replay and train cost ops at that clock, "
@@ -116,36 +123,36 @@ static const cfg_key_t system_keys[] = {
     INT3("chip.cube.fractal_mkn_int8", SYS(chip.cube.fractal_mkn_int8), 1, 1024,
          "[16, 32, 16]", "M, K, N of the int8 fractal."),
     POS("chip.cube.fp16_macs_per_cycle", "MAC/cycle", 1,
-        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP16]), 1e7, NULL,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP16]), 1, 1e7, NULL,
         "fp16 multiply-accumulates per cycle per cube core."),
-    NUM("chip.cube.bf16_macs_per_cycle", "MAC/cycle", 1,
-        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_BF16]), 0, 1e7, "=chip.cube.fp16_macs_per_cycle",
+    OFF("chip.cube.bf16_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_BF16]), 1, 1e7, "=chip.cube.fp16_macs_per_cycle",
         "bf16 MACs per cycle per cube core; 0 = not supported."),
-    NUM("chip.cube.fp32_macs_per_cycle", "MAC/cycle", 1,
-        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP32]), 0, 1e7, "0",
+    OFF("chip.cube.fp32_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP32]), 1, 1e7, "0",
         "fp32 (HF32/TF32) MACs per cycle per cube core; 0 = not supported."),
-    NUM("chip.cube.int8_macs_per_cycle", "MAC/cycle", 1,
-        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_INT8]), 0, 1e7, "0",
+    OFF("chip.cube.int8_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_INT8]), 1, 1e7, "0",
         "int8 MACs per cycle per cube core; 0 = not supported."),
-    NUM("chip.cube.fp8_macs_per_cycle", "MAC/cycle", 1,
-        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP8]), 0, 1e7, "0",
+    OFF("chip.cube.fp8_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP8]), 1, 1e7, "0",
         "fp8 MACs per cycle per cube core; 0 = not supported."),
-    SIZE("chip.cube.l0a_KiB", "KiB", KIB, SYS(chip.cube.l0a_bytes), 1e6, NULL,
+    SIZE("chip.cube.l0a_KiB", "KiB", KIB, SYS(chip.cube.l0a_bytes), 1, 1e6, NULL,
          "L0A: left-operand buffer per cube core."),
-    SIZE("chip.cube.l0b_KiB", "KiB", KIB, SYS(chip.cube.l0b_bytes), 1e6, NULL,
+    SIZE("chip.cube.l0b_KiB", "KiB", KIB, SYS(chip.cube.l0b_bytes), 1, 1e6, NULL,
          "L0B: right-operand buffer per cube core."),
-    SIZE("chip.cube.l0c_KiB", "KiB", KIB, SYS(chip.cube.l0c_bytes), 1e6, NULL,
+    SIZE("chip.cube.l0c_KiB", "KiB", KIB, SYS(chip.cube.l0c_bytes), 1, 1e6, NULL,
          "L0C: accumulator buffer per cube core."),
-    SIZE("chip.cube.l1_KiB", "KiB", KIB, SYS(chip.cube.l1_bytes), 1e7, NULL,
+    SIZE("chip.cube.l1_KiB", "KiB", KIB, SYS(chip.cube.l1_bytes), 1, 1e7, NULL,
          "L1: operand staging buffer per cube core (shared memory on a GPU)."),
     POS("chip.cube.mte1_l0a_bytes_per_cycle", "B/cycle", 1,
-        SYS(chip.cube.mte1_l0a_bytes_per_cycle), 1e6, NULL, "MTE1 rate L1 -> L0A per core."),
+        SYS(chip.cube.mte1_l0a_bytes_per_cycle), 1, 1e6, NULL, "MTE1 rate L1 -> L0A per core."),
     POS("chip.cube.mte1_l0b_bytes_per_cycle", "B/cycle", 1,
-        SYS(chip.cube.mte1_l0b_bytes_per_cycle), 1e6, NULL, "MTE1 rate L1 -> L0B per core."),
+        SYS(chip.cube.mte1_l0b_bytes_per_cycle), 1, 1e6, NULL, "MTE1 rate L1 -> L0B per core."),
     POS("chip.cube.mte2_bytes_per_cycle", "B/cycle", 1, SYS(chip.cube.mte2_bytes_per_cycle),
-        1e6, NULL, "MTE2 rate GM -> L1 per core: the core's port into L2/HBM."),
+        1, 1e6, NULL, "MTE2 rate GM -> L1 per core: the core's port into L2/HBM."),
     POS("chip.cube.fixpipe_bytes_per_cycle", "B/cycle", 1,
-        SYS(chip.cube.fixpipe_bytes_per_cycle), 1e6, NULL, "FixPipe rate L0C -> GM per core."),
+        SYS(chip.cube.fixpipe_bytes_per_cycle), 1, 1e6, NULL, "FixPipe rate L0C -> GM per core."),
     NUM("chip.cube.step_overhead_cycles", "cycles", 1, SYS(chip.cube.step_overhead_cycles), 0,
         1e6, "0", "Handshake between the pipes for each k-step of a tile (set/wait flags)."),
     NUM("chip.cube.op_overhead_us", "us", MICRO, SYS(chip.cube.op_overhead_s), 0, 1e6, "0",
@@ -153,20 +160,20 @@ static const cfg_key_t system_keys[] = {
 
     OBJ("chip.vector", "Vector cores (AIV); CUDA cores of the SMs on a GPU."),
     INT("chip.vector.cores", SYS(chip.vector.cores), 1, 4096, NULL, "Vector cores per die."),
-    POS("chip.vector.bytes_per_cycle", "B/cycle", 1, SYS(chip.vector.bytes_per_cycle), 1e6,
+    POS("chip.vector.bytes_per_cycle", "B/cycle", 1, SYS(chip.vector.bytes_per_cycle), 1, 1e6,
         NULL, "Vector ALU width per core (256 = 128 fp16 lanes)."),
-    SIZE("chip.vector.ub_KiB", "KiB", KIB, SYS(chip.vector.ub_bytes), 1e6, NULL,
+    SIZE("chip.vector.ub_KiB", "KiB", KIB, SYS(chip.vector.ub_bytes), 1, 1e6, NULL,
          "Unified buffer per vector core."),
     POS("chip.vector.mte2_bytes_per_cycle", "B/cycle", 1,
-        SYS(chip.vector.mte2_bytes_per_cycle), 1e6, NULL, "MTE2 rate GM -> UB per core."),
+        SYS(chip.vector.mte2_bytes_per_cycle), 1, 1e6, NULL, "MTE2 rate GM -> UB per core."),
     POS("chip.vector.mte3_bytes_per_cycle", "B/cycle", 1,
-        SYS(chip.vector.mte3_bytes_per_cycle), 1e6, NULL, "MTE3 rate UB -> GM per core."),
+        SYS(chip.vector.mte3_bytes_per_cycle), 1, 1e6, NULL, "MTE3 rate UB -> GM per core."),
     NUM("chip.vector.step_overhead_cycles", "cycles", 1, SYS(chip.vector.step_overhead_cycles),
         0, 1e6, "0", "Handshake between the pipes for each UB tile."),
     NUM("chip.vector.op_overhead_us", "us", MICRO, SYS(chip.vector.op_overhead_s), 0, 1e6,
         "0", "Launch and scalar cost of one vector op, paid once per op."),
-    NUM("chip.vector.special_per_cycle", "results/cycle", 1, SYS(chip.vector.special_per_cycle),
-        0, 1e6, "0", "Transcendental results (exp, rsqrt, tanh) per cycle per vector core, "
+    OFF("chip.vector.special_per_cycle", "results/cycle", 1, SYS(chip.vector.special_per_cycle),
+        0.01, 1e6, "0", "Transcendental results (exp, rsqrt, tanh) per cycle per vector core, "
         "from the special-function unit; 0: at the fp32 lane rate (no separate unit)."),
     NUM("chip.vector.overlap_with_cube", "", 1, SYS(chip.vector.overlap_with_cube), 0, 1, "1",
         "Share of fused attention's vector work on a block (softmax) that runs while the cube "
@@ -174,14 +181,14 @@ static const cfg_key_t system_keys[] = {
         "kernels), lower when a core alternates between them."),
 
     OBJ("chip.l2", "On-chip L2 shared by all cores."),
-    SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1e6, NULL, "L2 capacity."),
-    POS("chip.l2.bandwidth_GBps", "GB/s", GIGA, SYS(chip.l2.bw_bytes_per_s), 1e6, NULL,
+    SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1, 1e6, NULL, "L2 capacity."),
+    POS("chip.l2.bandwidth_GBps", "GB/s", GIGA, SYS(chip.l2.bw_bytes_per_s), 1, 1e6, NULL,
         "Aggregate L2 read bandwidth of all cores."),
 
     OBJ("chip.hbm", "Device memory (HBM) of one die."),
-    SIZE("chip.hbm.capacity_GiB", "GiB", GIB, SYS(chip.hbm.capacity_bytes), 1e6, NULL,
+    SIZE("chip.hbm.capacity_GiB", "GiB", GIB, SYS(chip.hbm.capacity_bytes), 1, 1e6, NULL,
         "HBM capacity."),
-    POS("chip.hbm.bandwidth_GBps", "GB/s", GIGA, SYS(chip.hbm.bw_bytes_per_s), 1e6, NULL,
+    POS("chip.hbm.bandwidth_GBps", "GB/s", GIGA, SYS(chip.hbm.bw_bytes_per_s), 1, 1e6, NULL,
         "Peak HBM bandwidth."),
     NUM("chip.hbm.efficiency", "", 1, SYS(chip.hbm.efficiency), 0.01, 1, NULL,
         "Fraction of peak HBM bandwidth that streaming kernels achieve."),
@@ -232,14 +239,14 @@ static const cfg_key_t system_keys[] = {
          SYS(coll.algo[1]), "\"auto\"", "Algorithm between servers."),
     ENUM("collectives.level2_algorithm", config_coll_algo_names, COLL_ALGO_COUNT,
          SYS(coll.algo[2]), "\"auto\"", "Algorithm between supernodes."),
-    POS("collectives.buffer_MiB", "MiB", MIB, SYS(coll.buffer_bytes), 1e6, "200",
+    POS("collectives.buffer_MiB", "MiB", MIB, SYS(coll.buffer_bytes), 1, 1e6, "200",
         "Staging buffer per communicator; larger messages run in loops (HCCL_BUFFSIZE)."),
     NUM("collectives.step_latency_us", "us", MICRO, SYS(coll.step_latency_s), 0, 1e6, "0",
         "Software cost of each algorithm step (synchronisation, task dispatch)."),
     NUM("collectives.op_overhead_us", "us", MICRO, SYS(coll.op_overhead_s), 0, 1e6, "0",
         "Fixed cost of launching one collective."),
-    NUM("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s), 0,
-        1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
+    OFF("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s),
+        0.01, 1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
     NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
         "Interference: a compute op that runs beside a transfer of its rank (a trace op's "
         "\"overlaps\"; Megatron's overlapped TP and CP communication in train) takes this "
@@ -324,7 +331,7 @@ static const cfg_key_t workload_keys[] = {
          "Fused (FlashAttention-style) attention kernel."),
     BOOL("training.overlap_grad_reduce", WL(training.overlap_grad_reduce), "true",
          "Reduce gradients in buckets overlapped with the backward pass."),
-    SIZE("training.grad_bucket_MiB", "MiB", MIB, WL(training.grad_bucket_bytes), 1e6, "80",
+    SIZE("training.grad_bucket_MiB", "MiB", MIB, WL(training.grad_bucket_bytes), 1, 1e6, "80",
          "Gradient bucket size for the overlapped reduction."),
     BOOL("training.overlap_p2p_comm", WL(training.overlap_p2p_comm), "false",
          "Pipeline sends run beside the next chunk's compute; false (Megatron's default) "
@@ -436,7 +443,8 @@ static void range_text(const cfg_key_t *key, char *buf, size_t len) {
   char lo[32], hi[32];
   jsonfile_format_number(key->min, lo, sizeof lo);
   jsonfile_format_number(key->max, hi, sizeof hi);
-  snprintf(buf, len, "in %c%s, %s]", key->min_exclusive ? '(' : '[', lo, hi);
+  snprintf(buf, len, "%sin %c%s, %s]", key->zero_ok ? "0 or " : "", key->min_exclusive ? '(' : '[',
+           lo, hi);
 }
 
 void cfg_key_expectation(const cfg_key_t *key, char *buf, size_t len) {

@@ -31,6 +31,7 @@ typedef struct {
   double to_base;                /* JSON value x to_base = struct value in base units */
   double min, max;               /* inclusive range of the JSON value (STR: length) */
   bool min_exclusive;            /* the lower bound itself is not allowed */
+  bool zero_ok;                  /* 0 is allowed besides [min, max] (0 = off, none) */
   bool optional;                 /* CFG_OBJECT: the section may be absent */
   const char *def;               /* default as JSON text; "=path" copies that key;
                                     NULL: required */

@@ -2,8 +2,9 @@
 #include "npu_err.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "jsonfile.h"
 
 int npu_err_set(npu_err_t *err, const char *fmt, ...) {
   if (err) {
@@ -11,11 +12,30 @@ int npu_err_set(npu_err_t *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    /* One line, always: a control character inside a quoted value would break
-     * scripts reading it. */
-    for (char *p = err->msg; *p; p++)
-      if ((unsigned char)*p < 0x20)
-        *p = ' ';
   }
   return -1;
+}
+
+void npu_err_print(FILE *f, const char *msg) {
+  for (const char *p = msg; *p;) {
+    unsigned char c = (unsigned char)*p;
+    unsigned cp = 0;
+    size_t n = c < 0x80 ? 1 : jsonfile_utf8_char(p, &cp);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      fprintf(f, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+      p++;
+    } else if (c < 0x20 || c == 0x7f || n == 0) {
+      fprintf(f, "\\x%02x", c); /* a control character or a byte of no valid UTF-8 */
+      p++;
+    } else if ((cp >= 0x80 && cp < 0xa0) || cp == 0x2028 || cp == 0x2029) {
+      /* C1 controls and the Unicode line separators end a line for some readers */
+      for (size_t i = 0; i < n; i++)
+        fprintf(f, "\\x%02x", (unsigned char)p[i]);
+      p += n;
+    } else {
+      fwrite(p, 1, n, f);
+      p += n;
+    }
+  }
+  fputc('\n', f);
 }

@@ -2,9 +2,15 @@
  *
  * Functions that can fail on bad input take an npu_err_t *, return 0 on
  * success and -1 on failure, and leave a complete one-line message here
- * ("FILE: json.path: expected ..., found ..."). main() prints it and exits 2. */
+ * ("FILE: json.path: expected ..., found ..."). main() prints it with
+ * npu_err_print and exits 2 (1 when an output could not be written).
+ *
+ * A message may quote anything the user gave (file names, arguments, config
+ * strings) as it is; npu_err_print is the one place that makes it safe to show. */
 #ifndef NPUSIM_NPU_ERR_H
 #define NPUSIM_NPU_ERR_H
+
+#include <stdio.h>
 
 #define NPU_ERR_MAX 1024
 
@@ -15,5 +21,11 @@ typedef struct {
 /* Formats the message (printf-style) into err, if err is not NULL; returns -1
  * so callers can write `return npu_err_set(err, ...);`. */
 int npu_err_set(npu_err_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints msg and a newline to f as exactly one line: newlines, tabs and CRs
+ * as \n \t \r; other control characters (C0, DEL, C1), U+2028, U+2029 and
+ * bytes of no valid UTF-8 as \xNN. Everything npusim says on stderr goes
+ * through here. */
+void npu_err_print(FILE *f, const char *msg);
 
 #endif

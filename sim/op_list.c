@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "jsonfile.h"
 #include "replay.h"
 
@@ -83,6 +84,7 @@ int op_list_write(const char *path, const trace_t *t, char *err, size_t err_len)
     write_row(f, &all[i]);
   fclose(f);
   free(all);
+  cli_time_limit_off(); /* the file is written whole: the time limit ends here */
   int rc = jsonfile_write_atomically(path, buf, len, 0, err, err_len);
   free(buf);
   return rc;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
+#include <simgrid/comm.h>
 #include <simgrid/cond.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
@@ -198,7 +199,7 @@ static int plan_collectives(rp_t *rp, const char *name, char *err, size_t len) {
       rp->inst_of[r][i] = -1;
       if (op->type != TRACE_OP_COLL)
         continue;
-      rp->inst_of[r][i] = replay_inst_for(rp, op->comm, t->comms[op->comm].group_of[r], op,
+      rp->inst_of[r][i] = replay_inst_for(rp, op->comm, trace_group_of(&t->comms[op->comm], r), op,
                                           name, r, err, len);
       if (rp->inst_of[r][i] < 0)
         return -1;
@@ -306,21 +307,29 @@ static double wait_done(rp_t *rp, int rank, int stream, int op) {
 }
 
 /* Waits for everything op i of the rank depends on outside its stream; returns
- * the time the op may start (now, or a dependency's planned end). */
-static double wait_deps(rp_t *rp, int rank, const trace_program_t *p, int i) {
+ * the time the op may start. Analytic: the latest end among the stream's
+ * previous op (free_s) and the dependencies, from the spans, so the actors do
+ * the sweep's arithmetic to the last bit (SimGrid's clock settles an action
+ * within its precision, not exactly). Flow: now, or a dependency's planned end. */
+static double wait_deps(rp_t *rp, int rank, const trace_program_t *p, int i, double free_s) {
   const trace_op_t *op = &p->ops[i];
-  double planned = 0;
+  const replay_span_t *sp = rp->spans[rank];
+  double start = rp->flow ? 0 : free_s;
   for (int d = 0; d < op->ndeps; d++) {
     double end = wait_done(rp, rank, op->stream, op->deps[d]);
-    planned = end > planned ? end : planned;
+    if (!rp->flow)
+      end = sp[op->deps[d]].end_s;
+    start = end > start ? end : start;
   }
   if (op->type == TRACE_OP_WAIT) {
-    int pi = rp->trace->program_of[rank];
-    double end = wait_done(rp, rank, op->stream, rp->record_of[pi][op->event]);
-    planned = end > planned ? end : planned;
+    int pi = rp->trace->program_of[rank], k = rp->record_of[pi][op->event];
+    double end = wait_done(rp, rank, op->stream, k);
+    if (!rp->flow)
+      end = sp[k].end_s;
+    start = end > start ? end : start;
   }
   double now = simgrid_get_clock(); /* after any waiting */
-  return planned > now ? planned : now;
+  return rp->flow && now > start ? now : start;
 }
 
 static void switch_actor(int argc, char **argv) {
@@ -348,7 +357,20 @@ static void start_switches(rp_t *rp, const inst_t *x) {
 static void run_collective(rp_t *rp, int rank, int i, replay_span_t *sp) {
   inst_t *x = &rp->insts[rp->inst_of[rank][i]];
   double overhead = rp->sys->coll.op_overhead_s;
-  if (!rp->flow || x->exclusive) {
+  if (!rp->flow) { /* the members meet at the latest arrival */
+    x->latest_s = sp->start_s > x->latest_s ? sp->start_s : x->latest_s;
+    if (x->members > 1)
+      sg_barrier_wait(x->barrier);
+    /* read before this actor's next simcall: no member can arrive at this
+     * collective's next use before every member has read this one's */
+    sp->ready_s = x->latest_s;
+    if (++x->read == x->members)
+      x->latest_s = x->read = 0;
+    sp->end_s = sp->ready_s + x->analytic_s;
+    sg_actor_sleep_until(sp->end_s);
+    return;
+  }
+  if (x->exclusive) {
     if (x->members > 1)
       sg_barrier_wait(x->barrier); /* all members present */
     sp->ready_s = simgrid_get_clock();
@@ -374,23 +396,39 @@ double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes)
   return topo_path_alpha_s(topo, hops, nh) + slowest;
 }
 
-static void run_p2p(rp_t *rp, int rank, const trace_op_t *op, replay_span_t *sp) {
+/* Analytic send/recv: each side posts its arrival to the other (two
+ * zero-byte messages), so both take the later one as the meeting time. */
+static double exchange_arrivals(const char *name, bool send, double start_s) {
+  char out[104], in[104];
+  snprintf(out, sizeof out, "%s%s", name, send ? ">" : "<");
+  snprintf(in, sizeof in, "%s%s", name, send ? "<" : ">");
+  double *mine = malloc(sizeof *mine);
+  *mine = start_s;
+  sg_comm_detach(sg_mailbox_put_init(sg_mailbox_by_name(out), mine, 0), free);
+  double *theirs = sg_mailbox_get(sg_mailbox_by_name(in));
+  double ready = *theirs > start_s ? *theirs : start_s;
+  free(theirs);
+  return ready;
+}
+
+static void run_p2p(rp_t *rp, int rank, int i, replay_span_t *sp) {
+  int pi = rp->trace->program_of[rank];
+  const trace_op_t *op = &rp->trace->programs[pi].ops[i];
   int peer = trace_peer(op, rank);
   bool send = op->type == TRACE_OP_SEND;
   int src = send ? rank : peer, dst = send ? peer : rank;
+  /* one mailbox per message: the k-th send on a channel meets the k-th recv,
+   * whichever arrives first (trace_pairing_t) */
   char name[96];
-  snprintf(name, sizeof name, "p:%d>%d:%s", src, dst,
-           trace_tag(&rp->trace->programs[rp->trace->program_of[rank]], op));
-  sg_mailbox_t box = sg_mailbox_by_name(name);
+  snprintf(name, sizeof name, "p:%d>%d:%d#%d", src, dst, rp->pairing.tag_id[pi][op->tag],
+           rp->pairing.seq[rank][i]);
   if (!rp->flow) { /* meet, then both wait the uncontended path time */
-    if (send)
-      sg_mailbox_put(box, &rp->token, 0);
-    else
-      sg_mailbox_get(box);
-    sp->ready_s = simgrid_get_clock();
-    sg_actor_sleep_for(replay_p2p_analytic_s(rp->topo, src, dst, op->bytes));
+    sp->ready_s = exchange_arrivals(name, send, sp->start_s);
+    sp->end_s = sp->ready_s + replay_p2p_analytic_s(rp->topo, src, dst, op->bytes);
+    sg_actor_sleep_until(sp->end_s);
     return;
   }
+  sg_mailbox_t box = sg_mailbox_by_name(name);
   topo_hop_t hops[TOPO_MAX_HOPS];
   double alpha = topo_path_alpha_s(rp->topo, hops, topo_route(rp->topo, src, dst, hops));
   /* The data moves once both sides are there; then both wait out the path
@@ -426,7 +464,7 @@ static void run_op(rp_t *rp, int rank, int pi, int i) {
     break;
   case TRACE_OP_SEND:
   case TRACE_OP_RECV:
-    run_p2p(rp, rank, op, &rp->spans[rank][i]);
+    run_p2p(rp, rank, i, &rp->spans[rank][i]);
     break;
   case TRACE_OP_ALLOC:
     s->buffer_bytes[op->buffer] += op->bytes;
@@ -503,12 +541,14 @@ static void stream_actor(int argc, char **argv) {
   int pi = rp->trace->program_of[ctx->rank];
   const trace_program_t *p = &rp->trace->programs[pi];
   replay_span_t *sp = rp->spans[ctx->rank];
+  double free_s = 0; /* end of the stream's previous op */
   for (int i = 0; i < p->nops; i++) {
     if (p->ops[i].stream != ctx->stream)
       continue;
-    sp[i].start_s = sp[i].ready_s = wait_deps(rp, ctx->rank, p, i);
+    sp[i].start_s = sp[i].ready_s = wait_deps(rp, ctx->rank, p, i, free_s);
     if (replay_timed_only(p->ops[i].type)) {
       i = run_batch(rp, ctx->rank, pi, i);
+      free_s = sp[i].end_s;
       continue;
     }
     if (lone_analytic(rp, ctx->rank, p, i)) { /* planned, so waiters need no wake-up */
@@ -516,12 +556,16 @@ static void stream_actor(int argc, char **argv) {
       mark_done(rp, ctx->rank, i, OP_PLANNED);
       sg_actor_sleep_until(sp[i].end_s);
       mark_done(rp, ctx->rank, i, OP_DONE);
+      free_s = sp[i].end_s;
       continue;
     }
     if (sp[i].start_s > simgrid_get_clock())
       sg_actor_sleep_until(sp[i].start_s);
+    sp[i].end_s = sp[i].start_s; /* instant ops; analytic transfers set their end */
     run_op(rp, ctx->rank, pi, i);
-    sp[i].end_s = simgrid_get_clock();
+    if (rp->flow)
+      sp[i].end_s = simgrid_get_clock();
+    free_s = sp[i].end_s;
     mark_done(rp, ctx->rank, i, OP_DONE);
   }
 }
@@ -618,6 +662,7 @@ static void free_state(rp_t *rp) {
   }
   free(rp->watched);
   free(rp->record_of);
+  trace_pairing_free(&rp->pairing);
   free(rp->log.v);
   free(rp->simulated);
 }
@@ -750,7 +795,7 @@ static int collective_links(rp_t *rp, linkstats_t *links, const char *name, char
       const trace_op_t *op = &p->ops[op_at[k]];
       const trace_comm_t *cm = &t->comms[op->comm];
       for (int m = 0; m < p->nranks && rc == 0; m++) {
-        int r = p->ranks[m], g = cm->group_of[r];
+        int r = p->ranks[m], g = trace_group_of(cm, r);
         if (cm->groups[g][0] != r)
           continue;
         int x = replay_inst_for(rp, op->comm, g, op, name, r, err, len);
@@ -825,67 +870,85 @@ int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank) {
   return r->representatives ? trace->programs[trace->program_of[rank]].ranks[0] : rank;
 }
 
-/* Whether the program's meetings pair up the same in any interleaving: no
- * memory ops, and each communicator, and each (direction, peer, tag) of
- * send/recv, used from one stream only (the sweep pairs arrivals in the order
- * it visits streams, the simulator in time order). */
-static bool sweep_ordered(const trace_program_t *p, int *comm_stream, int ncomms) {
-  typedef struct {
-    int type, peer, tag, stream;
-    bool relative;
-  } chan_t;
-  chan_t *chans = NULL;
-  int nchans = 0;
-  bool ok = true;
-  for (int c = 0; c < ncomms; c++)
-    comm_stream[c] = -1;
-  for (int i = 0; i < p->nops && ok; i++) {
-    const trace_op_t *op = &p->ops[i];
-    if (op->type == TRACE_OP_ALLOC || op->type == TRACE_OP_FREE) {
-      ok = false;
-    } else if (op->type == TRACE_OP_COLL) {
-      ok = comm_stream[op->comm] < 0 || comm_stream[op->comm] == op->stream;
-      comm_stream[op->comm] = op->stream;
-    } else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV) {
-      int k = 0;
-      while (k < nchans && !(chans[k].type == (int)op->type && chans[k].peer == op->peer &&
-                             chans[k].relative == op->peer_relative && chans[k].tag == op->tag))
-        k++;
-      if (k == nchans) {
-        chans = realloc(chans, (size_t)(nchans + 1) * sizeof *chans);
-        chans[nchans++] = (chan_t){op->type, op->peer, op->tag, op->stream, op->peer_relative};
-      }
-      ok = chans[k].stream == op->stream;
-    }
-  }
-  free(chans);
-  return ok;
-}
-
-/* The sweep computes what the actors would when costs are analytic and every
- * program's meetings are ordered. The environment
- * variable NPUSIM_REPLAY_ACTORS=1 keeps the actors, so tests can check that
- * both give the same bytes. */
+/* The sweep computes what the actors would when costs are analytic: meetings
+ * pair up the same in any interleaving (a communicator's collectives come from
+ * one stream, checked on reading; sends and recvs by trace_pairing_t). Memory
+ * ops are left to the actors: their high-water mark depends on how the
+ * simulator interleaves streams. The environment variable
+ * NPUSIM_REPLAY_ACTORS=1 keeps the actors, so tests can check that both give
+ * the same bytes. */
 static bool sweepable(const rp_t *rp) {
   const char *force = getenv("NPUSIM_REPLAY_ACTORS");
-  if (force && strcmp(force, "1") == 0)
-    return false;
-  if (rp->flow)
+  if ((force && strcmp(force, "1") == 0) || rp->flow)
     return false;
   const trace_t *t = rp->trace;
-  bool ok = true;
-  int *comm_stream = malloc(((size_t)t->ncomms + 1) * sizeof *comm_stream);
-  for (int pi = 0; pi < t->nprograms && ok; pi++)
-    ok = sweep_ordered(&t->programs[pi], comm_stream, t->ncomms);
-  free(comm_stream);
-  return ok;
+  for (int pi = 0; pi < t->nprograms; pi++)
+    for (int i = 0; i < t->programs[pi].nops; i++)
+      if (t->programs[pi].ops[i].type == TRACE_OP_ALLOC ||
+          t->programs[pi].ops[i].type == TRACE_OP_FREE)
+        return false;
+  return true;
+}
+
+/* What an op that never finished waits for, for the one-line error. */
+static void describe_wait(const rp_t *rp, int rank, int i, char *buf, size_t len) {
+  int pi = rp->trace->program_of[rank];
+  const trace_program_t *p = &rp->trace->programs[pi];
+  const trace_op_t *op = &p->ops[i];
+  switch (op->type) {
+  case TRACE_OP_SEND:
+  case TRACE_OP_RECV:
+    snprintf(buf, len, "rank %d to %s message %d of tag \"%s\"", trace_peer(op, rank),
+             op->type == TRACE_OP_SEND ? "receive" : "send", rp->pairing.seq[rank][i] + 1,
+             trace_tag(p, op));
+    break;
+  case TRACE_OP_COLL:
+    snprintf(buf, len, "the other members of its group of \"%s\"",
+             rp->trace->comms[op->comm].name);
+    break;
+  case TRACE_OP_WAIT:
+    snprintf(buf, len, "event \"%s\"", p->events[op->event]);
+    break;
+  default:
+    snprintf(buf, len, "its dependencies");
+  }
+}
+
+/* After either engine: every op of a simulated rank finished, or one line
+ * naming the first that did not (the head of a stuck stream) and what it waits
+ * for. The checks on reading make this unreachable for a valid trace; it stays
+ * so that a gap in them can never give figures with exit 0. */
+static int check_finished(const rp_t *rp, const char *name, char *err, size_t len) {
+  const trace_t *t = rp->trace;
+  for (int r = 0; r < t->ranks; r++) {
+    if (!rp->simulated[r])
+      continue;
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    for (int i = 0; i < p->nops; i++) {
+      char state = rp->rs[r].done[i];
+      if (rp->sweep ? state == SWEEP_FINISHED : state != OP_PENDING)
+        continue;
+      char what[160];
+      describe_wait(rp, r, i, what, sizeof what);
+      snprintf(err, len, "%s: rank %d op %d: expected every op to finish, found it waiting "
+               "forever for %s", name, r, p->ops[i].id, what);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* One actor per stream of each simulated rank. */
+static long count_actors(const rp_t *rp) {
+  const trace_t *t = rp->trace;
+  long nactors = 0;
+  for (int r = 0; r < t->ranks; r++)
+    nactors += rp->simulated[r] ? t->programs[t->program_of[r]].nstreams : 0;
+  return nactors;
 }
 
 static void run_actors(rp_t *rp) {
-  const trace_t *t = rp->trace;
-  int nactors = 0;
-  for (int r = 0; r < t->ranks; r++)
-    nactors += rp->simulated[r] ? t->programs[t->program_of[r]].nstreams : 0;
+  long nactors = count_actors(rp);
   actor_ctx_t *ctxs = calloc((size_t)nactors + 1, sizeof *ctxs);
   start_actors(rp, ctxs);
   simgrid_run();
@@ -902,6 +965,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     return -1;
   rp_t rp = {.sys = sys, .trace = trace, .topo = &out->topo, .flow = flow};
   find_watched(&rp);
+  trace_pairing_init(&rp.pairing, trace);
   chip_cfg_t chip = sys->chip; /* ops in a step run at the clock the chip holds through it */
   chip.freq_hz *= chip.sustained_clock;
   op_cache_t *cache = op_cache_new(&chip);
@@ -919,6 +983,11 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   if (rc == 0)
     add_interference(&rp);
   rp.sweep = rc == 0 && sweepable(&rp);
+  if (rc == 0 && !rp.sweep && count_actors(&rp) > FLOW_MAX_ACTORS) /* before SimGrid aborts */
+    rc = (snprintf(err, err_len, "%s: expected at most %d rank streams to simulate (a SimGrid "
+                   "actor each), found %ld; %s", trace_name, FLOW_MAX_ACTORS, count_actors(&rp),
+                   flow ? "use --fidelity analytic, where one rank runs for all ranks of a "
+                          "program" : "give ranks that run alike one program"), -1);
   if (rc == 0 && !rp.sweep) { /* the actors need the simulator and its platform */
     pair_set_t pairs;
     pair_set_init(&pairs);
@@ -931,9 +1000,10 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   if (rc == 0) {
     init_ranks(&rp);
     if (rp.sweep)
-      rc = replay_sweep(&rp, trace_name, err, err_len);
+      replay_sweep(&rp);
     else
       run_actors(&rp);
+    rc = check_finished(&rp, trace_name, err, err_len);
   }
   if (rc == 0) {
     for (int r = 0; r < trace->ranks; r++)

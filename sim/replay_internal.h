@@ -22,6 +22,8 @@ typedef struct {
   coll_flow_sched_t *flow;
   sg_bar_t barrier;   /* analytic: the members meet here */
   unsigned members;   /* simulated members */
+  double latest_s;    /* analytic actors: the latest arrival at the current use */
+  unsigned read;      /* members that have read it */
   bool exclusive;     /* flow: its links carry nothing else, so it runs at analytic_s */
 } inst_t;
 
@@ -45,6 +47,7 @@ typedef struct {
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
   char **watched;       /* per program, per op: an op on another stream depends on it */
   int **record_of;      /* per program, per event: the op recording it (one, checked) */
+  trace_pairing_t pairing; /* which send meets which recv (the trace model's rule) */
   bool sweep;           /* replay_sweep instead of the actors: no simulator at all */
   inst_t *insts;
   int ninsts, cap_insts;
@@ -54,7 +57,6 @@ typedef struct {
   rank_state_t *rs;
   replay_span_t **spans;
   coll_flow_log_t log;  /* flow: every transfer, for the link figures */
-  double token;         /* analytic send/recv: what the meeting carries */
 } rp_t;
 
 /* Compute and delay: ops whose time is known before the replay. */
@@ -88,7 +90,8 @@ enum { OP_PENDING, OP_DONE, OP_PLANNED };
 enum { SWEEP_ARRIVED = 1, SWEEP_FINISHED = 2 };
 
 /* Runs the replay without SimGrid (analytic, no memory ops): fills the spans
- * the actors would. Returns 0, or -1 with the op the replay got stuck on in err. */
-int replay_sweep(rp_t *rp, const char *name, char *err, size_t len);
+ * the actors would; ops that can never run are left unfinished (replay.c
+ * reports them). */
+void replay_sweep(rp_t *rp);
 
 #endif

@@ -144,7 +144,7 @@ static void event_sep(FILE *out, bool *first) {
 }
 
 static void chrome_rank(FILE *out, const trace_t *t, const replay_result_t *r, int rank, int first,
-                        int last, int *seq, bool *first_event) {
+                        int last, const trace_pairing_t *pairing, bool *first_event) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   event_sep(out, first_event);
   fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "
@@ -167,15 +167,15 @@ static void chrome_rank(FILE *out, const trace_t *t, const replay_result_t *r, i
             sp->start_s * 1e6, (sp->end_s - sp->start_s) * 1e6, rank, op->stream, op->id);
     if (op->type != TRACE_OP_SEND && op->type != TRACE_OP_RECV)
       continue;
-    /* arrows: the k-th send from a to b meets the k-th receive at b from a */
+    /* an arrow from each send to the recv it meets (trace_pairing_t) */
     bool send = op->type == TRACE_OP_SEND;
     int peer = trace_peer(op, rank), src = send ? rank : peer, dst = send ? peer : rank;
     if (peer < first || peer > last)
       continue;
-    int k = seq[(send ? 0 : 1) * t->ranks + peer]++;
     event_sep(out, first_event);
-    fprintf(out, "{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%s\", \"id\": \"%d>%d#%d\", "
-            "\"ts\": %.3f, \"pid\": %d, \"tid\": %d%s}", send ? "s" : "f", src, dst, k,
+    fprintf(out, "{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%s\", \"id\": "
+            "\"%d>%d:%d#%d\", \"ts\": %.3f, \"pid\": %d, \"tid\": %d%s}", send ? "s" : "f", src,
+            dst, pairing->tag_id[t->program_of[rank]][op->tag], pairing->seq[rank][i],
             (send ? sp->start_s : sp->end_s) * 1e6, rank, op->stream,
             send ? "" : ", \"bp\": \"e\"");
   }
@@ -187,16 +187,16 @@ int replay_write_chrome(const char *path, const trace_t *t, const replay_result_
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
   bool first_event = true;
-  int *seq = calloc((size_t)t->ranks * 2, sizeof *seq);
+  trace_pairing_t pairing;
+  trace_pairing_init(&pairing, t);
   fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
-  for (int rank = first; rank <= last && rank < t->ranks; rank++) {
-    memset(seq, 0, (size_t)t->ranks * 2 * sizeof *seq);
-    chrome_rank(out, t, r, rank, first, last, seq, &first_event);
-  }
+  for (int rank = first; rank <= last && rank < t->ranks; rank++)
+    chrome_rank(out, t, r, rank, first, last, &pairing, &first_event);
   fputs("\n]}\n", out);
   fclose(out);
-  free(seq);
+  trace_pairing_free(&pairing);
   size_t n = strlen(path);
+  cli_time_limit_off(); /* the file is written whole: the time limit ends here */
   int rc = jsonfile_write_atomically(path, buf, len, n > 3 && strcmp(path + n - 3, ".gz") == 0, err,
                                      err_len);
   free(buf);

@@ -107,7 +107,7 @@ static int plan_every_group(scope_t *sc, char *err, size_t len) {
         continue;
       const trace_comm_t *cm = &t->comms[op->comm];
       for (int m = 0; m < p->nranks; m++) {
-        int r = p->ranks[m], g = cm->group_of[r];
+        int r = p->ranks[m], g = trace_group_of(cm, r);
         if (cm->groups[g][0] == r &&
             replay_inst_for(rp, op->comm, g, op, sc->name, r, err, len) < 0)
           return -1;
@@ -189,7 +189,7 @@ static bool *closure(scope_t *sc, char *err, size_t len) {
         add_rank(in, queue, &n, trace_peer(op, r));
       } else if (op->type == TRACE_OP_COLL) {
         const trace_comm_t *cm = &t->comms[op->comm];
-        int g = cm->group_of[r], k = replay_inst_for(rp, op->comm, g, op, sc->name, r, err, len);
+        int g = trace_group_of(cm, r), k = replay_inst_for(rp, op->comm, g, op, sc->name, r, err, len);
         if (k < 0) {
           free(in);
           in = NULL;

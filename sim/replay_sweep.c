@@ -6,9 +6,10 @@
  * starts when all its simulated members have arrived (arrivals at one
  * collective meet in order, as at a barrier) and lasts its analytic time; a send and its recv (k-th with k-th on
  * one source, destination and tag) start when both are there and last the
- * path time. This sweeps the streams, moving each as far as it can, until none
- * can move: the same times the SimGrid actors produce, without a context
- * switch per op. Not for memory ops (their high-water mark depends on the
+ * path time. Each stream moves as far as it can; a stream that stops is
+ * visited again only when an op of its rank finishes (a worklist), so the
+ * work grows with the ops, not with ops x streams. The same times the SimGrid
+ * actors produce, without a context switch per op. Not for memory ops (their high-water mark depends on the
  * order the simulator interleaves them): replay.c keeps the actors for those. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,18 +28,27 @@ typedef struct {
   int n, cap;
 } queue_t;
 
+/* One message (the k-th on a channel) whose first side has arrived. */
 typedef struct {
-  long key;          /* (src * ranks + dst) * ntags + tag, or -1 */
-  queue_t q;
-} channel_t;
+  int src, dst, tag, k;
+  bool used;
+  arrival_t first;
+} message_t;
+
+typedef struct {
+  int rank, pi, stream, next;
+  double free_s;
+} cursor_t;
 
 typedef struct {
   rp_t *rp;
   queue_t *colls;    /* per collective instance */
-  channel_t *chans;  /* open addressing on key */
-  size_t nchans;
-  int **gtag;        /* per program, per tag: an id shared by programs */
-  int ntags;
+  message_t *msgs;   /* open addressing on (src, dst, tag, k) */
+  size_t nmsgs;
+  cursor_t *cur;     /* per stream of each simulated rank */
+  int *first_cur;    /* per rank: its first cursor */
+  int *work, nwork;  /* cursors to visit (a stack) */
+  bool *queued;      /* per cursor: on the stack */
 } sweep_t;
 
 static void push(queue_t *q, arrival_t a) {
@@ -49,42 +59,32 @@ static void push(queue_t *q, arrival_t a) {
   q->v[q->n++] = a;
 }
 
-static void resolve(rp_t *rp, int rank, int op, double ready_s, double end_s) {
+/* An op has its times; the rank's streams may move again. */
+static void resolve(sweep_t *sw, int rank, int op, double ready_s, double end_s) {
+  rp_t *rp = sw->rp;
   replay_span_t *sp = &rp->spans[rank][op];
   sp->ready_s = ready_s;
   sp->end_s = end_s;
   rp->rs[rank].done[op] = SWEEP_FINISHED;
-}
-
-/* Tag names made into ids shared by all programs (a send and its recv live in
- * different programs, each with its own tag table). */
-static void share_tags(sweep_t *sw) {
-  const trace_t *t = sw->rp->trace;
-  const char **names = NULL;
-  sw->gtag = calloc((size_t)t->nprograms, sizeof *sw->gtag);
-  for (int pi = 0; pi < t->nprograms; pi++) {
-    const trace_program_t *p = &t->programs[pi];
-    sw->gtag[pi] = malloc(((size_t)p->ntags + 1) * sizeof **sw->gtag);
-    for (int k = 0; k < p->ntags; k++) {
-      int g = 0;
-      while (g < sw->ntags && strcmp(names[g], p->tags[k]) != 0)
-        g++;
-      if (g == sw->ntags) {
-        names = realloc(names, (size_t)(sw->ntags + 1) * sizeof *names);
-        names[sw->ntags++] = p->tags[k];
-      }
-      sw->gtag[pi][k] = g;
+  int streams = rp->trace->programs[rp->trace->program_of[rank]].nstreams;
+  for (int k = sw->first_cur[rank]; k < sw->first_cur[rank] + streams; k++)
+    if (!sw->queued[k]) {
+      sw->queued[k] = true;
+      sw->work[sw->nwork++] = k;
     }
-  }
-  free(names);
 }
 
-static queue_t *channel(sweep_t *sw, long key) {
-  size_t i = (size_t)(((uint64_t)key * 2654435761u) & (sw->nchans - 1));
-  while (sw->chans[i].key != -1 && sw->chans[i].key != key)
-    i = (i + 1) & (sw->nchans - 1);
-  sw->chans[i].key = key;
-  return &sw->chans[i].q;
+static uint64_t mix(uint64_t h, int v) {
+  h = (h ^ (uint32_t)v) * 0x9E3779B97F4A7C15u;
+  return h ^ (h >> 29);
+}
+
+static message_t *message(sweep_t *sw, int src, int dst, int tag, int k) {
+  size_t i = (size_t)(mix(mix(mix(mix(0, src), dst), tag), k) & (sw->nmsgs - 1));
+  while (sw->msgs[i].used && !(sw->msgs[i].src == src && sw->msgs[i].dst == dst &&
+                               sw->msgs[i].tag == tag && sw->msgs[i].k == k))
+    i = (i + 1) & (sw->nmsgs - 1);
+  return &sw->msgs[i];
 }
 
 /* A collective op arrives at `at`; the last member to arrive starts it. */
@@ -99,30 +99,26 @@ static void arrive_coll(sweep_t *sw, int rank, int i, double at) {
   for (int k = 0; k < q->n; k++)
     ready = q->v[k].at_s > ready ? q->v[k].at_s : ready;
   for (int k = 0; k < q->n; k++)
-    resolve(rp, q->v[k].rank, q->v[k].op, ready, ready + x->analytic_s);
+    resolve(sw, q->v[k].rank, q->v[k].op, ready, ready + x->analytic_s);
   q->n = 0;
 }
 
-/* A send or recv arrives at `at`; it meets the oldest unmatched opposite op. */
+/* A send or recv arrives at `at`; the second side of its message starts it. */
 static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
   rp_t *rp = sw->rp;
   const trace_op_t *op = &rp->trace->programs[pi].ops[i];
   bool send = op->type == TRACE_OP_SEND;
   int peer = trace_peer(op, rank), src = send ? rank : peer, dst = send ? peer : rank;
-  long key = ((long)src * rp->trace->ranks + dst) * sw->ntags + sw->gtag[pi][op->tag];
-  queue_t *q = channel(sw, key);
-  if (q->n > 0 && (rp->trace->programs[rp->trace->program_of[q->v[0].rank]]
-                       .ops[q->v[0].op].type == TRACE_OP_SEND) != send) {
-    arrival_t other = q->v[0];
-    memmove(q->v, q->v + 1, (size_t)(q->n - 1) * sizeof *q->v);
-    q->n--;
-    double ready = at > other.at_s ? at : other.at_s;
-    double end = ready + replay_p2p_analytic_s(rp->topo, src, dst, op->bytes);
-    resolve(rp, rank, i, ready, end);
-    resolve(rp, other.rank, other.op, ready, end);
+  int tag = rp->pairing.tag_id[pi][op->tag], k = rp->pairing.seq[rank][i];
+  message_t *m = message(sw, src, dst, tag, k);
+  if (!m->used) {
+    *m = (message_t){src, dst, tag, k, true, {rank, i, at}};
     return;
   }
-  push(q, (arrival_t){rank, i, at});
+  double ready = at > m->first.at_s ? at : m->first.at_s;
+  double end = ready + replay_p2p_analytic_s(rp->topo, src, dst, op->bytes);
+  resolve(sw, rank, i, ready, end);
+  resolve(sw, m->first.rank, m->first.op, ready, end);
 }
 
 /* When op i may start: the stream's free time and its dependencies' ends, or
@@ -146,24 +142,18 @@ static double start_of(const rp_t *rp, int rank, const trace_program_t *p, int i
   return start;
 }
 
-typedef struct {
-  int rank, pi, stream, next;
-  double free_s;
-} cursor_t;
-
 static int next_on_stream(const trace_program_t *p, int stream, int i) {
   while (i < p->nops && p->ops[i].stream != stream)
     i++;
   return i;
 }
 
-/* Moves a stream as far as it can; returns whether it moved. */
-static bool advance(sweep_t *sw, cursor_t *c) {
+/* Moves a stream as far as it can. */
+static void advance(sweep_t *sw, cursor_t *c) {
   rp_t *rp = sw->rp;
   const trace_program_t *p = &rp->trace->programs[c->pi];
   char *done = rp->rs[c->rank].done;
   replay_span_t *sp = rp->spans[c->rank];
-  bool moved = false;
   while (c->next < p->nops) {
     int i = c->next;
     const trace_op_t *op = &p->ops[i];
@@ -178,23 +168,20 @@ static bool advance(sweep_t *sw, cursor_t *c) {
       else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
         arrive_p2p(sw, c->rank, c->pi, i, start);
       else
-        resolve(rp, c->rank, i, start,
+        resolve(sw, c->rank, i, start,
                 start + (replay_timed_only(op->type) ? replay_timed_s(rp, c->pi, i) : 0));
     }
     if (done[i] != SWEEP_FINISHED)
       break;
     c->free_s = sp[i].end_s;
     c->next = next_on_stream(p, op->stream, i + 1);
-    moved = true;
   }
-  return moved;
 }
 
-int replay_sweep(rp_t *rp, const char *name, char *err, size_t len) {
+void replay_sweep(rp_t *rp) {
   const trace_t *t = rp->trace;
   sweep_t sw = {.rp = rp};
   sw.colls = calloc((size_t)rp->ninsts + 1, sizeof *sw.colls);
-  share_tags(&sw);
   int n = 0;
   long p2p = 0;
   for (int r = 0; r < t->ranks; r++)
@@ -204,43 +191,37 @@ int replay_sweep(rp_t *rp, const char *name, char *err, size_t len) {
       for (int i = 0; i < p->nops; i++)
         p2p += p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV;
     }
-  sw.nchans = 64;
-  while (sw.nchans < 2 * (size_t)p2p + 2)
-    sw.nchans *= 2;
-  sw.chans = malloc(sw.nchans * sizeof *sw.chans);
-  for (size_t i = 0; i < sw.nchans; i++)
-    sw.chans[i] = (channel_t){.key = -1};
-  cursor_t *cur = calloc((size_t)n + 1, sizeof *cur);
+  sw.nmsgs = 64;
+  while (sw.nmsgs < (size_t)p2p + 2) /* at most one entry per send/recv pair */
+    sw.nmsgs *= 2;
+  sw.msgs = calloc(sw.nmsgs, sizeof *sw.msgs);
+  sw.cur = calloc((size_t)n + 1, sizeof *sw.cur);
+  sw.work = malloc(((size_t)n + 1) * sizeof *sw.work);
+  sw.queued = calloc((size_t)n + 1, sizeof *sw.queued);
+  sw.first_cur = calloc((size_t)t->ranks + 1, sizeof *sw.first_cur);
   n = 0;
   for (int r = 0; r < t->ranks; r++) {
     if (!rp->simulated[r])
       continue;
     const trace_program_t *p = &t->programs[t->program_of[r]];
-    for (int s = 0; s < p->nstreams; s++)
-      cur[n++] = (cursor_t){r, t->program_of[r], s, next_on_stream(p, s, 0), 0};
-  }
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int k = 0; k < n; k++)
-      moved = advance(&sw, &cur[k]) || moved;
-  }
-  int rc = 0;
-  for (int k = 0; k < n && rc == 0; k++)
-    if (cur[k].next < t->programs[cur[k].pi].nops) {
-      const trace_op_t *op = &t->programs[cur[k].pi].ops[cur[k].next];
-      rc = -1;
-      snprintf(err, len, "%s: rank %d op %d: expected every op to finish, found it waiting "
-               "forever (a collective or peer that never comes)", name, cur[k].rank, op->id);
+    sw.first_cur[r] = n;
+    for (int s = 0; s < p->nstreams; s++) {
+      sw.cur[n] = (cursor_t){r, t->program_of[r], s, next_on_stream(p, s, 0), 0};
+      sw.queued[n] = true;
+      sw.work[sw.nwork++] = n++;
     }
-  free(cur);
+  }
+  while (sw.nwork > 0) {
+    int k = sw.work[--sw.nwork];
+    sw.queued[k] = false;
+    advance(&sw, &sw.cur[k]);
+  }
+  free(sw.cur);
+  free(sw.work);
+  free(sw.queued);
+  free(sw.first_cur);
   for (int i = 0; i < rp->ninsts; i++)
     free(sw.colls[i].v);
   free(sw.colls);
-  for (size_t i = 0; i < sw.nchans; i++)
-    free(sw.chans[i].q.v);
-  free(sw.chans);
-  for (int pi = 0; pi < t->nprograms; pi++)
-    free(sw.gtag[pi]);
-  free(sw.gtag);
-  return rc;
+  free(sw.msgs);
 }

@@ -102,4 +102,153 @@ check "train --list-ops writes the distinct ops measure_ops.py reads" bash -c "
   grep -q '^attention_fwd\|^softmax' '$tmp/ops.csv' &&
   [ \$(python3 scripts/measure_ops.py --dry-run --ops '$tmp/ops.csv' | wc -l) -eq \$(grep -vc '^#' '$tmp/ops.csv') ]"
 
+# ---- output files (issue 18): one line and exit 1 on any write error; devices,
+# FIFOs and "-" written in place; symlinks followed; modes kept; no temp files.
+sys0=configs/systems/ascend-910b.json
+one_line() { # one_line WANT_STATUS WANT_LINE COMMAND... : exit status and exactly that one stderr line
+  local want=$1 line=$2
+  shift 2
+  "$@" >"$tmp/ol.out" 2>"$tmp/ol.err"
+  local rc=$?
+  [ "$rc" -eq "$want" ] || { echo "exit $rc, want $want: $*"; cat "$tmp/ol.err"; return 1; }
+  [ "$(wc -l <"$tmp/ol.err")" -eq 1 ] || { echo "stderr is not one line:"; cat "$tmp/ol.err"; return 1; }
+  [ -z "$line" ] || [ "$(cat "$tmp/ol.err")" = "$line" ] || { echo "got: $(cat "$tmp/ol.err")"; echo "want: $line"; return 1; }
+}
+no_temp_files() { ! ls -a "$1" | grep -q '\.tmp'; }
+op_args=(op --system $sys0 --op matmul --shape 64,64,64)
+if [ -w /dev/full ]; then
+  check "stdout on a full disk: exit 1, one line" \
+    one_line 1 "stdout: cannot write: No space left on device" bash -c "'$npusim' ${op_args[*]} >/dev/full"
+  check "--help on a full disk: exit 1, one line" \
+    one_line 1 "stdout: cannot write: No space left on device" bash -c "'$npusim' --help >/dev/full"
+  check "--output /dev/full: exit 1, one line" \
+    one_line 1 "/dev/full: cannot write: No space left on device" "$npusim" "${op_args[@]}" --output /dev/full
+  check "--chrome-trace /dev/full: exit 1 (not 2), one line" \
+    one_line 1 "/dev/full: cannot write: No space left on device" \
+    "$npusim" replay --system $sys0 --trace traces/two_ranks_p2p.json --fidelity analytic \
+    --chrome-trace /dev/full
+  check "train --list-ops /dev/full: exit 1, one line" \
+    one_line 1 "/dev/full: cannot write: No space left on device" "$npusim" train --system \
+    configs/systems/a100-dgx.json --workload configs/workloads/gpt-22b.json --list-ops /dev/full
+  check "calibrate --output /dev/full: exit 1, one line" \
+    one_line 1 "/dev/full: cannot write: No space left on device" "$npusim" calibrate --system \
+    configs/systems/h100-dgx.json --measurements tests/data/validation/ops_h100.csv \
+    --fit chip.vector.op_overhead_us --output /dev/full
+fi
+check "closed stdout: exit 1, one line" \
+  one_line 1 "stdout: cannot write: Bad file descriptor" bash -c "'$npusim' ${op_args[*]} >&-"
+check "--output /dev/null stays a character device" \
+  bash -c "'$npusim' ${op_args[*]} --output /dev/null && [ -c /dev/null ]"
+check "--output - is stdout" bash -c "cmp <('$npusim' ${op_args[*]} --output -) <('$npusim' ${op_args[*]})"
+check "--output a directory: exit 1, one line" \
+  one_line 1 "$tmp: cannot write: Is a directory" "$npusim" "${op_args[@]}" --output "$tmp"
+check "--output in a missing directory: exit 1, one line" \
+  one_line 1 "$tmp/no/such/out.txt: cannot write: No such file or directory" \
+  "$npusim" "${op_args[@]}" --output "$tmp/no/such/out.txt"
+
+mkdir "$tmp/links"
+echo old >"$tmp/links/real.txt"
+ln -s real.txt "$tmp/links/link.txt"
+check "--output through a symlink writes its target and keeps the link" bash -c "
+  '$npusim' ${op_args[*]} --output '$tmp/links/link.txt' && [ -L '$tmp/links/link.txt' ] &&
+  [ \"\$(readlink '$tmp/links/link.txt')\" = real.txt ] && grep -q matmul '$tmp/links/real.txt'"
+ln -s sub/new.txt "$tmp/links/dangling.txt"
+mkdir "$tmp/links/sub"
+check "--output through a dangling symlink creates its target" bash -c "
+  '$npusim' ${op_args[*]} --output '$tmp/links/dangling.txt' && [ -L '$tmp/links/dangling.txt' ] &&
+  grep -q matmul '$tmp/links/sub/new.txt'"
+ln -s ../real.txt "$tmp/links/sub/chain.txt"
+ln -s sub/chain.txt "$tmp/links/chain.txt"
+check "--chrome-trace through a chain of symlinks" bash -c "
+  '$npusim' replay --system $sys0 --trace traces/two_ranks_p2p.json --chrome-trace '$tmp/links/chain.txt' >/dev/null &&
+  [ -L '$tmp/links/chain.txt' ] && [ -L '$tmp/links/sub/chain.txt' ] && grep -q traceEvents '$tmp/links/real.txt'"
+check "no temporary files left beside the targets" no_temp_files "$tmp/links"
+
+echo old >"$tmp/mode640.txt"
+chmod 640 "$tmp/mode640.txt"
+check "an existing --output keeps its mode" bash -c "
+  '$npusim' ${op_args[*]} --output '$tmp/mode640.txt' && [ \$(stat -c %a '$tmp/mode640.txt') = 640 ]"
+check "a new --output gets 0666 less the umask (022)" bash -c "
+  umask 022 && '$npusim' ${op_args[*]} --output '$tmp/new022.txt' && [ \$(stat -c %a '$tmp/new022.txt') = 644 ]"
+check "a new --chrome-trace gets 0666 less the umask (027)" bash -c "
+  umask 027 && '$npusim' replay --system $sys0 --trace traces/two_ranks_p2p.json --chrome-trace '$tmp/new027.json.gz' >/dev/null &&
+  [ \$(stat -c %a '$tmp/new027.json.gz') = 640 ] && gzip -t '$tmp/new027.json.gz'"
+
+mkfifo "$tmp/fifo"
+check "--output a FIFO writes into it and leaves the FIFO" bash -c "
+  cat '$tmp/fifo' >'$tmp/fifo.out' & reader=\$!
+  '$npusim' ${op_args[*]} --output '$tmp/fifo' && wait \$reader && [ -p '$tmp/fifo' ] &&
+  cmp '$tmp/fifo.out' <('$npusim' ${op_args[*]})"
+
+# A write that fails half way (a file size limit, SIGXFSZ ignored): one line,
+# exit 1, the old file untouched and no temporary file left.
+mkdir "$tmp/fsize"
+echo keep >"$tmp/fsize/out.md"
+check "a failed write leaves the old file and no temporary file" bash -c "
+  trap '' XFSZ; ulimit -f 8
+  '$npusim' schema --output '$tmp/fsize/out.md' 2>'$tmp/fsize.err'; rc=\$?
+  [ \$rc -eq 1 ] && [ \$(wc -l <'$tmp/fsize.err') -eq 1 ] &&
+  grep -qx '$tmp/fsize/out.md: cannot write: File too large' '$tmp/fsize.err' &&
+  grep -qx keep '$tmp/fsize/out.md'" 
+check "no temporary file after a failed write" no_temp_files "$tmp/fsize"
+
+# SIGTERM while the temporary file exists (held open by a delay that strace
+# injects into fsync): the process dies by the signal, the temporary file is
+# removed, the target is not created. Skipped where strace cannot trace.
+if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
+  mkdir "$tmp/sig"
+  strace -f -o /dev/null -e trace=fsync -e inject=fsync:delay_enter=3000000 \
+    "$npusim" "${op_args[@]}" --output "$tmp/sig/out.txt" 2>/dev/null &
+  tracer=$!
+  for _ in $(seq 100); do ls "$tmp/sig" | grep -q tmp && break; sleep 0.05; done
+  check "the temporary file exists while writing" bash -c "ls '$tmp/sig' | grep -q '\.tmp'"
+  pkill_target=$(pgrep -P "$tracer" -x npusim)
+  [ -n "$pkill_target" ] && kill -TERM "$pkill_target"
+  wait "$tracer"
+  sig_rc=$?
+  check "SIGTERM ends the run by the signal (status 143)" test "$sig_rc" -eq 143
+  check "SIGTERM removes the temporary file and writes nothing" bash -c "[ -z \"\$(ls -A '$tmp/sig')\" ]"
+else
+  echo "cli: strace unavailable, SIGTERM cleanup check skipped"
+fi
+
+# ---- special files are refused, never read (issue 18, item 6)
+check "--system /proc/kmsg: exit 2 at once, one line" \
+  one_line 2 "" timeout 10 "$npusim" validate --system /proc/kmsg
+check "--system a FIFO: exit 2 at once, one line" \
+  one_line 2 "$tmp/fifo: expected a readable system config file, found a FIFO, not a regular file" \
+  timeout 10 "$npusim" validate --system "$tmp/fifo"
+check "--trace a FIFO: exit 2 at once, one line" \
+  one_line 2 "$tmp/fifo: expected a readable trace file (.json or .json.gz), found a FIFO, not a regular file" \
+  timeout 10 "$npusim" replay --system $sys0 --trace "$tmp/fifo"
+check "--system /dev/stdin from a pipe: exit 2, one line" \
+  one_line 2 "" bash -c "echo '{}' | timeout 10 '$npusim' validate --system /dev/stdin"
+if [ -e /sys/kernel/uevent_seqnum ]; then
+  check "--system a sysfs file: exit 2, one line" \
+    one_line 2 "/sys/kernel/uevent_seqnum: expected a readable system config file, found a file of the kernel's sysfs, not a regular file" \
+    "$npusim" validate --system /sys/kernel/uevent_seqnum
+fi
+
+# ---- one line, whatever the arguments hold (F7)
+check "a newline in a file name stays on one line" \
+  one_line 2 'no\nsuch.json: expected a readable system config file, found No such file or directory' \
+  "$npusim" validate --system $'no\nsuch.json'
+check "control characters in a command name are escaped" \
+  one_line 2 'npusim: unknown command "x\ty\x1b[0m"; usage: npusim [--version] [--help] COMMAND [OPTIONS]' \
+  "$npusim" $'x\ty\e[0m'
+check "a newline in help's argument stays on one line" \
+  one_line 2 'npusim help: expected one of coll, op, replay, train, calibrate, validate, schema, found unknown command "a\nb"' \
+  "$npusim" help $'a\nb'
+check "a newline in an option value stays on one line" \
+  one_line 2 '--set: name: expected printable UTF-8 text, found a control character (U+000A)' \
+  "$npusim" validate --system $sys0 --set $'name=a\nb'
+check "a newline in an unknown option stays on one line" \
+  one_line 2 "" "$npusim" validate $'--sys\ntem' x
+check "a C1 control (U+0085) in a name is escaped" \
+  one_line 2 'no\xc2\x85such.json: expected a readable system config file, found No such file or directory' \
+  "$npusim" validate --system $'no\xc2\x85such.json'
+
+# ---- extends: exactly 16 in a chain load (tests/data/bad/extends_too_deep.json has 17)
+check "a chain of 16 extends loads" "$npusim" validate --system tests/data/bad/extends_chain/01.json
+
 finish "cli"

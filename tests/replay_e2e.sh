@@ -157,4 +157,43 @@ NPUSIM_REPLAY_ACTORS=1 "$npusim" replay --system $sys --trace "$tmp/events.json"
   --fidelity analytic --format json >"$tmp/events.actors.json"
 check "events: the sweep gives the actors' bytes" cmp "$tmp/events.sweep.json" "$tmp/events.actors.json"
 
+# One pairing rule (issue #18 F1): a channel spelled `peer` and `peer_offset`
+# (rejected before, though valid), and a channel used from two streams, where
+# the later send in program order arrives first: the k-th send meets the k-th
+# recv in program order, so the 64 KiB send waits for the second recv. Every
+# engine completes; the analytic sweep and actors print the same bytes.
+cat >"$tmp/spellings.json" <<'JSON'
+{"format": "npusim-trace", "version": 1, "ranks": 2, "communicators": [], "programs": [
+ {"ranks": "0", "ops": [{"id": 0, "kind": "send", "peer": 1, "bytes": 1024},
+   {"id": 1, "kind": "send", "peer_offset": 1, "bytes": 2048}]},
+ {"ranks": "1", "ops": [{"id": 0, "kind": "recv", "peer": 0, "bytes": 1024},
+   {"id": 1, "kind": "recv", "peer_offset": -1, "bytes": 2048}]}]}
+JSON
+cat >"$tmp/two_streams.json" <<'JSON'
+{"format": "npusim-trace", "version": 1, "ranks": 2, "communicators": [], "programs": [
+ {"ranks": "0", "ops": [{"id": 0, "kind": "delay", "stream": "a", "duration_us": 100},
+   {"id": 1, "kind": "send", "stream": "a", "peer": 1, "bytes": 1048576},
+   {"id": 2, "kind": "send", "stream": "b", "peer": 1, "bytes": 65536}]},
+ {"ranks": "1", "ops": [{"id": 0, "kind": "recv", "peer": 0, "bytes": 1048576},
+   {"id": 1, "kind": "recv", "peer": 0, "bytes": 65536}]}]}
+JSON
+for case in spellings two_streams; do
+  "$npusim" replay --system $sys --trace "$tmp/$case.json" --fidelity analytic --format json \
+    >"$tmp/$case.sweep.json"
+  NPUSIM_REPLAY_ACTORS=1 "$npusim" replay --system $sys --trace "$tmp/$case.json" \
+    --fidelity analytic --format json >"$tmp/$case.actors.json"
+  check "$case: sweep and actors give the same bytes" cmp "$tmp/$case.sweep.json" \
+    "$tmp/$case.actors.json"
+  check "$case: flow completes" "$npusim" replay --system $sys --trace "$tmp/$case.json" \
+    --fidelity flow --chrome-trace "$tmp/$case.trace.json"
+done
+check "two streams: the 64 KiB send meets the second recv, after the first" python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+x = {(e["pid"], e["args"]["op"]): (e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("ph") == "X"}
+assert x[(0, 2)][1] >= x[(1, 0)][1], x  # the small send ends after the first recv
+assert x[(1, 1)][0] >= x[(1, 0)][1] - 1e-3, x
+arrows = {e["id"] for e in ev if e.get("cat") == "p2p"}
+assert arrows == {"0>1:0#0", "0>1:0#1"}, arrows' "$tmp/two_streams.trace.json"
+
 finish "replay e2e"

@@ -2,7 +2,10 @@
 # sweep_e2e.sh NPUSIM - end-to-end checks of scripts/npusim-sweep, npusim-plot
 # and npusim-plan:
 #   - bad specs (not JSON, unknown config path, empty axis, bad filter name)
-#     exit 2 with one line before any point runs;
+#     exit 2 with one line before any point runs; so do the F11 reproducers
+#     (bad UTF-8, deep nesting, NaN/Infinity, a range to 1e12, 9**9**9 in a
+#     filter, a filter that fails, a FIFO spec, --out a file or read-only)
+#     and bad flags of all three scripts, each with its exact line;
 #   - a 9-point train sweep (tiny model, grid + filter + one failing point)
 #     gives one row per point with the axis values npusim really simulated,
 #     the failure's error line, and the same bytes with -j1 and -j2;
@@ -54,6 +57,77 @@ bad_spec badfilter "{$base, \"axes\": [{\"path\": \"parallel.tp\", \"values\": [
   'unknown name'
 bad_spec badoption "{$base, \"axes\": [{\"path\": \"--ranks\", \"values\": [8]}]}" \
   'expected an option of npusim train'
+
+# bad_line NAME EXPECTED-LINE COMMAND...: run in $tmp, exit 2, stderr exactly
+# that one line, no traceback, nothing simulated, no NAME.out written
+bad_line() {
+  local name=$1 line=$2 before rc
+  shift 2
+  before=$(runs)
+  (cd "$tmp" && timeout 60 "$@" >"$name.stdout" 2>"$name.err")
+  rc=$?
+  check "$name: exit 2 (found $rc)" test "$rc" -eq 2
+  check "$name: stderr is exactly: $line" \
+    bash -c '[ "$(cat "$1")" = "$2" ] || { echo "found:"; cat "$1"; exit 1; }' _ "$tmp/$name.err" "$line"
+  check "$name: nothing run, nothing written" \
+    bash -c "[ $(runs) -eq $before ] && [ ! -e '$tmp/$name.out' ]"
+}
+# F11 reproducers: each once a traceback, a hang or an out-of-memory
+printf '{"axes": "\377"}' >"$tmp/badutf.json"
+bad_line badutf 'npusim-sweep: badutf.json:1:11: expected UTF-8 text, found byte 0xff' "$sweep" badutf.json
+python3 -c 'print("[" * 100000 + "]" * 100000)' >"$tmp/deep.json"
+bad_line deep 'npusim-sweep: deep.json: expected a JSON sweep spec nested at most 32 deep, found deeper' \
+  "$sweep" deep.json
+for c in Infinity NaN; do
+  echo "{$base, \"axes\": [{\"path\": \"parallel.tp\", \"range\": [1, $c, 1]}]}" >"$tmp/range$c.json"
+  bad_line "range$c" "npusim-sweep: range$c.json: expected finite numbers (JSON has no NaN or Infinity), found $c" \
+    "$sweep" "range$c.json"
+done
+echo "{$base, \"axes\": [{\"path\": \"parallel.tp\", \"range\": [1, 1e12, 1]}]}" >"$tmp/range1e12.json"
+bad_line range1e12 'npusim-sweep: range1e12.json: axes[0].range: expected at most 1000000 values, found 1000000000000 ([1, 1000000000000.0, 1])' \
+  "$sweep" range1e12.json
+echo "{$base, \"axes\": [{\"path\": \"parallel.tp\", \"name\": \"tp\", \"values\": [1, 2]}], \"filter\": \"9**9**9 == 1\"}" >"$tmp/pow.json"
+bad_line pow "npusim-sweep: pow.json: filter[0]: '9**9**9 == 1': expected integers within 64 bits, found 9 ** 387420489 at [tp=1]" \
+  "$sweep" pow.json
+echo "{$base, \"axes\": [{\"path\": \"parallel.tp\", \"name\": \"tp\", \"values\": [1, 0]}], \"filter\": \"8 // tp == 8\"}" >"$tmp/divzero.json"
+bad_line divzero "npusim-sweep: divzero.json: filter[0]: '8 // tp == 8': expected a value at every point, found integer division or modulo by zero at [tp=0]" \
+  "$sweep" divzero.json
+echo "{$base, \"axes\": [{\"path\": \"parallel.tp\", \"values\": [1]}], \"filter\": \"'%999999999d' % 1 == 'x'\"}" >"$tmp/strfmt.json"
+bad_line strfmt "npusim-sweep: strfmt.json: filter[0]: \"'%999999999d' % 1 == 'x'\": expected numbers for %, found str %999999999d at [parallel.tp=1]" \
+  "$sweep" strfmt.json
+mkfifo "$tmp/fifo.json"
+bad_line fifo 'npusim-sweep: fifo.json: expected a JSON sweep spec (a regular file), found a FIFO' "$sweep" fifo.json
+echo "{$base, \"axes\": [{\"path\": \"parallel.tp\", \"values\": [1]}]}" >"$tmp/one.json"
+touch "$tmp/afile"
+bad_line outfile 'npusim-sweep: --out afile: expected a folder, found a file' "$sweep" one.json --out afile
+mkdir "$tmp/ro"
+chmod 555 "$tmp/ro"
+if [ "$(id -u)" -ne 0 ]; then
+  bad_line outro 'npusim-sweep: --out ro/x: expected a folder it can write, found Permission denied' \
+    "$sweep" one.json --out ro/x
+elif (cd "$tmp" && unshare -m sh -c 'mount --bind ro ro && mount -o remount,ro,bind ro ro && ! touch ro/probe') 2>/dev/null; then
+  # root ignores modes: a read-only bind mount in a private mount namespace instead
+  bad_line outro 'npusim-sweep: --out ro: expected a folder it can write, found Read-only file system' \
+    unshare -m sh -c 'mount --bind ro ro && mount -o remount,ro,bind ro ro && exec "$0" one.json --out ro' "$sweep"
+else
+  echo "sweep_e2e: read-only --out skipped (root without mount namespaces)"
+fi
+# F7: bad flags are one line, exit 2, no usage block; --help still works
+bad_line flag_sweep 'npusim-sweep: unrecognized arguments: --nope' "$sweep" one.json --nope
+bad_line flag_sweep_j "npusim-sweep: argument -j/--jobs: expected an integer from 1 to 1024, found 'x'" \
+  "$sweep" one.json -j x
+bad_line flag_sweep_timeout "npusim-sweep: argument --timeout: expected seconds from 0 (no limit) to 1e9, found '-1'" \
+  "$sweep" one.json --timeout -1
+bad_line flag_sweep_nospec 'npusim-sweep: the following arguments are required: spec' "$sweep"
+bad_line flag_plan 'npusim-plan: the following arguments are required: --system, --workload, --npus' \
+  "$root/scripts/npusim-plan" --nope
+bad_line flag_plan_npus "npusim-plan: argument --npus: expected an integer from 1 to 9223372036854775807, found '0'" \
+  "$root/scripts/npusim-plan" --system s --workload w --npus 0
+bad_line flag_plot "npusim-plot: argument --kind: invalid choice: 'pie' (choose from 'line', 'bar', 'stacked')" \
+  "$root/scripts/npusim-plot" x --x a --y b --kind pie
+for s in npusim-sweep npusim-plan npusim-plot; do
+  check "$s --help: exit 0, usage on stdout" bash -c "'$root/scripts/$s' --help | grep -q '^usage: $s'"
+done
 
 # the CI sweep: the 8 plans of tp x pp x dp = 8 (filter) plus tp=3 (npusim rejects it)
 cat >"$tmp/grid.json" <<EOF

@@ -159,7 +159,7 @@ static void test_number_keys_are_read_and_written_in_config_units(void) {
   CU_ASSERT_EQUAL(config_system_number(&sys, "chip.hbm.bandwidth_GBps", &v, &lo, &hi, &excl, &err),
                   0);
   CU_ASSERT_DOUBLE_EQUAL(v, 3350, 1e-9);
-  CU_ASSERT(excl && lo == 0);
+  CU_ASSERT(!excl && lo == 1);
   CU_ASSERT_EQUAL(config_system_set_number(&sys, "chip.hbm.bandwidth_GBps", 4000, &err), 0);
   CU_ASSERT_DOUBLE_EQUAL(sys.chip.hbm.bw_bytes_per_s, 4e12, 1);
   CU_ASSERT_EQUAL(config_system_set_number(&sys, "chip.hbm.efficiency", 1.5, &err), -1);

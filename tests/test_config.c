@@ -101,12 +101,12 @@ static void test_wrong_type_and_range_are_reported(void) {
   expect_sys_error(BASE910B ", \"chip\": {\"cube\": {\"cores\": 0}}}", NULL,
                    "t.json: chip.cube.cores: expected an integer in [1, 4096], found 0");
   expect_sys_error(BASE910B ", \"chip\": {\"hbm\": {\"bandwidth_GBps\": -1}}}", NULL,
-                   "t.json: chip.hbm.bandwidth_GBps: expected a number in (0, 1000000], "
+                   "t.json: chip.hbm.bandwidth_GBps: expected a number in [1, 1000000], "
                    "found -1");
   expect_sys_error(BASE910B ", \"chip\": {\"hbm\": {\"efficiency\": 1.5}}}", NULL,
                    "t.json: chip.hbm.efficiency: expected a number in [0.01, 1], found 1.5");
   expect_sys_error(BASE910B ", \"chip\": {\"hbm\": {\"bandwidth_GBps\": 1e400}}}", NULL,
-                   "t.json: chip.hbm.bandwidth_GBps: expected a number in (0, 1000000], "
+                   "t.json: chip.hbm.bandwidth_GBps: expected a number in [1, 1000000], "
                    "found inf");
   expect_sys_error(BASE910B ", \"chip\": {\"hbm\": 3}}", NULL,
                    "t.json: chip.hbm: expected an object, found 3");
@@ -118,9 +118,16 @@ static void test_wrong_type_and_range_are_reported(void) {
   expect_sys_error(BASE910B ", \"chip\": {\"cube\": {\"fractal_mkn\": [16, 16]}}}", NULL,
                    "t.json: chip.cube.fractal_mkn: expected an array of 3 integers in [1, 1024], "
                    "found an array of 2");
-  expect_sys_error(BASE910B ", \"chip\": {\"cube\": {\"l1_KiB\": 0.0001}}}", NULL,
-                   "t.json: chip.cube.l1_KiB: expected a number in (0, 10000000] (a whole "
-                   "number of bytes), found 0.0001");
+  expect_sys_error(BASE910B ", \"chip\": {\"cube\": {\"l1_KiB\": 1.0001}}}", NULL,
+                   "t.json: chip.cube.l1_KiB: expected a number in [1, 10000000] (a whole "
+                   "number of bytes), found 1.0001");
+  /* no rate so small that a time derived from it overflows to inf */
+  expect_sys_error(BASE910B ", \"chip\": {\"hbm\": {\"bandwidth_GBps\": 1e-300}}}", NULL,
+                   "t.json: chip.hbm.bandwidth_GBps: expected a number in [1, 1000000], "
+                   "found 1e-300");
+  expect_sys_error(BASE910B ", \"chip\": {\"cube\": {\"fp8_macs_per_cycle\": 1e-9}}}", NULL,
+                   "t.json: chip.cube.fp8_macs_per_cycle: expected a number 0 or in [1, "
+                   "10000000], found 1e-09");
   expect_sys_error(BASE910B ", \"name\": \"\"}", NULL,
                    "t.json: name: expected a string of 1 to 63 characters, found \"\"");
 }
@@ -254,7 +261,7 @@ static void test_set_rejects_unknown_paths_and_bad_values(void) {
                    "\"bandwith_GBps\" (did you mean \"bandwidth_GBps\"?)");
   const char *s2[] = {"chip.hbm.bandwidth_GBps=fast", NULL};
   expect_sys_error(BASE910B "}", s2,
-                   "--set: chip.hbm.bandwidth_GBps: expected a number in (0, 1000000], found "
+                   "--set: chip.hbm.bandwidth_GBps: expected a number in [1, 1000000], found "
                    "\"fast\"");
   const char *s3[] = {"chip.hbm=3", NULL};
   expect_sys_error(BASE910B "}", s3,
@@ -277,7 +284,7 @@ static void test_set_rejects_unknown_paths_and_bad_values(void) {
   /* An optional section created by --set still needs its required keys. */
   const char *s8[] = {"cluster.supernode.npus=16", NULL};
   expect_sys_error(BASE910B "}", s8,
-                   "t.json: cluster.supernode.link_bandwidth_GBps: expected a number in (0, "
+                   "t.json: cluster.supernode.link_bandwidth_GBps: expected a number in [0.01, "
                    "1000000] (required), found no such key");
 }
 

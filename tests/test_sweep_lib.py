@@ -1,14 +1,21 @@
 """test_sweep_lib.py - unit tests of scripts/npusim_sweep_lib.py: axis
 expansion (grid, zip, explicit points, ranges), filters (names, short names,
-dotted paths, refused code), spec errors, flattening and CSV cells.
+dotted paths, refused code, bounded integers), spec errors and limits,
+flattening and CSV cells; and, on a fake npusim that sleeps, per-point time
+limits and interrupted sweeps (children killed, one line, 128 + signal).
 
   NPUSIM=build/npusim python3 -m unittest tests/test_sweep_lib.py
-(npusim is needed for its schema and --help; nothing is simulated.)
+(npusim is needed for its schema, --help and validate; nothing is simulated.)
 """
 
+import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
+import textwrap
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -158,6 +165,234 @@ class SpecErrors(unittest.TestCase):
                 f.write('{"axes": [1,,]}')
             with self.assertRaisesRegex(lib.SpecError, r"not-json-spec.json:1:\d+: expected a JSON"):
                 lib.load_spec(path)
+
+
+class Limits(unittest.TestCase):
+    """F11: filters that would hang or run code, ranges that would exhaust
+    memory, and values no JSON has are refused with one line, quickly."""
+
+    axes = [{"path": "parallel.tp", "name": "tp", "values": [1, 2]}]
+
+    def refused(self, pattern, **spec):
+        start = time.monotonic()
+        with self.assertRaisesRegex(lib.SpecError, pattern) as cm:
+            sweep(**spec).points()
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertNotIn("\n", str(cm.exception))
+        return str(cm.exception)
+
+    def test_a_huge_power_is_refused_before_it_is_computed(self):
+        msg = self.refused("expected integers within 64 bits", axes=self.axes,
+                           filter="9**9**9 == 1")
+        self.assertEqual(msg, os.path.join(ROOT, "spec.json") + ": filter[0]: '9**9**9 == 1': "
+                         "expected integers within 64 bits, found 9 ** 387420489 at [tp=1]")
+        self.refused("found 2 \\*\\* 63", axes=self.axes, filter="2 ** 63 > 0")
+        self.refused("found 9999999999800000000001", axes=self.axes,
+                     filter="tp * 99999999999 * 99999999999 > 0")
+        self.assertEqual(values(sweep(axes=self.axes, filter="2 ** 62 > tp ** 2")), [(1,), (2,)])
+
+    def test_arithmetic_is_on_numbers_only(self):
+        for text in ("'%999999999d' % 1 == 'a'", "'a' * 10 ** 9 == 'a'", "[1] * 10 ** 9 == [1]",
+                     "-'a' == 1"):
+            self.refused("expected numbers for", axes=self.axes, filter=text)
+
+    def test_constants_size_and_depth_are_bounded(self):
+        self.refused("bytes constants are not allowed", axes=self.axes, filter="b'x' == tp")
+        self.refused("complex constants", axes=self.axes, filter="1j == tp")
+        self.refused("beyond 64-bit integers", axes=self.axes, filter="tp < 99999999999999999999")
+        self.refused("nested more than 64 deep", axes=self.axes, filter="-" * 3000 + "tp == 1")
+        self.refused("nested more than 64 deep", axes=self.axes, filter="1+" * 1000 + "tp == 1")
+        self.refused("characters \\(at most 4096\\)", axes=self.axes, filter="tp" + " " * 5000)
+        self.refused("Call is not allowed", axes=self.axes, filter="abs(tp) == 1")
+        self.refused("Attribute is not allowed", axes=self.axes, filter="(1).real == 1")
+
+    def test_a_filter_that_fails_names_the_spec_the_filter_and_the_point(self):
+        msg = self.refused("division", axes=[{"path": "parallel.pp", "values": [1, 0]}],
+                           filter="8 // pp == 8")
+        self.assertEqual(msg, os.path.join(ROOT, "spec.json") + ": filter[0]: '8 // pp == 8': "
+                         "expected a value at every point, found integer division or modulo by "
+                         "zero at [parallel.pp=0]")
+        self.refused("found an overflow", axes=self.axes, filter="2.0 ** 100000 > tp")
+
+    def test_a_range_is_counted_before_it_is_expanded(self):
+        msg = self.refused("axes\\[0\\].range: expected at most 1000000 values",
+                           axes=[{"path": "parallel.tp", "range": [1, 1e12, 1]}])
+        self.assertTrue(msg.endswith("found 1000000000000 ([1, 1000000000000.0, 1])"), msg)
+        self.refused("found more than 1e18", axes=[{"path": "chip.hbm.efficiency",
+                                                    "range": [0, 1, 1e-300]}])
+        self.refused("found 1000001 ", axes=[{"path": "parallel.tp",
+                                              "range": [0, 1000000, 1]}])
+        self.assertEqual(len(sweep(axes=[{"path": "parallel.tp",
+                                          "range": [1, lib.MAX_POINTS, 1]}]).axes[0][0].values),
+                         lib.MAX_POINTS)
+
+    def test_the_grid_is_counted_before_it_is_expanded(self):
+        big = [{"path": p, "range": [1, 1000, 1]} for p in
+               ("parallel.tp", "parallel.pp", "parallel.dp")]
+        self.refused(r"axes: expected at most 1000000 points before the filter, "
+                     r"found 1000000000 \(1000 x 1000 x 1000 x 1\)", axes=big)
+
+    def test_ranges_of_infinity_or_nan_are_refused(self):
+        for bad in (float("inf"), float("nan")):
+            msg = self.refused("expected a finite number",
+                               axes=[{"path": "parallel.tp", "range": [1, bad, 1]}])
+            self.assertTrue(msg.endswith(f": axes[0].range[1]: expected a finite number, "
+                                         f"found {bad}"), msg)
+
+    def test_load_spec_refuses_bad_utf8_deep_nesting_and_non_finite_numbers(self):
+        cases = [(b'{"axes": "\xff"}', "s.json:1:11: expected UTF-8 text, found byte 0xff"),
+                 (b"[" * 100000 + b"]" * 100000,
+                  "s.json: expected a JSON sweep spec nested at most 32 deep, found deeper"),
+                 (b'{"a": [1, Infinity, 1]}', "s.json: expected finite numbers (JSON has no NaN "
+                                              "or Infinity), found Infinity"),
+                 (b'{"a": NaN}', "s.json: expected finite numbers (JSON has no NaN or "
+                                 "Infinity), found NaN"),
+                 (b'{"a": 1e999}', "s.json: expected finite numbers (JSON has no NaN or "
+                                   "Infinity), found 1e999"),
+                 (b'{"a": 9223372036854775808}', "s.json: expected integers within 64 bits, "
+                                                 "found 9223372036854775808")]
+        with tempfile.TemporaryDirectory() as d:
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                for data, line in cases:
+                    with open("s.json", "wb") as f:
+                        f.write(data)
+                    with self.assertRaises(lib.SpecError) as cm:
+                        lib.load_spec("s.json")
+                    self.assertEqual(str(cm.exception), line)
+                os.mkfifo("fifo.json")
+                with self.assertRaisesRegex(lib.SpecError, "found a FIFO"):
+                    lib.load_spec("fifo.json")
+            finally:
+                os.chdir(cwd)
+
+    def test_nesting_and_control_characters_in_a_spec_object(self):
+        deep = 1
+        for _ in range(40):
+            deep = [deep]
+        self.refused("expected a spec nested at most 32 deep",
+                     axes=[{"path": "parallel.tp", "values": [deep]}])
+        self.refused(r"axes\[0\]\.values\[0\]: expected text without control characters",
+                     axes=[{"path": "parallel.recompute", "values": ["full\x00"]}])
+        self.refused("expected valid Unicode text",
+                     axes=[{"path": "parallel.recompute", "values": ["\ud800"]}])
+
+
+SLOW_NPUSIM = textwrap.dedent("""\
+    #!/bin/sh
+    # npusim, but a run with --ranks 16 sleeps (in a child, as a wrapper might)
+    case "$1" in validate|schema) exec "$REAL_NPUSIM" "$@";; esac
+    case " $* " in *" --help "*) exec "$REAL_NPUSIM" "$@";; esac
+    case " $* " in *" --ranks 16 "*)
+      sleep 60 & echo "$$ $!" >>"$PIDS"; wait; exit 0;; esac
+    exec "$REAL_NPUSIM" "$@"
+    """)
+
+
+class Children(unittest.TestCase):
+    """Per-point time limits and interrupted sweeps, on a fake npusim whose
+    --ranks 16 runs sleep for a minute."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.pids = os.path.join(self.dir, "pids")
+        fake = os.path.join(self.dir, "npusim")
+        with open(fake, "w") as f:
+            f.write(SLOW_NPUSIM)
+        os.chmod(fake, 0o755)
+        self.env = dict(os.environ, NPUSIM=fake, REAL_NPUSIM=NPUSIM, PIDS=self.pids)
+        spec = {"command": "coll", "system": SYSTEM,
+                "options": {"fidelity": "analytic", "sizes": "1M", "op": "allreduce"},
+                "axes": [{"path": "--ranks", "values": [8, 16]},
+                         {"path": "chip.hbm.bandwidth_GBps", "values": [1000, 2000]}]}
+        with open(os.path.join(self.dir, "spec.json"), "w") as f:
+            json.dump(spec, f)
+
+    def tearDown(self):
+        for pid in self.started():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        subprocess.run(["rm", "-rf", self.dir])
+
+    def started(self):
+        try:
+            with open(self.pids) as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            return []
+
+    def assertAllGone(self, pids):
+        """Every pid exited (a zombie waiting for init to reap it counts)."""
+        deadline = time.monotonic() + 5
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            alive = []
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            alive.append(pid)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        self.assertEqual(alive, [], "children left running")
+
+    def sweep(self, *args):
+        return subprocess.Popen([os.path.join(ROOT, "scripts", "npusim-sweep"), "spec.json",
+                                 "--out", "out", *args], cwd=self.dir, env=self.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def test_a_point_past_its_time_limit_is_killed_and_recorded_as_a_timeout(self):
+        start = time.monotonic()
+        p = self.sweep("-j", "4", "--timeout", "2")
+        err = p.communicate(timeout=60)[1]
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertEqual(len(self.started()), 4)  # two slow points, a shell and a sleep each
+        self.assertAllGone(self.started())
+        self.assertIn("sweep: 4/4 done, 0 failed, 2 timed out, ETA 0s", err)
+        with open(os.path.join(self.dir, "out", "results.csv")) as f:
+            rows = [l.split(",") for l in f.read().splitlines()[1:]]
+        self.assertEqual([(r[2], r[4]) for r in rows], [("8", "ok"), ("8", "ok"),
+                                                        ("16", "timeout"), ("16", "timeout")])
+        self.assertTrue(all(r[5] == "timed out after 2 s (--timeout)" for r in rows[2:]))
+        with open(os.path.join(self.dir, "out", "failures.txt")) as f:
+            self.assertEqual(f.read().splitlines()[0], "point 2 [ranks=16 "
+                             "chip.hbm.bandwidth_GBps=1000]: timed out after 2 s (--timeout)")
+        # a rerun under the same limit reuses the records; a longer limit runs them again
+        p = self.sweep("--timeout", "2")
+        err = p.communicate(timeout=60)[1]
+        self.assertIn("4 already done, 0 to run", err)
+        p = self.sweep("--timeout", "2.5")
+        err = p.communicate(timeout=60)[1]
+        self.assertIn("2 already done, 2 to run", err)
+        self.assertAllGone(self.started())
+
+    def interrupt(self, signum, expected_rc):
+        p = self.sweep("-j", "4")
+        deadline = time.monotonic() + 30
+        while len(self.started()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(len(self.started()), 4)
+        p.send_signal(signum)
+        err = p.communicate(timeout=30)[1]
+        self.assertEqual(p.returncode, expected_rc, err)
+        self.assertEqual(err.splitlines()[-1], f"npusim-sweep: interrupted "
+                         f"({signal.Signals(signum).name}); finished points are kept, "
+                         "rerun to resume")
+        self.assertNotIn("Traceback", err)
+        self.assertAllGone(self.started())
+        points = os.listdir(os.path.join(self.dir, "out", "points"))
+        self.assertLessEqual(len(points), 2)  # the fast points at most; no slow one recorded
+
+    def test_sigterm_kills_the_running_children_and_ends_with_one_line(self):
+        self.interrupt(signal.SIGTERM, 143)
+
+    def test_sigint_kills_the_running_children_and_ends_with_one_line(self):
+        self.interrupt(signal.SIGINT, 130)
 
 
 class Tables(unittest.TestCase):

@@ -198,6 +198,64 @@ static void test_damaged_gzip_is_refused(void) {
   remove_temp_dir(dir);
 }
 
+/* The one pairing rule: channels by resolved peer and tag, k-th with k-th in
+ * program order, whatever the streams and spellings. */
+static void test_sends_pair_with_recvs_by_resolved_channel_in_program_order(void) {
+  /* rank 0: ops 0 (peer_offset +1) and 1 (peer 1) are one channel, from two
+   * streams, so rank 0 gets positions of its own; so does rank 1, receiving
+   * them spelled two ways; tags x and "" are two channels of rank 2 */
+  const char *text = wrap(3, "",
+      "{\"ranks\": \"0\", \"ops\": ["
+      "{\"id\": 0, \"kind\": \"send\", \"peer_offset\": 1, \"bytes\": 8, \"stream\": \"a\"},"
+      "{\"id\": 1, \"kind\": \"send\", \"peer\": 1, \"bytes\": 16, \"stream\": \"b\"},"
+      "{\"id\": 2, \"kind\": \"send\", \"peer\": 2, \"bytes\": 32, \"tag\": \"x\"},"
+      "{\"id\": 3, \"kind\": \"send\", \"peer\": 2, \"bytes\": 64}]},"
+      "{\"ranks\": \"1\", \"ops\": ["
+      "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8, \"stream\": \"b\"},"
+      "{\"id\": 1, \"kind\": \"recv\", \"peer_offset\": -1, \"bytes\": 16, \"stream\": \"a\"}]},"
+      "{\"ranks\": \"2\", \"ops\": ["
+      "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 64, \"stream\": \"c\"},"
+      "{\"id\": 1, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 32, \"tag\": \"x\"}]}");
+  trace_t t;
+  char err[1024] = "";
+  int rc = trace_parse("t.json", text, strlen(text), &replay_vocab, &t, err, sizeof err);
+  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  trace_pairing_t pp;
+  trace_pairing_init(&pp, &t);
+  CU_ASSERT(pp.owned[0] && pp.owned[1] && !pp.owned[2]);
+  CU_ASSERT(pp.seq[0][0] == 0 && pp.seq[0][1] == 1 && pp.seq[0][2] == 0 && pp.seq[0][3] == 0);
+  CU_ASSERT(pp.seq[1][0] == 0 && pp.seq[1][1] == 1);
+  CU_ASSERT(pp.seq[2][0] == 0 && pp.seq[2][1] == 0);
+  CU_ASSERT(pp.tag_id[0][t.programs[0].ops[2].tag] == pp.tag_id[2][t.programs[2].ops[1].tag]);
+  CU_ASSERT(pp.tag_id[0][0] != pp.tag_id[2][t.programs[2].ops[1].tag]);
+  trace_pairing_free(&pp);
+  trace_free(&t);
+  /* the same channel spelled two ways: the second send meets the second recv */
+  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8},"
+                        "{\"id\": 1, \"kind\": \"send\", \"peer_offset\": 1, \"bytes\": 9}",
+                        "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8},"
+                        "{\"id\": 1, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8}")),
+         "t.json: rank 1 op 1: bytes: expected 9 as rank 0 sends (op 1), found 8");
+}
+
+static void test_buffers_are_allocated_and_freed_in_turn(void) {
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": ["
+                     "{\"id\": 0, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8},"
+                     "{\"id\": 1, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8}]}"),
+         "t.json: rank 0 op 1: buffer: expected a buffer not in use, found \"a\" still "
+         "allocated by op 0");
+  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": ["
+                     "{\"id\": 0, \"kind\": \"free\", \"buffer\": \"a\"},"
+                     "{\"id\": 1, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8}]}"),
+         "t.json: rank 0 op 0: buffer: expected a buffer an earlier op allocates, found \"a\" "
+         "not allocated here");
+  CU_ASSERT_STRING_EQUAL(parse_err(wrap(1, "", "{\"ranks\": \"0\", \"ops\": ["
+      "{\"id\": 0, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8},"
+      "{\"id\": 1, \"kind\": \"free\", \"buffer\": \"a\"},"
+      "{\"id\": 2, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8}]}")), "");
+}
+
 CU_TestInfo trace_tests[] = {
     {"a good trace reads", test_good_trace_reads},
     {"overlaps reads and writes back", test_overlaps_reads_and_writes_back},
@@ -205,5 +263,8 @@ CU_TestInfo trace_tests[] = {
     {"written traces read back to the same bytes",
      test_written_traces_read_back_to_the_same_bytes},
     {"damaged gzip is refused", test_damaged_gzip_is_refused},
+    {"sends pair with recvs by resolved channel in program order",
+     test_sends_pair_with_recvs_by_resolved_channel_in_program_order},
+    {"buffers are allocated and freed in turn", test_buffers_are_allocated_and_freed_in_turn},
     CU_TEST_INFO_NULL,
 };

@@ -12,9 +12,11 @@
  * fields, duplicate ids, dependencies on missing ops, cycles (within a program
  * and, through collectives and send/recv pairs, across ranks), communicators
  * naming ranks outside the job, collectives that differ across a group, sends
- * without their receive. Every failure is one line naming the file, the rank
- * and the op id. Nothing here knows about the chip or SimGrid: the kinds of
- * compute ops, collectives and data types are a vocabulary the caller passes. */
+ * without their receive (paired by trace_pairing_t's rule), buffers allocated
+ * twice or freed before they are allocated. Every failure is one line naming
+ * the file, the rank and the op id. Nothing here knows about the chip or
+ * SimGrid: the kinds of compute ops, collectives and data types are a
+ * vocabulary the caller passes. */
 #ifndef NPUSIM_TRACE_H
 #define NPUSIM_TRACE_H
 
@@ -82,7 +84,14 @@ typedef struct {
   int ngroups;
   int **groups;         /* rank lists, in algorithm order */
   int *sizes;
-  int *group_of;        /* per rank: its group, or -1 */
+  /* Which group holds a rank: ask trace_group_of(). Built by trace_comm_index:
+   * a table per rank (group_of) only when the groups cover at least half the
+   * ranks, else the members sorted by rank with their groups, so memory follows
+   * the members, not ranks x communicators. */
+  int *group_of;        /* per rank: its group, or -1; NULL when sparse */
+  int *members;         /* sparse: member ranks, ascending */
+  int *member_group;    /* sparse: the group of members[i] */
+  int nmembers;
 } trace_comm_t;
 
 typedef struct {
@@ -135,5 +144,31 @@ const char *trace_tag(const trace_program_t *p, const trace_op_t *op);
 
 /* The rank a SEND/RECV of `rank` talks to. */
 int trace_peer(const trace_op_t *op, int rank);
+
+/* The group of cm holding rank, or -1. */
+int trace_group_of(const trace_comm_t *cm, int rank);
+
+/* Builds cm's rank -> group lookup from its groups, in a job of `ranks` ranks.
+ * Returns 0, or -1 with *dup the smallest rank in two groups (or twice in one)
+ * and *dup_group the later of those groups. */
+int trace_comm_index(trace_comm_t *cm, int ranks, int *dup, int *dup_group);
+
+/* Point-to-point pairing, the one rule the checks and both replay engines follow
+ * (trace_pairing.c): a SEND of rank s to rank d and a RECV of rank d from rank s
+ * with the same tag travel on the channel (s, d, tag), peers resolved (`peer` and
+ * `peer_offset` naming one rank are one channel); the k-th send on a channel in
+ * program order meets the k-th recv on it in program order, whatever streams they
+ * are issued from and whenever they arrive. */
+typedef struct {
+  int **seq;           /* per rank, per op of its program: its k on its channel */
+  int **tag_id;        /* per program, per tag: an id shared by all programs */
+  int ntags;
+  int **program_seq;   /* per program: k as spelled, shared by most of its ranks */
+  bool *owned;         /* per rank: seq is its own (two spellings meet on it) */
+  int ranks, nprograms;
+} trace_pairing_t;
+
+void trace_pairing_init(trace_pairing_t *pp, const trace_t *t);
+void trace_pairing_free(trace_pairing_t *pp);
 
 #endif

@@ -39,6 +39,9 @@ static int check_program(trace_ctx_t *c, const trace_t *t, const trace_program_t
     return -1;
   int *records = calloc((size_t)p->nevents + 1, sizeof *records);
   bool *allocated = calloc((size_t)p->nbuffers + 1, sizeof *allocated);
+  int *in_use = malloc(((size_t)p->nbuffers + 1) * sizeof *in_use); /* by alloc op i, or -1 */
+  for (int b = 0; b < p->nbuffers; b++)
+    in_use[b] = -1;
   int rc = 0;
   for (int i = 0; i < p->nops && rc == 0; i++) {
     const trace_op_t *op = &p->ops[i];
@@ -47,6 +50,19 @@ static int check_program(trace_ctx_t *c, const trace_t *t, const trace_program_t
                       "\"%s\" again", p->events[op->event]);
     if (op->type == TRACE_OP_ALLOC)
       allocated[op->buffer] = true;
+  }
+  /* a buffer is allocated, freed, allocated again... in program order */
+  for (int i = 0; i < p->nops && rc == 0; i++) {
+    const trace_op_t *op = &p->ops[i];
+    if (op->type == TRACE_OP_ALLOC && in_use[op->buffer] >= 0)
+      rc = trace_fail(c, p->ranks[0], op->id, "buffer: expected a buffer not in use, found "
+                      "\"%s\" still allocated by op %d", p->buffers[op->buffer],
+                      p->ops[in_use[op->buffer]].id);
+    else if (op->type == TRACE_OP_FREE && allocated[op->buffer] && in_use[op->buffer] < 0)
+      rc = trace_fail(c, p->ranks[0], op->id, "buffer: expected a buffer an earlier op "
+                      "allocates, found \"%s\" not allocated here", p->buffers[op->buffer]);
+    if (op->type == TRACE_OP_ALLOC || op->type == TRACE_OP_FREE)
+      in_use[op->buffer] = op->type == TRACE_OP_ALLOC ? i : -1;
   }
   for (int i = 0; i < p->nops && rc == 0; i++) {
     const trace_op_t *op = &p->ops[i];
@@ -65,7 +81,7 @@ static int check_program(trace_ctx_t *c, const trace_t *t, const trace_program_t
                           t->ranks, peer);
       } else if (op->type == TRACE_OP_COLL) {
         const trace_comm_t *cm = &t->comms[op->comm];
-        int g = cm->group_of[r];
+        int g = trace_group_of(cm, r);
         if (g < 0)
           rc = trace_fail(c, r, op->id, "comm: expected a communicator with a group holding "
                           "rank %d, found \"%s\" without one", r, cm->name);
@@ -77,6 +93,7 @@ static int check_program(trace_ctx_t *c, const trace_t *t, const trace_program_t
   }
   free(records);
   free(allocated);
+  free(in_use);
   return rc;
 }
 
@@ -172,11 +189,14 @@ static int match_collectives(trace_ctx_t *c, graph_t *g) {
                               a == lp->nops ? lead : r);
           const trace_op_t *x = &lp->ops[a], *y = &p->ops[b];
           bool rooted = (c->vocab->root_colls_mask >> x->kind) & 1;
-          if (x->kind != y->kind || x->bytes != y->bytes || (rooted && x->root != y->root))
+          if (x->kind != y->kind || x->bytes != y->bytes)
             return trace_fail(c, r, y->id, "expected %s of %.0f bytes on \"%s\" as rank %d "
                               "issues it (op %d), found %s of %.0f bytes",
                               c->vocab->colls[x->kind], x->bytes, cm->name, lead, x->id,
                               c->vocab->colls[y->kind], y->bytes);
+          if (rooted && x->root != y->root)
+            return trace_fail(c, r, y->id, "root: expected %d on \"%s\" as rank %d gives it "
+                              "(op %d), found %d", x->root, cm->name, lead, x->id, y->root);
           unite(g, g->first[lead] + a, g->first[r] + b);
           a++;
           b++;
@@ -206,41 +226,7 @@ static int by_pair(const void *a, const void *b) {
   return x->seq - y->seq;
 }
 
-/* For each send/recv of p, its position among the ops of p with the same
- * type, peer and tag before it (the same for every rank running p: a peer is
- * either absolute or relative for all of them). */
-typedef struct {
-  int type, rel, peer, tag, index;
-} p2p_key_t;
-
-static int by_key(const void *a, const void *b) {
-  const p2p_key_t *x = a, *y = b;
-  int d[5] = {x->type - y->type, x->rel - y->rel, x->peer - y->peer, x->tag - y->tag,
-              x->index - y->index};
-  for (int i = 0; i < 5; i++)
-    if (d[i])
-      return d[i];
-  return 0;
-}
-
-static int *p2p_sequence(const trace_program_t *p) {
-  int *seq = calloc((size_t)p->nops + 1, sizeof *seq), n = 0;
-  p2p_key_t *keys = malloc(((size_t)p->nops + 1) * sizeof *keys);
-  for (int i = 0; i < p->nops; i++)
-    if (p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV)
-      keys[n++] = (p2p_key_t){p->ops[i].type, p->ops[i].peer_relative, p->ops[i].peer,
-                              p->ops[i].tag, i};
-  qsort(keys, (size_t)n, sizeof *keys, by_key);
-  for (int k = 0; k < n; k++) {
-    bool same = k > 0 && keys[k].type == keys[k - 1].type && keys[k].rel == keys[k - 1].rel &&
-                keys[k].peer == keys[k - 1].peer && keys[k].tag == keys[k - 1].tag;
-    seq[keys[k].index] = same ? seq[keys[k - 1].index] + 1 : 0;
-  }
-  free(keys);
-  return seq;
-}
-
-/* The k-th send from a to b meets the k-th receive at b from a. */
+/* The k-th send on a channel meets its k-th receive (trace_pairing_t). */
 static int match_p2p(trace_ctx_t *c, graph_t *g) {
   const trace_t *t = g->t;
   size_t ns = 0, nr = 0, cap = 0;
@@ -250,9 +236,8 @@ static int match_p2p(trace_ctx_t *c, graph_t *g) {
       cap += p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV;
   }
   p2p_t *sends = malloc((cap + 1) * sizeof *sends), *recvs = malloc((cap + 1) * sizeof *recvs);
-  int **seqs = calloc((size_t)t->nprograms, sizeof *seqs);
-  for (int pi = 0; pi < t->nprograms; pi++)
-    seqs[pi] = p2p_sequence(&t->programs[pi]);
+  trace_pairing_t pairing;
+  trace_pairing_init(&pairing, t);
   for (int r = 0; r < t->ranks; r++) {
     const trace_program_t *p = &t->programs[t->program_of[r]];
     for (int i = 0; i < p->nops; i++) {
@@ -261,7 +246,7 @@ static int match_p2p(trace_ctx_t *c, graph_t *g) {
         continue;
       bool recv = op->type == TRACE_OP_RECV;
       int peer = trace_peer(op, r);
-      p2p_t e = {recv ? peer : r, recv ? r : peer, seqs[t->program_of[r]][i], r, op->id,
+      p2p_t e = {recv ? peer : r, recv ? r : peer, pairing.seq[r][i], r, op->id,
                  trace_tag(p, op), op->bytes, g->first[r] + i};
       if (recv)
         recvs[nr++] = e;
@@ -269,9 +254,7 @@ static int match_p2p(trace_ctx_t *c, graph_t *g) {
         sends[ns++] = e;
     }
   }
-  for (int pi = 0; pi < t->nprograms; pi++)
-    free(seqs[pi]);
-  free(seqs);
+  trace_pairing_free(&pairing);
   qsort(sends, ns, sizeof *sends, by_pair);
   qsort(recvs, nr, sizeof *recvs, by_pair);
   int rc = 0;

@@ -6,12 +6,15 @@
 
 #define TRACE_ERR_MAX 1024
 
+typedef struct trace_names trace_names_t; /* the reader's name lookups */
+
 typedef struct {
   const char *name;              /* the file, for messages */
   const trace_vocab_t *vocab;
   char *err;
   size_t err_len;
   int ranks;
+  trace_names_t *names;          /* reading: the current program's name lookups */
 } trace_ctx_t;
 
 /* Formats "FILE: rank R op ID: <what>" (rank/op left out when < 0); returns -1. */

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,13 @@
 #include "trace.h"
 #include "trace_internal.h"
 
-#define MAX_TRACE_BYTES (4096UL << 20)
+/* The largest trace, as JSON text (a .json.gz counts inflated): about 3.5
+ * million ops, parsed in about 1.5 GiB; docs/trace-format.md says so. */
+#define MAX_TRACE_BYTES (256UL << 20)
 #define MAX_RANKS (1 << 22)
+/* Rank entries over all groups of all communicators: 16 communicators of the
+ * largest job; more would be out of proportion to any real trace. */
+#define MAX_COMM_MEMBERS (16L * MAX_RANKS)
 
 const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT] = {
     "shaped", "compute", "collective", "send", "recv", "record", "wait", "delay", "alloc", "free"};
@@ -139,6 +145,61 @@ int trace_intern(char ***list, int *n, const char *name) {
   return (*n)++;
 }
 
+/* A program's name list (streams, tags, events, buffers) while it is read: a
+ * hash of the names, so that each op finds its names in constant time however
+ * many events a program records. */
+typedef struct {
+  int *slots;          /* list index + 1; 0 is empty */
+  size_t nslots;       /* a power of two, at least twice the names */
+  int cap;             /* the list's allocated length */
+} name_index_t;
+
+struct trace_names {
+  name_index_t streams, tags, events, buffers;
+};
+
+static size_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return (size_t)h;
+}
+
+static int intern(char ***list, int *n, name_index_t *ix, const char *name) {
+  if ((size_t)(*n + 1) * 2 > ix->nslots) { /* grow, re-adding what the list holds */
+    free(ix->slots);
+    ix->nslots = ix->nslots ? 2 * ix->nslots : 16;
+    while ((size_t)(*n + 1) * 2 > ix->nslots)
+      ix->nslots *= 2;
+    ix->slots = calloc(ix->nslots, sizeof *ix->slots);
+    for (int i = 0; i < *n; i++) {
+      size_t h = name_hash((*list)[i]) & (ix->nslots - 1);
+      while (ix->slots[h])
+        h = (h + 1) & (ix->nslots - 1);
+      ix->slots[h] = i + 1;
+    }
+  }
+  size_t h = name_hash(name) & (ix->nslots - 1);
+  for (; ix->slots[h]; h = (h + 1) & (ix->nslots - 1))
+    if (strcmp((*list)[ix->slots[h] - 1], name) == 0)
+      return ix->slots[h] - 1;
+  if (*n >= ix->cap) {
+    ix->cap = *n >= 4 ? 2 * *n : 8;
+    *list = realloc(*list, (size_t)ix->cap * sizeof **list);
+  }
+  (*list)[*n] = strdup(name);
+  ix->slots[h] = *n + 1;
+  return (*n)++;
+}
+
+static void free_names_index(trace_names_t *ix) {
+  free(ix->streams.slots);
+  free(ix->tags.slots);
+  free(ix->events.slots);
+  free(ix->buffers.slots);
+  memset(ix, 0, sizeof *ix);
+}
+
 static int find_name(const char *const *names, int n, const char *name) {
   for (int i = 0; i < n; i++)
     if (strcmp(names[i], name) == 0)
@@ -182,6 +243,9 @@ static int parse_rank_list(trace_ctx_t *c, const cJSON *v, const char *where, in
       if (a < 0 || b < a || b >= c->ranks)
         return trace_fail(c, -1, -1, "%s: expected ranks in [0, %d), found \"%.60s\"", where,
                           c->ranks, v->valuestring);
+      if ((long)*n + (b - a + 1) > c->ranks) /* then some rank is there twice */
+        return trace_fail(c, -1, -1, "%s: expected each rank once, found a list of more than "
+                          "%d ranks", where, c->ranks);
       for (long r = a; r <= b; r++) {
         if ((size_t)*n == cap)
           *out = realloc(*out, (cap *= 2) * sizeof **out);
@@ -209,6 +273,7 @@ static int parse_comms(trace_ctx_t *c, const cJSON *arr, trace_t *t) {
   if (!cJSON_IsArray(arr))
     return trace_fail(c, -1, -1, "communicators: expected an array, found another value");
   t->comms = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *t->comms);
+  long members = 0;
   const cJSON *cj;
   cJSON_ArrayForEach(cj, arr) {
     char where[64];
@@ -218,9 +283,6 @@ static int parse_comms(trace_ctx_t *c, const cJSON *arr, trace_t *t) {
     if (expect_fields(c, cj, fields, -1, -1, where))
       return -1;
     trace_comm_t *cm = &t->comms[t->ncomms++];
-    cm->group_of = malloc((size_t)t->ranks * sizeof *cm->group_of);
-    for (int r = 0; r < t->ranks; r++)
-      cm->group_of[r] = -1;
     const char *name;
     if (get_string(c, cj, "name", true, &name, -1, -1))
       return -1;
@@ -242,14 +304,14 @@ static int parse_comms(trace_ctx_t *c, const cJSON *arr, trace_t *t) {
       int gi = cm->ngroups++;
       if (parse_rank_list(c, g, gw, &cm->groups[gi], &cm->sizes[gi]))
         return -1;
-      for (int i = 0; i < cm->sizes[gi]; i++) {
-        int r = cm->groups[gi][i];
-        if (cm->group_of[r] >= 0)
-          return trace_fail(c, r, -1, "%s: expected each rank in one group of \"%s\", found it "
-                            "in two", gw, name);
-        cm->group_of[r] = gi;
-      }
+      if ((members += cm->sizes[gi]) > MAX_COMM_MEMBERS)
+        return trace_fail(c, -1, -1, "%s: expected at most %ld ranks over all groups of all "
+                          "communicators, found more", gw, MAX_COMM_MEMBERS);
     }
+    int dup, dup_group;
+    if (trace_comm_index(cm, t->ranks, &dup, &dup_group))
+      return trace_fail(c, dup, -1, "%s.groups[%d]: expected each rank in one group of \"%s\", "
+                        "found it in two", where, dup_group, name);
   }
   return 0;
 }
@@ -400,7 +462,7 @@ static int parse_p2p(trace_ctx_t *c, const cJSON *oj, trace_program_t *p, trace_
   const char *tag;
   if (get_string(c, oj, "tag", false, &tag, rank, op->id))
     return -1;
-  op->tag = trace_intern(&p->tags, &p->ntags, tag ? tag : "");
+  op->tag = intern(&p->tags, &p->ntags, &c->names->tags, tag ? tag : "");
   return 0;
 }
 
@@ -418,7 +480,8 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
       get_string(c, oj, "stream", false, &stream, rank, op->id) ||
       get_string(c, oj, "label", false, &label, rank, op->id))
     return -1;
-  op->stream = trace_intern(&p->streams, &p->nstreams, stream ? stream : "compute");
+  op->stream = intern(&p->streams, &p->nstreams, &c->names->streams,
+                      stream ? stream : "compute");
   op->label = label ? strdup(label) : NULL;
   switch (op->type) {
   case TRACE_OP_SHAPED:
@@ -436,7 +499,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
     const char *ev;
     if (get_string(c, oj, "event", true, &ev, rank, op->id))
       return -1;
-    op->event = trace_intern(&p->events, &p->nevents, ev);
+    op->event = intern(&p->events, &p->nevents, &c->names->events, ev);
     return 0;
   }
   case TRACE_OP_ALLOC:
@@ -446,7 +509,7 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
         (op->type == TRACE_OP_ALLOC &&
          get_number(c, oj, "bytes", 0, 1e18, true, &op->bytes, rank, op->id)))
       return -1;
-    op->buffer = trace_intern(&p->buffers, &p->nbuffers, buf);
+    op->buffer = intern(&p->buffers, &p->nbuffers, &c->names->buffers, buf);
     return 0;
   }
   default:
@@ -454,21 +517,62 @@ static int parse_op(trace_ctx_t *c, const cJSON *oj, trace_t *t, trace_program_t
   }
 }
 
-static int op_index(const trace_program_t *p, const cJSON *id) {
-  for (int j = 0; cJSON_IsNumber(id) && j < p->nops; j++)
-    if (p->ops[j].id == id->valuedouble)
-      return j;
+/* A program's op ids, sorted, for finding an op by id. */
+typedef struct {
+  int id, index;
+} id_ref_t;
+
+static int by_id(const void *a, const void *b) {
+  const id_ref_t *x = a, *y = b;
+  if (x->id != y->id)
+    return x->id < y->id ? -1 : 1;
+  return x->index - y->index;
+}
+
+static int op_index(const id_ref_t *ids, int n, const cJSON *id) {
+  if (!cJSON_IsNumber(id))
+    return -1;
+  int lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (ids[mid].id == id->valuedouble)
+      return ids[mid].index;
+    if (ids[mid].id < id->valuedouble)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
   return -1;
+}
+
+/* Sorts the program's ids; an id used twice is named at its second use in
+ * file order (the first such op). */
+static id_ref_t *index_ids(trace_ctx_t *c, const trace_program_t *p) {
+  id_ref_t *ids = malloc(((size_t)p->nops + 1) * sizeof *ids);
+  for (int i = 0; i < p->nops; i++)
+    ids[i] = (id_ref_t){p->ops[i].id, i};
+  qsort(ids, (size_t)p->nops, sizeof *ids, by_id);
+  int dup = -1;
+  for (int k = 1; k < p->nops; k++)
+    if (ids[k].id == ids[k - 1].id && (dup < 0 || ids[k].index < dup))
+      dup = ids[k].index;
+  if (dup >= 0) {
+    trace_fail(c, p->ranks[0], p->ops[dup].id, "id: expected ids unique in a program, found "
+               "%d twice", p->ops[dup].id);
+    free(ids);
+    return NULL;
+  }
+  return ids;
 }
 
 /* "overlaps": the id of a collective, send or recv of another stream of the
  * program, which the op runs beside. */
 static int resolve_overlaps(trace_ctx_t *c, const cJSON *oj, trace_program_t *p,
-                            trace_op_t *op) {
+                            const id_ref_t *ids, trace_op_t *op) {
   const cJSON *ov = cJSON_GetObjectItemCaseSensitive(oj, "overlaps");
   if (!ov)
     return 0;
-  int j = op_index(p, ov);
+  int j = op_index(ids, p->nops, ov);
   const trace_op_t *o = j >= 0 ? &p->ops[j] : NULL;
   if (!o || o->stream == op->stream ||
       (o->type != TRACE_OP_COLL && o->type != TRACE_OP_SEND && o->type != TRACE_OP_RECV)) {
@@ -484,12 +588,13 @@ static int resolve_overlaps(trace_ctx_t *c, const cJSON *oj, trace_program_t *p,
 
 /* Turns "deps" and "overlaps" ids into op indices; ids must exist in the
  * program. */
-static int resolve_deps(trace_ctx_t *c, const cJSON *ops_json, trace_program_t *p) {
+static int resolve_deps(trace_ctx_t *c, const cJSON *ops_json, trace_program_t *p,
+                        const id_ref_t *ids) {
   int i = 0;
   const cJSON *oj;
   cJSON_ArrayForEach(oj, ops_json) {
     trace_op_t *op = &p->ops[i++];
-    if (resolve_overlaps(c, oj, p, op))
+    if (resolve_overlaps(c, oj, p, ids, op))
       return -1;
     const cJSON *deps = cJSON_GetObjectItemCaseSensitive(oj, "deps");
     if (!deps)
@@ -500,7 +605,7 @@ static int resolve_deps(trace_ctx_t *c, const cJSON *ops_json, trace_program_t *
     op->deps = malloc(((size_t)cJSON_GetArraySize(deps) + 1) * sizeof *op->deps);
     const cJSON *d;
     cJSON_ArrayForEach(d, deps) {
-      int found = op_index(p, d);
+      int found = op_index(ids, p->nops, d);
       if (found < 0) {
         char what[64];
         jsonfile_describe(d, what, sizeof what);
@@ -539,16 +644,20 @@ static int parse_program(trace_ctx_t *c, const cJSON *pj, trace_t *t, trace_prog
   p->ops = calloc((size_t)cJSON_GetArraySize(ops) + 1, sizeof *p->ops);
   trace_intern(&p->tags, &p->ntags, ""); /* tag 0: untagged */
   const cJSON *oj;
+  trace_names_t names = {0};
+  c->names = &names;
+  int rc = 0;
   cJSON_ArrayForEach(oj, ops) {
     trace_op_t *op = &p->ops[p->nops++]; /* counted first, so a half-read op is freed too */
-    if (parse_op(c, oj, t, p, op, p->ranks[0]))
-      return -1;
-    for (int j = 0; j < p->nops - 1; j++)
-      if (p->ops[j].id == op->id)
-        return trace_fail(c, p->ranks[0], op->id, "id: expected ids unique in a program, found "
-                          "%d twice", op->id);
+    if ((rc = parse_op(c, oj, t, p, op, p->ranks[0])) != 0)
+      break;
   }
-  return resolve_deps(c, ops, p);
+  free_names_index(&names);
+  c->names = NULL;
+  id_ref_t *ids = rc == 0 ? index_ids(c, p) : NULL;
+  rc = ids ? resolve_deps(c, ops, p, ids) : -1;
+  free(ids);
+  return rc;
 }
 
 static int parse_top(trace_ctx_t *c, cJSON *root, trace_t *t) {
@@ -661,6 +770,8 @@ void trace_free(trace_t *t) {
     free(cm->groups);
     free(cm->sizes);
     free(cm->group_of);
+    free(cm->members);
+    free(cm->member_group);
     free(cm->name);
   }
   free(t->comms);
@@ -676,4 +787,66 @@ const char *trace_tag(const trace_program_t *p, const trace_op_t *op) {
 
 int trace_peer(const trace_op_t *op, int rank) {
   return op->peer_relative ? rank + op->peer : op->peer;
+}
+
+int trace_group_of(const trace_comm_t *cm, int rank) {
+  if (cm->group_of)
+    return cm->group_of[rank];
+  int lo = 0, hi = cm->nmembers;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (cm->members[mid] < rank)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < cm->nmembers && cm->members[lo] == rank ? cm->member_group[lo] : -1;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int trace_comm_index(trace_comm_t *cm, int ranks, int *dup, int *dup_group) {
+  size_t n = 0;
+  for (int g = 0; g < cm->ngroups; g++)
+    n += (size_t)cm->sizes[g];
+  if (n * 2 >= (size_t)ranks) { /* dense: a table per rank costs at most twice the members */
+    cm->group_of = malloc((size_t)ranks * sizeof *cm->group_of);
+    for (int r = 0; r < ranks; r++)
+      cm->group_of[r] = -1;
+    for (int g = 0; g < cm->ngroups; g++)
+      for (int i = 0; i < cm->sizes[g]; i++) {
+        int r = cm->groups[g][i];
+        if (cm->group_of[r] >= 0) {
+          *dup = r;
+          *dup_group = g;
+          return -1;
+        }
+        cm->group_of[r] = g;
+      }
+    return 0;
+  }
+  uint64_t *pairs = malloc((n + 1) * sizeof *pairs); /* rank, then group */
+  size_t k = 0;
+  for (int g = 0; g < cm->ngroups; g++)
+    for (int i = 0; i < cm->sizes[g]; i++)
+      pairs[k++] = (uint64_t)cm->groups[g][i] << 32 | (uint32_t)g;
+  qsort(pairs, n, sizeof *pairs, cmp_u64);
+  cm->members = malloc((n + 1) * sizeof *cm->members);
+  cm->member_group = malloc((n + 1) * sizeof *cm->member_group);
+  cm->nmembers = (int)n;
+  for (size_t i = 0; i < n; i++) {
+    cm->members[i] = (int)(pairs[i] >> 32);
+    cm->member_group[i] = (int)(uint32_t)pairs[i];
+    if (i > 0 && cm->members[i] == cm->members[i - 1]) {
+      *dup = cm->members[i];
+      *dup_group = cm->member_group[i];
+      free(pairs);
+      return -1;
+    }
+  }
+  free(pairs);
+  return 0;
 }

@@ -11,6 +11,9 @@
 #define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (18 B/param in all) */
 #define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
 #define TRAIN_COMMS 7  /* tp, dp, ep, edp, dp_params, edp_params, embd */
+/* The largest step generated: micro-batches per replica x layers x cp, 3 times the
+ * largest published run we validate against (GPT 1T: 512 x 128); about 2.5 GiB. */
+#define TRAIN_MAX_PASSES (1 << 18)
 
 typedef struct {
   const workload_cfg_t *w;
@@ -754,6 +757,14 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   memset(out, 0, sizeof *out);
   memset(info, 0, sizeof *info);
   long world = workload_world_size(w), mbs = workload_grad_accum_steps(w);
+  /* Every micro-batch's ops are generated (about 10 KB per micro-batch and layer with
+   * the replay's tables), so the step's size is bounded before anything is built. */
+  double passes = (double)mbs * m->layers * par->cp;
+  if (passes > TRAIN_MAX_PASSES)
+    return snprintf(err, err_len, "training.global_batch: expected at most %d micro-batch "
+                    "passes through a layer per step (micro-batches per replica %ld x layers "
+                    "%d x cp %d), found %.0f; raise training.micro_batch or parallel.dp",
+                    TRAIN_MAX_PASSES, mbs, m->layers, par->cp, passes), -1;
   if (par->vpp > 1 && mbs % par->pp)
     return snprintf(err, err_len, "training.global_batch: expected micro-batches per pipeline "
                     "(%ld) divisible by parallel.pp = %d for the interleaved schedule, found %ld",

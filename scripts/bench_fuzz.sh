@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# bench_fuzz.sh [SECONDS] - runs the libFuzzer targets (config loader and trace
+# reader, ASan+UBSan) for SECONDS each (default 600), side by side, from copies
+# of the saved corpora, and prints a table: executions, executions per second,
+# corpus growth and whether a crash was found. Then replays the random-trace
+# fuzzer (scripts/fuzz_traces.py) over seeds 0..9999 on the Release build.
+# A benchmark: it reports; exit status 1 only when something crashed or
+# disagreed. Needs clang and libclang-rt-14-dev (installed when missing).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+secs=${1:-600}
+if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
+    >/dev/null 2>&1; then
+  apt-get install -y clang libclang-rt-14-dev >/dev/null
+fi
+CC=clang cmake -S . -B build-fuzz -DNPUSIM_FUZZ=ON -DNPUSIM_SANITIZE=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_config fuzz_trace >/dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+run_target() { # name corpus max_len
+  mkdir -p "$work/$1"
+  cp "tests/fuzz/$2"/* "$work/$1/"
+  local before
+  before=$(ls "$work/$1" | wc -l)
+  (cd "$work" && "$root/build-fuzz/$1" -max_total_time="$secs" -max_len="$3" \
+    -print_final_stats=1 "$work/$1" >"$work/$1.log" 2>&1) || true
+  echo "$before" >"$work/$1.before"
+}
+run_target fuzz_config corpus 8192 &
+run_target fuzz_trace corpus_trace 16384 &
+wait
+status=0
+printf '%-12s %8s %12s %10s %14s %s\n' target seconds executions exec/s corpus crash
+for t in fuzz_config fuzz_trace; do
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$t.log")
+  crash=no
+  if ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* >/dev/null 2>&1 ||
+     grep -q "ERROR: \(AddressSanitizer\|libFuzzer\|LeakSanitizer\)" "$work/$t.log"; then
+    crash=YES
+    status=1
+    grep -m3 "ERROR" "$work/$t.log" >&2 || true
+  fi
+  printf '%-12s %8s %12s %10s %14s %s\n' "$t" "$secs" "${execs:-?}" "${rate:-?}" \
+    "$(cat "$work/$t.before") -> $(ls "$work/$t" | wc -l)" "$crash"
+done
+[ -x build/npusim ] || scripts/setup.sh >/dev/null
+python3 scripts/fuzz_traces.py --seeds 0:10000 --quiet || status=1
+exit $status

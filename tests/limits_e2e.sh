@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# limits_e2e.sh NPUSIM - resource bounds (issue #18, F5/F6) on inputs too large
+# for tests/data/bad/: each run either succeeds within a memory ulimit, or stops
+# with exit status 2 and the exact one line, quickly, and writes nothing.
+# Run from the repository root.
+set -u
+npusim=$1
+. "$(dirname "$0")/e2e_lib.sh"
+sys=configs/systems/ascend-910b.json
+
+# expect_line NAME LINE COMMAND... : exit 2, nothing on stdout, exactly LINE on stderr
+expect_line() {
+  local name=$1 want=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$? lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -eq 2 ] && [ ! -s "$tmp/out" ] && [ "$lines" -eq 1 ] && [ "$(cat "$tmp/err")" = "$want" ]; then
+    ok
+  else
+    bad "$name: exit $rc, stdout $(wc -c <"$tmp/out") bytes, stderr $lines lines"
+    echo "  expected: $want"
+    echo "  got:      $(head -c 400 "$tmp/err")"
+  fi
+}
+
+# A 38 KB trace of 1 Mi ranks and 1000 two-rank communicators: one table per
+# communicator sized by ranks asked for 4 GiB (18 GiB at 4 Mi ranks); groups are looked up in
+# their members. Run under a 3 GiB address-space limit.
+python3 - "$tmp/many_comms.json" <<'EOF'
+import json, sys
+comms = [{"name": "c%d" % i, "groups": ["%d-%d" % (2 * i, 2 * i + 1)]} for i in range(1000)]
+t = {"format": "npusim-trace", "version": 1, "ranks": 1 << 20, "communicators": comms,
+     "programs": [{"ranks": "0-%d" % ((1 << 20) - 1),
+                   "ops": [{"id": 0, "kind": "compute", "duration_us": 1}]}]}
+open(sys.argv[1], "w").write(json.dumps(t, separators=(",", ":")))
+EOF
+# (AddressSanitizer reserves terabytes of address space: no ulimit there)
+limit="ulimit -v 3145728;"
+grep -q __asan_init "$npusim" && limit=""
+check "1000 communicators of 1 Mi ranks replay in 3 GiB" \
+  bash -c "$limit '$npusim' replay --system $sys --trace '$tmp/many_comms.json' --fidelity analytic --format json --time-limit 60 >/dev/null"
+
+# A gzip stream that inflates past the largest trace (256 MiB) is refused as soon
+# as it does, however small the file.
+head -c $((300 << 20)) /dev/zero | gzip -1 >"$tmp/bomb.json.gz"
+expect_line "gzip inflating past the largest trace" \
+  "$tmp/bomb.json.gz: expected a readable trace file (.json or .json.gz), found a gzip stream inflating to over 256 MiB" \
+  timeout 30 "$npusim" replay --system "$sys" --trace "$tmp/bomb.json.gz" --fidelity analytic
+
+# --time-limit: one line, exit 2, no output file left (not even a temporary one)
+mkdir "$tmp/out_dir"
+expect_line "--time-limit stops a long run" \
+  "npusim train: --time-limit: expected the run to end within 0.5 s, found it still running; stopped, nothing written" \
+  "$npusim" train --system "$sys" --workload configs/workloads/gpt-1t.json --fidelity flow \
+  --time-limit 0.5 --output "$tmp/out_dir/step.json"
+check "--time-limit leaves no file" bash -c "[ -z \"\$(ls -A '$tmp/out_dir')\" ]"
+check "--time-limit lets a short run finish" \
+  "$npusim" op --system "$sys" --op matmul --shape 1024,1024,1024 --time-limit 60 --format json
+check "every command takes --time-limit" bash -c \
+  "for c in coll op replay train calibrate validate schema; do '$npusim' \$c --help | grep -q -- --time-limit || exit 1; done"
+
+finish "limits e2e"
