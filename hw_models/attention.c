@@ -43,6 +43,7 @@
 
 #include "attention.h"
 #include "memory.h"
+#include "npu_int.h"
 
 #define FWD_BLOCK_Q 128           /* Br forward [A]: FlashAttention-2/3, Ascend FA */
 #define BWD_BLOCK_Q 64            /* Br backward [A]: FA2/FA3 head_dim 128 backward */
@@ -50,8 +51,6 @@
 #define FWD_ALU_PER_SCORE 4.0     /* FMA scale-subtract, max, row-sum add, cvt (half) [A] */
 #define BWD_ALU_PER_SCORE 4.0     /* FMA S-LSE, sub and mul for dS, two cvt (half) [A] */
 #define EXP_PER_SCORE 1.0         /* one exp per score, forward and backward recompute */
-
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct {
   bool bwd, causal, separate;
@@ -76,8 +75,8 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
   a->br = a->seq < q ? a->seq : q;       /* query rows per block */
   a->bc = a->seq < BLOCK_KV ? a->seq : BLOCK_KV;
   /* forward units are query blocks looping over kv blocks; backward the reverse */
-  int64_t own = ceil_div(op->dims[2], (int64_t)(a->bwd ? a->bc : a->br));
-  a->loop_blocks = ceil_div(op->dims[2], (int64_t)(a->bwd ? a->br : a->bc));
+  int64_t own = npu_ceil_div(op->dims[2], (int64_t)(a->bwd ? a->bc : a->br));
+  a->loop_blocks = npu_ceil_div(op->dims[2], (int64_t)(a->bwd ? a->br : a->bc));
   a->units = op->dims[0] * op->dims[1] * own;
   a->separate = chip->vector.cores != chip->cube.cores;
   a->vpc = (double)chip->vector.cores / chip->cube.cores;
@@ -86,7 +85,7 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
 /* Steps on the busiest core, in blocks. */
 static double core_steps(const chip_cfg_t *chip, const attn_t *a, int64_t *waves) {
   int64_t cores = chip->cube.cores;
-  *waves = ceil_div(a->units, cores);
+  *waves = npu_ceil_div(a->units, cores);
   if (!a->causal)
     return (double)*waves * (double)a->loop_blocks;
   double n = (double)a->loop_blocks; /* unit lengths 1..n, batch x heads of each */

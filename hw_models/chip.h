@@ -2,7 +2,7 @@
  * cores, their on-core buffers, L2 and HBM.
  *
  * This header holds the plain configuration structs that the config loader fills
- * (sim/config.c) and the derived figures every later model needs (peak rates).
+ * (sim/config/config.c) and the derived figures every later model needs (peak rates).
  * All fields are in base units: hertz, bytes, bytes per second, seconds, cycles.
  * The JSON keys that feed them carry the architect's units (GHz, KiB, GBps, us);
  * the loader converts once. The cycle-level op model lives in its own module;

@@ -25,6 +25,7 @@
 
 #include "cube.h"
 #include "memory.h"
+#include "npu_int.h"
 
 typedef struct {
   int m, n, k;            /* tile */
@@ -35,14 +36,13 @@ typedef struct {
   int active;
 } plan_t;
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* Global-memory traffic of the whole op for a tile shape. */
 static void traffic(const chip_cfg_t *chip, const op_desc_t *op, const plan_t *p, int e,
                     int e_out, double *hbm, double *gm) {
   double M = (double)op->dims[0], N = (double)op->dims[1], K = (double)op->dims[2];
   double batch = (double)(op->dims[3] > 0 ? op->dims[3] : 1);
-  double tiles_m = (double)ceil_div(op->dims[0], p->m), tiles_n = (double)ceil_div(op->dims[1], p->n);
+  double tiles_m = (double)npu_ceil_div(op->dims[0], p->m);
+  double tiles_n = (double)npu_ceil_div(op->dims[1], p->n);
   double a = M * K * e * batch, b = K * N * e * batch, c = M * N * e_out * batch;
   *gm = a * tiles_n + b * tiles_m + c; /* every tile reads its A rows and B columns */
   double smaller = a < b ? a : b;
@@ -70,10 +70,10 @@ static void cost_plan(const chip_cfg_t *chip, const op_desc_t *op, plan_t *p) {
   const chip_cube_cfg_t *cube = &chip->cube;
   int e = chip_dtype_bytes(op->dtype);
   int64_t batch = op->dims[3] > 0 ? op->dims[3] : 1;
-  int64_t ksteps = ceil_div(op->dims[2], p->k);
-  p->tiles = batch * ceil_div(op->dims[0], p->m) * ceil_div(op->dims[1], p->n);
+  int64_t ksteps = npu_ceil_div(op->dims[2], p->k);
+  p->tiles = batch * npu_ceil_div(op->dims[0], p->m) * npu_ceil_div(op->dims[1], p->n);
   p->active = p->tiles < cube->cores ? (int)p->tiles : cube->cores;
-  p->waves = ceil_div(p->tiles, cube->cores);
+  p->waves = npu_ceil_div(p->tiles, cube->cores);
   traffic(chip, op, p, e, e, &p->hbm_bytes, &p->gm_bytes);
   double a_bytes = (double)p->m * p->k * e, b_bytes = (double)p->k * p->n * e;
   double mte2 = (a_bytes + b_bytes) / cube->mte2_bytes_per_cycle;

@@ -6,7 +6,7 @@
 
 /* Fills out's shape-dependent part: cycles of the critical core (launch
  * excluded), per-pipe busy cycles in util[], FLOPs, HBM bytes, tile, waves.
- * op_model() turns cycles into time and busy cycles into fractions. */
+ * op_model() (op_cost.c) turns cycles into time and busy cycles into fractions. */
 void cube_matmul(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out);
 
 #endif

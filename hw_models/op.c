@@ -1,19 +1,11 @@
-/* op.c - checking an op and turning a core model's cycles into its cost; see op.h.
- *
- * The core models give the critical core's cycles and each pipe's busy cycles.
- * Here the launch overhead is added, the HBM floor applied (no op finishes
- * before its HBM traffic could, at bandwidth x efficiency), and the pipe that
- * bounds the op named: the one busy for the largest share of the time. */
+/* op.c - op kinds and pipe names, parsing a shape, checking a descriptor; see op.h.
+ * The cost of a checked op comes from op_cost.c. */
 #include "op.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "attention.h"
-#include "cube.h"
-#include "vector.h"
 
 const char *const op_kind_names[OP_KIND_COUNT] = {
     "matmul", "attention_fwd", "attention_bwd", "add", "mul", "gelu", "swiglu", "softmax",
@@ -48,19 +40,21 @@ int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t 
     errno = 0;
     long long x = strtoll(p, &end, 10);
     if (end == p || errno || n == 5 || (*end && *end != sep))
-      return snprintf(err, err_len, "expected up to 5 integers separated by '%c', found \"%.60s\"",
-                      sep, text), -1;
+      return snprintf(err, err_len,
+                      "shape: expected up to 5 integers separated by '%c', found \"%.60s\"", sep,
+                      text), -1;
     v[n++] = x;
     p = *end ? end + 1 : end;
   }
   if (n == 0)
-    return snprintf(err, err_len, "expected up to 5 integers separated by '%c', found \"\"", sep), -1;
+    return snprintf(err, err_len, "shape: expected up to 5 integers separated by '%c', found \"\"",
+                    sep), -1;
   if (op_on_cube(op->kind)) {
     memcpy(op->dims, v, sizeof v);
     return 0;
   }
   if (n > 2) /* vector ops: [rows,]cols */
-    return snprintf(err, err_len, "expected [rows%c]cols for %s, found %d sizes", sep,
+    return snprintf(err, err_len, "shape: expected [rows%c]cols for %s, found %d sizes", sep,
                     op_kind_names[op->kind], n), -1;
   op->dims[0] = n == 1 ? 1 : v[0];
   op->dims[1] = n == 1 ? v[0] : v[1];
@@ -103,30 +97,4 @@ int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_
     return snprintf(err, err_len, "shape: expected kv_heads dividing heads (%lld), found %lld",
                     (long long)op->dims[1], (long long)op->dims[4]), -1;
   return 0;
-}
-
-void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
-  if (op->kind == OP_MATMUL)
-    cube_matmul(chip, op, out);
-  else if (op_on_cube(op->kind))
-    attention_op(chip, op, out);
-  else
-    vector_op(chip, op, out);
-  double f = chip->freq_hz;
-  double overhead_s = op_on_cube(op->kind) ? chip->cube.op_overhead_s : chip->vector.op_overhead_s;
-  double core_s = out->cycles / f, hbm_s = out->hbm_bytes / chip_hbm_effective_bw(chip);
-  double busy_s = core_s > hbm_s ? core_s : hbm_s;
-  out->time_s = overhead_s + busy_s;
-  out->cycles = out->time_s * f;
-  double memory_s = out->util[PIPE_HBM] / f; /* HBM and L2 together, from the core model */
-  for (int p = 0; p < PIPE_COUNT; p++)
-    out->util[p] /= out->cycles; /* busy cycles -> fraction of the op */
-  out->util[PIPE_HBM] = (memory_s > hbm_s ? memory_s : hbm_s) / out->time_s;
-  out->util[PIPE_LAUNCH] = overhead_s / out->time_s;
-  out->bound = PIPE_LAUNCH;
-  for (int p = 0; p < PIPE_COUNT; p++)
-    if (out->util[p] > out->util[out->bound])
-      out->bound = (pipe_t)p;
-  out->tflops = out->flops / out->time_s / 1e12;
-  out->hbm_GBps = out->hbm_bytes / out->time_s / 1e9;
 }

@@ -4,7 +4,9 @@
  * comes from the core models: cube.c (matmul on cube cores), vector.c (element-
  * wise, row-wise and optimizer ops on vector cores), attention.c (fused
  * attention on both) - each with its tiling, its pipes and the memory it shares
- * (memory.c). op_cost.c dispatches and memoises. Nothing here knows about SimGrid. */
+ * (memory.c). This header holds the op, its checks and the shape of a cost
+ * (op.c); op_cost.h dispatches an op to its core model and memoises the costs
+ * (op_cost.c). Nothing here knows about SimGrid. */
 #ifndef NPUSIM_OP_H
 #define NPUSIM_OP_H
 
@@ -87,16 +89,12 @@ bool op_on_cube(op_kind_t kind);
 
 /* Parses a shape into op->dims for op->kind: up to 5 integers separated by sep
  * (',' on the command line, 'x' in measurement tables); vector ops take
- * [rows,]cols. Returns 0, or -1 with "expected ..., found ..." in err. */
+ * [rows,]cols. Returns 0, or -1 with "shape: expected ..., found ..." in err. */
 int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t err_len);
 
 /* Checks a descriptor: positive dims where the kind needs them, byte counts that
- * fit in 64 bits, a dtype the chip computes. Returns 0, or -1 with "expected
- * ..., found ..." in err. */
+ * fit in 64 bits, a dtype the chip computes. Returns 0, or -1 with "FIELD:
+ * expected ..., found ..." in err, FIELD being shape or dtype. */
 int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_len);
-
-/* Costs an op on the chip (no memoisation; see op_cost.h). op must have passed
- * op_check. */
-void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out);
 
 #endif

@@ -1,10 +1,22 @@
-/* op_cost.c - an open-addressing table from op descriptors to costs; see op_cost.h.
- * Results live in blocks that never move, so the pointers handed out survive
- * the table's growth. */
+/* op_cost.c - an op's cost from the core models, and the memo cache; see op_cost.h.
+ *
+ * The core models give the critical core's cycles and each pipe's busy cycles.
+ * op_model adds the launch overhead, applies the HBM floor (no op finishes
+ * before its HBM traffic could, at bandwidth x efficiency), and names the pipe
+ * that bounds the op: the one busy for the largest share of the time.
+ *
+ * The cache is an open-addressing table from op descriptors to costs. Results
+ * live in blocks that never move, so the pointers handed out survive the
+ * table's growth. */
 #include "op_cost.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "attention.h"
+#include "cube.h"
+#include "npu_int.h"
+#include "vector.h"
 
 #define BLOCK_RESULTS 256
 
@@ -25,6 +37,32 @@ struct op_cache {
   size_t cap, count, hits;
   block_t *blocks; /* newest first; the newest is filled up to count % BLOCK_RESULTS */
 };
+
+void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
+  if (op->kind == OP_MATMUL)
+    cube_matmul(chip, op, out);
+  else if (op_on_cube(op->kind))
+    attention_op(chip, op, out);
+  else
+    vector_op(chip, op, out);
+  double f = chip->freq_hz;
+  double overhead_s = op_on_cube(op->kind) ? chip->cube.op_overhead_s : chip->vector.op_overhead_s;
+  double core_s = out->cycles / f, hbm_s = out->hbm_bytes / chip_hbm_effective_bw(chip);
+  double busy_s = core_s > hbm_s ? core_s : hbm_s;
+  out->time_s = overhead_s + busy_s;
+  out->cycles = out->time_s * f;
+  double memory_s = out->util[PIPE_HBM] / f; /* HBM and L2 together, from the core model */
+  for (int p = 0; p < PIPE_COUNT; p++)
+    out->util[p] /= out->cycles; /* busy cycles -> fraction of the op */
+  out->util[PIPE_HBM] = (memory_s > hbm_s ? memory_s : hbm_s) / out->time_s;
+  out->util[PIPE_LAUNCH] = overhead_s / out->time_s;
+  out->bound = PIPE_LAUNCH;
+  for (int p = 0; p < PIPE_COUNT; p++)
+    if (out->util[p] > out->util[out->bound])
+      out->bound = (pipe_t)p;
+  out->tflops = out->flops / out->time_s / 1e12;
+  out->hbm_GBps = out->hbm_bytes / out->time_s / 1e9;
+}
 
 op_cache_t *op_cache_new(const chip_cfg_t *chip) {
   op_cache_t *c = calloc(1, sizeof *c);
@@ -54,16 +92,13 @@ void op_cache_free(op_cache_t *c) {
 
 /* Field by field: descriptors may carry padding. */
 static uint64_t hash_op(const op_desc_t *op) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = NPU_HASH_SEED;
   uint64_t fields[9] = {(uint64_t)op->kind, (uint64_t)op->dtype, (uint64_t)op->out_dtype,
                         (uint64_t)op->dims[0], (uint64_t)op->dims[1], (uint64_t)op->dims[2],
                         (uint64_t)op->dims[3], (uint64_t)op->dims[4],
                         (uint64_t)(op->trans_a | op->trans_b << 1 | op->causal << 2)};
-  for (int i = 0; i < 9; i++) {
-    h ^= fields[i];
-    h *= 1099511628211ULL;
-    h ^= h >> 29;
-  }
+  for (int i = 0; i < 9; i++)
+    h = npu_hash_u64(h, fields[i]);
   return h;
 }
 

@@ -1,9 +1,16 @@
-/* op_cost.h - memoised op costs: identical ops (kind, shape, dtype, flags) on
- * one chip are costed once. The cache belongs to its caller; no global state. */
+/* op_cost.h - what an op costs on a chip: op_model asks the op's core model
+ * (cube, vector, attention) and adds what every op pays; the cache memoises it,
+ * so identical ops (kind, shape, dtype, flags) on one chip are costed once. The
+ * cache belongs to its caller; no global state. */
 #ifndef NPUSIM_OP_COST_H
 #define NPUSIM_OP_COST_H
 
 #include "op.h"
+
+/* Costs an op on the chip, without memoisation: the core model's cycles plus
+ * the launch overhead, floored by the HBM traffic, with the bounding pipe. op
+ * must have passed op_check. */
+void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out);
 
 typedef struct op_cache op_cache_t;
 

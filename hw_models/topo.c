@@ -80,17 +80,17 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
   memset(out, 0, sizeof *out);
   int k = ranks_per_node > 0 ? ranks_per_node : node->npus;
   if (ranks < 1) {
-    snprintf(err, err_len, "--ranks: expected at least 1 rank, found %d", ranks);
+    snprintf(err, err_len, "ranks: expected at least 1 rank, found %d", ranks);
     return -1;
   }
   if (k > node->npus) {
-    snprintf(err, err_len, "--ranks-per-node: expected at most node.npus = %d, found %d",
+    snprintf(err, err_len, "ranks_per_node: expected at most node.npus = %d, found %d",
              node->npus, k);
     return -1;
   }
   if (ranks > k && ranks % k) {
     snprintf(err, err_len,
-             "--ranks: expected at most %d or a multiple of %d (ranks per node), found %d", k, k,
+             "ranks: expected at most %d or a multiple of %d (ranks per node), found %d", k, k,
              ranks);
     return -1;
   }
@@ -99,7 +99,7 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
   int nodes = (ranks + k - 1) / k;
   if (cluster->nodes > 0 && nodes > cluster->nodes) {
     snprintf(err, err_len,
-             "--ranks: expected at most %d (cluster.nodes = %d servers x %d ranks per node), "
+             "ranks: expected at most %d (cluster.nodes = %d servers x %d ranks per node), "
              "found %d", cluster->nodes * k, cluster->nodes, k, ranks);
     return -1;
   }
@@ -130,7 +130,7 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
                  (size_t)out->leaves;
   out->links = calloc(total ? total : 1, sizeof *out->links);
   if (!out->links) {
-    snprintf(err, err_len, "--ranks: out of memory for %zu links", total);
+    snprintf(err, err_len, "ranks: out of memory for %zu links", total);
     return -1;
   }
   out->first_scale_up = 0;

@@ -1,6 +1,6 @@
-/* topo.h - the cluster as a graph of links, and the path a transfer takes.
+/* topo.h - the links one job uses, as a graph, and the path a transfer takes.
  *
- * Built from the node and cluster configuration for a job of R ranks placed K
+ * Built from the cluster's shape (cluster.h) for a job of R ranks placed K
  * per server (rank r on server r / K, NPU r % K of it). Links, all full duplex:
  *   scale-up  full_mesh: one link per NPU pair (links_per_peer of them merged);
  *             two_group_mesh: the same inside each half; switch: one port per NPU
@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "chip.h"
-#include "topology.h"
+#include "cluster.h"
 
 typedef enum {
   TOPO_LINK_SCALE_UP,
@@ -38,7 +38,7 @@ extern const char *const topo_link_kind_names[TOPO_LINK_KIND_COUNT];
 
 typedef struct {
   topo_link_kind_t kind;
-  int owner;           /* server (scale-up, die, nic), rank (supernode) or leaf (uplink) */
+  int owner;           /* server (scale-up, die, supernode, nic) or leaf (uplink) */
   int a, b;            /* local NPU indices of the ends (pair links), else a = NPU */
   link_cfg_t cfg;      /* merged line rate, latency, efficiency, overhead */
 } topo_link_t;
@@ -69,8 +69,9 @@ typedef struct {
 } topo_t;
 
 /* Builds the graph for ranks placed ranks_per_node per server (0 = node.npus).
- * Returns 0, or -1 with a one-line reason in err ("expected ..., found ...")
- * when the job does not fit the system. */
+ * Returns 0, or -1 with a one-line reason in err when the job does not fit the
+ * system: "FIELD: expected ..., found ...", FIELD being the parameter at fault
+ * (ranks or ranks_per_node); the caller adds where its value came from. */
 int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
                int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len);
 
@@ -100,8 +101,8 @@ double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops);
 /* Effective bandwidth of a link (line rate x efficiency), bytes/s. */
 double topo_link_bw(const topo_t *t, int link);
 
-/* A stable, readable name: "s0.mesh.1-5", "s2.port3", "s1.die4-5", "sn.port12",
- * "s3.nic2", "leaf4.up". */
+/* A stable, readable name: "s0.mesh1-5", "s0.ring3-4", "s2.port3" (switch),
+ * "s1.die4-5", "s3.sn2" (supernode port), "s3.nic2", "leaf4.up". */
 void topo_link_name(const topo_t *t, int link, char *buf, size_t len);
 
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "memory.h"
+#include "npu_int.h"
 #include "vector.h"
 
 typedef struct {
@@ -56,8 +57,6 @@ static const vec_profile_t profiles[OP_KIND_COUNT] = {
     [OP_REDUCE_SUM] = {1, 0, 0, 0, 1, true, true, 0, 1},
 };
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   const chip_vector_cfg_t *vec = &chip->vector;
   const vec_profile_t *pf = &profiles[op->kind];
@@ -79,9 +78,9 @@ void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   int passes = pf->row_wise && !row_fits && pf->passes < 2 ? 2 : pf->passes;
   if (tile > elems)
     tile = elems;
-  int64_t tiles = ceil_div((int64_t)ceil(elems), (int64_t)tile);
+  int64_t tiles = npu_ceil_div((int64_t)ceil(elems), (int64_t)tile);
   int active = tiles < vec->cores ? (int)tiles : vec->cores;
-  int64_t waves = ceil_div(tiles, vec->cores);
+  int64_t waves = npu_ceil_div(tiles, vec->cores);
 
   double data = elems * (in_b + out_b);
   /* a second read of a row comes after the first read of the whole row: it hits

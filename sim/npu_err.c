@@ -2,6 +2,7 @@
 #include "npu_err.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonfile.h"
@@ -38,4 +39,17 @@ void npu_err_print(FILE *f, const char *msg) {
     }
   }
   fputc('\n', f);
+}
+
+bool npu_err_one_line(const char *msg) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return false;
+  npu_err_print(f, msg);
+  fclose(f);
+  bool ok = len > 1 && memchr(buf, '\n', len - 1) == NULL && buf[len - 1] == '\n';
+  free(buf);
+  return ok;
 }

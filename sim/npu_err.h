@@ -10,6 +10,7 @@
 #ifndef NPUSIM_NPU_ERR_H
 #define NPUSIM_NPU_ERR_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #define NPU_ERR_MAX 1024
@@ -27,5 +28,9 @@ int npu_err_set(npu_err_t *err, const char *fmt, ...) __attribute__((format(prin
  * bytes of no valid UTF-8 as \xNN. Everything npusim says on stderr goes
  * through here. */
 void npu_err_print(FILE *f, const char *msg);
+
+/* Whether msg prints (npu_err_print) as exactly one non-empty line: what the
+ * fuzz targets hold every rejection to. */
+bool npu_err_one_line(const char *msg);
 
 #endif

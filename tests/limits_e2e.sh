@@ -8,22 +8,6 @@ npusim=$1
 . "$(dirname "$0")/e2e_lib.sh"
 sys=configs/systems/ascend-910b.json
 
-# expect_line NAME LINE COMMAND... : exit 2, nothing on stdout, exactly LINE on stderr
-expect_line() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$? lines
-  lines=$(wc -l <"$tmp/err")
-  if [ "$rc" -eq 2 ] && [ ! -s "$tmp/out" ] && [ "$lines" -eq 1 ] && [ "$(cat "$tmp/err")" = "$want" ]; then
-    ok
-  else
-    bad "$name: exit $rc, stdout $(wc -c <"$tmp/out") bytes, stderr $lines lines"
-    echo "  expected: $want"
-    echo "  got:      $(head -c 400 "$tmp/err")"
-  fi
-}
-
 # A 38 KB trace of 1 Mi ranks and 1000 two-rank communicators: one table per
 # communicator sized by ranks asked for 4 GiB (18 GiB at 4 Mi ranks); groups are looked up in
 # their members. Run under a 3 GiB address-space limit.

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "calibrate.h"
+#include "op_cost.h"
 #include "suites.h"
 #include "test_util.h"
 

@@ -1,12 +1,20 @@
 /* test_coll.c - collective schedules and the analytic engine: each algorithm
  * moves the bytes its formula says, ring costs exactly its alpha-beta-gamma
  * formula, the automatic choices follow the documented rules, and bad requests
- * are refused with a reason. */
+ * are refused with a reason. The capability table (coll_cfg.c) is walked row by
+ * row: every name parses with --algo and is in `coll --help`, the config rules
+ * take each algorithm exactly at its levels, and its prims are what the
+ * emitters build. */
 #include <CUnit/CUnit.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli.h"
+#include "coll_algos.h"
 #include "coll_engine.h"
 #include "suites.h"
 #include "test_util.h"
@@ -213,7 +221,7 @@ static void test_routes_stay_on_the_physical_path(void) {
   const char *fixed[] = {"cluster.nodes=2", NULL};
   system_cfg_t f = load_system("ascend-910b.json", fixed);
   CU_ASSERT_EQUAL(topo_build(&f.node, &f.cluster, 1, 24, 8, &t, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "--ranks: expected at most 16 (cluster.nodes = 2 servers x 8 ranks "
+  CU_ASSERT_STRING_EQUAL(err, "ranks: expected at most 16 (cluster.nodes = 2 servers x 8 ranks "
                               "per node), found 24");
 }
 
@@ -253,6 +261,110 @@ static void test_communicators_plan_on_their_own_ranks(void) {
   topo_free(&t);
 }
 
+/* ---- the capability table ---- */
+
+static void test_every_algorithm_of_the_table_parses_with_algo(void) {
+  char err[256], two[64];
+  for (int a = 0; a < COLL_ALGO_COUNT; a++) {
+    const char *name = coll_algo_caps((coll_algo_t)a)->name;
+    CU_ASSERT_EQUAL(coll_algo_parse(name), a);
+    CU_ASSERT_STRING_EQUAL(coll_algo_name(a), name);
+    coll_cfg_t cfg = {0};
+    CU_ASSERT_EQUAL(coll_apply_algo(name, true, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(cfg.algo[1], a); /* one name: between servers */
+    snprintf(two, sizeof two, "ring,%s", name);
+    CU_ASSERT_EQUAL(coll_apply_algo(two, false, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(cfg.algo[0], COLL_ALGO_RING);
+    CU_ASSERT_EQUAL(cfg.algo[1], a);
+  }
+  coll_cfg_t cfg = {0};
+  CU_ASSERT_EQUAL(coll_apply_algo("ring,quantum", true, &cfg, err, sizeof err), -1);
+  CU_ASSERT_EQUAL(cfg.algo[0], COLL_ALGO_AUTO); /* untouched */
+  for (int a = 0; a < COLL_ALGO_COUNT; a++) /* the refusal lists every name */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, coll_algo_name(a)));
+}
+
+/* What `npusim coll --help` prints, in a string the caller frees. */
+static char *coll_help(void) {
+  char path[] = "/tmp/npusim_help_XXXXXX";
+  int fd = mkstemp(path), saved = dup(STDOUT_FILENO);
+  char *argv[] = {"npusim", "coll", "--help", NULL};
+  fflush(stdout);
+  dup2(fd, STDOUT_FILENO);
+  CU_ASSERT_EQUAL(cli_main(3, argv), 0);
+  fflush(stdout);
+  dup2(saved, STDOUT_FILENO);
+  close(saved);
+  close(fd);
+  char why[128];
+  size_t len;
+  char *text = jsonfile_read(path, 1 << 20, &len, why, sizeof why);
+  unlink(path);
+  return text;
+}
+
+static void test_every_algorithm_of_the_table_is_in_the_help(void) {
+  char *help = coll_help();
+  CU_ASSERT_PTR_NOT_NULL_FATAL(help);
+  for (int a = COLL_ALGO_AUTO + 1; a < COLL_ALGO_COUNT; a++) {
+    const coll_algo_caps_t *c = coll_algo_caps((coll_algo_t)a);
+    char row[64];
+    snprintf(row, sizeof row, "\n  %-9s %s", c->name, c->what);
+    CU_ASSERT_PTR_NOT_NULL(strstr(help, row));
+  }
+  free(help);
+}
+
+/* Forces algo at level through --set on a shipped system; "" if it loads. */
+static const char *force(const char *system, coll_algo_t algo, int level) {
+  static system_cfg_t sys;
+  char text[128], set[96];
+  snprintf(text, sizeof text, "{\"extends\": \"%s\"}", system);
+  snprintf(set, sizeof set, "collectives.level%d_algorithm=%s", level, coll_algo_name(algo));
+  const char *const sets[] = {set, NULL};
+  return load_text(CONFIG_SYSTEM, SYSTEMS_DIR, text, sets, &sys);
+}
+
+/* On h100-dgx (a switch that reduces) the config takes an algorithm exactly at
+ * the levels of its row; on ascend-910b (a full mesh) also never one that
+ * needs in-switch reduction; on ascend-910a (two groups) never one that needs
+ * every pair linked. */
+static void test_the_config_rules_follow_the_table_levels(void) {
+  for (int a = 0; a < COLL_ALGO_COUNT; a++) {
+    const coll_algo_caps_t *c = coll_algo_caps((coll_algo_t)a);
+    for (int l = 0; l < COLL_LEVELS; l++) {
+      bool at = (c->levels >> l) & 1;
+      const char *got = force("h100-dgx.json", (coll_algo_t)a, l);
+      CU_ASSERT_EQUAL(got[0] == '\0', at);
+      if (!at)
+        CU_ASSERT_PTR_NOT_NULL(strstr(got, "--set: collectives.level"));
+      CU_ASSERT_EQUAL(force("ascend-910b.json", (coll_algo_t)a, l)[0] == '\0',
+                      at && !c->in_switch);
+      CU_ASSERT_EQUAL(force("ascend-910a.json", (coll_algo_t)a, l)[0] == '\0',
+                      at && !c->in_switch && !c->all_pairs);
+    }
+  }
+}
+
+/* The prims column is what the emitters build (on a group of 4 with a switch). */
+static void test_the_table_prims_are_what_the_emitters_build(void) {
+  static const int members[4] = {0, 1, 2, 3};
+  for (int a = COLL_ALGO_AUTO + 1; a < COLL_ALGO_COUNT; a++) {
+    if (coll_algo_caps((coll_algo_t)a)->composed)
+      continue; /* pipeline: the planner composes it */
+    for (int p = 0; p < PRIM_COUNT; p++) {
+      coll_sched_t tmp = {0};
+      coll_group_t grp = {.sched = &tmp, .ranks = members, .g = 4, .switch_id = 4};
+      bool built = coll_algo_emit((coll_algo_t)a, (coll_prim_t)p, &grp, 1024) >= 0;
+      coll_sched_free(&tmp);
+      CU_ASSERT_EQUAL(built, coll_algo_builds((coll_algo_t)a, (coll_prim_t)p));
+      if (built != coll_algo_builds((coll_algo_t)a, (coll_prim_t)p))
+        fprintf(stderr, "\n  %s, block %d: the table and the emitter differ\n",
+                coll_algo_name(a), p);
+    }
+  }
+}
+
 CU_TestInfo coll_tests[] = {
     {"communicators plan on their own ranks", test_communicators_plan_on_their_own_ranks},
     {"each algorithm moves the bytes of its formula",
@@ -263,5 +375,11 @@ CU_TestInfo coll_tests[] = {
     {"auto follows the libraries' rules", test_auto_follows_the_libraries_rules},
     {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},
     {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
+    {"every algorithm of the table parses with --algo",
+     test_every_algorithm_of_the_table_parses_with_algo},
+    {"every algorithm of the table is in the help", test_every_algorithm_of_the_table_is_in_the_help},
+    {"the config rules follow the table's levels", test_the_config_rules_follow_the_table_levels},
+    {"the table's prims are what the emitters build",
+     test_the_table_prims_are_what_the_emitters_build},
     CU_TEST_INFO_NULL,
 };

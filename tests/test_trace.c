@@ -9,14 +9,6 @@
 #include "suites.h"
 #include "test_util.h"
 
-/* A trace of `ranks` ranks with the given communicators and programs. */
-static const char *wrap(int ranks, const char *comms, const char *programs) {
-  static char buf[8192];
-  snprintf(buf, sizeof buf,
-           "{\"format\": \"npusim-trace\", \"version\": 1, \"ranks\": %d, "
-           "\"communicators\": [%s], \"programs\": [%s]}", ranks, comms, programs);
-  return buf;
-}
 
 static const char *parse_err(const char *text) {
   static char err[1024];
@@ -37,7 +29,7 @@ static void expect(const char *text, const char *want) {
 #define P2(a, b) "{\"ranks\": \"0\", \"ops\": [" a "]}, {\"ranks\": \"1\", \"ops\": [" b "]}"
 
 static void test_good_trace_reads(void) {
-  CU_ASSERT_STRING_EQUAL(parse_err(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+  CU_ASSERT_STRING_EQUAL(parse_err(trace_text(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
       "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"matmul\", \"shape\": [8, 8, 8]},"
       "{\"id\": 1, \"kind\": \"allreduce\", \"stream\": \"comm\", \"comm\": \"w\", \"bytes\": 64,"
       " \"deps\": [0]}]}")), "");
@@ -45,7 +37,7 @@ static void test_good_trace_reads(void) {
 
 /* "overlaps" names the transfer a compute op runs beside; the writer keeps it. */
 static void test_overlaps_reads_and_writes_back(void) {
-  const char *text = wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+  const char *text = trace_text(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
       "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 4, \"kind\": \"allreduce\", \"stream\": "
       "\"comm\", \"comm\": \"w\", \"bytes\": 64}, {\"id\": 9, \"kind\": \"matmul\", "
       "\"shape\": [8, 8, 8], \"overlaps\": 4}]}");
@@ -66,7 +58,7 @@ static void test_overlaps_reads_and_writes_back(void) {
   free(written);
   remove_temp_dir(dir);
   trace_free(&t);
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"send\", \"peer\": 0, "
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"send\", \"peer\": 0, "
                      "\"bytes\": 1}, {\"id\": 1, \"kind\": \"matmul\", \"shape\": [8, 8, 8], "
                      "\"overlaps\": 0}]}"),
          "t.json: rank 0 op 1: overlaps: expected the id of a coll, send or recv on another "
@@ -74,67 +66,67 @@ static void test_overlaps_reads_and_writes_back(void) {
 }
 
 static void test_each_bad_input_is_named_with_rank_and_op(void) {
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 3, \"kind\": \"matmull\"}]}"),
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 3, \"kind\": \"matmull\"}]}"),
          "t.json: rank 0 op 3: kind: expected a compute op (matmul, softmax, ...), compute, a "
          "collective, send, recv, record, wait, delay, alloc or free, found \"matmull\"");
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 3, \"kind\": \"compute\", "
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 3, \"kind\": \"compute\", "
                      "\"duration_us\": 1, \"flops\": 2}]}"),
          "t.json: rank 0 op 3: op: expected a known field, found unknown field \"flops\"");
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", "
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", "
                      "\"duration_us\": 1}, {\"id\": 1, \"kind\": \"delay\", \"duration_us\": 1}]}"),
          "t.json: rank 0 op 1: id: expected ids unique in a program, found 1 twice");
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", "
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", "
                      "\"duration_us\": 1, \"deps\": [7]}]}"),
          "t.json: rank 0 op 1: deps: expected ids of ops in this program, found 7");
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", \"stream\": "
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 1, \"kind\": \"delay\", \"stream\": "
                      "\"a\", \"duration_us\": 1, \"deps\": [2]}, {\"id\": 2, \"kind\": \"delay\", "
                      "\"stream\": \"b\", \"duration_us\": 1, \"deps\": [1]}]}"),
          "t.json: rank 0 op 1: expected ops that can all complete, found it waiting for rank 0 "
          "op 2, which never completes (a cycle through streams, events, collectives or "
          "send/recv)");
-  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-2\"]}", "{\"ranks\": \"0-1\", \"ops\": []}"),
+  expect(trace_text(2, "{\"name\": \"w\", \"groups\": [\"0-2\"]}", "{\"ranks\": \"0-1\", \"ops\": []}"),
          "t.json: communicators[0].groups[0]: expected ranks in [0, 2), found \"0-2\"");
-  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+  expect(trace_text(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
               P2("{\"id\": 0, \"kind\": \"allreduce\", \"comm\": \"w\", \"bytes\": 64}",
                  "{\"id\": 0, \"kind\": \"allreduce\", \"comm\": \"w\", \"bytes\": 128}")),
          "t.json: rank 1 op 0: expected allreduce of 64 bytes on \"w\" as rank 0 issues it (op "
          "0), found allreduce of 128 bytes");
-  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
+  expect(trace_text(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
                         "{\"id\": 0, \"kind\": \"delay\", \"duration_us\": 1}")),
          "t.json: rank 0 op 0: expected a recv on rank 1 for this send, found none");
-  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
+  expect(trace_text(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
                         "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 9}")),
          "t.json: rank 1 op 0: bytes: expected 8 as rank 0 sends (op 0), found 9");
   /* each rank first waits for the other's message: a deadlock across ranks */
-  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"recv\", \"peer\": 1, \"bytes\": 8},"
+  expect(trace_text(2, "", P2("{\"id\": 0, \"kind\": \"recv\", \"peer\": 1, \"bytes\": 8},"
                         "{\"id\": 1, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
                         "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8},"
                         "{\"id\": 1, \"kind\": \"send\", \"peer\": 0, \"bytes\": 8}")),
          "t.json: rank 0 op 1: expected ops that can all complete, found it waiting for rank 0 "
          "op 0, which never completes (a cycle through streams, events, collectives or "
          "send/recv)");
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"wait\", \"event\": "
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"wait\", \"event\": "
                      "\"e\"}]}"),
          "t.json: rank 0 op 0: event: expected an event some op records, found \"e\"");
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"free\", \"buffer\": "
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"free\", \"buffer\": "
                      "\"b\"}]}"),
          "t.json: rank 0 op 0: buffer: expected a buffer some op allocates, found \"b\"");
-  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0\"]}",
+  expect(trace_text(2, "{\"name\": \"w\", \"groups\": [\"0\"]}",
               "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"allreduce\", \"comm\": "
               "\"w\", \"bytes\": 8}]}"),
          "t.json: rank 1 op 0: comm: expected a communicator with a group holding rank 1, found "
          "\"w\" without one");
-  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+  expect(trace_text(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
               "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"broadcast\", \"comm\": "
               "\"w\", \"bytes\": 8, \"root\": 2}]}"),
          "t.json: rank 0 op 0: root: expected an integer in [0, 1], found 2");
-  expect(wrap(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+  expect(trace_text(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
               "{\"ranks\": \"0-1\", \"ops\": [{\"id\": 0, \"kind\": \"allreduce\", \"comm\": "
               "\"w\", \"bytes\": 8}, {\"id\": 1, \"kind\": \"allreduce\", \"stream\": \"x\", "
               "\"comm\": \"w\", \"bytes\": 8}]}"),
          "t.json: rank 0 op 1: stream: expected the stream \"compute\" of the earlier "
          "collectives on \"w\", found \"x\"");
-  expect(wrap(2, "", "{\"ranks\": \"0\", \"ops\": []}"),
+  expect(trace_text(2, "", "{\"ranks\": \"0\", \"ops\": []}"),
          "t.json: rank 1: expected a program for every rank, found none");
   expect("{\"format\": \"npusim-trace\", \"version\": 2}",
          "t.json: version: expected an integer in [1, 1], found 2");
@@ -204,7 +196,7 @@ static void test_sends_pair_with_recvs_by_resolved_channel_in_program_order(void
   /* rank 0: ops 0 (peer_offset +1) and 1 (peer 1) are one channel, from two
    * streams, so rank 0 gets positions of its own; so does rank 1, receiving
    * them spelled two ways; tags x and "" are two channels of rank 2 */
-  const char *text = wrap(3, "",
+  const char *text = trace_text(3, "",
       "{\"ranks\": \"0\", \"ops\": ["
       "{\"id\": 0, \"kind\": \"send\", \"peer_offset\": 1, \"bytes\": 8, \"stream\": \"a\"},"
       "{\"id\": 1, \"kind\": \"send\", \"peer\": 1, \"bytes\": 16, \"stream\": \"b\"},"
@@ -232,7 +224,7 @@ static void test_sends_pair_with_recvs_by_resolved_channel_in_program_order(void
   trace_pairing_free(&pp);
   trace_free(&t);
   /* the same channel spelled two ways: the second send meets the second recv */
-  expect(wrap(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8},"
+  expect(trace_text(2, "", P2("{\"id\": 0, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8},"
                         "{\"id\": 1, \"kind\": \"send\", \"peer_offset\": 1, \"bytes\": 9}",
                         "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8},"
                         "{\"id\": 1, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8}")),
@@ -240,17 +232,17 @@ static void test_sends_pair_with_recvs_by_resolved_channel_in_program_order(void
 }
 
 static void test_buffers_are_allocated_and_freed_in_turn(void) {
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": ["
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": ["
                      "{\"id\": 0, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8},"
                      "{\"id\": 1, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8}]}"),
          "t.json: rank 0 op 1: buffer: expected a buffer not in use, found \"a\" still "
          "allocated by op 0");
-  expect(wrap(1, "", "{\"ranks\": \"0\", \"ops\": ["
+  expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": ["
                      "{\"id\": 0, \"kind\": \"free\", \"buffer\": \"a\"},"
                      "{\"id\": 1, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8}]}"),
          "t.json: rank 0 op 0: buffer: expected a buffer an earlier op allocates, found \"a\" "
          "not allocated here");
-  CU_ASSERT_STRING_EQUAL(parse_err(wrap(1, "", "{\"ranks\": \"0\", \"ops\": ["
+  CU_ASSERT_STRING_EQUAL(parse_err(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": ["
       "{\"id\": 0, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8},"
       "{\"id\": 1, \"kind\": \"free\", \"buffer\": \"a\"},"
       "{\"id\": 2, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8}]}")), "");

@@ -415,6 +415,92 @@ static void test_pipeline_order_keeps_its_laws(void) {
   }
 }
 
+/* The generator says what each op is for and which program is which stage
+ * (train_program_t), typed: checked here against what the trace spells, once,
+ * so that no report has to read it back from names. A plan with every part:
+ * tp 2, cp 2, pp 2, ep 2 over dp 2, with the optimizer. */
+static void test_parts_and_stages_are_typed(void) {
+  workload_cfg_t w = load_workload(small_moe, "\"tp\": 2, \"cp\": 2, \"pp\": 2, \"dp\": 2, "
+                                   "\"ep\": 2", "\"micro_batch\": 1, \"global_batch\": 4");
+  trace_t t;
+  train_info_t info;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  CU_ASSERT_FATAL(info.nprograms == t.nprograms);
+  int seen[TRAIN_PART_COUNT + 1] = {0};
+  for (int pi = 0; pi < t.nprograms; pi++) {
+    const trace_program_t *p = &t.programs[pi];
+    const train_program_t *gp = &info.programs[pi];
+    /* Megatron's order tp, cp, dp, pp: rank = tp + 2 (cp + 2 (dp + 2 pp)) */
+    for (int i = 0; i < p->nranks; i++) {
+      CU_ASSERT_EQUAL(p->ranks[i] / 8, gp->stage);
+      CU_ASSERT_EQUAL(p->ranks[i] / 2 % 2, gp->cp_pos);
+    }
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      train_part_t want = TRAIN_PART_NONE;
+      if (op->type == TRACE_OP_SHAPED)
+        want = strcmp(p->streams[op->stream], "optimizer") == 0 ? TRAIN_PART_OPTIMIZER
+                                                               : TRAIN_PART_COMPUTE;
+      else if (op->type == TRACE_OP_COLL)
+        want = strcmp(t.comms[op->comm].name, "tp") == 0   ? TRAIN_PART_TP
+               : strcmp(t.comms[op->comm].name, "ep") == 0 ? TRAIN_PART_EP
+                                                           : TRAIN_PART_DP;
+      else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
+        want = strcmp(trace_tag(p, op), "cp") == 0 ? TRAIN_PART_CP : TRAIN_PART_PP;
+      CU_ASSERT_EQUAL(gp->parts[i], want);
+      seen[gp->parts[i]]++;
+    }
+  }
+  for (int k = 0; k <= TRAIN_PART_COUNT; k++)
+    CU_ASSERT(seen[k] > 0);
+  trace_free(&t);
+  train_info_free(&info);
+}
+
+/* names without drop, into out (room for n); returns how many are left. */
+static int names_without(const char *const *names, int n, const char *drop, const char **out) {
+  int kept = 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(names[i], drop) != 0)
+      out[kept++] = names[i];
+  return kept;
+}
+
+/* Every op kind the generator emits is resolved once against the caller's
+ * vocabulary: one it lacks is an internal error naming it, never kind -1. */
+static void test_a_kind_missing_from_the_vocabulary_is_an_error(void) {
+  workload_cfg_t w = load_workload(small_model, "\"dp\": 2",
+                                   "\"micro_batch\": 1, \"global_batch\": 2");
+  const trace_vocab_t *rv = &replay_vocab;
+  const char **compute = malloc((size_t)rv->ncompute * sizeof *compute);
+  const char **colls = malloc((size_t)rv->ncolls * sizeof *colls);
+  const char **dtypes = malloc((size_t)rv->ndtypes * sizeof *dtypes);
+  trace_vocab_t no_adam = *rv, no_allreduce = *rv, no_fp32 = *rv;
+  no_adam.ncompute = names_without(rv->compute, rv->ncompute, "adam", compute);
+  no_adam.compute = compute;
+  no_allreduce.ncolls = names_without(rv->colls, rv->ncolls, "allreduce", colls);
+  no_allreduce.colls = colls;
+  no_fp32.ndtypes = names_without(rv->dtypes, rv->ndtypes, "fp32", dtypes);
+  no_fp32.dtypes = dtypes;
+  const struct {
+    const trace_vocab_t *vocab;
+    const char *lacks;
+  } cases[] = {{&no_adam, "\"adam\""}, {&no_allreduce, "\"allreduce\""}, {&no_fp32, "\"fp32\""}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    trace_t t;
+    train_info_t info;
+    char err[1024] = "";
+    CU_ASSERT(train_generate(&w, cases[k].vocab, 8, &t, &info, err, sizeof err) == -1);
+    CU_ASSERT(strncmp(err, "internal error: ", 16) == 0 && strstr(err, cases[k].lacks) != NULL);
+    trace_free(&t);
+    train_info_free(&info);
+  }
+  free(compute);
+  free(colls);
+  free(dtypes);
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
     {"pipeline order keeps its laws", test_pipeline_order_keeps_its_laws},
@@ -431,5 +517,8 @@ CU_TestInfo train_tests[] = {
      test_zero_shards_experts_over_expert_data_parallel},
     {"column-parallel backward overlaps its communication",
      test_column_parallel_backward_overlaps_its_communication},
+    {"parts and stages are typed", test_parts_and_stages_are_typed},
+    {"a kind missing from the vocabulary is an error",
+     test_a_kind_missing_from_the_vocabulary_is_an_error},
     CU_TEST_INFO_NULL,
 };

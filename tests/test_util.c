@@ -40,6 +40,14 @@ system_cfg_t load_system(const char *name, const char *const *sets) {
   return s;
 }
 
+const char *trace_text(int ranks, const char *comms, const char *programs) {
+  static char buf[8192];
+  snprintf(buf, sizeof buf,
+           "{\"format\": \"npusim-trace\", \"version\": 1, \"ranks\": %d, "
+           "\"communicators\": [%s], \"programs\": [%s]}", ranks, comms, programs);
+  return buf;
+}
+
 const char *make_temp_dir(void) {
   static char dir[64];
   snprintf(dir, sizeof dir, "/tmp/npusim-test-XXXXXX");

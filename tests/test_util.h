@@ -28,6 +28,10 @@ system_cfg_t load_system(const char *name, const char *const *sets);
 const char *make_temp_dir(void);
 void write_file(const char *dir, const char *name, const char *text);
 
+/* A trace of `ranks` ranks with the given communicators and programs, as JSON
+ * text (static buffer). */
+const char *trace_text(int ranks, const char *comms, const char *programs);
+
 /* Removes a directory made by make_temp_dir and everything in it. */
 void remove_temp_dir(const char *dir);
 

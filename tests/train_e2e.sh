@@ -13,7 +13,9 @@
 #     interleaving shortens it; faster scale-up links never slow a TP step;
 #   - a plan that does not fit HBM says so with its overshoot;
 #   - the same inputs give byte-identical JSON and Chrome traces;
-#   - the analytic sweep gives the bytes of the SimGrid actors it replaces.
+#   - the analytic sweep gives the bytes of the SimGrid actors it replaces;
+#   - --emit-trace writes the step's programs as a trace that replay runs to
+#     the same step time.
 # Run from the repository root.
 set -u
 npusim=$1
@@ -142,4 +144,37 @@ for wl in "$tiny" "$moe" configs/workloads/llama2-70b.json; do
   check "$name: the sweep gives the actors' bytes" cmp "$tmp/$name.sweep" "$tmp/$name.actors"
 done
 
+# --emit-trace: the step's rank programs as a trace, which replay runs to the
+# same step time (only the step: throughput, MFU, the breakdown by part and the
+# memory model are train's own and not in a trace); .gz is the same text
+# compressed; a trace too large to read back is not written.
+for plan in "${plans[@]}"; do
+  IFS=: read -r name wl sets <<<"$plan"
+  args=()
+  for s in $sets; do args+=(--set "$s"); done
+  train "$name.emit" "$wl" analytic "${args[@]}" --emit-trace "$tmp/$name.step.json.gz"
+  "$npusim" replay --system $sys --trace "$tmp/$name.step.json.gz" --fidelity analytic \
+    --format json >"$tmp/$name.replayed.json" 2>"$tmp/$name.replayed.err"
+  check "$name: the emitted trace replays to train's step time" python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["step_time_s"] == b["step_time_s"] and a["npus"] == b["ranks"], (a, b)' \
+    "$tmp/$name.emit.json" "$tmp/$name.replayed.json"
+done
+train emit_flow "$tiny" flow --emit-trace "$tmp/emit_flow.step.json"
+"$npusim" replay --system $sys --trace "$tmp/emit_flow.step.json" --format json \
+  >"$tmp/emit_flow.replayed.json" 2>"$tmp/emit_flow.replayed.err"
+check "flow: the emitted trace replays to train's step time" python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["step_time_s"] == b["step_time_s"], (a, b)' \
+  "$tmp/emit_flow.json" "$tmp/emit_flow.replayed.json"
+train emit_gz "$tiny" analytic --emit-trace "$tmp/emit_gz.step.json.gz"
+check "--emit-trace FILE.gz is the same text, gzip-compressed" \
+  bash -c 'gzip -dc "$1" | cmp - "$2"' _ "$tmp/emit_gz.step.json.gz" "$tmp/emit_flow.step.json"
+"$npusim" train --system $sys --workload configs/workloads/llama2-70b.json \
+  --emit-trace "$tmp/huge.json.gz" >"$tmp/huge.out" 2>"$tmp/huge.err"
+echo $? >"$tmp/huge.rc"
+check "a trace too large to read back is not written: exit 1, one line, no file" bash -c '
+[ "$(cat "$1.rc")" = 1 ] && [ ! -s "$1.out" ] && [ ! -e "$1.json.gz" ] && [ "$(wc -l <"$1.err")" = 1 ] &&
+  grep -q "^$1.json.gz: cannot write: the trace is [0-9]* MiB of JSON; a trace must stay under 256 MiB" "$1.err"' \
+  _ "$tmp/huge"
 finish "train_e2e"

@@ -16,7 +16,12 @@
  * twice or freed before they are allocated. Every failure is one line naming
  * the file, the rank and the op id. Nothing here knows about the chip or
  * SimGrid: the kinds of compute ops, collectives and data types are a
- * vocabulary the caller passes. */
+ * vocabulary the caller passes.
+ *
+ * The model and its lookups (trace_free, trace_intern, trace_tag, trace_peer,
+ * trace_group_of, trace_comm_index) are trace.c; reading is trace_read.c with
+ * its whole-trace checks in trace_check.c, writing trace_write.c, pairing
+ * trace_pairing.c. */
 #ifndef NPUSIM_TRACE_H
 #define NPUSIM_TRACE_H
 
@@ -26,6 +31,10 @@
 
 #define TRACE_FORMAT "npusim-trace"
 #define TRACE_VERSION 1
+/* The largest trace, as JSON text (a .json.gz counts inflated; a trace is
+ * smaller than this): about 3.5 million ops, parsed in about 1.5 GiB;
+ * docs/trace-format.md says so. */
+#define TRACE_MAX_BYTES (256UL << 20)
 
 typedef enum {
   TRACE_OP_SHAPED,  /* compute costed by the chip model from its shape */
@@ -119,6 +128,8 @@ typedef struct {
 
 extern const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT];
 
+/* ---- files (trace_read.c, trace_write.c) ---- */
+
 /* Reads a trace (.json or .json.gz, detected from the content). Returns 0, or -1
  * with "FILE: [rank R op ID: ]expected ..., found ..." in err. */
 int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, char *err,
@@ -129,9 +140,13 @@ int trace_parse(const char *name, const char *text, size_t len, const trace_voca
                 trace_t *out, char *err, size_t err_len);
 
 /* Writes the trace in canonical form, gzip-compressed when path ends in ".gz".
- * Reading it back gives the same trace; writing that gives the same bytes. */
+ * Reading it back gives the same trace; writing that gives the same bytes. A
+ * trace too large to read back (TRACE_MAX_BYTES) is not written: -1 with
+ * "PATH: cannot write: ..." in err, as for any failed write. */
 int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
                 size_t err_len);
+
+/* ---- the model (trace.c) ---- */
 
 void trace_free(trace_t *t);
 

@@ -17,7 +17,8 @@ typedef struct {
   trace_names_t *names;          /* reading: the current program's name lookups */
 } trace_ctx_t;
 
-/* Formats "FILE: rank R op ID: <what>" (rank/op left out when < 0); returns -1. */
+/* Formats "FILE: rank R op ID: <what>" (rank/op left out when < 0) on one line,
+ * control characters made spaces; returns -1 (trace_error.c). */
 int trace_fail(trace_ctx_t *c, int rank, int op_id, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

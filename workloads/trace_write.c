@@ -166,6 +166,13 @@ int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, 
   }
   write_trace(mem, t, vocab);
   fclose(mem);
+  if (len >= TRACE_MAX_BYTES) { /* the reader would refuse it */
+    snprintf(err, err_len, "%s: cannot write: the trace is %zu MiB of JSON; a trace must stay "
+             "under %lu MiB to be read back (docs/trace-format.md)", path, len >> 20,
+             TRACE_MAX_BYTES >> 20);
+    free(buf);
+    return -1;
+  }
   size_t n = strlen(path);
   int gzip = n > 3 && strcmp(path + n - 3, ".gz") == 0;
   int rc = jsonfile_write_atomically(path, buf, len, gzip, err, err_len);

@@ -10,25 +10,114 @@
 
 #define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (18 B/param in all) */
 #define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
-#define TRAIN_COMMS 7  /* tp, dp, ep, edp, dp_params, edp_params, embd */
 /* The largest step generated: micro-batches per replica x layers x cp, 3 times the
  * largest published run we validate against (GPT 1T: 512 x 128); about 2.5 GiB. */
 #define TRAIN_MAX_PASSES (1 << 18)
 
+/* The compute ops and collectives the generator emits. Their names are looked
+ * up in the caller's vocabulary once per step (resolve_kinds): a name it lacks
+ * fails train_generate, never an op of kind -1. */
+typedef enum {
+  GEN_MATMUL,
+  GEN_ATTENTION_FWD,
+  GEN_ATTENTION_BWD,
+  GEN_SOFTMAX,
+  GEN_ADD,
+  GEN_MUL,
+  GEN_COPY,
+  GEN_ROPE,
+  GEN_LAYERNORM,
+  GEN_RMSNORM,
+  GEN_GELU,
+  GEN_SWIGLU,
+  GEN_CROSS_ENTROPY,
+  GEN_REDUCE_SUM,
+  GEN_ADAM,
+  GEN_CAST,
+  GEN_COMPUTE_COUNT
+} gen_compute_t;
+
+static const char *const gen_compute_names[GEN_COMPUTE_COUNT] = {
+    [GEN_MATMUL] = "matmul",
+    [GEN_ATTENTION_FWD] = "attention_fwd",
+    [GEN_ATTENTION_BWD] = "attention_bwd",
+    [GEN_SOFTMAX] = "softmax",
+    [GEN_ADD] = "add",
+    [GEN_MUL] = "mul",
+    [GEN_COPY] = "copy",
+    [GEN_ROPE] = "rope",
+    [GEN_LAYERNORM] = "layernorm",
+    [GEN_RMSNORM] = "rmsnorm",
+    [GEN_GELU] = "gelu",
+    [GEN_SWIGLU] = "swiglu",
+    [GEN_CROSS_ENTROPY] = "cross_entropy",
+    [GEN_REDUCE_SUM] = "reduce_sum",
+    [GEN_ADAM] = "adam",
+    [GEN_CAST] = "cast",
+};
+
+typedef enum {
+  GEN_ALLREDUCE,
+  GEN_ALLGATHER,
+  GEN_REDUCESCATTER,
+  GEN_ALLTOALL,
+  GEN_COLL_COUNT
+} gen_coll_t;
+
+static const char *const gen_coll_names[GEN_COLL_COUNT] = {
+    [GEN_ALLREDUCE] = "allreduce",
+    [GEN_ALLGATHER] = "allgather",
+    [GEN_REDUCESCATTER] = "reducescatter",
+    [GEN_ALLTOALL] = "alltoall",
+};
+
+/* The vocabulary's index of each, and of the data types used. */
+typedef struct {
+  int compute[GEN_COMPUTE_COUNT];
+  int colls[GEN_COLL_COUNT];
+  int dtype_mm, dtype_vec; /* matmuls in the training precision; fp8 keeps vector ops in bf16 */
+  int dtype_fp32;          /* the optimizer's */
+} gen_kinds_t;
+
+/* The communicators of a step, in the trace's order, with the part of the step
+ * their collectives are. */
+typedef enum {
+  COMM_TP,
+  COMM_DP,
+  COMM_EP,
+  COMM_EDP,        /* replicas of the same experts */
+  COMM_DP_PARAMS,  /* ZeRO-3's gathers, on their own stream */
+  COMM_EDP_PARAMS,
+  COMM_EMBD,       /* first and last stage: tied embeddings */
+  COMM_COUNT
+} gen_comm_t;
+
+static const struct {
+  const char *name;
+  train_part_t part;
+} gen_comms[COMM_COUNT] = {
+    [COMM_TP] = {"tp", TRAIN_PART_TP},
+    [COMM_DP] = {"dp", TRAIN_PART_DP},
+    [COMM_EP] = {"ep", TRAIN_PART_EP},
+    [COMM_EDP] = {"edp", TRAIN_PART_DP},
+    [COMM_DP_PARAMS] = {"dp_params", TRAIN_PART_DP},
+    [COMM_EDP_PARAMS] = {"edp_params", TRAIN_PART_DP},
+    [COMM_EMBD] = {"embd", TRAIN_PART_DP},
+};
+
 typedef struct {
   const workload_cfg_t *w;
-  const trace_vocab_t *v;
+  const gen_kinds_t *k;
   trace_program_t *p;
+  train_program_t *info; /* what each op of p is for */
   int cap;
   /* streams */
   int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
   int optimizer, zero;
   int tag_fwd, tag_bwd, tag_cp;
-  int comm_tp, comm_dp, comm_ep, comm_edp, comm_params, comm_edp_params, comm_embd;
   int stride_pp;
   int cp_next, cp_prev; /* rank offsets of the context-parallel ring's neighbours */
   double e;        /* bytes per activation element */
-  int dtype_mm, dtype_vec; /* matmuls in the training precision; fp8 keeps vector ops in bf16 */
   double tokens;   /* per rank per micro-batch: b * s / cp */
   double grad_pending;   /* dense gradient bytes not yet handed to a bucket */
   double expert_pending; /* the same of routed experts (reduced over their replicas) */
@@ -45,17 +134,44 @@ static int name_index(const char *const *names, int n, const char *name) {
   return -1;
 }
 
+/* Looks up every name the generator emits in v. Returns 0, or -1 with the
+ * first name v lacks in err (a vocabulary that does not match the generator:
+ * an internal error, not a bad input). */
+static int resolve_kinds(const trace_vocab_t *v, precision_t precision, gen_kinds_t *k, char *err,
+                         size_t err_len) {
+  for (int i = 0; i < GEN_COMPUTE_COUNT; i++)
+    if ((k->compute[i] = name_index(v->compute, v->ncompute, gen_compute_names[i])) < 0)
+      return snprintf(err, err_len, "internal error: train_generate: expected compute op \"%s\" "
+                      "in the vocabulary, found none", gen_compute_names[i]), -1;
+  for (int i = 0; i < GEN_COLL_COUNT; i++)
+    if ((k->colls[i] = name_index(v->colls, v->ncolls, gen_coll_names[i])) < 0)
+      return snprintf(err, err_len, "internal error: train_generate: expected collective "
+                      "\"%s\" in the vocabulary, found none", gen_coll_names[i]), -1;
+  const char *dtypes[] = {workload_precision_names[precision], "fp32"};
+  int *found[] = {&k->dtype_mm, &k->dtype_fp32};
+  for (int i = 0; i < 2; i++)
+    if ((*found[i] = name_index(v->dtypes, v->ndtypes, dtypes[i])) < 0)
+      return snprintf(err, err_len, "internal error: train_generate: expected data type \"%s\" "
+                      "in the vocabulary, found none", dtypes[i]), -1;
+  k->dtype_vec = precision == PRECISION_FP8 ? v->default_dtype : k->dtype_mm;
+  return 0;
+}
+
 static int stream_of(trace_program_t *p, const char *name) {
   return trace_intern(&p->streams, &p->nstreams, name);
 }
 
-/* Appends an op on stream after the given dependencies (-1 = none). */
-static int add(gen_t *g, trace_op_type_t type, int stream, int dep1, int dep2) {
+/* Appends an op, a part of the step, on stream after the given dependencies
+ * (-1 = none). */
+static int add(gen_t *g, trace_op_type_t type, train_part_t part, int stream, int dep1,
+               int dep2) {
   trace_program_t *p = g->p;
   if (p->nops == g->cap) {
     g->cap = g->cap ? 2 * g->cap : 1024;
     p->ops = realloc(p->ops, (size_t)g->cap * sizeof *p->ops);
+    g->info->parts = realloc(g->info->parts, (size_t)g->cap * sizeof *g->info->parts);
   }
+  g->info->parts[p->nops] = part;
   trace_op_t *op = &p->ops[p->nops];
   memset(op, 0, sizeof *op);
   op->id = p->nops;
@@ -73,41 +189,46 @@ static int add(gen_t *g, trace_op_type_t type, int stream, int dep1, int dep2) {
   return p->nops++;
 }
 
-static int shaped(gen_t *g, const char *kind, double d0, double d1, double d2, double d3, double d4,
-                  int dep) {
-  int i = add(g, TRACE_OP_SHAPED, g->compute, dep, -1);
+/* A zero-time op on the compute stream that waits for two others. */
+static int join(gen_t *g, int dep1, int dep2) {
+  return add(g, TRACE_OP_DELAY, TRAIN_PART_NONE, g->compute, dep1, dep2);
+}
+
+static int shaped(gen_t *g, gen_compute_t kind, double d0, double d1, double d2, double d3,
+                  double d4, int dep) {
+  int i = add(g, TRACE_OP_SHAPED, TRAIN_PART_COMPUTE, g->compute, dep, -1);
   trace_op_t *op = &g->p->ops[i];
-  op->kind = name_index(g->v->compute, g->v->ncompute, kind);
-  op->dtype = strcmp(kind, "matmul") == 0 ? g->dtype_mm : g->dtype_vec;
+  op->kind = g->k->compute[kind];
+  op->dtype = kind == GEN_MATMUL ? g->k->dtype_mm : g->k->dtype_vec;
   double d[5] = {d0, d1, d2, d3, d4};
   for (int k = 0; k < 5; k++)
     op->dims[k] = (int64_t)ceil(d[k]);
-  op->causal = strncmp(kind, "attention", 9) == 0;
+  op->causal = kind == GEN_ATTENTION_FWD || kind == GEN_ATTENTION_BWD;
   return i;
 }
 
 static int mm(gen_t *g, double m, double n, double k, int dep) {
-  return shaped(g, "matmul", m, n, k, 0, 0, dep);
+  return shaped(g, GEN_MATMUL, m, n, k, 0, 0, dep);
 }
 
-static int vec(gen_t *g, const char *kind, double rows, double cols, int dep) {
+static int vec(gen_t *g, gen_compute_t kind, double rows, double cols, int dep) {
   return shaped(g, kind, rows, cols, 0, 0, 0, dep);
 }
 
-static int coll(gen_t *g, const char *kind, int stream, int comm, double bytes, int dep) {
+static int coll(gen_t *g, gen_coll_t kind, int stream, gen_comm_t comm, double bytes, int dep) {
   if (bytes <= 0)
     return dep;
-  int i = add(g, TRACE_OP_COLL, stream, dep, -1);
+  int i = add(g, TRACE_OP_COLL, gen_comms[comm].part, stream, dep, -1);
   trace_op_t *op = &g->p->ops[i];
-  op->kind = name_index(g->v->colls, g->v->ncolls, kind);
-  op->comm = comm;
+  op->kind = g->k->colls[kind];
+  op->comm = (int)comm;
   op->bytes = ceil(bytes);
   return i;
 }
 
-static int p2p(gen_t *g, trace_op_type_t type, int stream, int offset, int tag, double bytes,
-               int dep) {
-  int i = add(g, type, stream, dep, -1);
+static int p2p(gen_t *g, trace_op_type_t type, train_part_t part, int stream, int offset, int tag,
+               double bytes, int dep) {
+  int i = add(g, type, part, stream, dep, -1);
   trace_op_t *op = &g->p->ops[i];
   op->peer = offset;
   op->peer_relative = true;
@@ -129,8 +250,8 @@ static void beside(gen_t *g, int c, int x) {
 
 /* ---- a transformer layer ---- */
 
-static const char *norm_name(const model_cfg_t *m) {
-  return m->norm == NORM_RMSNORM ? "rmsnorm" : "layernorm";
+static gen_compute_t norm_kind(const model_cfg_t *m) {
+  return m->norm == NORM_RMSNORM ? GEN_RMSNORM : GEN_LAYERNORM;
 }
 
 /* Tensor-parallel communication of a [tokens, hidden] activation: with sequence
@@ -140,7 +261,7 @@ static int tp_enter(gen_t *g, int dep) {
   const parallel_cfg_t *par = &g->w->parallel;
   if (par->tp == 1 || !par->sequence_parallel)
     return dep;
-  return coll(g, "allgather", g->tp, g->comm_tp, g->tokens * g->w->model.hidden * g->e, dep);
+  return coll(g, GEN_ALLGATHER, g->tp, COMM_TP, g->tokens * g->w->model.hidden * g->e, dep);
 }
 
 static int tp_exit(gen_t *g, int dep) {
@@ -148,14 +269,14 @@ static int tp_exit(gen_t *g, int dep) {
   if (par->tp == 1)
     return dep;
   double bytes = g->tokens * g->w->model.hidden * g->e;
-  return coll(g, par->sequence_parallel ? "reducescatter" : "allreduce", g->tp, g->comm_tp, bytes,
-              dep);
+  return coll(g, par->sequence_parallel ? GEN_REDUCESCATTER : GEN_ALLREDUCE, g->tp, COMM_TP,
+              bytes, dep);
 }
 
 /* Dropout's mask multiply (forward, and again on the gradient in backward);
  * none when the model trains without dropout. */
 static int dropout(gen_t *g, double rows, double cols, int dep) {
-  return g->w->model.dropout > 0 ? vec(g, "mul", rows, cols, dep) : dep;
+  return g->w->model.dropout > 0 ? vec(g, GEN_MUL, rows, cols, dep) : dep;
 }
 
 /* Attention core; context parallelism passes key/value blocks around its ring
@@ -165,15 +286,15 @@ static int attention(gen_t *g, bool bwd, int dep) {
   const parallel_cfg_t *par = &g->w->parallel;
   double b = g->w->training.micro_batch, s = (double)m->seq_len / par->cp, t = par->tp;
   double heads = m->heads / t, kv = m->kv_heads / t, d = (double)m->hidden / m->heads;
-  const char *kind = bwd ? "attention_bwd" : "attention_fwd";
+  gen_compute_t kind = bwd ? GEN_ATTENTION_BWD : GEN_ATTENTION_FWD;
   if (!g->w->training.flash_attention) { /* unfused: scores materialised, softmax apart */
     int x = dep;
     for (int pass = 0; pass < (bwd ? 2 : 1); pass++) { /* backward: dgrad and wgrad */
-      x = shaped(g, "matmul", s, s, d, b * heads, 0, x);
-      x = vec(g, "softmax", b * heads * s, s, x);
+      x = shaped(g, GEN_MATMUL, s, s, d, b * heads, 0, x);
+      x = vec(g, GEN_SOFTMAX, b * heads * s, s, x);
       if (pass == 0)
         x = dropout(g, b * heads * s, s, x);
-      x = shaped(g, "matmul", s, d, s, b * heads, 0, x);
+      x = shaped(g, GEN_MATMUL, s, d, s, b * heads, 0, x);
     }
     return x;
   }
@@ -183,9 +304,10 @@ static int attention(gen_t *g, bool bwd, int dep) {
   /* keys and values; the backward also passes their gradients around */
   double kv_bytes = (bwd ? 4 : 2) * b * s * kv * d * g->e;
   for (int step = 1; step < par->cp; step++) {
-    beside(g, x, p2p(g, TRACE_OP_SEND, g->cp_send, g->cp_next, g->tag_cp, kv_bytes, block));
-    block = p2p(g, TRACE_OP_RECV, g->cp_recv, g->cp_prev, g->tag_cp, kv_bytes, -1);
-    int joined = add(g, TRACE_OP_DELAY, g->compute, x, block);
+    beside(g, x, p2p(g, TRACE_OP_SEND, TRAIN_PART_CP, g->cp_send, g->cp_next, g->tag_cp,
+                     kv_bytes, block));
+    block = p2p(g, TRACE_OP_RECV, TRAIN_PART_CP, g->cp_recv, g->cp_prev, g->tag_cp, kv_bytes, -1);
+    int joined = join(g, x, block);
     x = shaped(g, kind, b, heads, s, d, kv, joined);
   }
   return x;
@@ -201,7 +323,7 @@ static int column_backward(gen_t *g, double tokens, double n, double k, int dep)
   if (par->tp == 1)
     return mm(g, k, n, tokens, mm(g, tokens, k, n, dep));
   int gather = par->sequence_parallel
-                   ? coll(g, "allgather", g->tp, g->comm_tp, tokens * k * g->e, dep)
+                   ? coll(g, GEN_ALLGATHER, g->tp, COMM_TP, tokens * k * g->e, dep)
                    : dep;
   int dgrad = mm(g, tokens, k, n, dep);
   int reduce = tp_exit(g, dgrad);
@@ -209,7 +331,7 @@ static int column_backward(gen_t *g, double tokens, double n, double k, int dep)
   if (gather != dep)
     beside(g, dgrad, gather);
   beside(g, wgrad, reduce);
-  return add(g, TRACE_OP_DELAY, g->compute, wgrad, reduce);
+  return join(g, wgrad, reduce);
 }
 
 /* Up projection, activation, down projection of `tokens` rows through `f`
@@ -222,20 +344,20 @@ static int ffn(gen_t *g, double tokens, double f, double batch, bool column, boo
   const model_cfg_t *m = &g->w->model;
   double h = m->hidden;
   bool gated = m->activation == ACTIVATION_SWIGLU;
-  const char *act = gated ? "swiglu" : "gelu";
+  gen_compute_t act = gated ? GEN_SWIGLU : GEN_GELU;
   double up = gated ? 2 * f : f, rows = tokens * batch;
   if (!bwd) {
-    int x = shaped(g, "matmul", tokens, up, h, batch, 0, dep);
+    int x = shaped(g, GEN_MATMUL, tokens, up, h, batch, 0, dep);
     x = vec(g, act, rows, f, x);
-    return shaped(g, "matmul", tokens, h, f, batch, 0, x);
+    return shaped(g, GEN_MATMUL, tokens, h, f, batch, 0, x);
   }
-  int x = shaped(g, "matmul", tokens, f, h, batch, 0, dep); /* down: dgrad, wgrad */
-  x = shaped(g, "matmul", f, h, tokens, batch, 0, x);
+  int x = shaped(g, GEN_MATMUL, tokens, f, h, batch, 0, dep); /* down: dgrad, wgrad */
+  x = shaped(g, GEN_MATMUL, f, h, tokens, batch, 0, x);
   x = vec(g, act, rows, f, x);
   if (column)
     return column_backward(g, tokens, up, h, x);
-  x = shaped(g, "matmul", tokens, h, up, batch, 0, x); /* up: dgrad, wgrad */
-  return shaped(g, "matmul", h, up, tokens, batch, 0, x);
+  x = shaped(g, GEN_MATMUL, tokens, h, up, batch, 0, x); /* up: dgrad, wgrad */
+  return shaped(g, GEN_MATMUL, h, up, tokens, batch, 0, x);
 }
 
 /* The MLP, or the router, the routed experts between their all-to-alls
@@ -253,9 +375,9 @@ static int mlp(gen_t *g, bool bwd, int dep) {
   int x = dep;
   if (!bwd)
     x = mm(g, tk, moe->experts, h, x); /* router */
-  x = coll(g, "alltoall", g->ep, g->comm_ep, a2a, x);
+  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
   x = ffn(g, routed / local, fe, local, false, bwd, x);
-  x = coll(g, "alltoall", g->ep, g->comm_ep, a2a, x);
+  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
   if (bwd) { /* router: dgrad, wgrad */
     x = mm(g, tk, h, moe->experts, x);
     x = mm(g, h, moe->experts, tk, x);
@@ -272,7 +394,7 @@ static int rotary(gen_t *g, int dep) {
   if (m->position != POSITION_ROPE)
     return dep;
   double d = (double)m->hidden / m->heads;
-  return vec(g, "rope", g->tokens, (m->heads + m->kv_heads) * d / g->w->parallel.tp, dep);
+  return vec(g, GEN_ROPE, g->tokens, (m->heads + m->kv_heads) * d / g->w->parallel.tp, dep);
 }
 
 static int layer_forward(gen_t *g, int dep) {
@@ -280,19 +402,19 @@ static int layer_forward(gen_t *g, int dep) {
   double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, d = (double)h / m->heads;
   double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
   double qkv = (m->heads + 2.0 * m->kv_heads) * d / t;
-  int x = vec(g, norm_name(m), rows, h, dep);
+  int x = vec(g, norm_kind(m), rows, h, dep);
   x = tp_enter(g, x);
   x = mm(g, tk, qkv, h, x);
   x = rotary(g, x);
   x = attention(g, false, x);
   x = mm(g, tk, h, m->heads * d / t, x);
   x = tp_exit(g, x);
-  x = vec(g, "add", rows, h, dropout(g, rows, h, x));
-  x = vec(g, norm_name(m), rows, h, x);
+  x = vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
+  x = vec(g, norm_kind(m), rows, h, x);
   x = tp_enter(g, x);
   x = mlp(g, false, x);
   x = tp_exit(g, x);
-  return vec(g, "add", rows, h, dropout(g, rows, h, x));
+  return vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
 }
 
 static int layer_backward(gen_t *g, int dep) {
@@ -307,8 +429,8 @@ static int layer_backward(gen_t *g, int dep) {
   x = dropout(g, rows, h, x);
   x = tp_enter(g, x); /* the mirror of the forward's exit */
   x = mlp(g, true, x); /* leaves the tensor-parallel region */
-  x = vec(g, norm_name(m), rows, h, x);
-  x = vec(g, "add", rows, h, x); /* the residual's gradient joins */
+  x = vec(g, norm_kind(m), rows, h, x);
+  x = vec(g, GEN_ADD, rows, h, x); /* the residual's gradient joins */
   x = dropout(g, rows, h, x);
   x = tp_enter(g, x);
   x = mm(g, tk, o, h, x); /* output projection: dgrad, wgrad */
@@ -318,8 +440,8 @@ static int layer_backward(gen_t *g, int dep) {
   x = attention(g, true, x);
   x = rotary(g, x);
   x = column_backward(g, tk, qkv, h, x);
-  x = vec(g, norm_name(m), rows, h, x);
-  return vec(g, "add", rows, h, x); /* the residual's gradient joins */
+  x = vec(g, norm_kind(m), rows, h, x);
+  return vec(g, GEN_ADD, rows, h, x); /* the residual's gradient joins */
 }
 
 /* ---- parameters, gradients, buckets ---- */
@@ -355,19 +477,19 @@ static double expert_replicas(const parallel_cfg_t *par) {
   return (double)par->dp * par->cp / par->ep;
 }
 
-/* A gradient reduction over the replicas of its parameters (comm_dp, or
- * comm_edp for experts), on the dp stream. */
-static void add_bucket(gen_t *g, int comm, double replicas, double bytes, int dep) {
+/* A gradient reduction over the replicas of its parameters (COMM_DP, or
+ * COMM_EDP for experts), on the dp stream. */
+static void add_bucket(gen_t *g, gen_comm_t comm, double replicas, double bytes, int dep) {
   if (replicas == 1 || bytes <= 0)
     return;
-  const char *kind = g->w->parallel.zero >= 1 ? "reducescatter" : "allreduce";
+  gen_coll_t kind = g->w->parallel.zero >= 1 ? GEN_REDUCESCATTER : GEN_ALLREDUCE;
   g->last_bucket_op = coll(g, kind, g->dp, comm, bytes, dep);
 }
 
 /* Reduces the gradients handed over so far. */
 static void flush_grads(gen_t *g, int dep) {
-  add_bucket(g, g->comm_dp, dense_replicas(&g->w->parallel), g->grad_pending, dep);
-  add_bucket(g, g->comm_edp, expert_replicas(&g->w->parallel), g->expert_pending, dep);
+  add_bucket(g, COMM_DP, dense_replicas(&g->w->parallel), g->grad_pending, dep);
+  add_bucket(g, COMM_EDP, expert_replicas(&g->w->parallel), g->expert_pending, dep);
   g->grad_pending = g->expert_pending = 0;
 }
 
@@ -380,11 +502,11 @@ static int gather_params(gen_t *g, int *prefetch, int x) {
   if (par->zero < 3 || dense_replicas(par) == 1)
     return x;
   double experts = routed_expert_params(g->w), dense = layer_params(g->w) - experts;
-  int p = coll(g, "allgather", g->zero, g->comm_params, dense * g->e, *prefetch);
+  int p = coll(g, GEN_ALLGATHER, g->zero, COMM_DP_PARAMS, dense * g->e, *prefetch);
   if (expert_replicas(par) > 1)
-    p = coll(g, "allgather", g->zero, g->comm_edp_params, experts * g->e, p);
+    p = coll(g, GEN_ALLGATHER, g->zero, COMM_EDP_PARAMS, experts * g->e, p);
   *prefetch = x;
-  return add(g, TRACE_OP_DELAY, g->compute, x, p);
+  return join(g, x, p);
 }
 
 /* Hands a layer's gradients (dense and routed-expert bytes) to the data-parallel
@@ -428,7 +550,7 @@ static int gathered(gen_t *g, int recv) {
   const parallel_cfg_t *par = &g->w->parallel;
   if (par->tp == 1 || par->sequence_parallel)
     return recv;
-  return coll(g, "allgather", g->tp, g->comm_tp, g->tokens * g->w->model.hidden * g->e, recv);
+  return coll(g, GEN_ALLGATHER, g->tp, COMM_TP, g->tokens * g->w->model.hidden * g->e, recv);
 }
 
 /* Megatron's pipeline sends block the compute stream until the transfer is
@@ -436,7 +558,7 @@ static int gathered(gen_t *g, int recv) {
 static int sent_wait(gen_t *g, int last_compute, int send) {
   if (g->w->training.overlap_p2p_comm)
     return last_compute;
-  return add(g, TRACE_OP_DELAY, g->compute, last_compute, send);
+  return join(g, last_compute, send);
 }
 
 /* Forward or backward of one chunk of layers for one micro-batch. */
@@ -454,40 +576,40 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   /* input: from the previous virtual stage, or the embedding */
   int in = -1;
   if (!bwd && !first_virtual)
-    in = p2p(g, TRACE_OP_RECV, g->recv_prev, pp_prev(g, st),
-             g->tag_fwd, st->act_bytes, -1);
+    in = p2p(g, TRACE_OP_RECV, TRAIN_PART_PP, g->recv_prev, pp_prev(g, st), g->tag_fwd,
+             st->act_bytes, -1);
   if (bwd && !last_virtual)
-    in = p2p(g, TRACE_OP_RECV, g->recv_next, pp_next(g, st),
-             g->tag_bwd, st->act_bytes, -1);
+    in = p2p(g, TRACE_OP_RECV, TRAIN_PART_PP, g->recv_next, pp_next(g, st), g->tag_bwd,
+             st->act_bytes, -1);
   if (!bwd) {
     if (first_virtual) {
-      x = vec(g, "copy", tk, h, x); /* embedding lookup */
+      x = vec(g, GEN_COPY, tk, h, x); /* embedding lookup */
       if (m->position == POSITION_LEARNED)
-        x = vec(g, "add", tk, h, x); /* position table */
+        x = vec(g, GEN_ADD, tk, h, x); /* position table */
       x = tp_exit(g, x);
     } else {
-      x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
+      x = join(g, x, gathered(g, in));
     }
     for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++)
       x = layer_forward(g, gather_params(g, &prefetch, x));
     if (last_virtual) { /* final norm, LM head, loss */
-      x = vec(g, norm_name(m), rows, h, x);
+      x = vec(g, norm_kind(m), rows, h, x);
       x = tp_enter(g, x);
       x = mm(g, tk, vocab, h, x);
-      x = vec(g, "cross_entropy", tk, vocab, x);
+      x = vec(g, GEN_CROSS_ENTROPY, tk, vocab, x);
     } else {
-      int sent = p2p(g, TRACE_OP_SEND, g->send_next,
-                     pp_next(g, st), g->tag_fwd, st->act_bytes, x);
+      int sent = p2p(g, TRACE_OP_SEND, TRAIN_PART_PP, g->send_next, pp_next(g, st), g->tag_fwd,
+                     st->act_bytes, x);
       x = sent_wait(g, x, sent);
     }
     return x;
   }
   if (last_virtual) { /* LM head backward (dgrad, wgrad), final norm backward */
     x = column_backward(g, tk, vocab, h, x);
-    x = vec(g, norm_name(m), rows, h, x);
+    x = vec(g, norm_kind(m), rows, h, x);
     grads_ready(g, h * vocab * GRAD_BYTES, 0, x, last_mb);
   } else {
-    x = add(g, TRACE_OP_DELAY, g->compute, x, gathered(g, in));
+    x = join(g, x, gathered(g, in));
   }
   for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++) {
     x = layer_backward(g, gather_params(g, &prefetch, x));
@@ -495,12 +617,12 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   }
   if (first_virtual) {
     x = tp_enter(g, x); /* the mirror of the embedding's scatter */
-    x = vec(g, "add", tk, h, x); /* embedding gradient */
+    x = vec(g, GEN_ADD, tk, h, x); /* embedding gradient */
     double table = m->position == POSITION_LEARNED ? (double)m->seq_len * h : 0;
     grads_ready(g, (h * vocab + table) * GRAD_BYTES, 0, x, last_mb);
   } else {
-    int sent = p2p(g, TRACE_OP_SEND, g->send_prev,
-                   pp_prev(g, st), g->tag_bwd, st->act_bytes, x);
+    int sent = p2p(g, TRACE_OP_SEND, TRAIN_PART_PP, g->send_prev, pp_prev(g, st), g->tag_bwd,
+                   st->act_bytes, x);
     x = sent_wait(g, x, sent);
   }
   if (par->zero >= 2 && !last_mb) /* this micro-batch's shard is reduced now */
@@ -531,11 +653,12 @@ static double zero_bytes(const parallel_cfg_t *par, double dense, double experts
 
 /* An op of the optimizer step: fp32 (master weights, moments, main gradients),
  * on the "optimizer" stream so reports can tell it from the step's compute. */
-static int optimizer_op(gen_t *g, const char *kind, double elements, int dep) {
+static int optimizer_op(gen_t *g, gen_compute_t kind, double elements, int dep) {
   int i = shaped(g, kind, 1, elements, 0, 0, 0, dep);
   trace_op_t *op = &g->p->ops[i];
   op->stream = g->optimizer;
-  op->dtype = name_index(g->v->dtypes, g->v->ndtypes, "fp32");
+  op->dtype = g->k->dtype_fp32;
+  g->info->parts[i] = TRAIN_PART_OPTIMIZER;
   return i;
 }
 
@@ -547,7 +670,7 @@ static void tie_embeddings(gen_t *g, int stage) {
   if (!m->tied_embeddings || par->pp == 1 || (stage != 0 && stage != par->pp - 1))
     return;
   double bytes = (double)m->hidden * m->vocab / par->tp * GRAD_BYTES;
-  g->last_bucket_op = coll(g, "allreduce", g->dp, g->comm_embd, bytes, g->last_grad_op);
+  g->last_bucket_op = coll(g, GEN_ALLREDUCE, g->dp, COMM_EMBD, bytes, g->last_grad_op);
 }
 
 /* Reduction of what is left, optimizer step on this rank's shard, parameter gather. */
@@ -556,20 +679,20 @@ static void optimizer_step(gen_t *g, int stage, double params, double experts) {
   flush_grads(g, g->last_grad_op);
   tie_embeddings(g, stage);
   double shard = zero_bytes(par, params - experts, experts, 1, par->zero >= 1);
-  int x = add(g, TRACE_OP_DELAY, g->compute, g->last_grad_op, g->last_bucket_op);
+  int x = join(g, g->last_grad_op, g->last_bucket_op);
   /* Megatron's step over this rank's shard: unscale and inf check (fp16 loss
    * scaling), the gradient norm for clipping, Adam, and the copy of the fp32
    * master weights into the training-precision parameters */
   if (g->w->training.precision == PRECISION_FP16)
-    x = optimizer_op(g, "mul", shard, x);
-  x = optimizer_op(g, "reduce_sum", shard, x);
-  x = optimizer_op(g, "adam", shard, x);
-  x = optimizer_op(g, "cast", shard, x); /* fp32 -> training precision */
+    x = optimizer_op(g, GEN_MUL, shard, x);
+  x = optimizer_op(g, GEN_REDUCE_SUM, shard, x);
+  x = optimizer_op(g, GEN_ADAM, shard, x);
+  x = optimizer_op(g, GEN_CAST, shard, x); /* fp32 -> training precision */
   if (par->zero == 1 || par->zero == 2) { /* ZeRO-3 gathers layer by layer */
     if (dense_replicas(par) > 1)
-      x = coll(g, "allgather", g->dp, g->comm_dp, (params - experts) * g->e, x);
+      x = coll(g, GEN_ALLGATHER, g->dp, COMM_DP, (params - experts) * g->e, x);
     if (expert_replicas(par) > 1)
-      coll(g, "allgather", g->dp, g->comm_edp, experts * g->e, x);
+      coll(g, GEN_ALLGATHER, g->dp, COMM_EDP, experts * g->e, x);
   }
 }
 
@@ -663,15 +786,15 @@ static int stride_of(const parallel_cfg_t *par, par_dim_t dim) {
  * all of them (chunk 0), runs of `chunk` consecutive ranks along them (expert
  * parallel groups), or, `strided`, the ranks at one position of every such run
  * (expert data parallel groups). */
-static void make_comm(trace_t *t, const parallel_cfg_t *par, const char *name, int ndims,
+static void make_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id, int ndims,
                       const par_dim_t *dims, int chunk, bool strided) {
   int size[PAR_DIM_COUNT], full = 1;
   dim_sizes(par, size);
   for (int i = 0; i < ndims; i++)
     full *= size[dims[i]];
   int gsize = chunk <= 0 ? full : strided ? full / chunk : chunk, per = full / gsize;
-  trace_comm_t *cm = &t->comms[t->ncomms++];
-  cm->name = strdup(name);
+  trace_comm_t *cm = &t->comms[id];
+  cm->name = strdup(gen_comms[id].name);
   cm->ngroups = t->ranks / gsize;
   cm->groups = calloc((size_t)cm->ngroups, sizeof *cm->groups);
   cm->sizes = calloc((size_t)cm->ngroups, sizeof *cm->sizes);
@@ -724,10 +847,10 @@ static void add_streams(gen_t *g) {
 
 /* Pairs of the first and the last pipeline stage's ranks at the same other
  * coordinates (one rank alone when pp = 1); middle stages are in no group. */
-static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, const char *name) {
-  trace_comm_t *cm = &t->comms[t->ncomms++];
+static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id) {
+  trace_comm_t *cm = &t->comms[id];
   int gsize = par->pp > 1 ? 2 : 1;
-  cm->name = strdup(name);
+  cm->name = strdup(gen_comms[id].name);
   cm->ngroups = t->ranks / par->pp;
   cm->groups = calloc((size_t)cm->ngroups, sizeof *cm->groups);
   cm->sizes = calloc((size_t)cm->ngroups, sizeof *cm->sizes);
@@ -769,25 +892,30 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     return snprintf(err, err_len, "training.global_batch: expected micro-batches per pipeline "
                     "(%ld) divisible by parallel.pp = %d for the interleaved schedule, found %ld",
                     mbs, par->pp, mbs % par->pp), -1;
+  gen_kinds_t kinds;
+  if (resolve_kinds(vocab, w->training.precision, &kinds, err, err_len))
+    return -1;
   out->name = strdup(m->name);
   out->ranks = (int)world;
   out->ranks_per_node = ranks_per_node;
-  out->comms = calloc(TRAIN_COMMS, sizeof *out->comms);
+  out->comms = calloc(COMM_COUNT, sizeof *out->comms);
+  out->ncomms = COMM_COUNT;
   static const par_dim_t tp_dims[] = {PAR_DIM_TP}, dp_dims[] = {PAR_DIM_CP, PAR_DIM_DP};
-  make_comm(out, par, "tp", 1, tp_dims, 0, false);
-  make_comm(out, par, "dp", 2, dp_dims, 0, false);
-  make_comm(out, par, "ep", 2, dp_dims, par->ep, false);
-  make_comm(out, par, "edp", 2, dp_dims, par->ep, true); /* replicas of the same experts */
-  /* ZeRO-3's gathers, on their own stream */
-  make_comm(out, par, "dp_params", 2, dp_dims, 0, false);
-  make_comm(out, par, "edp_params", 2, dp_dims, par->ep, true);
-  make_ends_comm(out, par, "embd"); /* first and last stage: tied embeddings */
+  make_comm(out, par, COMM_TP, 1, tp_dims, 0, false);
+  make_comm(out, par, COMM_DP, 2, dp_dims, 0, false);
+  make_comm(out, par, COMM_EP, 2, dp_dims, par->ep, false);
+  make_comm(out, par, COMM_EDP, 2, dp_dims, par->ep, true);
+  make_comm(out, par, COMM_DP_PARAMS, 2, dp_dims, 0, false);
+  make_comm(out, par, COMM_EDP_PARAMS, 2, dp_dims, par->ep, true);
+  make_ends_comm(out, par, COMM_EMBD);
   /* one program per pipeline stage (and context-parallel position: its ring wraps) */
   int nprog = par->pp * par->cp;
   out->programs = calloc((size_t)nprog, sizeof *out->programs);
   out->program_of = malloc((size_t)world * sizeof *out->program_of);
   info->memory = calloc((size_t)par->pp, sizeof *info->memory);
   info->stages = par->pp;
+  info->programs = calloc((size_t)nprog, sizeof *info->programs);
+  info->nprograms = nprog;
   double layers_per_stage = (double)m->layers / par->pp;
   double params_layers = layer_params(w) * layers_per_stage;
   for (int r = 0; r < world; r++) {
@@ -803,13 +931,10 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   for (int pi = 0; pi < nprog; pi++) {
     int stage = pi / par->cp, cpi = pi % par->cp;
     trace_program_t *p = &out->programs[pi];
-    gen_t g = {.w = w, .v = vocab, .p = p, .comm_tp = 0, .comm_dp = 1, .comm_ep = 2,
-               .comm_edp = 3, .comm_params = 4, .comm_edp_params = 5, .comm_embd = 6, .e = 2,
-               .last_grad_op = -1,
-               .last_bucket_op = -1};
-    g.dtype_mm = name_index(vocab->dtypes, vocab->ndtypes,
-                            workload_precision_names[w->training.precision]);
-    g.dtype_vec = w->training.precision == PRECISION_FP8 ? vocab->default_dtype : g.dtype_mm;
+    info->programs[pi].stage = stage;
+    info->programs[pi].cp_pos = cpi;
+    gen_t g = {.w = w, .k = &kinds, .p = p, .info = &info->programs[pi], .e = 2,
+               .last_grad_op = -1, .last_bucket_op = -1};
     g.tokens = (double)w->training.micro_batch * m->seq_len / par->cp;
     g.stride_pp = stride_of(par, PAR_DIM_PP);
     /* the ring of context parallelism wraps at its last position */
@@ -851,6 +976,9 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
 }
 
 void train_info_free(train_info_t *info) {
+  for (int i = 0; i < info->nprograms; i++)
+    free(info->programs[i].parts);
+  free(info->programs);
   free(info->memory);
   memset(info, 0, sizeof *info);
 }

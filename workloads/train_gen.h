@@ -21,7 +21,9 @@
  * runs on its shard (ZeRO) and parameters are gathered back.
  *
  * Nothing here knows about the chip or SimGrid: ops are named through the
- * trace vocabulary and costed by whoever replays the programs. */
+ * trace vocabulary and costed by whoever replays the programs. What each op and
+ * program is for travels beside the trace as typed data (train_program_t), so a
+ * report never reads it back from stream, communicator or tag names. */
 #ifndef NPUSIM_TRAIN_GEN_H
 #define NPUSIM_TRAIN_GEN_H
 
@@ -38,6 +40,26 @@ typedef struct {
   double total;
 } train_memory_t;
 
+/* The part of the step an op is, as `npusim train`'s breakdown counts it. */
+typedef enum {
+  TRAIN_PART_COMPUTE,   /* forward, backward and recompute */
+  TRAIN_PART_TP,        /* tensor-parallel collectives */
+  TRAIN_PART_DP,        /* gradient reductions, parameter gathers, tied embeddings */
+  TRAIN_PART_PP,        /* pipeline sends and receives */
+  TRAIN_PART_EP,        /* expert all-to-alls */
+  TRAIN_PART_CP,        /* the context-parallel ring's key/value blocks */
+  TRAIN_PART_OPTIMIZER, /* the optimizer step on this rank's shard */
+  TRAIN_PART_COUNT,
+  TRAIN_PART_NONE = TRAIN_PART_COUNT /* joins: no time of their own */
+} train_part_t;
+
+/* What the generator knows of one program of the trace it built. */
+typedef struct {
+  int stage;            /* the pipeline stage its ranks are */
+  int cp_pos;           /* their position in the context-parallel ring */
+  train_part_t *parts;  /* per op of the program */
+} train_program_t;
+
 typedef struct {
   long world;                 /* NPUs */
   long microbatches;          /* per pipeline per step */
@@ -46,10 +68,14 @@ typedef struct {
   double hw_flops;            /* per step, with recompute */
   train_memory_t *memory;     /* per pipeline stage */
   int stages;
+  train_program_t *programs;  /* per program of the trace, in its order */
+  int nprograms;
 } train_info_t;
 
 /* Builds the programs of one training step. ranks_per_node places the ranks
- * (written into the trace). Returns 0, or -1 with a reason in err. */
+ * (written into the trace). Every compute op, collective and data type the
+ * generator emits must be in vocab (an internal error otherwise). Returns 0,
+ * or -1 with a reason in err. */
 int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
                    trace_t *out, train_info_t *info, char *err, size_t err_len);
 

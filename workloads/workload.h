@@ -1,7 +1,7 @@
 /* workload.h - a training job as the architect describes it: the transformer,
  * how it is split over NPUs, and how it is trained.
  *
- * Plain configuration structs filled by the config loader (sim/config.c), plus
+ * Plain configuration structs filled by the config loader (sim/config/config.c), plus
  * the derived quantities every later stage needs (world size, gradient
  * accumulation). The generator that turns this into rank programs comes with
  * the training workloads; nothing here knows about the chip or SimGrid. */

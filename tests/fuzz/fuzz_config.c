@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "npu_err.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,8 +28,8 @@ static config_doc_t *load(config_kind_t kind, const char *text, size_t len, cons
     config_doc_free(doc);
     doc = NULL;
   }
-  if (!doc && (strchr(err.msg, '\n') || err.msg[0] == '\0'))
-    abort(); /* every rejection is exactly one non-empty line */
+  if (!doc && !npu_err_one_line(err.msg))
+    abort(); /* every rejection is exactly one non-empty line, as printed */
   return doc;
 }
 

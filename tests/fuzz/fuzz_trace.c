@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "jsonfile.h"
+#include "npu_err.h"
 #include "replay.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -50,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(second);
     trace_free(&again);
     trace_free(&t);
-  } else if (err[0] == '\0' || strchr(err, '\n')) {
-    abort(); /* every rejection is exactly one non-empty line */
+  } else if (!npu_err_one_line(err)) {
+    abort(); /* every rejection is exactly one non-empty line, as printed */
   }
   free(text);
   return 0;

@@ -1,0 +1,41 @@
+/* npu_int.h - integer helpers every layer shares: rounding up and hashing.
+ *
+ * Header-only, with no dependency, so hw_models/, workloads/ and sim/ can all
+ * include it (CMake target npusim_common; it lives under the lowest layer
+ * because the top-level folders are fixed). The hash is FNV-1a for in-memory hash
+ * tables; its values are not stable across versions and never reach an output. */
+#ifndef NPUSIM_NPU_INT_H
+#define NPUSIM_NPU_INT_H
+
+#include <stdint.h>
+
+/* a / b rounded up, for a >= 0 and b > 0. */
+static inline int64_t npu_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The least l with 2^l >= x: 0 for x <= 1. */
+static inline int npu_ceil_log2(int x) {
+  int l = 0;
+  while ((1 << l) < x)
+    l++;
+  return l;
+}
+
+#define NPU_HASH_SEED 1469598103934665603ULL /* FNV-1a's 64-bit offset basis */
+#define NPU_HASH_PRIME 1099511628211ULL      /* FNV-1a's 64-bit prime */
+
+/* Folds one 64-bit word into hash h (start from NPU_HASH_SEED): an FNV-1a step,
+ * then a shift that carries the high bits down, since a table indexes by the low
+ * bits and the multiply moves information only upwards. */
+static inline uint64_t npu_hash_u64(uint64_t h, uint64_t word) {
+  h = (h ^ word) * NPU_HASH_PRIME;
+  return h ^ (h >> 29);
+}
+
+/* Folds the bytes of NUL-terminated s into hash h: plain FNV-1a. */
+static inline uint64_t npu_hash_str(uint64_t h, const char *s) {
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * NPU_HASH_PRIME;
+  return h;
+}
+
+#endif

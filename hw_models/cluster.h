@@ -1,0 +1,76 @@
+/* cluster.h - the cluster's shape: how dies are wired inside a server (scale-up),
+ * between the dies of one package, inside a supernode, and between servers
+ * (scale-out).
+ *
+ * This header holds the configuration structs the loader fills, the names of the
+ * topology kinds (the values of the "topology" keys, hence topology_*) and
+ * figures derived from them. The graph of NPUs, switches and links that one job
+ * uses, and routing on it, is topo.h; nothing here knows about SimGrid. */
+#ifndef NPUSIM_CLUSTER_H
+#define NPUSIM_CLUSTER_H
+
+#include <stdbool.h>
+
+#include "link.h"
+
+typedef enum {
+  SCALE_UP_FULL_MESH,      /* every pair of NPUs has its own links (910B HCCS) */
+  SCALE_UP_TWO_GROUP_MESH, /* two full meshes of npus/2; groups meet through the NICs (910A) */
+  SCALE_UP_SWITCH,         /* one port per NPU into a switch (NVSwitch, UB switch) */
+  SCALE_UP_RING,           /* each NPU linked to its two neighbours */
+  SCALE_UP_COUNT
+} scale_up_kind_t;
+
+typedef enum {
+  SCALE_OUT_SPINE_LEAF,     /* whole servers under a leaf, leaves under spines */
+  SCALE_OUT_RAIL_OPTIMIZED, /* NPU i of every server on leaf (rail) i */
+  SCALE_OUT_COUNT
+} scale_out_kind_t;
+
+typedef struct {
+  scale_up_kind_t kind;
+  link_cfg_t link;          /* one link, one direction */
+  int links_per_npu;        /* links leaving one NPU (to peers or to the switch) */
+  bool in_switch_reduction; /* switch can reduce in the network (NVLink SHARP) */
+} scale_up_cfg_t;
+
+typedef struct {
+  int npus;                 /* ranks (dies) per server */
+  scale_up_cfg_t scale_up;
+  bool has_die_link;        /* dies of one package joined by their own link */
+  link_cfg_t die_link;      /* SIO between the dies of a package */
+} node_cfg_t;
+
+typedef struct {
+  scale_out_kind_t kind;
+  link_cfg_t nic;           /* one NIC port, one direction */
+  int nics_per_npu;
+  int npus_per_leaf;        /* NIC ports under one leaf switch */
+  double oversubscription;  /* leaf downlink : uplink bandwidth, >= 1 */
+} scale_out_cfg_t;
+
+typedef struct {
+  int npus;                 /* ranks in one supernode domain (e.g. UB) */
+  link_cfg_t link;          /* per-rank port into the supernode fabric */
+} supernode_cfg_t;
+
+typedef struct {
+  int nodes;                /* servers; 0 = the smallest number that fits the job */
+  scale_out_cfg_t scale_out;
+  bool has_supernode;
+  supernode_cfg_t supernode;
+} cluster_cfg_t;
+
+/* Names as written in JSON, indexed by the enums above. */
+extern const char *const topology_scale_up_names[SCALE_UP_COUNT];
+extern const char *const topology_scale_out_names[SCALE_OUT_COUNT];
+
+/* Links one NPU has to each peer in its scale-up domain (full and two-group
+ * mesh); 0 for switch and ring topologies, where peers share ports. */
+int topology_links_per_peer(const node_cfg_t *node);
+
+/* Bandwidth one NPU can push into the scale-up fabric, all links together,
+ * bytes per second per direction (line rate, before efficiency). */
+double topology_scale_up_bw_per_npu(const node_cfg_t *node);
+
+#endif

@@ -1,0 +1,553 @@
+/* cli.c - argument parsing (getopt_long), help texts, the command table and
+ * the all-or-nothing output of npusim; see cli.h. */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <xbt/base.h>
+#include <simgrid/version.h> /* needs xbt/base.h first */
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "commands.h"
+#include "jsonfile.h"
+#include "time_limit.h"
+
+const char *const cli_format_names[FORMAT_COUNT] = {"table", "json", "csv"};
+const char *const cli_fidelity_names[FIDELITY_COUNT] = {"flow", "analytic"};
+
+/* Options a command accepts, as a bit set over the common options. */
+enum {
+  OPT_SYSTEM = 1 << 0,
+  OPT_WORKLOAD = 1 << 1,
+  OPT_SET = 1 << 2,
+  OPT_FORMAT = 1 << 3,
+  OPT_FIDELITY = 1 << 4,
+  OPT_OUTPUT = 1 << 5,
+  OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --links */
+  OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
+  OPT_KIND = 1 << 8, /* --op --dtype */
+  OPT_REPLAY = 1 << 9, /* --trace --chrome-trace --trace-ranks */
+  OPT_CALIBRATE = 1 << 10, /* --measurements --fit */
+  OPT_LIST_OPS = 1 << 11,  /* --list-ops */
+  OPT_EMIT_TRACE = 1 << 12, /* --emit-trace */
+};
+
+typedef struct {
+  const char *name;
+  const char *summary;
+  const char *usage;    /* arguments after "npusim NAME" */
+  const char *details;  /* further help text, or NULL */
+  unsigned options;     /* OPT_* it accepts */
+  int (*run)(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+  cli_fidelity_t fidelity; /* its default */
+  bool own_output;         /* writes --output itself; its report goes to stdout */
+} command_t;
+
+static const command_t commands[] = {
+    {"coll", "time a collective (allreduce, allgather, ...) on a cluster, as nccl-tests does",
+     "--system S.json --op OP --ranks N [--ranks-per-node K] [--sizes MIN:MAX[:FACTOR]] "
+     "[--algo A] [--fidelity flow|analytic] [--links] [options]",
+     "OP: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, alltoallv,\n"
+     "sendrecv. Sizes are bytes with K, M, G suffixes (powers of 1024), as nccl-tests\n"
+     "prints them: the per-rank buffer, or the total for allgather, reducescatter and\n"
+     "alltoall; default 1K:1G:4. --algo A forces the algorithm between servers (inside\n"
+     "the server for a one-server job); --algo A0,A1[,A2] forces one per level (auto\n"
+     "keeps the library's choice); the algorithms are listed below. --links adds the\n"
+     "most utilised links of the largest size.\n"
+     "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
+     "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll, FIDELITY_FLOW, false},
+    {"op", "cost one op (matmul, attention, vector op) on the chip model",
+     "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
+     "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
+     "batch,heads,seq,head_dim[,kv_heads] (--causal); vector ops [rows,]cols: add, mul,\n"
+     "gelu, swiglu, softmax, layernorm, rmsnorm, rope, cross_entropy, adam, cast (to fp32,\n"
+     "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
+     "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
+     "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, FIDELITY_FLOW, false},
+    {"replay", "replay a trace of per-rank programs on the simulated cluster",
+     "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
+     "OUT.json.gz [--trace-ranks 0-7]] [options]",
+     "The trace format: docs/trace-format.md; samples in traces/. Prints the step time,\n"
+     "per rank the compute, communication (and how much of it is exposed) and idle time,\n"
+     "per communicator the collectives and bytes, the most utilised links and the memory\n"
+     "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
+     "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay, FIDELITY_FLOW, false},
+    {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
+     "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
+     "[options]",
+     "The workload (configs/workloads/) becomes Megatron-style rank programs, replayed on\n"
+     "the system. analytic (the default) replays one rank per pipeline stage (the others\n"
+     "by symmetry) and suits sweeps; flow replays every rank with contention on shared\n"
+     "links and takes seconds on the shipped workloads (llama2-70b on 32 NPUs: about 4 s,\n"
+     "analytic about 2 s).\n",
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY |
+         OPT_LIST_OPS | OPT_EMIT_TRACE,
+     cmd_train, FIDELITY_ANALYTIC, false},
+    {"calibrate", "fit the chip's assumed parameters to measured kernel times",
+     "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
+     "OPS.csv: kernel times as scripts/measure_ops.py writes them (op, shape, dtype,\n"
+     "time_us, ...; tests/data/validation/README.md). Fits the chip keys whose source note\n"
+     "is an assumption ([A]) and that move a prediction of the measured ops, or the keys\n"
+     "--fit names (--fit none: only report the errors). Each op class (matmul,\n"
+     "attention, vector) is split in file order: even rows are fitted, odd rows held\n"
+     "out. Prints the geometric-mean |error| per class and half before and after, and\n"
+     "each key before and after. --output writes a config that extends S.json with the\n"
+     "fitted values, each with a \"[cal] fitted to ...\" source note.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_CALIBRATE, cmd_calibrate, FIDELITY_FLOW,
+     true},
+    {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
+     "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
+     "table and csv list every key with its value, unit, the file (or default, or --set)\n"
+     "it came from and its source note; json prints the canonical resolved config, which\n"
+     "loads back to the same config. With both configs, json prints\n"
+     "{\"system\": ..., \"workload\": ...}.\n",
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, FIDELITY_FLOW, false},
+    {"schema", "print the reference of every config key (docs/config.md)",
+     "[--format table|json]",
+     "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
+     OPT_FORMAT | OPT_OUTPUT, cmd_schema, FIDELITY_FLOW, false},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct option all_options[] = {
+    {"system", required_argument, NULL, 's'},   {"workload", required_argument, NULL, 'w'},
+    {"set", required_argument, NULL, 'S'},      {"format", required_argument, NULL, 'f'},
+    {"fidelity", required_argument, NULL, 'F'}, {"output", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},           {"op", required_argument, NULL, 1001},
+    {"ranks", required_argument, NULL, 1002},   {"ranks-per-node", required_argument, NULL, 1003},
+    {"sizes", required_argument, NULL, 1004},   {"algo", required_argument, NULL, 1005},
+    {"dtype", required_argument, NULL, 1006},   {"root", required_argument, NULL, 1007},
+    {"matrix", required_argument, NULL, 1008},  {"links", no_argument, NULL, 1009},
+    {"shape", required_argument, NULL, 1010},   {"explain", no_argument, NULL, 1011},
+    {"sweep", no_argument, NULL, 1012},         {"causal", no_argument, NULL, 1013},
+    {"trans-a", no_argument, NULL, 1014},       {"trans-b", no_argument, NULL, 1015},
+    {"trace", required_argument, NULL, 1016},   {"chrome-trace", required_argument, NULL, 1017},
+    {"trace-ranks", required_argument, NULL, 1018},
+    {"measurements", required_argument, NULL, 1019}, {"fit", required_argument, NULL, 1020},
+    {"list-ops", required_argument, NULL, 1021},
+    {"time-limit", required_argument, NULL, 1022},
+    {"emit-trace", required_argument, NULL, 1023},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct {
+  unsigned bit;
+  const char *text;
+} option_help[] = {
+    {OPT_SYSTEM, "  --system FILE          system config (configs/systems/*.json)\n"},
+    {OPT_WORKLOAD, "  --workload FILE        workload config (configs/workloads/*.json)\n"},
+    {OPT_SET, "  --set PATH=VALUE       override one config key, e.g. "
+              "chip.hbm.bandwidth_GBps=3200 (repeatable)\n"},
+    {OPT_FORMAT, "  --format FMT           table (default), json or csv\n"},
+    {OPT_FIDELITY, "  --fidelity F           flow (contention on shared links; the default but "
+                   "for train) or analytic (alpha-beta, fast)\n"},
+    {OPT_OUTPUT, "  --output FILE          write there instead of stdout (only if the run "
+                 "succeeds)\n"},
+    {OPT_KIND, "  --op OP                the collective or op\n"
+               "  --dtype T              data type: fp16, bf16, fp32, int8, fp8\n"},
+    {OPT_COLL, "  --ranks N              ranks in the job\n"
+               "  --ranks-per-node K     NPUs used per server (default: all of node.npus)\n"
+               "  --sizes MIN:MAX[:F]    sizes from MIN to MAX, times F each (default 1K:1G:4)\n"
+               "  --algo A[,A1[,A2]]     force algorithms (see above)\n"
+               "  --root R               root rank of broadcast and reduce (default 0)\n"
+               "  --matrix FILE          alltoallv bytes, a JSON array of arrays\n"
+               "  --links                most utilised links of the largest size\n"},
+    {OPT_OPS, "  --shape DIMS           the op's sizes, comma-separated (see above)\n"
+              "  --explain              tiling, per-pipe time and bound\n"
+              "  --sweep                efficiency curve over sizes\n"
+              "  --causal               causal mask (attention)\n"
+              "  --trans-a, --trans-b   transposed matmul operands\n"},
+    {OPT_REPLAY, "  --trace FILE           the trace to replay (.json or .json.gz)\n"
+                 "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
+                 "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
+    {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
+                   "                         scripts/measure_ops.py's --ops format\n"},
+    {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
+                     "                         (.json or .json.gz) that replay --trace runs\n"},
+    {OPT_CALIBRATE, "  --measurements FILE    measured kernel times (CSV)\n"
+                    "  --fit KEY,...          the keys to fit (default: the chip's [A] keys; none)\n"},
+};
+
+static void print_main_usage(FILE *f) {
+  fprintf(f, "usage: npusim [--version] [--help] COMMAND [OPTIONS]\n");
+}
+
+static void print_main_help(FILE *f) {
+  print_main_usage(f);
+  fprintf(f, "\nnpusim predicts the training step time of NPU clusters (Ascend, GPU) on SimGrid.\n"
+             "\ncommands:\n");
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n'npusim COMMAND --help' describes a command. Exit status: 0 success, 2 bad input"
+             "\n(one line on stderr naming the file, JSON path and what was expected), 1 an output"
+             "\ncould not be written (one line too). Docs: README.md, docs/config.md.\n");
+}
+
+static void print_command_usage(FILE *f, const command_t *c) {
+  fprintf(f, "usage: npusim %s %s\n", c->name, c->usage);
+}
+
+static void print_command_help(FILE *f, const command_t *c) {
+  print_command_usage(f, c);
+  fprintf(f, "\n%s.\n", c->summary);
+  if (c->details)
+    fprintf(f, "\n%s", c->details);
+  fprintf(f, "\noptions:\n");
+  for (size_t i = 0; i < sizeof option_help / sizeof option_help[0]; i++)
+    if (c->options & option_help[i].bit)
+      fputs(option_help[i].text, f);
+  fputs("  --time-limit SECONDS   stop with one line and exit status 2, writing nothing, if\n"
+        "                         the run takes longer\n"
+        "  --help                 this text\n", f);
+  if (c->options & OPT_COLL)
+    coll_algo_print_help(f);
+}
+
+static void print_version(FILE *f) {
+  int major, minor, patch;
+  sg_version_get(&major, &minor, &patch);
+  fprintf(f, "npusim %s (SimGrid %d.%d.%d, cJSON %s, zlib %s)\n", NPUSIM_VERSION, major, minor,
+          patch, cJSON_Version(), zlibVersion());
+}
+
+static const command_t *find_command(const char *name) {
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+static int parse_choice(const char *opt, const char *arg, const char *const *names, int n,
+                        int *out, npu_err_t *err) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(arg, names[i]) == 0) {
+      *out = i;
+      return 0;
+    }
+  char list[128] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+  return npu_err_set(err, "--%s: expected one of %s, found \"%s\"", opt, list, arg);
+}
+
+/* Whether option code c is one of command cmd's. */
+static bool accepts(const command_t *cmd, int c) {
+  static const struct {
+    int code;
+    unsigned bit;
+  } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},  {'f', OPT_FORMAT},
+             {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
+             {1023, OPT_EMIT_TRACE}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (map[i].code == c)
+      return (cmd->options & map[i].bit) != 0;
+  if (c >= 1001 && c <= 1009)
+    return (cmd->options & OPT_COLL) != 0;
+  if (c >= 1010 && c <= 1015)
+    return (cmd->options & OPT_OPS) != 0;
+  if (c >= 1016 && c <= 1018)
+    return (cmd->options & OPT_REPLAY) != 0;
+  if (c == 1019 || c == 1020)
+    return (cmd->options & OPT_CALIBRATE) != 0;
+  if (c == 1021)
+    return (cmd->options & OPT_LIST_OPS) != 0;
+  return c == 'h' || c == 1022; /* every command */
+}
+
+/* Parses the options after the command name. Returns 0 to run, 1 if help was
+ * printed, -1 on a usage error (message in err, or usage already printed). */
+static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t *opts,
+                         npu_err_t *err) {
+  int c, idx;
+  opterr = 0; /* we print our own messages */
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":", all_options, &idx)) != -1) {
+    if (c == '?' || !accepts(cmd, c)) {
+      const char *bad = argv[optind - 1];
+      return npu_err_set(err, "npusim %s: unknown option %s; usage: npusim %s %s", cmd->name,
+                         bad, cmd->name, cmd->usage);
+    }
+    if (c == ':')
+      return npu_err_set(err, "npusim %s: option %s expects a value; usage: npusim %s %s",
+                         cmd->name, argv[optind - 1], cmd->name, cmd->usage);
+    switch (c) {
+    case 'h':
+      print_command_help(stdout, cmd);
+      return 1;
+    case 's':
+      opts->system_path = optarg;
+      break;
+    case 'w':
+      opts->workload_path = optarg;
+      break;
+    case 'o':
+      opts->output_path = optarg;
+      break;
+    case 'S':
+      if (opts->nsets == CLI_MAX_SETS)
+        return npu_err_set(err, "--set: expected at most %d overrides, found more",
+                           CLI_MAX_SETS);
+      opts->sets[opts->nsets++] = optarg;
+      break;
+    case 'f':
+      if (parse_choice("format", optarg, cli_format_names, FORMAT_COUNT, (int *)&opts->format,
+                       err))
+        return -1;
+      break;
+    case 'F':
+      if (parse_choice("fidelity", optarg, cli_fidelity_names, FIDELITY_COUNT,
+                       (int *)&opts->fidelity, err))
+        return -1;
+      break;
+    case 1001:
+      opts->op = optarg;
+      break;
+    case 1002:
+      opts->ranks = optarg;
+      break;
+    case 1003:
+      opts->ranks_per_node = optarg;
+      break;
+    case 1004:
+      opts->sizes = optarg;
+      break;
+    case 1005:
+      opts->algo = optarg;
+      break;
+    case 1006:
+      opts->dtype = optarg;
+      break;
+    case 1007:
+      opts->root = optarg;
+      break;
+    case 1008:
+      opts->matrix = optarg;
+      break;
+    case 1009:
+      opts->links = true;
+      break;
+    case 1010:
+      opts->shape = optarg;
+      break;
+    case 1011:
+      opts->explain = true;
+      break;
+    case 1012:
+      opts->sweep = true;
+      break;
+    case 1013:
+      opts->causal = true;
+      break;
+    case 1014:
+      opts->trans_a = true;
+      break;
+    case 1015:
+      opts->trans_b = true;
+      break;
+    case 1016:
+      opts->trace = optarg;
+      break;
+    case 1017:
+      opts->chrome_trace = optarg;
+      break;
+    case 1018:
+      opts->trace_ranks = optarg;
+      break;
+    case 1019:
+      opts->measurements = optarg;
+      break;
+    case 1020:
+      opts->fit = optarg;
+      break;
+    case 1021:
+      opts->list_ops = optarg;
+      break;
+    case 1023:
+      opts->emit_trace = optarg;
+      break;
+    case 1022: {
+      char *end;
+      double v = strtod(optarg, &end);
+      if (end == optarg || *end || !isfinite(v) || v <= 0 || v > CLI_MAX_TIME_LIMIT_S)
+        return npu_err_set(err, "--time-limit: expected seconds in (0, %d], found \"%s\"",
+                           CLI_MAX_TIME_LIMIT_S, optarg);
+      opts->time_limit_s = v;
+      break;
+    }
+    }
+  }
+  if (optind < argc)
+    return npu_err_set(err, "npusim %s: unexpected argument \"%s\"; usage: npusim %s %s",
+                       cmd->name, argv[optind], cmd->name, cmd->usage);
+  return 0;
+}
+
+/* Prints a one-line error (made safe by npu_err_print) and returns status. */
+static int fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int status, const char *fmt, ...) {
+  npu_err_t err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err.msg, sizeof err.msg, fmt, ap);
+  va_end(ap);
+  npu_err_print(stderr, err.msg);
+  return status;
+}
+
+/* Help and version texts go through stdio: a failed write (a full disk, a
+ * closed stdout) is an error like any other output's. */
+static int finish_stdout(void) {
+  if (fflush(stdout) != 0 || ferror(stdout))
+    return fail(EXIT_INTERNAL, "stdout: cannot write: %s", strerror(errno ? errno : EIO));
+  return EXIT_OK;
+}
+
+/* --time-limit: the line the deadline prints (time_limit.h); exit status 2. */
+static void time_limit_start(const char *command, double seconds) {
+  char s[32], line[256];
+  jsonfile_format_number(seconds, s, sizeof s);
+  snprintf(line, sizeof line, "npusim %s: --time-limit: expected the run to end within %s s, "
+           "found it still running; stopped, nothing written\n", command, s);
+  time_limit_arm(seconds, line, EXIT_BAD_INPUT);
+}
+
+/* Whether a command's JSON output parses: inf and nan, which printf writes for
+ * numbers that are not finite, are not JSON and fail here, so they never reach
+ * a file. */
+static bool json_output_valid(const char *buf, size_t len) {
+  cJSON *root = cJSON_ParseWithLength(buf, len);
+  cJSON_Delete(root);
+  return root != NULL;
+}
+
+static int run_command(const command_t *cmd, int argc, char **argv) {
+  cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = cmd->fidelity};
+  npu_err_t err = {{0}};
+  int parsed = parse_options(cmd, argc, argv, &opts, &err);
+  if (parsed == 1)
+    return finish_stdout();
+  if (parsed < 0) {
+    npu_err_print(stderr, err.msg);
+    return EXIT_BAD_INPUT;
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  if (!out)
+    return fail(EXIT_INTERNAL, "npusim: out of memory");
+  if (opts.time_limit_s > 0)
+    time_limit_start(cmd->name, opts.time_limit_s);
+  int rc = cmd->run(&opts, out, &err);
+  time_limit_off();
+  int status = EXIT_OK;
+  if (fclose(out) != 0 && rc == 0) {
+    npu_err_set(&err, "npusim: out of memory");
+    rc = CMD_CANNOT_WRITE;
+  }
+  if (rc == 0 && opts.format == FORMAT_JSON && !json_output_valid(buf, len)) {
+    npu_err_set(&err, "npusim %s: internal error: the JSON output is not valid JSON (a number "
+                "that is not finite?); nothing written", cmd->name);
+    rc = CMD_CANNOT_WRITE;
+  }
+  if (rc == 0) {
+    /* --output "-" is stdout, as no --output is. */
+    const char *dest = opts.output_path && !cmd->own_output ? opts.output_path : "-";
+    if (jsonfile_write_atomically(dest, buf, len, 0, err.msg, sizeof err.msg))
+      rc = CMD_CANNOT_WRITE;
+  }
+  if (rc != 0) {
+    npu_err_print(stderr, err.msg);
+    status = rc == CMD_CANNOT_WRITE ? EXIT_INTERNAL : EXIT_BAD_INPUT;
+  }
+  free(buf);
+  return status;
+}
+
+int cli_main(int argc, char **argv) {
+  if (argc < 2) {
+    print_main_usage(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  const char *first = argv[1];
+  if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+    print_main_help(stdout);
+    return finish_stdout();
+  }
+  if (strcmp(first, "--version") == 0) {
+    print_version(stdout);
+    return finish_stdout();
+  }
+  if (strcmp(first, "help") == 0) {
+    const command_t *c = argc > 2 ? find_command(argv[2]) : NULL;
+    if (argc > 2 && !c) {
+      char names[256] = "";
+      for (size_t i = 0; i < NCOMMANDS; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 commands[i].name);
+      return fail(EXIT_BAD_INPUT, "npusim help: expected one of %s, found unknown command "
+                  "\"%s\"", names, argv[2]);
+    }
+    if (c)
+      print_command_help(stdout, c);
+    else
+      print_main_help(stdout);
+    return finish_stdout();
+  }
+  const command_t *cmd = find_command(first);
+  if (!cmd)
+    return fail(EXIT_BAD_INPUT, "npusim: unknown %s \"%s\"; usage: npusim [--version] [--help] "
+                "COMMAND [OPTIONS]", first[0] == '-' ? "option" : "command", first);
+  return run_command(cmd, argc - 1, argv + 1);
+}
+
+/* ---- configs shared by the commands ---- */
+
+int cli_load_configs(const cli_opts_t *opts, cli_configs_t *cfg, npu_err_t *err) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!opts->system_path)
+    return npu_err_set(err, "npusim %s: expected --system FILE, found none", opts->command);
+  cfg->sys_doc = config_doc_load(CONFIG_SYSTEM, opts->system_path, err);
+  if (!cfg->sys_doc)
+    goto fail;
+  if (opts->workload_path) {
+    cfg->wl_doc = config_doc_load(CONFIG_WORKLOAD, opts->workload_path, err);
+    if (!cfg->wl_doc)
+      goto fail;
+  }
+  for (int i = 0; i < opts->nsets; i++) {
+    int kind = config_kind_of_path(opts->sets[i], err);
+    if (kind < 0)
+      goto fail;
+    config_doc_t *doc = kind == CONFIG_SYSTEM ? cfg->sys_doc : cfg->wl_doc;
+    if (!doc) {
+      npu_err_set(err, "--set: %.*s: expected --workload FILE for a workload key, found none",
+                  (int)strcspn(opts->sets[i], "="), opts->sets[i]);
+      goto fail;
+    }
+    if (config_doc_set(doc, opts->sets[i], err))
+      goto fail;
+  }
+  if (config_doc_resolve(cfg->sys_doc, &cfg->sys, err))
+    goto fail;
+  if (cfg->wl_doc && (config_doc_resolve(cfg->wl_doc, &cfg->wl, err) ||
+                      config_check_job(cfg->sys_doc, &cfg->sys, cfg->wl_doc, &cfg->wl, err)))
+    goto fail;
+  return 0;
+fail:
+  cli_free_configs(cfg);
+  return -1;
+}
+
+void cli_free_configs(cli_configs_t *cfg) {
+  config_doc_free(cfg->sys_doc);
+  config_doc_free(cfg->wl_doc);
+  cfg->sys_doc = cfg->wl_doc = NULL;
+}

@@ -1,0 +1,231 @@
+/* cmd_train.c - `npusim train`: a transformer and its parallel plan become rank
+ * programs (workloads/train_gen.c), which are replayed on the system; the step
+ * time becomes throughput, MFU, a breakdown of where the time went, and the
+ * memory each stage needs against HBM. What each op and program is for comes
+ * from the generator (train_program_t); this file only sweeps and prints.
+ * --emit-trace writes the programs as a trace file that `npusim replay` runs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "intervals.h"
+#include "jsonfile.h"
+#include "op_list.h"
+#include "replay.h"
+#include "train_gen.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* The breakdown's names of the generator's parts of the step. */
+static const char *const part_names[TRAIN_PART_COUNT] = {
+    [TRAIN_PART_COMPUTE] = "compute",
+    [TRAIN_PART_TP] = "exposed_tp_comm",
+    [TRAIN_PART_DP] = "exposed_dp_comm",
+    [TRAIN_PART_PP] = "exposed_pp_comm",
+    [TRAIN_PART_EP] = "exposed_ep_comm",
+    [TRAIN_PART_CP] = "exposed_cp_comm",
+    [TRAIN_PART_OPTIMIZER] = "optimizer"};
+
+/* Each instant of the step goes to one category, so the parts add up to the
+ * step: compute first, then the communication kinds in this order (what the
+ * compute stream most likely waits on first); idle time is the bubble. */
+static const train_part_t claim_order[TRAIN_PART_COUNT] = {
+    TRAIN_PART_COMPUTE, TRAIN_PART_OPTIMIZER, TRAIN_PART_TP, TRAIN_PART_CP,
+    TRAIN_PART_EP,      TRAIN_PART_PP,        TRAIN_PART_DP};
+
+typedef struct {
+  double *out, busy;
+} claim_t;
+
+/* A stretch of the timeline goes to the first open part in claim order. */
+static void claim_stretch(void *ctx, double dt, const int *open, double rate) {
+  (void)rate;
+  claim_t *cl = ctx;
+  int c = 0;
+  while (c < TRAIN_PART_COUNT && !open[claim_order[c]])
+    c++;
+  if (c < TRAIN_PART_COUNT) {
+    cl->out[claim_order[c]] += dt;
+    cl->busy += dt;
+  }
+}
+
+/* Sweeps a rank's timeline: compute and optimizer time as they run, each kind
+ * of communication where no compute hides it, and the idle rest (the bubble). */
+static void breakdown(const trace_t *t, const train_info_t *info, const replay_result_t *r,
+                      int rank, double out[TRAIN_PART_COUNT], double *bubble) {
+  int pi = t->program_of[rank];
+  const trace_program_t *p = &t->programs[pi];
+  const train_part_t *parts = info->programs[pi].parts;
+  interval_edge_t *e = malloc(((size_t)p->nops * 2 + 1) * sizeof *e);
+  int n = 0, open[TRAIN_PART_COUNT];
+  for (int i = 0; i < p->nops; i++) {
+    train_part_t part = parts[i];
+    const replay_span_t *sp = &r->spans[replay_stand_in(r, t, rank)][i];
+    /* communication counts from when its peers were there: waiting for a
+     * pipeline neighbour is bubble, not communication */
+    bool compute = part == TRAIN_PART_COMPUTE || part == TRAIN_PART_OPTIMIZER;
+    double start = compute ? sp->start_s : sp->ready_s;
+    if (part != TRAIN_PART_NONE && sp->end_s > start)
+      intervals_add(e, &n, start, sp->end_s, (int)part, 0);
+  }
+  memset(out, 0, TRAIN_PART_COUNT * sizeof *out);
+  claim_t cl = {out, 0};
+  intervals_sweep(e, n, TRAIN_PART_COUNT, open, claim_stretch, &cl);
+  *bubble = r->step_time_s - cl.busy;
+  free(e);
+}
+
+/* The first rank of pipeline stage s at context-parallel position 0, as the
+ * generator says which program is which. */
+static int stage_rank(const trace_t *t, const train_info_t *info, int s) {
+  for (int pi = 0; pi < info->nprograms; pi++)
+    if (info->programs[pi].stage == s && info->programs[pi].cp_pos == 0)
+      return t->programs[pi].ranks[0];
+  return 0; /* not reached: the generator makes a program per stage and position */
+}
+
+static void print_stages_json(FILE *out, const trace_t *t, const train_info_t *info,
+                              const replay_result_t *r) {
+  fprintf(out, ",\n  \"stages\": [");
+  for (int s = 0; s < info->stages; s++) {
+    double cat[TRAIN_PART_COUNT], bubble;
+    breakdown(t, info, r, stage_rank(t, info, s), cat, &bubble);
+    fprintf(out, "%s\n    {\"stage\": %d", s ? "," : "", s);
+    for (int c = 0; c < TRAIN_PART_COUNT; c++)
+      fprintf(out, ", \"%s\": %.9g", part_names[c], cat[c]);
+    fprintf(out, ", \"pipeline_bubble\": %.9g}", bubble);
+  }
+  fprintf(out, "\n  ]");
+}
+
+/* One line per pipeline stage (its first rank), ms, when there is a pipeline. */
+static void print_stages_table(FILE *out, const trace_t *t, const train_info_t *info,
+                               const replay_result_t *r) {
+  if (info->stages == 1)
+    return;
+  fprintf(out, "\nper pipeline stage, its first rank (ms):\n  stage %11s %10s %10s %10s "
+               "%10s %10s %10s %10s\n", "compute", "tp", "dp", "pp", "ep", "cp", "optimizer",
+          "bubble");
+  for (int s = 0; s < info->stages; s++) {
+    double cat[TRAIN_PART_COUNT], bubble;
+    breakdown(t, info, r, stage_rank(t, info, s), cat, &bubble);
+    fprintf(out, "  %5d ", s);
+    for (int c = 0; c < TRAIN_PART_COUNT; c++)
+      fprintf(out, " %10.1f", cat[c] * 1e3);
+    fprintf(out, " %10.1f\n", bubble * 1e3);
+  }
+}
+
+static void print_result(FILE *out, int format, const system_cfg_t *sys, const workload_cfg_t *w,
+                         const train_info_t *info, const replay_result_t *r, const char *fidelity,
+                         const trace_t *t) {
+  double step = r->step_time_s, npus = (double)info->world;
+  double tps = info->tokens / step, model_tf = info->model_flops / step / npus / 1e12;
+  double hw_tf = info->hw_flops / step / npus / 1e12;
+  chip_dtype_t dt = w->training.precision == PRECISION_FP16 ? CHIP_DTYPE_FP16
+                    : w->training.precision == PRECISION_FP8 ? CHIP_DTYPE_FP8 : CHIP_DTYPE_BF16;
+  double mfu = model_tf * 1e12 / chip_cube_peak_flops(&sys->chip, dt);
+  double cat[TRAIN_PART_COUNT], bubble;
+  breakdown(t, info, r, 0, cat, &bubble);
+  train_memory_t peak = info->memory[0];
+  for (int s = 1; s < info->stages; s++)
+    if (info->memory[s].total > peak.total)
+      peak = info->memory[s];
+  double cap = (double)sys->chip.hbm.capacity_bytes;
+  bool fits = peak.total <= cap;
+  if (format == FORMAT_JSON) {
+    fprintf(out, "{\n  \"workload\": ");
+    jsonfile_write_string(out, w->model.name);
+    fprintf(out, ",\n  \"system\": ");
+    jsonfile_write_string(out, sys->name);
+    fprintf(out, ",\n  \"fidelity\": \"%s\",\n  \"npus\": %ld,\n  \"simulated_npus\": %d,\n"
+            "  \"microbatches\": %ld,\n  \"step_time_s\": %.9g,\n  \"tokens_per_s\": %.6g,\n"
+            "  \"tokens_per_s_per_npu\": %.6g,\n  \"model_tflops_per_npu\": %.6g,\n"
+            "  \"hw_tflops_per_npu\": %.6g,\n  \"mfu\": %.6g,\n  \"breakdown\": {",
+            fidelity, info->world, r->simulated_ranks, info->microbatches, step, tps, tps / npus,
+            model_tf, hw_tf, mfu);
+    for (int c = 0; c < TRAIN_PART_COUNT; c++)
+      fprintf(out, "%s\"%s\": %.9g", c ? ", " : "", part_names[c], cat[c]);
+    fprintf(out, ", \"pipeline_bubble\": %.9g}", bubble);
+    print_stages_json(out, t, info, r);
+    fprintf(out, ",\n  \"memory\": {\"weights_GiB\": %.6g, "
+            "\"gradients_GiB\": %.6g, \"optimizer_GiB\": %.6g, \"activations_GiB\": %.6g, "
+            "\"temporary_GiB\": %.6g, \"peak_GiB\": %.6g, \"capacity_GiB\": %.6g, \"fits\": %s, "
+            "\"overshoot_GiB\": %.6g}\n}\n", peak.weights / GIB, peak.gradients / GIB,
+            peak.optimizer / GIB, peak.activations / GIB, peak.temporary / GIB, peak.total / GIB,
+            cap / GIB, fits ? "true" : "false", fits ? 0 : (peak.total - cap) / GIB);
+    return;
+  }
+  if (format == FORMAT_CSV) {
+    fprintf(out, "workload,system,npus,step_time_s,tokens_per_s,tokens_per_s_per_npu,"
+                 "model_tflops_per_npu,hw_tflops_per_npu,mfu,peak_memory_GiB,fits\n");
+    fprintf(out, "%s,%s,%ld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s\n", w->model.name, sys->name,
+            info->world, step, tps, tps / npus, model_tf, hw_tf, mfu, peak.total / GIB,
+            fits ? "true" : "false");
+    return;
+  }
+  fprintf(out, "# npusim train: %s on %ld NPUs of %s (dp %d, tp %d, pp %d, vpp %d, cp %d, ep %d), "
+          "%s fidelity, %d simulated\n", w->model.name, info->world, sys->name, w->parallel.dp,
+          w->parallel.tp, w->parallel.pp, w->parallel.vpp, w->parallel.cp, w->parallel.ep,
+          fidelity, r->simulated_ranks);
+  fprintf(out, "step time            %12.3f ms (%ld micro-batches per pipeline)\n", step * 1e3,
+          info->microbatches);
+  fprintf(out, "tokens/s             %12.0f (%.1f per NPU)\n", tps, tps / npus);
+  fprintf(out, "model TFLOP/s/NPU    %12.1f (MFU %.1f%%; with recompute %.1f)\n", model_tf,
+          100 * mfu, hw_tf);
+  fprintf(out, "\nwhere rank 0's step went (ms):\n");
+  for (int c = 0; c < TRAIN_PART_COUNT; c++)
+    fprintf(out, "  %-18s %10.3f\n", part_names[c], cat[c] * 1e3);
+  fprintf(out, "  %-18s %10.3f\n", "pipeline_bubble", bubble * 1e3);
+  print_stages_table(out, t, info, r);
+  fprintf(out, "\nmemory per NPU, fullest stage (GiB): weights %.2f, gradients %.2f, optimizer "
+          "%.2f, activations %.2f, temporary %.2f = %.2f of %.1f: %s", peak.weights / GIB,
+          peak.gradients / GIB, peak.optimizer / GIB, peak.activations / GIB,
+          peak.temporary / GIB, peak.total / GIB, cap / GIB, fits ? "fits\n" : "");
+  if (!fits)
+    fprintf(out, "does NOT fit, %.2f GiB over\n", (peak.total - cap) / GIB);
+}
+
+int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
+  if (!opts->workload_path)
+    return npu_err_set(err, "npusim train: expected --workload FILE, found none");
+  cli_configs_t cfg;
+  if (cli_load_configs(opts, &cfg, err))
+    return -1;
+  trace_t trace;
+  train_info_t info;
+  int rc = train_generate(&cfg.wl, &replay_vocab, cfg.sys.node.npus, &trace, &info, err->msg,
+                          sizeof err->msg);
+  if (rc) {
+    cli_free_configs(&cfg);
+    return -1;
+  }
+  if ((opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) ||
+      (opts->emit_trace &&
+       trace_write(&trace, &replay_vocab, opts->emit_trace, err->msg, sizeof err->msg))) {
+    trace_free(&trace);
+    train_info_free(&info);
+    cli_free_configs(&cfg);
+    return CMD_CANNOT_WRITE;
+  }
+  bool flow = opts->fidelity == FIDELITY_FLOW;
+  replay_result_t res;
+  replay_opts_t ropts = replay_opts(flow, true);
+  rc = replay_run(&cfg.sys, &trace, opts->workload_path, &ropts, &res, err->msg,
+                  sizeof err->msg);
+  bool ran = rc == 0;
+  if (ran && opts->chrome_trace &&
+      replay_write_chrome(opts->chrome_trace, &trace, &res, 0, trace.ranks - 1, err->msg,
+                          sizeof err->msg))
+    rc = CMD_CANNOT_WRITE;
+  if (rc == 0)
+    print_result(out, opts->format, &cfg.sys, &cfg.wl, &info, &res,
+                 cli_fidelity_names[opts->fidelity], &trace);
+  if (ran)
+    replay_result_free(&res, &trace);
+  trace_free(&trace);
+  train_info_free(&info);
+  cli_free_configs(&cfg);
+  return rc;
+}

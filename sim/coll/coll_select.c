@@ -1,0 +1,150 @@
+/* coll_select.c - the libraries' automatic choice of algorithm per level, and
+ * NCCL's choice of protocol.
+ *
+ * HCCL (Ascend systems; hardware-facts.md 3.3): level 0 from the scale-up
+ * topology; level 1 "pipeline" for a large allreduce with a mesh inside the
+ * servers, else the cheapest of ring, NHR and HD under HCCL's own alpha-beta
+ * model, pairwise for all-to-all, and 910A's documented legacy rule; level 2
+ * ring or HD by the supernode count. NCCL (GPU systems): NVLS for an allreduce
+ * inside one server whose switch reduces, ring inside, tree between servers for
+ * small allreduces, ring otherwise; the protocol the analytic model finds
+ * fastest for the size, as NCCL's tuner does.
+ *
+ * Not modelled: NCCL's channel count and its tuning tables, HCCL's AIV mode
+ * and the A3 algorithms (BIRS, AHC). A forced algorithm is taken as it is; the
+ * planner refuses one that cannot run (coll_plan.c). */
+#include "coll_select.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "coll_engine.h"
+#include "npu_int.h"
+
+/* HCCL's level-1 selector constants (hardware-facts.md 3.3). */
+#define HCCL_ALPHA_S 60e-6
+#define HCCL_PIPELINE_MIN_BYTES (1024.0 * 1024.0)
+/* Below this per-rank size NCCL prefers its tree between nodes (assumption). */
+#define NCCL_TREE_MAX_BYTES (16.0 * 1024 * 1024)
+
+static bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+static bool is_alltoall(coll_op_t op) { return op == COLL_ALLTOALL || op == COLL_ALLTOALLV; }
+
+/* Members of one group at level 1 (servers of a supernode, or all servers) or
+ * level 2 (supernodes). */
+static int group_size(const topo_t *t, int level, int levels) {
+  if (level == 1)
+    return levels == 3 ? t->nodes_per_supernode : t->nodes;
+  return t->nodes / (t->nodes_per_supernode ? t->nodes_per_supernode : 1);
+}
+
+/* ---- HCCL ---- */
+
+static coll_algo_t hccl_level0(const topo_t *t, coll_op_t op) {
+  switch (t->node.scale_up.kind) {
+  case SCALE_UP_FULL_MESH:
+    return COLL_ALGO_MESH;
+  case SCALE_UP_TWO_GROUP_MESH: /* 910A: 8P ring, 4P mesh */
+    return t->ranks_per_node <= t->node.npus / 2 ? COLL_ALGO_MESH : COLL_ALGO_RING;
+  default:
+    return is_alltoall(op) ? COLL_ALGO_MESH : COLL_ALGO_RING;
+  }
+}
+
+/* HCCL's alpha-beta comparison of ring, NHR and HD between m servers. */
+static coll_algo_t hccl_alpha_beta(const topo_t *t, double loop_bytes, int m) {
+  double beta = 1.0 / link_effective_bw(&t->cluster.scale_out.nic);
+  double vol = 2.0 * (m - 1) / m * loop_bytes / t->ranks_per_node * beta;
+  double ring = 2.0 * (m - 1) * HCCL_ALPHA_S + vol;
+  double nhr = 2.0 * npu_ceil_log2(m) * HCCL_ALPHA_S + vol;
+  double hd = is_pow2(m) ? 2.0 * npu_ceil_log2(m) * HCCL_ALPHA_S + vol
+                         : 2.0 * npu_ceil_log2(m) * HCCL_ALPHA_S +
+                               2.0 * (2 * m - 1) / m * loop_bytes / t->ranks_per_node * beta;
+  if (ring <= nhr && ring <= hd)
+    return COLL_ALGO_RING;
+  return nhr <= hd ? COLL_ALGO_NHR : COLL_ALGO_HD;
+}
+
+static coll_algo_t hccl_level1(const topo_t *t, coll_op_t op, coll_algo_t l0, double loop_bytes,
+                               int m) {
+  if (is_alltoall(op))
+    return COLL_ALGO_PAIRWISE;
+  if (t->node.scale_up.kind == SCALE_UP_TWO_GROUP_MESH) /* 910A: documented default */
+    return is_pow2(m) ? COLL_ALGO_HD : COLL_ALGO_RING;
+  if (op == COLL_ALLREDUCE && l0 == COLL_ALGO_MESH && t->ranks_per_node > 1 &&
+      loop_bytes / t->ranks >= HCCL_PIPELINE_MIN_BYTES && topo_levels_used(t) == 2)
+    return COLL_ALGO_PIPELINE;
+  return hccl_alpha_beta(t, loop_bytes, m);
+}
+
+static coll_algo_t hccl_level2(int m) {
+  return (m < 8 && !is_pow2(m)) ? COLL_ALGO_RING : COLL_ALGO_HD;
+}
+
+static coll_algo_t hccl_choice(const topo_t *t, coll_op_t op, int level, coll_algo_t l0,
+                               double loop_bytes) {
+  int m = group_size(t, level, topo_levels_used(t));
+  if (level == 0)
+    return hccl_level0(t, op);
+  return level == 1 ? hccl_level1(t, op, l0, loop_bytes, m) : hccl_level2(m);
+}
+
+/* ---- NCCL ---- */
+
+static coll_algo_t nccl_choice(const topo_t *t, coll_op_t op, int level, bool nvls,
+                               double loop_bytes) {
+  if (is_alltoall(op))
+    return level == 0 ? COLL_ALGO_MESH : COLL_ALGO_PAIRWISE;
+  if (level == 0)
+    return (nvls && op == COLL_ALLREDUCE && t->nodes == 1) ? COLL_ALGO_NVLS : COLL_ALGO_RING;
+  if (op == COLL_ALLREDUCE && loop_bytes < NCCL_TREE_MAX_BYTES)
+    return COLL_ALGO_TREE;
+  return COLL_ALGO_RING;
+}
+
+void coll_select_algos(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduces, coll_op_t op,
+                       double loop_bytes, coll_algo_t out[COLL_LEVELS]) {
+  int levels = topo_levels_used(t);
+  for (int l = 0; l < COLL_LEVELS; l++)
+    out[l] = COLL_ALGO_AUTO;
+  for (int l = 0; l < levels; l++) {
+    if (cfg->algo[l] != COLL_ALGO_AUTO)
+      out[l] = cfg->algo[l];
+    else if (cfg->library == COLL_LIB_NCCL)
+      out[l] = nccl_choice(t, op, l, switch_reduces, loop_bytes);
+    else
+      out[l] = hccl_choice(t, op, l, out[0], loop_bytes);
+  }
+}
+
+/* ---- protocol ---- */
+
+static void use_protocol(coll_plan_t *plan, const coll_proto_t *pr) {
+  plan->sched.wire_factor = 1 / pr->wire_efficiency;
+  plan->sched.step_s = pr->step_latency_s;
+}
+
+void coll_select_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *plan) {
+  plan->proto = -1;
+  plan->sched.wire_factor = 1;
+  double best = 0;
+  for (int p = 0; p < COLL_PROTO_COUNT; p++) {
+    if (!cfg->proto[p].present)
+      continue;
+    use_protocol(plan, &cfg->proto[p]);
+    double time = coll_analytic_time(t, cfg, &plan->sched, NULL);
+    if (plan->proto < 0 || time < best) {
+      best = time;
+      plan->proto = p;
+    }
+  }
+  if (plan->proto < 0) {
+    plan->sched.wire_factor = 1;
+    plan->sched.step_s = 0;
+    return;
+  }
+  use_protocol(plan, &cfg->proto[plan->proto]);
+  size_t used = strlen(plan->name);
+  snprintf(plan->name + used, sizeof plan->name - used, "/%s", coll_proto_names[plan->proto]);
+}

@@ -1,0 +1,143 @@
+/* linkstats.c - per-link bytes, busy time and utilisation; see linkstats.h. */
+#include "linkstats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "intervals.h"
+
+void linkstats_init(linkstats_t *ls, const topo_t *topo) {
+  memset(ls, 0, sizeof *ls);
+  ls->topo = topo;
+  ls->nslots = 2 * topo->nlinks;
+  ls->bytes = calloc((size_t)ls->nslots, sizeof *ls->bytes);
+  ls->busy_s = calloc((size_t)ls->nslots, sizeof *ls->busy_s);
+  ls->peak = calloc((size_t)ls->nslots, sizeof *ls->peak);
+}
+
+void linkstats_free(linkstats_t *ls) {
+  for (int i = 0; ls->iv && i < ls->nslots; i++)
+    free(ls->iv[i]);
+  free(ls->iv);
+  free(ls->niv);
+  free(ls->cap);
+  free(ls->bytes);
+  free(ls->busy_s);
+  free(ls->peak);
+  memset(ls, 0, sizeof *ls);
+}
+
+void linkstats_add(linkstats_t *ls, int link, int dir, double bytes, double busy_s, double util) {
+  int slot = 2 * link + dir;
+  ls->bytes[slot] += bytes;
+  ls->busy_s[slot] += busy_s;
+  if (util > ls->peak[slot])
+    ls->peak[slot] = util > 1 ? 1 : util;
+}
+
+void linkstats_add_interval(linkstats_t *ls, int link, int dir, double start_s, double end_s,
+                            double bytes) {
+  if (!ls->iv) {
+    ls->iv = calloc((size_t)ls->nslots, sizeof *ls->iv);
+    ls->niv = calloc((size_t)ls->nslots, sizeof *ls->niv);
+    ls->cap = calloc((size_t)ls->nslots, sizeof *ls->cap);
+  }
+  int slot = 2 * link + dir;
+  if (ls->niv[slot] == ls->cap[slot]) {
+    ls->cap[slot] = ls->cap[slot] ? 2 * ls->cap[slot] : 8;
+    ls->iv[slot] = realloc(ls->iv[slot], (size_t)ls->cap[slot] * sizeof *ls->iv[slot]);
+  }
+  ls->iv[slot][ls->niv[slot]++] = (link_interval_t){start_s, end_s, bytes};
+}
+
+typedef struct {
+  linkstats_t *ls;
+  int slot;
+  double bw;
+} slot_sweep_t;
+
+static void slot_stretch(void *ctx, double dt, const int *open, double rate) {
+  slot_sweep_t *w = ctx;
+  if (open[0] > 0)
+    w->ls->busy_s[w->slot] += dt;
+  double util = rate / w->bw;
+  if (util > w->ls->peak[w->slot])
+    w->ls->peak[w->slot] = util > 1 ? 1 : util;
+}
+
+/* Sweeps one slot's transfers: busy time is the union of their intervals; the
+ * peak is the largest sum of average rates of overlapping transfers. */
+static void close_slot(linkstats_t *ls, int slot) {
+  int n = ls->niv[slot], m = 0, open;
+  interval_edge_t *e = malloc((size_t)2 * n * sizeof *e);
+  for (int i = 0; i < n; i++) {
+    link_interval_t *v = &ls->iv[slot][i];
+    ls->bytes[slot] += v->bytes;
+    double d = v->end_s - v->start_s;
+    if (d > 0)
+      intervals_add(e, &m, v->start_s, v->end_s, 0, v->bytes / d);
+  }
+  slot_sweep_t w = {ls, slot, topo_link_bw(ls->topo, slot / 2)};
+  intervals_sweep(e, m, 1, &open, slot_stretch, &w);
+  free(e);
+}
+
+void linkstats_close(linkstats_t *ls) {
+  for (int slot = 0; ls->iv && slot < ls->nslots; slot++)
+    if (ls->niv[slot])
+      close_slot(ls, slot);
+}
+
+static double slot_util(const linkstats_t *ls, int slot, double duration_s) {
+  double bw = topo_link_bw(ls->topo, slot / 2);
+  return duration_s > 0 ? ls->bytes[slot] / (bw * duration_s) : 0;
+}
+
+int linkstats_top(const linkstats_t *ls, double duration_s, link_stat_t *out, int n) {
+  int count = 0;
+  for (int slot = 0; slot < ls->nslots; slot++) {
+    if (ls->bytes[slot] <= 0)
+      continue;
+    link_stat_t s = {slot / 2, slot % 2, ls->bytes[slot], ls->busy_s[slot],
+                     slot_util(ls, slot, duration_s), ls->peak[slot]};
+    /* insertion into the sorted top-n */
+    int pos = count < n ? count : n;
+    while (pos > 0 && (out[pos - 1].mean_util < s.mean_util ||
+                       (out[pos - 1].mean_util == s.mean_util && out[pos - 1].bytes < s.bytes)))
+      pos--;
+    if (pos >= n)
+      continue;
+    int last = count < n ? count : n - 1;
+    memmove(&out[pos + 1], &out[pos], (size_t)(last - pos) * sizeof *out);
+    out[pos] = s;
+    if (count < n)
+      count++;
+  }
+  return count;
+}
+
+void linkstats_print_table(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {
+  fprintf(out, "# %-18s %-10s %4s %14s %12s %9s %9s\n", "link", "kind", "dir", "bytes",
+          "busy_us", "mean_util", "peak_util");
+  for (int i = 0; i < n; i++) {
+    char name[64];
+    topo_link_name(t, ls[i].link, name, sizeof name);
+    fprintf(out, "  %-18s %-10s %4s %14.0f %12.2f %9.3f %9.3f\n", name,
+            topo_link_kind_names[t->links[ls[i].link].kind], ls[i].dir ? "b>a" : "a>b",
+            ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util, ls[i].peak_util);
+  }
+}
+
+void linkstats_print_json(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {
+  fputs("[", out);
+  for (int i = 0; i < n; i++) {
+    char name[64];
+    topo_link_name(t, ls[i].link, name, sizeof name);
+    fprintf(out, "%s\n    {\"link\": \"%s\", \"kind\": \"%s\", \"direction\": \"%s\", "
+            "\"bytes\": %.0f, \"busy_us\": %.3f, \"mean_util\": %.4f, \"peak_util\": %.4f}",
+            i ? "," : "", name, topo_link_kind_names[t->links[ls[i].link].kind],
+            ls[i].dir ? "b>a" : "a>b", ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util,
+            ls[i].peak_util);
+  }
+  fputs("]", out);
+}

@@ -1,0 +1,229 @@
+/* config_rules.c - values that are each in range but contradict each other:
+ * a full mesh whose link count does not match its peers, TP that does not
+ * divide the heads, a job larger than the cluster.
+ *
+ * Each rule names the key the user should change and the keys it was checked
+ * against, in the usual one-line form "FILE: path: expected ..., found ...". */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "config_doc.h"
+
+/* Formats "FILE: path: expected <fmt...>" where fmt supplies the expected and
+ * found clauses. FILE is the file that set path (or the top file). */
+static int fail(const config_doc_t *doc, const char *path, npu_err_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(const config_doc_t *doc, const char *path, npu_err_t *err, const char *fmt, ...) {
+  char what[NPU_ERR_MAX / 2];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return npu_err_set(err, "%s: %s: expected %s", cfg_doc_blame(doc, path), path, what);
+}
+
+/* ---- system ---- */
+
+static int check_links(const config_doc_t *doc, const node_cfg_t *node, npu_err_t *err) {
+  const scale_up_cfg_t *up = &node->scale_up;
+  int peers = 0;
+  const char *kind = topology_scale_up_names[up->kind];
+  switch (up->kind) {
+  case SCALE_UP_FULL_MESH:
+    peers = node->npus - 1;
+    break;
+  case SCALE_UP_TWO_GROUP_MESH:
+    if (node->npus % 2)
+      return fail(doc, "node.npus", err, "an even number for a two_group_mesh, found %d",
+                  node->npus);
+    peers = node->npus / 2 - 1;
+    break;
+  case SCALE_UP_RING:
+    if (node->npus > 2 && up->links_per_npu % 2)
+      return fail(doc, "node.scale_up.links_per_npu", err,
+                  "an even number for a ring (links to both neighbours), found %d",
+                  up->links_per_npu);
+    break;
+  default:
+    break;
+  }
+  if (peers > 0 && up->links_per_npu % peers)
+    return fail(doc, "node.scale_up.links_per_npu", err,
+                "a multiple of the %d peers each NPU has in a %s of %d NPUs, found %d", peers,
+                kind, node->npus, up->links_per_npu);
+  if (up->in_switch_reduction && up->kind != SCALE_UP_SWITCH)
+    return fail(doc, "node.scale_up.in_switch_reduction", err,
+                "false for a %s (only a switch can reduce in the network), found true", kind);
+  return 0;
+}
+
+static int check_dies(const config_doc_t *doc, const system_cfg_t *s, npu_err_t *err) {
+  int dies = s->chip.dies_per_package;
+  if (dies > 1 && !s->node.has_die_link)
+    return fail(doc, "node.die_link", err,
+                "a section (chip.dies_per_package = %d needs a die-to-die link), found none",
+                dies);
+  if (s->node.npus % dies)
+    return fail(doc, "node.npus", err,
+                "a multiple of chip.dies_per_package = %d (whole packages), found %d", dies,
+                s->node.npus);
+  return 0;
+}
+
+/* One fractal of each operand must fit the buffer that holds it. */
+static int check_fractal_fits(const config_doc_t *doc, const chip_cube_cfg_t *cube,
+                              npu_err_t *err) {
+  const int *mkn = cube->fractal_mkn;
+  const struct {
+    const char *buffer;
+    uint64_t have, need;
+    int rows, cols, elem_bytes;
+  } ops[] = {
+      {"chip.cube.l0a_KiB", cube->l0a_bytes, (uint64_t)mkn[0] * mkn[1] * 2, mkn[0], mkn[1], 2},
+      {"chip.cube.l0b_KiB", cube->l0b_bytes, (uint64_t)mkn[1] * mkn[2] * 2, mkn[1], mkn[2], 2},
+      {"chip.cube.l0c_KiB", cube->l0c_bytes, (uint64_t)mkn[0] * mkn[2] * 4, mkn[0], mkn[2], 4},
+  };
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (ops[i].need > ops[i].have)
+      return fail(doc, "chip.cube.fractal_mkn", err,
+                  "a fractal that fits %s = %llu B, found a %dx%d tile of %d-byte elements "
+                  "(%llu B)", ops[i].buffer, (unsigned long long)ops[i].have, ops[i].rows,
+                  ops[i].cols, ops[i].elem_bytes, (unsigned long long)ops[i].need);
+  return 0;
+}
+
+static int check_fabric(const config_doc_t *doc, const system_cfg_t *s, npu_err_t *err) {
+  const scale_out_cfg_t *out = &s->cluster.scale_out;
+  if (out->kind == SCALE_OUT_SPINE_LEAF && out->npus_per_leaf % s->node.npus)
+    return fail(doc, "cluster.scale_out.npus_per_leaf", err,
+                "a multiple of node.npus = %d (whole servers under a leaf), found %d",
+                s->node.npus, out->npus_per_leaf);
+  if (s->cluster.has_supernode && s->cluster.supernode.npus % s->node.npus)
+    return fail(doc, "cluster.supernode.npus", err,
+                "a multiple of node.npus = %d (whole servers in a supernode), found %d",
+                s->node.npus, s->cluster.supernode.npus);
+  return 0;
+}
+
+/* Forced algorithms must fit the level and the scale-up they are forced on (the
+ * capability table's rule, coll_cfg.c). */
+static int check_algorithms(const config_doc_t *doc, const system_cfg_t *s, npu_err_t *err) {
+  static const char *const paths[COLL_LEVELS] = {"collectives.level0_algorithm",
+                                                 "collectives.level1_algorithm",
+                                                 "collectives.level2_algorithm"};
+  const scale_up_cfg_t *up = &s->node.scale_up;
+  char why[NPU_ERR_MAX / 2];
+  for (int level = 0; level < COLL_LEVELS; level++)
+    if (coll_algo_check_forced(s->coll.algo[level], level, up->kind, up->in_switch_reduction, why,
+                               sizeof why))
+      return fail(doc, paths[level], err, "%s", why);
+  return 0;
+}
+
+static int check_system(const config_doc_t *doc, const system_cfg_t *s, npu_err_t *err) {
+  if (check_dies(doc, s, err) || check_links(doc, &s->node, err) ||
+      check_fractal_fits(doc, &s->chip.cube, err) || check_fabric(doc, s, err) ||
+      check_algorithms(doc, s, err))
+    return -1;
+  return 0;
+}
+
+/* ---- workload ---- */
+
+static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t *err) {
+  if (m->hidden % m->heads)
+    return fail(doc, "model.hidden", err, "a multiple of model.heads = %d, found %d", m->heads,
+                m->hidden);
+  if (m->heads % m->kv_heads)
+    return fail(doc, "model.kv_heads", err, "a divisor of model.heads = %d, found %d", m->heads,
+                m->kv_heads);
+  if (m->has_moe && m->moe.top_k > m->moe.experts)
+    return fail(doc, "model.moe.top_k", err, "at most model.moe.experts = %d, found %d",
+                m->moe.experts, m->moe.top_k);
+  return 0;
+}
+
+static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
+  const model_cfg_t *m = &w->model;
+  const parallel_cfg_t *p = &w->parallel;
+  if (m->heads % p->tp || m->kv_heads % p->tp)
+    return fail(doc, "parallel.tp", err,
+                "a divisor of model.heads = %d and model.kv_heads = %d, found %d", m->heads,
+                m->kv_heads, p->tp);
+  if (p->sequence_parallel && p->tp == 1)
+    return fail(doc, "parallel.sequence_parallel", err,
+                "false when parallel.tp = 1 (nothing to split the sequence over), found true");
+  if (p->vpp > 1 && p->pp == 1)
+    return fail(doc, "parallel.vpp", err, "1 when parallel.pp = 1, found %d", p->vpp);
+  if (m->layers % (p->pp * p->vpp))
+    return fail(doc, p->vpp > 1 ? "parallel.vpp" : "parallel.pp", err,
+                "pp x vpp to divide model.layers = %d, found pp = %d, vpp = %d", m->layers,
+                p->pp, p->vpp);
+  if (p->cp > 1 && m->seq_len % (2 * p->cp))
+    return fail(doc, "parallel.cp", err,
+                "2 x cp to divide model.seq_len = %d (load-balanced ring attention), found "
+                "cp = %d", m->seq_len, p->cp);
+  if (p->cp > 1 && !w->training.flash_attention)
+    return fail(doc, "training.flash_attention", err,
+                "true when parallel.cp > 1 (ring attention is a fused kernel), found false");
+  if (w->training.overlap_tp_comm)
+    return fail(doc, "training.overlap_tp_comm", err,
+                "false (overlapping TP communication with compute is not modelled yet), "
+                "found true");
+  if (p->ep > 1 && !m->has_moe)
+    return fail(doc, "parallel.ep", err, "1 for a dense model (no model.moe), found %d", p->ep);
+  if (m->has_moe && m->moe.experts % p->ep)
+    return fail(doc, "parallel.ep", err, "a divisor of model.moe.experts = %d, found %d",
+                m->moe.experts, p->ep);
+  if ((p->dp * p->cp) % p->ep)
+    return fail(doc, "parallel.ep", err, "a divisor of dp x cp = %d (EP is carved out of "
+                "them), found %d", p->dp * p->cp, p->ep);
+  return 0;
+}
+
+static int check_batch(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
+  long per_step = (long)w->training.micro_batch * w->parallel.dp;
+  if (w->training.global_batch % per_step)
+    return fail(doc, "training.global_batch", err,
+                "a multiple of micro_batch x dp = %ld, found %d", per_step,
+                w->training.global_batch);
+  return 0;
+}
+
+static int check_workload(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
+  if (check_model(doc, &w->model, err) || check_parallel(doc, w, err) || check_batch(doc, w, err))
+    return -1;
+  return 0;
+}
+
+int cfg_rules_check(const config_doc_t *doc, const void *cfg, npu_err_t *err) {
+  return doc->kind == CONFIG_SYSTEM ? check_system(doc, cfg, err) : check_workload(doc, cfg, err);
+}
+
+/* ---- system and workload together ---- */
+
+static const chip_dtype_t precision_dtype[PRECISION_COUNT] = {CHIP_DTYPE_BF16, CHIP_DTYPE_FP16,
+                                                              CHIP_DTYPE_FP8};
+
+int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
+                     const config_doc_t *wl_doc, const workload_cfg_t *wl, npu_err_t *err) {
+  long world = workload_world_size(wl);
+  int per_node = sys->node.npus;
+  if (world > per_node && world % per_node)
+    return fail(wl_doc, "parallel", err,
+                "dp x tp x pp x cp <= node.npus = %d (in %s) or a multiple of it (whole "
+                "servers), found %ld", per_node, sys_doc->file, world);
+  long nodes = sys->cluster.nodes;
+  if (nodes > 0 && world > nodes * per_node)
+    return fail(wl_doc, "parallel", err,
+                "dp x tp x pp x cp <= the %ld NPUs of cluster.nodes = %ld (in %s), found %ld",
+                nodes * per_node, nodes, sys_doc->file, world);
+  chip_dtype_t dt = precision_dtype[wl->training.precision];
+  if (sys->chip.cube.macs_per_cycle[dt] <= 0)
+    return fail(wl_doc, "training.precision", err,
+                "a precision the chip computes (chip.cube.%s_macs_per_cycle = 0 in %s), found "
+                "\"%s\"", chip_dtype_name(dt), sys_doc->file,
+                workload_precision_names[wl->training.precision]);
+  return 0;
+}

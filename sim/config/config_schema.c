@@ -1,0 +1,488 @@
+/* config_schema.c - every key of the system and workload configs: type, unit,
+ * range, default and meaning, with the struct field it fills.
+ *
+ * Order matters: keys print in this order, and a default "=path" may only name a
+ * key listed before it. Ranges bound the JSON value as written (GBps, not
+ * bytes/s); they reject nonsense (zero cores, negative bandwidth), not
+ * unusual-but-possible hardware. Every rate, clock and size has a positive
+ * lower bound (a link of 10 MB/s, a clock of 10 MHz, a 1 KiB buffer: below any
+ * hardware built) so that no derived time or rate is infinite, zero or NaN; a
+ * key where 0 means "off" accepts 0 or that range. */
+#include "config_schema.h"
+
+#include "config_doc.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "workload.h"
+
+#define GIGA 1e9
+#define MICRO 1e-6
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* A field is named as SYS(path) or WL(path); FIELD turns it into an offset and
+ * refuses to compile when the field's C type does not match the key's type. */
+#define SYS(f) system_cfg_t, f
+#define WL(f) workload_cfg_t, f
+#define FIELD(type, ...) FIELD_(type, __VA_ARGS__)
+#define FIELD_(type, T, f)                                                                    \
+  (offsetof(T, f) + 0 * sizeof(char[_Generic(((T *)0)->f, type : 1, default : -1)]))
+#define ENUM_FIELD(...) ENUM_FIELD_(__VA_ARGS__)
+#define ENUM_FIELD_(T, f) (offsetof(T, f) + 0 * sizeof(char[sizeof(((T *)0)->f) == sizeof(int) ? 1 : -1]))
+
+/* A section; SECTION's field is the bool that says whether the optional section is there. */
+#define OBJ(p, text) { .path = p, .type = CFG_OBJECT, .offset = CFG_NO_FIELD, .doc = text }
+#define SECTION(p, field, text)                                                               \
+  { .path = p, .type = CFG_OBJECT, .optional = true, .offset = FIELD(bool, field), .doc = text }
+#define INT(p, field, lo, hi, dflt, text)                                                     \
+  { .path = p, .type = CFG_INT, .unit = "", .to_base = 1, .min = lo, .max = hi, .def = dflt,  \
+    .offset = FIELD(int, field), .doc = text }
+/* A number in [lo, hi], lo > 0 (POS), in [lo, hi] (NUM), or 0 or in [lo, hi] (OFF,
+ * where 0 means off or absent), scaled into base units. */
+#define POS(p, u, scale, field, lo, hi, dflt, text)                                           \
+  { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = lo, .max = hi,           \
+    .def = dflt, .offset = FIELD(double, field), .doc = text }
+#define OFF(p, u, scale, field, lo, hi, dflt, text)                                           \
+  { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = lo, .max = hi,           \
+    .zero_ok = true, .def = dflt, .offset = FIELD(double, field), .doc = text }
+#define NUM(p, u, scale, field, lo, hi, dflt, text)                                           \
+  { .path = p, .type = CFG_NUM, .unit = u, .to_base = scale, .min = lo, .max = hi,           \
+    .def = dflt, .offset = FIELD(double, field), .doc = text }
+#define SIZE(p, u, scale, field, lo, hi, dflt, text)                                          \
+  { .path = p, .type = CFG_SIZE, .unit = u, .to_base = scale, .min = lo, .max = hi,          \
+    .def = dflt, .offset = FIELD(uint64_t, field), .doc = text }
+#define BOOL(p, field, dflt, text)                                                            \
+  { .path = p, .type = CFG_BOOL, .unit = "", .def = dflt, .offset = FIELD(bool, field),       \
+    .doc = text }
+/* A required string must not be empty; an optional one may be. */
+#define STR(p, field, maxlen, dflt, text)                                                     \
+  { .path = p, .type = CFG_STR, .unit = "", .min = (dflt) ? 0 : 1, .max = maxlen,            \
+    .def = dflt, .offset = FIELD(char *, field), .doc = text }
+/* Free text kept in the document only (name, description). */
+#define NOTE(p, maxlen, text)                                                                 \
+  { .path = p, .type = CFG_STR, .unit = "", .min = 0, .max = maxlen, .def = "\"\"",          \
+    .offset = CFG_NO_FIELD, .doc = text }
+#define ENUM(p, names, n, field, dflt, text)                                                  \
+  { .path = p, .type = CFG_ENUM, .unit = "", .choices = names, .nchoices = n, .def = dflt,   \
+    .offset = ENUM_FIELD(field), .doc = text }
+/* An enum whose names are a column of a table: name_of(i) names value i. */
+#define ENUM_OF(p, name_of, n, field, dflt, text)                                             \
+  { .path = p, .type = CFG_ENUM, .unit = "", .choice_name = name_of, .nchoices = n,          \
+    .def = dflt, .offset = ENUM_FIELD(field), .doc = text }
+#define INT3(p, field, lo, hi, dflt, text)                                                    \
+  { .path = p, .type = CFG_INT3, .unit = "", .min = lo, .max = hi, .def = dflt,               \
+    .offset = FIELD(int *, field), .doc = text }
+/* The four numbers of a link_cfg_t in the object obj; bw names its bandwidth key. */
+#define LINK(obj, bw, field, what)                                                            \
+  POS(obj "." bw, "GB/s", GIGA, SYS(field.bw_bytes_per_s), 0.01, 1e6, NULL,                        \
+      "Line rate of " what ", one direction (10^9 bytes/s)."),                                \
+  NUM(obj ".latency_us", "us", MICRO, SYS(field.latency_s), 0, 1e6, NULL,                 \
+      "One-way latency of one hop over " what "."),                                          \
+  NUM(obj ".efficiency", "", 1, SYS(field.efficiency), 0.01, 1, NULL,                     \
+      "Fraction of the line rate one transfer over " what " achieves."),                     \
+  NUM(obj ".msg_overhead_us", "us", MICRO, SYS(field.msg_overhead_s), 0, 1e6, "0",        \
+      "Fixed software/DMA cost of each message over " what ".")
+
+/* One optional protocol section: the library picks the fastest configured one. */
+#define PROTO(name, id, what)                                                                 \
+  SECTION("collectives." name, SYS(coll.proto[id].present),                                 \
+          what "; absent = not used. With none configured, data moves at the links' "         \
+          "efficiency with step_latency_us per step."),                                              \
+  NUM("collectives." name ".step_latency_us", "us", MICRO, SYS(coll.proto[id].step_latency_s), \
+      0, 1e6, NULL, "Cost of each algorithm step in this protocol (synchronisation, fill)."),   \
+  NUM("collectives." name ".wire_efficiency", "", 1, SYS(coll.proto[id].wire_efficiency),     \
+      0.01, 1, NULL, "Data bytes per byte on the wire in this protocol.")
+
+
+static int convert_order(const char *text, void *field) {
+  return workload_parse_order(text, (par_dim_t *)field);
+}
+
+static const cfg_key_t system_keys[] = {
+    STR("name", SYS(name), CHIP_NAME_MAX - 1, NULL, "Name of the system, shown in reports."),
+    NOTE("description", 1000, "Free text: what this system is."),
+
+    OBJ("chip", "One die: the unit that is one rank."),
+    STR("chip.name", SYS(chip.name), CHIP_NAME_MAX - 1, NULL, "Chip (die) model name."),
+    POS("chip.freq_GHz", "GHz", GIGA, SYS(chip.freq_hz), 0.01, 10, NULL, "Core clock."),
+    NUM("chip.sustained_clock_fraction", "", 1, SYS(chip.sustained_clock), 0.05, 1, "1",
+        "Fraction of chip.freq_GHz the cores hold through a whole training step (power cap "
+        "with cores, HBM and links all busy); replay and train cost ops at that clock, "
+        "`npusim op` at chip.freq_GHz as isolated-kernel benchmarks run."),
+    INT("chip.dies_per_package", SYS(chip.dies_per_package), 1, 8, "1",
+        "Dies in one package; each die is a rank. More than 1 needs node.die_link."),
+
+    OBJ("chip.cube", "Matrix (cube) cores; SMs' tensor cores on a GPU."),
+    INT("chip.cube.cores", SYS(chip.cube.cores), 1, 4096, NULL, "Cube cores per die."),
+    INT3("chip.cube.fractal_mkn", SYS(chip.cube.fractal_mkn), 1, 1024, "[16, 16, 16]",
+         "M, K, N of the fp16/bf16 fractal one cube instruction computes."),
+    INT3("chip.cube.fractal_mkn_int8", SYS(chip.cube.fractal_mkn_int8), 1, 1024,
+         "[16, 32, 16]", "M, K, N of the int8 fractal."),
+    POS("chip.cube.fp16_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP16]), 1, 1e7, NULL,
+        "fp16 multiply-accumulates per cycle per cube core."),
+    OFF("chip.cube.bf16_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_BF16]), 1, 1e7, "=chip.cube.fp16_macs_per_cycle",
+        "bf16 MACs per cycle per cube core; 0 = not supported."),
+    OFF("chip.cube.fp32_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP32]), 1, 1e7, "0",
+        "fp32 (HF32/TF32) MACs per cycle per cube core; 0 = not supported."),
+    OFF("chip.cube.int8_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_INT8]), 1, 1e7, "0",
+        "int8 MACs per cycle per cube core; 0 = not supported."),
+    OFF("chip.cube.fp8_macs_per_cycle", "MAC/cycle", 1,
+        SYS(chip.cube.macs_per_cycle[CHIP_DTYPE_FP8]), 1, 1e7, "0",
+        "fp8 MACs per cycle per cube core; 0 = not supported."),
+    SIZE("chip.cube.l0a_KiB", "KiB", KIB, SYS(chip.cube.l0a_bytes), 1, 1e6, NULL,
+         "L0A: left-operand buffer per cube core."),
+    SIZE("chip.cube.l0b_KiB", "KiB", KIB, SYS(chip.cube.l0b_bytes), 1, 1e6, NULL,
+         "L0B: right-operand buffer per cube core."),
+    SIZE("chip.cube.l0c_KiB", "KiB", KIB, SYS(chip.cube.l0c_bytes), 1, 1e6, NULL,
+         "L0C: accumulator buffer per cube core."),
+    SIZE("chip.cube.l1_KiB", "KiB", KIB, SYS(chip.cube.l1_bytes), 1, 1e7, NULL,
+         "L1: operand staging buffer per cube core (shared memory on a GPU)."),
+    POS("chip.cube.mte1_l0a_bytes_per_cycle", "B/cycle", 1,
+        SYS(chip.cube.mte1_l0a_bytes_per_cycle), 1, 1e6, NULL, "MTE1 rate L1 -> L0A per core."),
+    POS("chip.cube.mte1_l0b_bytes_per_cycle", "B/cycle", 1,
+        SYS(chip.cube.mte1_l0b_bytes_per_cycle), 1, 1e6, NULL, "MTE1 rate L1 -> L0B per core."),
+    POS("chip.cube.mte2_bytes_per_cycle", "B/cycle", 1, SYS(chip.cube.mte2_bytes_per_cycle),
+        1, 1e6, NULL, "MTE2 rate GM -> L1 per core: the core's port into L2/HBM."),
+    POS("chip.cube.fixpipe_bytes_per_cycle", "B/cycle", 1,
+        SYS(chip.cube.fixpipe_bytes_per_cycle), 1, 1e6, NULL, "FixPipe rate L0C -> GM per core."),
+    NUM("chip.cube.step_overhead_cycles", "cycles", 1, SYS(chip.cube.step_overhead_cycles), 0,
+        1e6, "0", "Handshake between the pipes for each k-step of a tile (set/wait flags)."),
+    NUM("chip.cube.op_overhead_us", "us", MICRO, SYS(chip.cube.op_overhead_s), 0, 1e6, "0",
+        "Launch and scalar cost of one cube op, paid once per op."),
+
+    OBJ("chip.vector", "Vector cores (AIV); CUDA cores of the SMs on a GPU."),
+    INT("chip.vector.cores", SYS(chip.vector.cores), 1, 4096, NULL, "Vector cores per die."),
+    POS("chip.vector.bytes_per_cycle", "B/cycle", 1, SYS(chip.vector.bytes_per_cycle), 1, 1e6,
+        NULL, "Vector ALU width per core (256 = 128 fp16 lanes)."),
+    SIZE("chip.vector.ub_KiB", "KiB", KIB, SYS(chip.vector.ub_bytes), 1, 1e6, NULL,
+         "Unified buffer per vector core."),
+    POS("chip.vector.mte2_bytes_per_cycle", "B/cycle", 1,
+        SYS(chip.vector.mte2_bytes_per_cycle), 1, 1e6, NULL, "MTE2 rate GM -> UB per core."),
+    POS("chip.vector.mte3_bytes_per_cycle", "B/cycle", 1,
+        SYS(chip.vector.mte3_bytes_per_cycle), 1, 1e6, NULL, "MTE3 rate UB -> GM per core."),
+    NUM("chip.vector.step_overhead_cycles", "cycles", 1, SYS(chip.vector.step_overhead_cycles),
+        0, 1e6, "0", "Handshake between the pipes for each UB tile."),
+    NUM("chip.vector.op_overhead_us", "us", MICRO, SYS(chip.vector.op_overhead_s), 0, 1e6,
+        "0", "Launch and scalar cost of one vector op, paid once per op."),
+    OFF("chip.vector.special_per_cycle", "results/cycle", 1, SYS(chip.vector.special_per_cycle),
+        0.01, 1e6, "0", "Transcendental results (exp, rsqrt, tanh) per cycle per vector core, "
+        "from the special-function unit; 0: at the fp32 lane rate (no separate unit)."),
+    NUM("chip.vector.overlap_with_cube", "", 1, SYS(chip.vector.overlap_with_cube), 0, 1, "1",
+        "Share of fused attention's vector work on a block (softmax) that runs while the cube "
+        "works on another block: 1 when they pipeline (separate cores, warp-specialised "
+        "kernels), lower when a core alternates between them."),
+
+    OBJ("chip.l2", "On-chip L2 shared by all cores."),
+    SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1, 1e6, NULL, "L2 capacity."),
+    POS("chip.l2.bandwidth_GBps", "GB/s", GIGA, SYS(chip.l2.bw_bytes_per_s), 1, 1e6, NULL,
+        "Aggregate L2 read bandwidth of all cores."),
+
+    OBJ("chip.hbm", "Device memory (HBM) of one die."),
+    SIZE("chip.hbm.capacity_GiB", "GiB", GIB, SYS(chip.hbm.capacity_bytes), 1, 1e6, NULL,
+        "HBM capacity."),
+    POS("chip.hbm.bandwidth_GBps", "GB/s", GIGA, SYS(chip.hbm.bw_bytes_per_s), 1, 1e6, NULL,
+        "Peak HBM bandwidth."),
+    NUM("chip.hbm.efficiency", "", 1, SYS(chip.hbm.efficiency), 0.01, 1, NULL,
+        "Fraction of peak HBM bandwidth that streaming kernels achieve."),
+
+    OBJ("node", "One server: its NPUs and the scale-up fabric joining them."),
+    INT("node.npus", SYS(node.npus), 1, 4096, NULL, "Ranks (dies) per server."),
+    OBJ("node.scale_up", "Links between the NPUs of one server."),
+    ENUM("node.scale_up.topology", topology_scale_up_names, SCALE_UP_COUNT,
+         SYS(node.scale_up.kind), NULL,
+         "full_mesh: a link set per NPU pair; two_group_mesh: two meshes of npus/2 joined "
+         "through the NICs; switch: a port per NPU; ring: two neighbours per NPU."),
+    INT("node.scale_up.links_per_npu", SYS(node.scale_up.links_per_npu), 1, 4096, NULL,
+        "Links leaving one NPU: to its peers (mesh, ring) or to the switch."),
+    LINK("node.scale_up", "link_bandwidth_GBps", node.scale_up.link, "one scale-up link"),
+    BOOL("node.scale_up.in_switch_reduction", SYS(node.scale_up.in_switch_reduction), "false",
+         "The switch reduces in the network (NVLink SHARP); switch topology only."),
+    SECTION("node.die_link", SYS(node.has_die_link),
+        "Link between the dies of one package (SIO); required when chip.dies_per_package > 1."),
+    LINK("node.die_link", "bandwidth_GBps", node.die_link, "the die-to-die link"),
+
+    OBJ("cluster", "How servers are joined."),
+    INT("cluster.nodes", SYS(cluster.nodes), 0, 1e6, "0",
+        "Servers in the cluster; 0 = the smallest number that fits the job."),
+    OBJ("cluster.scale_out", "NICs and the switched network between servers."),
+    ENUM("cluster.scale_out.topology", topology_scale_out_names, SCALE_OUT_COUNT,
+         SYS(cluster.scale_out.kind), NULL,
+         "spine_leaf: whole servers under each leaf; rail_optimized: NIC i of every server on "
+         "leaf i."),
+    INT("cluster.scale_out.nics_per_npu", SYS(cluster.scale_out.nics_per_npu), 1, 64, "1",
+        "NIC ports per NPU."),
+    LINK("cluster.scale_out", "nic_bandwidth_GBps", cluster.scale_out.nic, "one NIC port"),
+    INT("cluster.scale_out.npus_per_leaf", SYS(cluster.scale_out.npus_per_leaf), 1, 1e6, NULL,
+        "NPUs (NIC ports) under one leaf switch."),
+    NUM("cluster.scale_out.oversubscription", "", 1, SYS(cluster.scale_out.oversubscription), 1,
+        1000, "1", "Leaf downlink to uplink bandwidth ratio (2 = 2:1 oversubscribed spine)."),
+    SECTION("cluster.supernode", SYS(cluster.has_supernode),
+        "A scale-up domain larger than a server (UB supernode); RoCE beyond it."),
+    INT("cluster.supernode.npus", SYS(cluster.supernode.npus), 2, 1e6, NULL,
+        "Ranks in one supernode; a multiple of node.npus."),
+    LINK("cluster.supernode", "link_bandwidth_GBps", cluster.supernode.link, "one rank's port into the supernode"),
+
+    OBJ("collectives", "How the collective library picks and runs algorithms."),
+    ENUM("collectives.library", coll_library_names, COLL_LIB_COUNT, SYS(coll.library),
+         NULL, "Whose selection rules \"auto\" follows."),
+    ENUM_OF("collectives.level0_algorithm", coll_algo_name, COLL_ALGO_COUNT,
+         SYS(coll.algo[0]), "\"auto\"", "Algorithm inside a server."),
+    ENUM_OF("collectives.level1_algorithm", coll_algo_name, COLL_ALGO_COUNT,
+         SYS(coll.algo[1]), "\"auto\"", "Algorithm between servers."),
+    ENUM_OF("collectives.level2_algorithm", coll_algo_name, COLL_ALGO_COUNT,
+         SYS(coll.algo[2]), "\"auto\"", "Algorithm between supernodes."),
+    POS("collectives.buffer_MiB", "MiB", MIB, SYS(coll.buffer_bytes), 1, 1e6, "200",
+        "Staging buffer per communicator; larger messages run in loops (HCCL_BUFFSIZE)."),
+    NUM("collectives.step_latency_us", "us", MICRO, SYS(coll.step_latency_s), 0, 1e6, "0",
+        "Software cost of each algorithm step (synchronisation, task dispatch)."),
+    NUM("collectives.op_overhead_us", "us", MICRO, SYS(coll.op_overhead_s), 0, 1e6, "0",
+        "Fixed cost of launching one collective."),
+    OFF("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s),
+        0.01, 1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
+    NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
+        "Interference: a compute op that runs beside a transfer of its rank (a trace op's "
+        "\"overlaps\"; Megatron's overlapped TP and CP communication in train) takes this "
+        "fraction of the shorter of the two longer (cores and HBM shared with the transfer's "
+        "kernels); 0 = off."),
+    PROTO("ll", COLL_PROTO_LL, "NCCL's LL protocol (8-byte flags): low latency, half the wire"),
+    PROTO("ll128", COLL_PROTO_LL128, "NCCL's LL128 protocol (a flag per 128 bytes)"),
+    PROTO("simple", COLL_PROTO_SIMPLE, "NCCL's Simple protocol: full bandwidth, highest latency"),
+};
+
+static const cfg_key_t workload_keys[] = {
+    NOTE("name", 63, "Name of the workload, shown in reports."),
+    NOTE("description", 1000, "Free text: what this workload is."),
+
+    OBJ("model", "The transformer."),
+    STR("model.name", WL(model.name), WORKLOAD_NAME_MAX - 1, NULL, "Model name."),
+    INT("model.layers", WL(model.layers), 1, 1e5, NULL, "Transformer layers."),
+    INT("model.hidden", WL(model.hidden), 1, 1e7, NULL, "Hidden size; a multiple of heads."),
+    INT("model.heads", WL(model.heads), 1, 1e5, NULL, "Attention (query) heads."),
+    INT("model.kv_heads", WL(model.kv_heads), 1, 1e5, "=model.heads",
+        "Key/value heads (grouped-query attention); divides heads."),
+    INT("model.ffn_hidden", WL(model.ffn_hidden), 1, 1e8, NULL, "MLP inner size."),
+    INT("model.vocab", WL(model.vocab), 1, 1e8, NULL, "Vocabulary size."),
+    INT("model.seq_len", WL(model.seq_len), 1, 1e8, NULL, "Tokens per sample."),
+    ENUM("model.activation", workload_activation_names, ACTIVATION_COUNT, WL(model.activation),
+         "\"gelu\"", "MLP activation; swiglu has a gated MLP (three weight matrices)."),
+    ENUM("model.norm", workload_norm_names, NORM_COUNT, WL(model.norm), "\"layernorm\"",
+         "Normalisation layer."),
+    ENUM("model.position_embedding", workload_position_names, POSITION_COUNT,
+         WL(model.position), "\"rope\"",
+         "Positions: rotary embedding applied to queries and keys in every layer (LLaMA), or a "
+         "learned table of seq_len x hidden added to the input once (GPT)."),
+    BOOL("model.tied_embeddings", WL(model.tied_embeddings), "false",
+         "The LM head shares the input embedding's weights."),
+    NUM("model.dropout", "", 1, WL(model.dropout), 0, 0.99, "0",
+        "Attention and hidden dropout probability; above 0 the mask multiplies run (Megatron's "
+        "GPT default 0.1, LLaMA recipes 0)."),
+    SECTION("model.moe", WL(model.has_moe), "Mixture of experts; absent for a dense model."),
+    INT("model.moe.experts", WL(model.moe.experts), 1, 1e6, NULL, "Routed experts per layer."),
+    INT("model.moe.top_k", WL(model.moe.top_k), 1, 1e6, NULL,
+        "Experts each token is routed to; at most experts."),
+    INT("model.moe.expert_ffn_hidden", WL(model.moe.expert_ffn_hidden), 1, 1e8, NULL,
+        "MLP inner size of one expert."),
+    NUM("model.moe.capacity_factor", "", 1, WL(model.moe.capacity_factor), 0.01, 1000, "1",
+        "Expert capacity relative to an even split of tokens."),
+    INT("model.moe.shared_experts", WL(model.moe.shared_experts), 0, 1e6, "0",
+        "Experts every token passes through."),
+
+    OBJ("parallel", "How the model is split over NPUs."),
+    INT("parallel.dp", WL(parallel.dp), 1, 1e7, "1", "Data-parallel replicas."),
+    INT("parallel.tp", WL(parallel.tp), 1, 1e5, "1",
+        "Tensor-parallel size; divides heads and kv_heads."),
+    BOOL("parallel.sequence_parallel", WL(parallel.sequence_parallel), "false",
+         "Megatron sequence parallelism in the TP group (needs tp > 1)."),
+    INT("parallel.pp", WL(parallel.pp), 1, 1e5, "1", "Pipeline stages."),
+    INT("parallel.vpp", WL(parallel.vpp), 1, 1e5, "1",
+        "Virtual stages per pipeline rank (interleaved 1F1B); pp x vpp divides layers."),
+    INT("parallel.cp", WL(parallel.cp), 1, 1e5, "1", "Context-parallel size (ring attention)."),
+    INT("parallel.ep", WL(parallel.ep), 1, 1e5, "1",
+        "Expert-parallel size, carved out of dp x cp; divides experts."),
+    INT("parallel.zero", WL(parallel.zero), 0, 3, "0",
+        "ZeRO stage: 1 shards optimizer states (distributed optimizer), 2 also gradients, 3 "
+        "also weights."),
+    ENUM("parallel.recompute", workload_recompute_names, RECOMPUTE_COUNT, WL(parallel.recompute),
+         "\"none\"", "Activation recomputation: none, selective (attention core) or full."),
+    {.path = "parallel.order", .type = CFG_STR, .unit = "", .min = 1, .max = 63,
+     .def = "\"tp-cp-dp-pp\"", .convert = convert_order,
+     .convert_expect = "a permutation of tp, cp, dp, pp joined by '-'",
+     .offset = offsetof(workload_cfg_t, parallel.order),
+     .doc = "Rank order, innermost first (Megatron: tp-cp-dp-pp; EP lies within dp)."},
+
+    OBJ("training", "How the model is trained."),
+    INT("training.micro_batch", WL(training.micro_batch), 1, 1e7, "1",
+        "Samples per micro-batch per data-parallel replica."),
+    INT("training.global_batch", WL(training.global_batch), 1, 1e9, NULL,
+        "Samples per step over all replicas; a multiple of micro_batch x dp."),
+    ENUM("training.precision", workload_precision_names, PRECISION_COUNT, WL(training.precision),
+         "\"bf16\"", "Compute precision of matmuls; fp8 needs chip.cube.fp8_macs_per_cycle > 0."),
+    ENUM("training.optimizer", workload_optimizer_names, OPTIMIZER_COUNT, WL(training.optimizer),
+         "\"adam\"", "Optimizer."),
+    BOOL("training.flash_attention", WL(training.flash_attention), "true",
+         "Fused (FlashAttention-style) attention kernel."),
+    BOOL("training.overlap_grad_reduce", WL(training.overlap_grad_reduce), "true",
+         "Reduce gradients in buckets overlapped with the backward pass."),
+    SIZE("training.grad_bucket_MiB", "MiB", MIB, WL(training.grad_bucket_bytes), 1, 1e6, "80",
+         "Gradient bucket size for the overlapped reduction."),
+    BOOL("training.overlap_p2p_comm", WL(training.overlap_p2p_comm), "false",
+         "Pipeline sends run beside the next chunk's compute; false (Megatron's default) "
+         "makes the compute stream wait for each send."),
+    BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
+         "Overlap tensor-parallel communication with compute; not modelled yet, so only "
+         "false is accepted."),
+};
+
+static const cfg_schema_t schemas[CONFIG_KIND_COUNT] = {
+    {CONFIG_SYSTEM, "system", system_keys, sizeof system_keys / sizeof system_keys[0],
+     sizeof(system_cfg_t)},
+    {CONFIG_WORKLOAD, "workload", workload_keys, sizeof workload_keys / sizeof workload_keys[0],
+     sizeof(workload_cfg_t)},
+};
+
+const cfg_schema_t *cfg_schema_get(config_kind_t kind) { return &schemas[kind]; }
+
+const cfg_key_t *cfg_schema_find(const cfg_schema_t *schema, const char *path) {
+  for (size_t i = 0; i < schema->nkeys; i++)
+    if (strcmp(schema->keys[i].path, path) == 0)
+      return &schema->keys[i];
+  return NULL;
+}
+
+size_t cfg_path_parent_len(const char *path) {
+  const char *dot = strrchr(path, '.');
+  return dot ? (size_t)(dot - path) : 0;
+}
+
+const char *cfg_path_leaf(const char *path) {
+  const char *dot = strrchr(path, '.');
+  return dot ? dot + 1 : path;
+}
+
+bool cfg_key_is_child(const cfg_key_t *key, const char *parent, size_t parent_len) {
+  return cfg_path_parent_len(key->path) == parent_len &&
+         strncmp(key->path, parent, parent_len) == 0;
+}
+
+/* Edit distance between a and b ignoring case, counting a swap of two
+ * neighbouring letters as one edit (optimal string alignment); names are cut
+ * at 32 characters. */
+static int edit_distance(const char *a, const char *b) {
+  int d[33][33];
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 32 || lb > 32)
+    return 99;
+  for (size_t i = 0; i <= la; i++)
+    d[i][0] = (int)i;
+  for (size_t j = 0; j <= lb; j++)
+    d[0][j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    for (size_t j = 1; j <= lb; j++) {
+      int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+      int best = d[i - 1][j - 1] + (ca != cb);
+      if (d[i - 1][j] + 1 < best)
+        best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best)
+        best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  }
+  return d[la][lb];
+}
+
+/* Suggest only what is plausibly a typo: a few edits, at most a third of the name. */
+static bool close_enough(const char *name, int d) {
+  int limit = (int)strlen(name) / 3;
+  return d <= (limit < 2 ? 2 : limit);
+}
+
+const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
+                               size_t parent_len, const char *name, int *distance) {
+  const char *best = NULL;
+  int best_d = 99;
+  for (size_t i = 0; i < schema->nkeys; i++) {
+    if (!cfg_key_is_child(&schema->keys[i], parent, parent_len))
+      continue;
+    const char *leaf = cfg_path_leaf(schema->keys[i].path);
+    int d = edit_distance(name, leaf);
+    if (d < best_d) {
+      best_d = d;
+      best = leaf;
+    }
+  }
+  if (distance)
+    *distance = best_d;
+  return close_enough(name, best_d) ? best : NULL;
+}
+
+const char *cfg_key_choice(const cfg_key_t *key, int i) {
+  return key->choices ? key->choices[i] : key->choice_name(i);
+}
+
+const char *cfg_key_suggest_choice(const cfg_key_t *key, const char *name) {
+  const char *best = NULL;
+  int best_d = 99;
+  for (int i = 0; i < key->nchoices; i++) {
+    int d = edit_distance(name, cfg_key_choice(key, i));
+    if (d < best_d) {
+      best_d = d;
+      best = cfg_key_choice(key, i);
+    }
+  }
+  return close_enough(name, best_d) ? best : NULL;
+}
+
+static void range_text(const cfg_key_t *key, char *buf, size_t len) {
+  char lo[32], hi[32];
+  jsonfile_format_number(key->min, lo, sizeof lo);
+  jsonfile_format_number(key->max, hi, sizeof hi);
+  snprintf(buf, len, "%sin %c%s, %s]", key->zero_ok ? "0 or " : "", key->min_exclusive ? '(' : '[',
+           lo, hi);
+}
+
+void cfg_key_expectation(const cfg_key_t *key, char *buf, size_t len) {
+  char range[64];
+  range_text(key, range, sizeof range);
+  switch (key->type) {
+  case CFG_OBJECT:
+    snprintf(buf, len, "an object");
+    break;
+  case CFG_INT:
+    snprintf(buf, len, "an integer %s", range);
+    break;
+  case CFG_NUM:
+  case CFG_SIZE:
+    snprintf(buf, len, "a number %s", range);
+    break;
+  case CFG_BOOL:
+    snprintf(buf, len, "true or false");
+    break;
+  case CFG_STR:
+    if (key->convert)
+      snprintf(buf, len, "%s", key->convert_expect);
+    else
+      snprintf(buf, len, "a string of 1 to %g characters", key->max);
+    break;
+  case CFG_ENUM: {
+    size_t used = (size_t)snprintf(buf, len, "one of");
+    for (int i = 0; i < key->nchoices && used < len; i++)
+      used += (size_t)snprintf(buf + used, len - used, "%s \"%s\"", i ? "," : "",
+                               cfg_key_choice(key, i));
+    break;
+  }
+  case CFG_INT3:
+    snprintf(buf, len, "an array of 3 integers %s", range);
+    break;
+  }
+}

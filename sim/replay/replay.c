@@ -1,0 +1,99 @@
+/* replay.c - a replay run in order: plan, engine, summary (replay.h). */
+#include "replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_summary.h"
+
+static bool env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && strcmp(v, "1") == 0;
+}
+
+replay_opts_t replay_opts(bool flow, bool representatives) {
+  return (replay_opts_t){.flow = flow,
+                         .representatives = representatives,
+                         .force_actors = env_on("NPUSIM_REPLAY_ACTORS"),
+                         .all_ranks = env_on("NPUSIM_FLOW_ALL_RANKS")};
+}
+
+void replay_record_init(replay_record_t *rec, const replay_plan_t *pl) {
+  const trace_t *t = pl->trace;
+  memset(rec, 0, sizeof *rec);
+  rec->spans = calloc((size_t)t->ranks, sizeof *rec->spans);
+  rec->finished = calloc((size_t)t->ranks, sizeof *rec->finished);
+  rec->peak_memory_bytes = calloc((size_t)t->ranks, sizeof *rec->peak_memory_bytes);
+  for (int r = 0; r < t->ranks; r++) {
+    if (!pl->simulated[r])
+      continue;
+    int nops = t->programs[t->program_of[r]].nops;
+    rec->spans[r] = calloc((size_t)nops + 1, sizeof **rec->spans);
+    rec->finished[r] = calloc((size_t)nops + 1, 1);
+  }
+}
+
+void replay_record_free(replay_record_t *rec, const trace_t *trace) {
+  for (int r = 0; r < trace->ranks; r++) {
+    if (rec->spans)
+      free(rec->spans[r]);
+    if (rec->finished)
+      free(rec->finished[r]);
+  }
+  free(rec->spans);
+  free(rec->finished);
+  free(rec->peak_memory_bytes);
+  free(rec->log.v);
+  memset(rec, 0, sizeof *rec);
+}
+
+int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,
+               const replay_opts_t *opts, replay_result_t *out, char *err, size_t err_len) {
+  memset(out, 0, sizeof *out);
+  out->ranks = trace->ranks;
+  char why[512]; /* the model names its field (ranks_per_node: ...), we the file */
+  if (topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
+                 trace->ranks_per_node, &out->topo, why, sizeof why))
+    return snprintf(err, err_len, "%s: %s", trace_name, why), -1;
+  replay_plan_t plan;
+  int rc = replay_plan_build(&plan, sys, trace, &out->topo, trace_name, opts, err, err_len);
+  if (rc) {
+    replay_result_free(out, trace);
+    return rc;
+  }
+  out->representatives = (opts->representatives && !opts->flow) || plan.reduced;
+  replay_record_t rec;
+  replay_record_init(&rec, &plan);
+  if (plan.sweep)
+    replay_sweep_run(&plan, &rec);
+  else
+    rc = replay_actors_run(&plan, &rec, trace_name, err, err_len);
+  if (rc == 0)
+    rc = replay_check_finished(&plan, &rec, trace_name, err, err_len);
+  if (rc == 0) {
+    replay_summarise(&plan, &rec, out);
+    out->spans = rec.spans; /* the record's spans become the result's */
+    rec.spans = NULL;
+  }
+  replay_record_free(&rec, trace);
+  replay_plan_free(&plan);
+  if (rc)
+    replay_result_free(out, trace);
+  return rc;
+}
+
+int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank) {
+  return r->representatives ? trace->programs[trace->program_of[rank]].ranks[0] : rank;
+}
+
+void replay_result_free(replay_result_t *r, const trace_t *trace) {
+  for (int i = 0; r->spans && i < trace->ranks; i++)
+    free(r->spans[i]);
+  free(r->spans);
+  free(r->per_rank);
+  free(r->per_comm);
+  linkstats_free(&r->links);
+  topo_free(&r->topo);
+  memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,112 @@
+/* replay.h - rank programs replayed on the simulated cluster.
+ *
+ * A replay runs in three stages along its data flow:
+ *   plan     (replay_plan.c, replay_scope.c) every cost and choice: compute
+ *            ops on the chip model, each collective's plan and cost mode,
+ *            which ranks are simulated, which engine runs;
+ *   engine   (replay_engine.h: replay_sweep.c without the simulator,
+ *            replay_actors.c on SimGrid) runs the plan and records when each
+ *            op ran;
+ *   summary  (replay_summary.c) turns the record into the figures below.
+ * An op starts when the ops before it on its stream and its dependencies are
+ * done. Compute ops take what the chip model says (or their given duration);
+ * collectives and send/recv use the collectives layer in the chosen fidelity:
+ *   flow:     their transfers are SimGrid communications on the platform built
+ *             from the topology, so everything in flight shares the links;
+ *   analytic: the members of a collective meet, then each waits the
+ *             collective's alpha-beta cost; a send/recv pair meets, then waits
+ *             the uncontended path time. No contention between them.
+ * Compute and communication on different streams overlap; a compute op the
+ * trace marks as running beside a transfer ("overlaps") takes
+ * collectives.compute_slowdown x the shorter of the two longer (interference;
+ * 0 = off). The trace was checked on reading, so the replay cannot deadlock;
+ * should an op still not finish, the replay fails with one line. */
+#ifndef NPUSIM_REPLAY_H
+#define NPUSIM_REPLAY_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "linkstats.h"
+#include "op.h"
+#include "trace.h"
+
+/* The names a trace may use: compute ops of the chip model, collectives,
+ * data types. */
+extern const trace_vocab_t replay_vocab;
+
+/* The chip-model descriptor of a shaped compute op of a trace read with
+ * replay_vocab. */
+void replay_op_desc(const trace_op_t *op, op_desc_t *d);
+
+/* How to replay: what the command asked, and two switches for tests. */
+typedef struct {
+  bool flow;              /* flow fidelity, else analytic */
+  bool representatives;   /* analytic: one rank per program; flow: only what contends */
+  bool force_actors;      /* analytic on the SimGrid actors where the sweep would do */
+  bool all_ranks;         /* flow with representatives: simulate every rank anyway */
+} replay_opts_t;
+
+/* The options for a fidelity: the test switches from the environment
+ * (NPUSIM_REPLAY_ACTORS=1, NPUSIM_FLOW_ALL_RANKS=1), the only place the replay
+ * reads it. */
+replay_opts_t replay_opts(bool flow, bool representatives);
+
+typedef struct {
+  double start_s, end_s;  /* per (rank, op): when it ran */
+  double ready_s;         /* communication: when its peers were there and data began to move */
+} replay_span_t;
+
+typedef struct {
+  double compute_s;       /* time with some compute op running */
+  double comm_s;          /* time with some collective or send/recv running */
+  double exposed_comm_s;  /* communication not hidden under compute */
+  double idle_s;          /* neither */
+  double peak_memory_bytes;
+} replay_rank_t;
+
+typedef struct {
+  long collectives;       /* collectives run (one per group per issue) */
+  double bytes;           /* bytes their schedules moved */
+  double busy_s;          /* summed over collectives: mean member time */
+} replay_comm_t;
+
+typedef struct {
+  double step_time_s;
+  int ranks;
+  replay_rank_t *per_rank;
+  replay_comm_t *per_comm;   /* indexed like trace->comms */
+  linkstats_t links;
+  replay_span_t **spans;     /* per simulated rank, per op of its program */
+  bool representatives;
+  int simulated_ranks;       /* ranks that ran their own program */
+  topo_t topo;
+} replay_result_t;
+
+/* Replays the trace on the system. With representatives, analytic: only the
+ * first rank of each program runs: the others run the same program at the
+ * same times by symmetry (a collective's members are met by the representative
+ * alone), which is exact for symmetric plans and makes thousands of ranks
+ * cheap; flow: collectives whose links carry nothing else run at their analytic
+ * time and only the ranks whose traffic meets the first ranks' are simulated
+ * (replay_scope.c), which keeps every contention the full flow would see; link
+ * figures then cover the simulated traffic only. Returns 0, or -1 with a
+ * one-line reason ("FILE: rank R op ID: expected ..., found ...") in err. */
+int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,
+               const replay_opts_t *opts, replay_result_t *out, char *err, size_t err_len);
+
+/* The rank whose timeline stands for rank r (r itself unless representatives). */
+int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank);
+
+void replay_result_free(replay_result_t *r, const trace_t *trace);
+
+/* Output (replay_report.c): the summary as table, JSON or CSV. */
+void replay_print(FILE *out, int format, const trace_t *trace, const system_cfg_t *sys,
+                  const replay_result_t *r, const char *fidelity);
+
+/* A Chrome trace (Perfetto): a process per rank, a thread per stream, flow
+ * arrows from sends to receives; only ranks in [first, last]. */
+int replay_write_chrome(const char *path, const trace_t *trace, const replay_result_t *r,
+                        int first, int last, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,479 @@
+/* replay_actors.c - the replay on SimGrid (an engine of replay_engine.h):
+ * one actor per stream of each simulated rank runs its ops in order; an op
+ * starts when the op before it on its stream and its dependencies are done.
+ * Compute ops sleep their planned time; collectives and send/recv meet their
+ * peers through SimGrid (barriers, one mailbox per message) and then, in flow
+ * fidelity, move their bytes as SimGrid communications that share the links,
+ * or in analytic fidelity wait their alpha-beta time computed from the
+ * members' arrivals, with the sweep's arithmetic. This is the only part of the
+ * replay that includes SimGrid. Not modelled here: anything the plan did not
+ * decide (costs, modes, which ranks run). */
+#include <math.h>
+#include <simgrid/actor.h>
+#include <simgrid/barrier.h>
+#include <simgrid/comm.h>
+#include <simgrid/cond.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/mutex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_engine.h"
+
+/* A rank's progress: which ops are done, who waits, its buffers. */
+typedef struct {
+  sg_mutex_t mutex;
+  sg_cond_t *conds;   /* per stream: signalled when the op it waits for completes */
+  int *waiting_for;   /* per stream: that op, or -1 */
+  int nstreams;
+  char *done;         /* per op of its program: OP_* */
+  int waiters;        /* actors blocked in wait_done */
+  double memory;
+  double *buffer_bytes; /* per buffer of its program */
+} rank_state_t;
+
+/* A collective's state while it runs. */
+typedef struct {
+  coll_flow_sched_t *flow; /* INST_FLOW: its transfers */
+  sg_bar_t barrier;        /* INST_ANALYTIC: the members meet here */
+  double latest_s;         /* analytic fidelity: the latest arrival at the current use */
+  unsigned read;           /* members that have read it */
+} inst_run_t;
+
+typedef struct {
+  const replay_plan_t *pl;
+  replay_record_t *rec;
+  rank_state_t *rs;   /* per rank */
+  inst_run_t *runs;   /* per collective of the plan */
+} actors_t;
+
+typedef struct {
+  actors_t *a;
+  int rank, stream;   /* stream actors */
+  inst_run_t *run;    /* switch helpers: the collective and the switch id */
+  int endpoint;
+} actor_ctx_t;
+
+/* rank_state_t.done: the actors mark ops done, or planned (ending at their
+ * span's end_s, in the future). */
+enum { OP_PENDING, OP_DONE, OP_PLANNED };
+
+/* Every pair of endpoints that exchanges data, for the platform's routes. */
+static void collect_pairs(const actors_t *A, pair_set_t *pairs, int *endpoints) {
+  const trace_t *t = A->pl->trace;
+  *endpoints = t->ranks;
+  for (int i = 0; i < A->pl->ninsts; i++) {
+    if (!replay_inst_flows(&A->pl->insts[i]))
+      continue;
+    const coll_sched_t *s = &A->pl->insts[i].plan.sched;
+    if (s->endpoints > *endpoints)
+      *endpoints = s->endpoints;
+    for (int p = 0; p < s->nphases; p++)
+      for (int j = 0; j < s->phases[p].nxfers; j++)
+        pair_set_add(pairs, s->phases[p].xfers[j].src, s->phases[p].xfers[j].dst);
+  }
+  for (int r = 0; r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    for (int i = 0; A->pl->simulated[r] && i < p->nops; i++)
+      if (p->ops[i].type == TRACE_OP_SEND)
+        pair_set_add(pairs, r, trace_peer(&p->ops[i], r));
+  }
+}
+
+/* ---- the actors ---- */
+
+/* Marks an op done, or planned (its end time is in its span already).
+ * SimGrid runs one actor at a time and switches only inside its calls, so the
+ * flags need the mutex only around waiting: a rank nobody waits on is marked
+ * without a simulator call, and only the stream waiting for the op is woken. */
+static void mark_done(actors_t *A, int rank, int op, char state) {
+  rank_state_t *s = &A->rs[rank];
+  s->done[op] = state;
+  A->rec->finished[rank][op] = 1; /* planned: its end is set and comes before the run ends */
+  if (s->waiters == 0)
+    return;
+  for (int k = 0; k < s->nstreams; k++)
+    if (s->waiting_for[k] == op) {
+      sg_mutex_lock(s->mutex);
+      sg_cond_notify_one(s->conds[k]);
+      sg_mutex_unlock(s->mutex);
+    }
+}
+
+/* Waits until the op has ended or its end is planned; returns when it ends
+ * (possibly later than now). */
+static double wait_done(actors_t *A, int rank, int stream, int op) {
+  rank_state_t *s = &A->rs[rank];
+  if (s->done[op] == OP_PENDING) {
+    sg_mutex_lock(s->mutex);
+    s->waiters++;
+    s->waiting_for[stream] = op;
+    while (s->done[op] == OP_PENDING)
+      sg_cond_wait(s->conds[stream], s->mutex);
+    s->waiting_for[stream] = -1;
+    s->waiters--;
+    sg_mutex_unlock(s->mutex);
+  }
+  return s->done[op] == OP_PLANNED ? A->rec->spans[rank][op].end_s : 0;
+}
+
+/* Waits for everything op i of the rank depends on outside its stream; returns
+ * the time the op may start. Analytic: the latest end among the stream's
+ * previous op (free_s) and the dependencies, from the spans, so the actors do
+ * the sweep's arithmetic to the last bit (SimGrid's clock settles an action
+ * within its precision, not exactly). Flow: now, or a dependency's planned end. */
+static double wait_deps(actors_t *A, int rank, const trace_program_t *p, int i, double free_s) {
+  const trace_op_t *op = &p->ops[i];
+  const replay_span_t *sp = A->rec->spans[rank];
+  double start = A->pl->flow ? 0 : free_s;
+  for (int d = 0; d < op->ndeps; d++) {
+    double end = wait_done(A, rank, op->stream, op->deps[d]);
+    if (!A->pl->flow)
+      end = sp[op->deps[d]].end_s;
+    start = end > start ? end : start;
+  }
+  if (op->type == TRACE_OP_WAIT) {
+    int pi = A->pl->trace->program_of[rank], k = A->pl->record_of[pi][op->event];
+    double end = wait_done(A, rank, op->stream, k);
+    if (!A->pl->flow)
+      end = sp[k].end_s;
+    start = end > start ? end : start;
+  }
+  double now = simgrid_get_clock(); /* after any waiting */
+  return A->pl->flow && now > start ? now : start;
+}
+
+static void switch_actor(int argc, char **argv) {
+  (void)argc, (void)argv;
+  actor_ctx_t *ctx = sg_actor_self_get_data();
+  coll_flow_run_endpoint(ctx->run->flow, &ctx->a->pl->sys->coll, ctx->endpoint,
+                         &ctx->a->rec->log);
+  free(ctx);
+}
+
+/* The in-network switches of a collective run their part beside its first member. */
+static void start_switches(actors_t *A, const inst_t *x, inst_run_t *run) {
+  for (int e = A->pl->trace->ranks; e < x->plan.sched.endpoints; e++) {
+    if (!coll_flow_takes_part(run->flow, e))
+      continue;
+    actor_ctx_t *ctx = calloc(1, sizeof *ctx);
+    *ctx = (actor_ctx_t){.a = A, .run = run, .endpoint = e};
+    char host[32];
+    snprintf(host, sizeof host, "h%d", e);
+    sg_actor_t a = sg_actor_init("switch", sg_host_by_name(host));
+    sg_actor_set_data(a, ctx);
+    sg_actor_start(a, switch_actor, 0, NULL);
+  }
+}
+
+static void run_collective(actors_t *A, int rank, int i, replay_span_t *sp) {
+  int k = A->pl->inst_of[rank][i];
+  const inst_t *x = &A->pl->insts[k];
+  inst_run_t *run = &A->runs[k];
+  double overhead = A->pl->sys->coll.op_overhead_s;
+  if (!A->pl->flow) { /* the members meet at the latest arrival */
+    run->latest_s = sp->start_s > run->latest_s ? sp->start_s : run->latest_s;
+    if (x->members > 1)
+      sg_barrier_wait(run->barrier);
+    /* read before this actor's next simcall: no member can arrive at this
+     * collective's next use before every member has read this one's */
+    sp->ready_s = run->latest_s;
+    if (++run->read == x->members)
+      run->latest_s = run->read = 0;
+    sp->end_s = sp->ready_s + x->analytic_s;
+    sg_actor_sleep_until(sp->end_s);
+    return;
+  }
+  if (x->mode == INST_ANALYTIC) {
+    if (x->members > 1)
+      sg_barrier_wait(run->barrier); /* all members present */
+    sp->ready_s = simgrid_get_clock();
+    sg_actor_sleep_for(x->analytic_s);
+    return;
+  }
+  if (overhead > 0)
+    sg_actor_sleep_for(overhead);
+  const trace_comm_t *cm = &A->pl->trace->comms[x->comm];
+  if (cm->groups[x->group][0] == rank)
+    start_switches(A, x, run);
+  coll_flow_run_endpoint(run->flow, &A->pl->sys->coll, rank, &A->rec->log);
+}
+
+/* Analytic send/recv: each side posts its arrival to the other (two
+ * zero-byte messages), so both take the later one as the meeting time. */
+static double exchange_arrivals(const char *name, bool send, double start_s) {
+  char out[104], in[104];
+  snprintf(out, sizeof out, "%s%s", name, send ? ">" : "<");
+  snprintf(in, sizeof in, "%s%s", name, send ? "<" : ">");
+  double *mine = malloc(sizeof *mine);
+  *mine = start_s;
+  sg_comm_detach(sg_mailbox_put_init(sg_mailbox_by_name(out), mine, 0), free);
+  double *theirs = sg_mailbox_get(sg_mailbox_by_name(in));
+  double ready = *theirs > start_s ? *theirs : start_s;
+  free(theirs);
+  return ready;
+}
+
+static void run_p2p(actors_t *A, int rank, int i, replay_span_t *sp) {
+  int pi = A->pl->trace->program_of[rank];
+  const trace_op_t *op = &A->pl->trace->programs[pi].ops[i];
+  int peer = trace_peer(op, rank);
+  bool send = op->type == TRACE_OP_SEND;
+  int src = send ? rank : peer, dst = send ? peer : rank;
+  /* one mailbox per message: the k-th send on a channel meets the k-th recv,
+   * whichever arrives first (trace_pairing_t) */
+  char name[96];
+  snprintf(name, sizeof name, "p:%d>%d:%d#%d", src, dst, A->pl->pairing.tag_id[pi][op->tag],
+           A->pl->pairing.seq[rank][i]);
+  if (!A->pl->flow) { /* meet, then both wait the uncontended path time */
+    sp->ready_s = exchange_arrivals(name, send, sp->start_s);
+    sp->end_s = sp->ready_s + replay_p2p_analytic_s(A->pl->topo, src, dst, op->bytes);
+    sg_actor_sleep_until(sp->end_s);
+    return;
+  }
+  sg_mailbox_t box = sg_mailbox_by_name(name);
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  double alpha = topo_path_alpha_s(A->pl->topo, hops, topo_route(A->pl->topo, src, dst, hops));
+  /* The data moves once both sides are there; then both wait out the path
+   * latency (the analytic engine charges the same). */
+  if (send) {
+    double *stamp = malloc(sizeof *stamp);
+    *stamp = simgrid_get_clock();
+    sg_mailbox_put(box, stamp, (long)llround(op->bytes));
+    sg_actor_sleep_for(alpha);
+  } else {
+    double posted = simgrid_get_clock();
+    double *stamp = sg_mailbox_get(box);
+    sp->ready_s = *stamp > posted ? *stamp : posted;
+    coll_flow_log_add(&A->rec->log, src, dst, op->bytes, *stamp > posted ? *stamp : posted,
+                      simgrid_get_clock());
+    free(stamp);
+    sg_actor_sleep_for(alpha);
+  }
+}
+
+static void run_op(actors_t *A, int rank, int pi, int i) {
+  const trace_program_t *p = &A->pl->trace->programs[pi];
+  const trace_op_t *op = &p->ops[i];
+  rank_state_t *s = &A->rs[rank];
+  switch (op->type) {
+  case TRACE_OP_SHAPED:
+  case TRACE_OP_COMPUTE:
+  case TRACE_OP_DELAY:
+    sg_actor_sleep_for(replay_timed_s(A->pl, pi, i));
+    break;
+  case TRACE_OP_COLL:
+    run_collective(A, rank, i, &A->rec->spans[rank][i]);
+    break;
+  case TRACE_OP_SEND:
+  case TRACE_OP_RECV:
+    run_p2p(A, rank, i, &A->rec->spans[rank][i]);
+    break;
+  case TRACE_OP_ALLOC:
+    s->buffer_bytes[op->buffer] += op->bytes;
+    s->memory += op->bytes;
+    if (s->memory > A->rec->peak_memory_bytes[rank])
+      A->rec->peak_memory_bytes[rank] = s->memory;
+    break;
+  case TRACE_OP_FREE:
+    s->memory -= s->buffer_bytes[op->buffer];
+    s->buffer_bytes[op->buffer] = 0;
+    break;
+  default: /* record, wait: nothing but ordering */
+    break;
+  }
+}
+
+/* Whether op j's dependencies on other streams have ended by time t. */
+static bool ready_at(const actors_t *A, int rank, const trace_program_t *p, int j, double t) {
+  const trace_op_t *op = &p->ops[j];
+  for (int d = 0; d < op->ndeps; d++) {
+    int k = op->deps[d];
+    char state = A->rs[rank].done[k];
+    if (p->ops[k].stream != op->stream &&
+        (state == OP_PENDING || (state == OP_PLANNED && A->rec->spans[rank][k].end_s > t)))
+      return false;
+  }
+  return true;
+}
+
+/* Runs timed-only ops from i on as one sleep while their dependencies on
+ * other streams are met: SimGrid wakes the stream once, the spans are those of
+ * running them one by one, and an op another stream waits for is marked
+ * planned at once, so its waiter sleeps to its end instead of being woken.
+ * Returns the last op run. */
+static int run_batch(actors_t *A, int rank, int pi, int i) {
+  const trace_program_t *p = &A->pl->trace->programs[pi];
+  replay_span_t *sp = A->rec->spans[rank];
+  int stream = p->ops[i].stream, last = i;
+  double t = sp[i].start_s + replay_timed_s(A->pl, pi, i);
+  sp[i].end_s = t;
+  for (int j = i + 1; j < p->nops; j++) {
+    if (p->ops[j].stream != stream)
+      continue;
+    if (!replay_timed_only(p->ops[j].type) || !ready_at(A, rank, p, j, t))
+      break;
+    sp[j].start_s = sp[j].ready_s = t;
+    t += replay_timed_s(A->pl, pi, j);
+    sp[j].end_s = t;
+    last = j;
+  }
+  for (int j = i; j <= last; j++)
+    if (p->ops[j].stream == stream && A->pl->watched[pi][j])
+      mark_done(A, rank, j, OP_PLANNED);
+  sg_actor_sleep_until(t);
+  for (int j = i; j <= last; j++)
+    if (p->ops[j].stream == stream)
+      mark_done(A, rank, j, OP_DONE);
+  return last;
+}
+
+/* A collective whose time is known when it starts: analytic (in either
+ * fidelity) with no other simulated member to meet. */
+static bool lone_analytic(const actors_t *A, int rank, const trace_program_t *p, int i) {
+  if (p->ops[i].type != TRACE_OP_COLL)
+    return false;
+  const inst_t *x = &A->pl->insts[A->pl->inst_of[rank][i]];
+  return x->mode == INST_ANALYTIC && x->members == 1;
+}
+
+static void stream_actor(int argc, char **argv) {
+  (void)argc, (void)argv;
+  actor_ctx_t *ctx = sg_actor_self_get_data();
+  actors_t *A = ctx->a;
+  int pi = A->pl->trace->program_of[ctx->rank];
+  const trace_program_t *p = &A->pl->trace->programs[pi];
+  replay_span_t *sp = A->rec->spans[ctx->rank];
+  double free_s = 0; /* end of the stream's previous op */
+  for (int i = 0; i < p->nops; i++) {
+    if (p->ops[i].stream != ctx->stream)
+      continue;
+    sp[i].start_s = sp[i].ready_s = wait_deps(A, ctx->rank, p, i, free_s);
+    if (replay_timed_only(p->ops[i].type)) {
+      i = run_batch(A, ctx->rank, pi, i);
+      free_s = sp[i].end_s;
+      continue;
+    }
+    if (lone_analytic(A, ctx->rank, p, i)) { /* planned, so waiters need no wake-up */
+      sp[i].end_s = sp[i].start_s + A->pl->insts[A->pl->inst_of[ctx->rank][i]].analytic_s;
+      mark_done(A, ctx->rank, i, OP_PLANNED);
+      sg_actor_sleep_until(sp[i].end_s);
+      mark_done(A, ctx->rank, i, OP_DONE);
+      free_s = sp[i].end_s;
+      continue;
+    }
+    if (sp[i].start_s > simgrid_get_clock())
+      sg_actor_sleep_until(sp[i].start_s);
+    sp[i].end_s = sp[i].start_s; /* instant ops; analytic transfers set their end */
+    run_op(A, ctx->rank, pi, i);
+    if (A->pl->flow)
+      sp[i].end_s = simgrid_get_clock();
+    free_s = sp[i].end_s;
+    mark_done(A, ctx->rank, i, OP_DONE);
+  }
+}
+
+static void start_actors(actors_t *A, actor_ctx_t *ctxs) {
+  const trace_t *t = A->pl->trace;
+  int n = 0;
+  for (int r = 0; r < t->ranks; r++) {
+    if (!A->pl->simulated[r])
+      continue;
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    char host[32];
+    snprintf(host, sizeof host, "h%d", A->pl->flow ? r : 0);
+    for (int s = 0; s < p->nstreams; s++) {
+      ctxs[n] = (actor_ctx_t){.a = A, .rank = r, .stream = s};
+      sg_actor_t a = sg_actor_init(p->streams[s], sg_host_by_name(host));
+      sg_actor_set_data(a, &ctxs[n++]);
+      sg_actor_start(a, stream_actor, 0, NULL);
+    }
+  }
+}
+
+/* ---- running ---- */
+
+static void init_state(actors_t *A) {
+  const replay_plan_t *pl = A->pl;
+  const trace_t *t = pl->trace;
+  A->rs = calloc((size_t)t->ranks, sizeof *A->rs);
+  for (int r = 0; r < t->ranks; r++) {
+    if (!pl->simulated[r])
+      continue;
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    rank_state_t *s = &A->rs[r];
+    s->mutex = sg_mutex_init();
+    s->nstreams = p->nstreams;
+    s->conds = malloc((size_t)p->nstreams * sizeof *s->conds);
+    s->waiting_for = malloc((size_t)p->nstreams * sizeof *s->waiting_for);
+    for (int k = 0; k < p->nstreams; k++) {
+      s->conds[k] = sg_cond_init();
+      s->waiting_for[k] = -1;
+    }
+    s->done = calloc((size_t)p->nops + 1, 1);
+    s->buffer_bytes = calloc((size_t)p->nbuffers + 1, sizeof(double));
+  }
+  A->runs = calloc((size_t)pl->ninsts + 1, sizeof *A->runs);
+  for (int i = 0; i < pl->ninsts; i++) {
+    const inst_t *x = &pl->insts[i];
+    if (pl->flow && replay_inst_flows(x)) {
+      char channel[48];
+      snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
+      A->runs[i].flow = coll_flow_prepare(pl->topo, &x->plan.sched, channel);
+    } else if (x->members > 0) {
+      A->runs[i].barrier = sg_barrier_init(x->members);
+    }
+  }
+}
+
+static void free_state(actors_t *A) {
+  const trace_t *t = A->pl->trace;
+  for (int r = 0; A->rs && r < t->ranks; r++) {
+    if (A->rs[r].mutex) {
+      sg_mutex_destroy(A->rs[r].mutex);
+      for (int k = 0; k < A->rs[r].nstreams; k++)
+        sg_cond_destroy(A->rs[r].conds[k]);
+      free(A->rs[r].conds);
+      free(A->rs[r].waiting_for);
+    }
+    free(A->rs[r].done);
+    free(A->rs[r].buffer_bytes);
+  }
+  free(A->rs);
+  for (int i = 0; A->runs && i < A->pl->ninsts; i++) {
+    coll_flow_free(A->runs[i].flow);
+    if (A->runs[i].barrier)
+      sg_barrier_destroy(A->runs[i].barrier);
+  }
+  free(A->runs);
+}
+
+int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
+                      size_t len) {
+  long nactors = replay_plan_streams(pl);
+  if (nactors > FLOW_MAX_ACTORS) /* before SimGrid aborts */
+    return snprintf(err, len, "%s: expected at most %d rank streams to simulate (a SimGrid "
+                    "actor each), found %ld; %s", name, FLOW_MAX_ACTORS, nactors,
+                    pl->flow ? "use --fidelity analytic, where one rank runs for all ranks of "
+                               "a program" : "give ranks that run alike one program"), -1;
+  actors_t A = {.pl = pl, .rec = rec};
+  pair_set_t pairs; /* the simulator and its platform: routes for the pairs that talk */
+  pair_set_init(&pairs);
+  int endpoints = 1;
+  if (pl->flow)
+    collect_pairs(&A, &pairs, &endpoints);
+  int rc = coll_flow_start(pl->topo, endpoints, &pairs, err, len);
+  pair_set_free(&pairs);
+  if (rc)
+    return rc;
+  init_state(&A);
+  actor_ctx_t *ctxs = calloc((size_t)nactors + 1, sizeof *ctxs);
+  start_actors(&A, ctxs);
+  simgrid_run();
+  free(ctxs);
+  free_state(&A);
+  return 0;
+}

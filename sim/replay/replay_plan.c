@@ -1,0 +1,315 @@
+/* replay_plan.c - see replay_plan.h. */
+#include "replay_plan.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_engine.h"
+#include "op_cost.h"
+
+/* Collectives a trace may use: the first six of coll_op_t, in its order. */
+static const char *const trace_colls[] = {"allreduce", "allgather", "reducescatter",
+                                          "broadcast", "reduce",    "alltoall"};
+
+const trace_vocab_t replay_vocab = {
+    .compute = op_kind_names,
+    .ncompute = OP_KIND_COUNT,
+    .colls = trace_colls,
+    .ncolls = 6,
+    .dtypes = chip_dtype_names,
+    .ndtypes = CHIP_DTYPE_COUNT,
+    .default_dtype = CHIP_DTYPE_BF16,
+    .root_colls_mask = (1 << COLL_BROADCAST) | (1 << COLL_REDUCE),
+};
+
+void replay_op_desc(const trace_op_t *op, op_desc_t *d) {
+  *d = (op_desc_t){.kind = (op_kind_t)op->kind, .dtype = (chip_dtype_t)op->dtype,
+                   .causal = op->causal, .trans_a = op->trans_a, .trans_b = op->trans_b};
+  d->out_dtype = op_default_out_dtype(d->kind, d->dtype);
+  if (op_on_cube(d->kind)) {
+    memcpy(d->dims, op->dims, sizeof d->dims);
+  } else { /* [rows,]cols */
+    d->dims[0] = op->dims[1] > 0 ? op->dims[0] : 1;
+    d->dims[1] = op->dims[1] > 0 ? op->dims[1] : op->dims[0];
+  }
+}
+
+double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes) {
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int nh = topo_route(topo, src, dst, hops);
+  double slowest = 0;
+  for (int h = 0; h < nh; h++) {
+    double t = bytes / topo_link_bw(topo, hops[h].link);
+    slowest = t > slowest ? t : slowest;
+  }
+  return topo_path_alpha_s(topo, hops, nh) + slowest;
+}
+
+/* ---- compute ---- */
+
+/* Ops in a step run at the clock the chip holds through it. */
+static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t len) {
+  const trace_t *t = pl->trace;
+  chip_cfg_t chip = pl->sys->chip;
+  chip.freq_hz *= chip.sustained_clock;
+  op_cache_t *cache = op_cache_new(&chip);
+  pl->compute_s = calloc((size_t)t->nprograms, sizeof *pl->compute_s);
+  int rc = 0;
+  for (int pi = 0; pi < t->nprograms && rc == 0; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    pl->compute_s[pi] = calloc((size_t)p->nops + 1, sizeof **pl->compute_s);
+    for (int i = 0; i < p->nops && rc == 0; i++) {
+      const trace_op_t *op = &p->ops[i];
+      if (op->type != TRACE_OP_SHAPED)
+        continue;
+      op_desc_t d;
+      replay_op_desc(op, &d);
+      char why[512];
+      if (op_check(&pl->sys->chip, &d, why, sizeof why)) { /* "shape: ..." names the field */
+        snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id, why);
+        rc = -1;
+      } else {
+        pl->compute_s[pi][i] = op_cost(cache, &d)->time_s;
+      }
+    }
+  }
+  op_cache_free(cache);
+  return rc;
+}
+
+/* Marks the ops another stream depends on (explicitly, or as a recorded
+ * event) and finds the op that records each event. */
+static void find_watched(replay_plan_t *pl) {
+  const trace_t *t = pl->trace;
+  pl->watched = calloc((size_t)t->nprograms, sizeof *pl->watched);
+  pl->record_of = calloc((size_t)t->nprograms, sizeof *pl->record_of);
+  for (int pi = 0; pi < t->nprograms; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    pl->watched[pi] = calloc((size_t)p->nops + 1, 1);
+    pl->record_of[pi] = calloc((size_t)p->nevents + 1, sizeof **pl->record_of);
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      for (int d = 0; d < op->ndeps; d++)
+        if (p->ops[op->deps[d]].stream != op->stream)
+          pl->watched[pi][op->deps[d]] = 1;
+      if (op->type == TRACE_OP_RECORD || op->type == TRACE_OP_WAIT)
+        pl->watched[pi][i] = 1;
+      if (op->type == TRACE_OP_RECORD)
+        pl->record_of[pi][op->event] = i;
+    }
+  }
+}
+
+/* ---- collectives ---- */
+
+/* Gives every collective op of every simulated rank its group's plan. */
+static int plan_collectives(replay_plan_t *pl, const char *name, char *err, size_t len) {
+  const trace_t *t = pl->trace;
+  pl->inst_of = calloc((size_t)t->ranks, sizeof *pl->inst_of);
+  for (int r = 0; r < t->ranks; r++) {
+    if (!pl->simulated[r])
+      continue;
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    pl->inst_of[r] = malloc(((size_t)p->nops + 1) * sizeof **pl->inst_of);
+    for (int i = 0; i < p->nops; i++) {
+      const trace_op_t *op = &p->ops[i];
+      pl->inst_of[r][i] = -1;
+      if (op->type != TRACE_OP_COLL)
+        continue;
+      pl->inst_of[r][i] = replay_inst_for(pl, op->comm, trace_group_of(&t->comms[op->comm], r),
+                                          op, name, r, err, len);
+      if (pl->inst_of[r][i] < 0)
+        return -1;
+    }
+  }
+  return 0;
+}
+
+/* Analytic link figures count each group's collective once per issue
+ * (replay_summary.c); the groups no simulated rank leads are planned here, in
+ * the order the summary visits them. */
+static int plan_link_groups(replay_plan_t *pl, const char *name, char *err, size_t len) {
+  const trace_t *t = pl->trace;
+  for (int pi = 0; pi < t->nprograms; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    int first = p->ranks[0], n = pl->ninsts;
+    int *op_at = malloc(((size_t)n + 1) * sizeof *op_at);
+    for (int k = 0; k < n; k++)
+      op_at[k] = -1;
+    for (int i = 0; i < p->nops; i++)
+      if (p->ops[i].type == TRACE_OP_COLL && op_at[pl->inst_of[first][i]] < 0)
+        op_at[pl->inst_of[first][i]] = i;
+    for (int k = 0; k < n; k++) {
+      if (op_at[k] < 0)
+        continue;
+      const trace_op_t *op = &p->ops[op_at[k]];
+      const trace_comm_t *cm = &t->comms[op->comm];
+      for (int m = 0; m < p->nranks; m++) {
+        int r = p->ranks[m], g = trace_group_of(cm, r);
+        if (cm->groups[g][0] == r && replay_inst_for(pl, op->comm, g, op, name, r, err, len) < 0) {
+          free(op_at);
+          return -1;
+        }
+      }
+    }
+    free(op_at);
+  }
+  return 0;
+}
+
+/* Interference: a compute op that runs beside a transfer of its rank (the
+ * trace's "overlaps") shares the chip with it - SMs or HBM bandwidth taken by
+ * the transfer's kernels - and takes collectives.compute_slowdown times the
+ * shorter of the two longer. The transfer's length is its uncontended
+ * (analytic) time, for the program's first rank, so both fidelities and both
+ * engines charge the same. */
+static void add_interference(replay_plan_t *pl) {
+  const trace_t *t = pl->trace;
+  double slowdown = pl->sys->coll.compute_slowdown;
+  for (int pi = 0; slowdown > 0 && pi < t->nprograms; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    int r = p->ranks[0];
+    for (int i = 0; i < p->nops; i++) {
+      if (!p->ops[i].overlapping)
+        continue;
+      int j = p->ops[i].overlaps;
+      const trace_op_t *o = &p->ops[j];
+      double comm_s = o->type == TRACE_OP_COLL
+                          ? pl->insts[pl->inst_of[r][j]].analytic_s
+                          : replay_p2p_analytic_s(pl->topo, r, trace_peer(o, r), o->bytes);
+      double base = pl->compute_s[pi][i];
+      pl->compute_s[pi][i] += slowdown * (base < comm_s ? base : comm_s);
+    }
+  }
+}
+
+/* ---- which ranks, which engine ---- */
+
+/* Representatives need their send/recv peers to be representatives too. */
+static int choose_simulated(replay_plan_t *pl, bool representatives, const char *name,
+                            char *err, size_t len) {
+  const trace_t *t = pl->trace;
+  pl->simulated = malloc((size_t)t->ranks * sizeof *pl->simulated);
+  for (int r = 0; r < t->ranks; r++)
+    pl->simulated[r] = !representatives || t->programs[t->program_of[r]].ranks[0] == r;
+  for (int r = 0; representatives && r < t->ranks; r++) {
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    for (int i = 0; pl->simulated[r] && i < p->nops; i++)
+      if ((p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV) &&
+          !pl->simulated[trace_peer(&p->ops[i], r)])
+        return snprintf(err, len, "%s: rank %d op %d: expected a peer that runs the first rank "
+                        "of its program (symmetric replay), found rank %d", name, r,
+                        p->ops[i].id, trace_peer(&p->ops[i], r)), -1;
+  }
+  return 0;
+}
+
+/* Flow with representatives: the scope's choices of ranks and modes. */
+static int apply_scope(replay_plan_t *pl, const char *name, bool **analytic, int *nscoped,
+                       char *err, size_t len) {
+  replay_scope_t sc = {0};
+  int rc = replay_scope_choose(pl, name, &sc, err, len);
+  *analytic = sc.analytic;
+  *nscoped = pl->ninsts;
+  for (int r = 0; rc == 0 && sc.simulated && r < pl->trace->ranks; r++) {
+    pl->simulated[r] = sc.simulated[r];
+    pl->reduced = pl->reduced || !sc.simulated[r];
+  }
+  free(sc.simulated);
+  return rc;
+}
+
+/* Each collective's simulated members and how its time is found. */
+static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscoped) {
+  const trace_t *t = pl->trace;
+  for (int k = 0; k < pl->ninsts; k++) {
+    inst_t *x = &pl->insts[k];
+    const trace_comm_t *cm = &t->comms[x->comm];
+    x->members = 0;
+    for (int m = 0; m < cm->sizes[x->group]; m++)
+      x->members += pl->simulated[cm->groups[x->group][m]];
+    bool alone = scoped_analytic && k < nscoped && scoped_analytic[k];
+    x->mode = !pl->flow || alone ? INST_ANALYTIC : INST_FLOW;
+  }
+}
+
+/* The sweep computes what the actors would when costs are analytic: meetings
+ * pair up the same in any interleaving (a communicator's collectives come from
+ * one stream, checked on reading; sends and recvs by trace_pairing_t). Memory
+ * ops are left to the actors: their high-water mark depends on how the
+ * simulator interleaves streams. */
+static bool sweepable(const replay_plan_t *pl, const replay_opts_t *opts) {
+  if (opts->force_actors || pl->flow)
+    return false;
+  const trace_t *t = pl->trace;
+  for (int pi = 0; pi < t->nprograms; pi++)
+    for (int i = 0; i < t->programs[pi].nops; i++)
+      if (t->programs[pi].ops[i].type == TRACE_OP_ALLOC ||
+          t->programs[pi].ops[i].type == TRACE_OP_FREE)
+        return false;
+  return true;
+}
+
+long replay_plan_streams(const replay_plan_t *pl) {
+  const trace_t *t = pl->trace;
+  long n = 0;
+  for (int r = 0; r < t->ranks; r++)
+    n += pl->simulated[r] ? t->programs[t->program_of[r]].nstreams : 0;
+  return n;
+}
+
+int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t *trace,
+                      const topo_t *topo, const char *name, const replay_opts_t *opts,
+                      char *err, size_t len) {
+  memset(pl, 0, sizeof *pl);
+  *pl = (replay_plan_t){.sys = sys, .trace = trace, .topo = topo, .flow = opts->flow};
+  find_watched(pl);
+  trace_pairing_init(&pl->pairing, trace);
+  bool *scoped = NULL;
+  int nscoped = 0;
+  int rc = choose_simulated(pl, opts->representatives && !opts->flow, name, err, len);
+  if (rc == 0)
+    rc = cost_shaped(pl, name, err, len);
+  if (rc == 0 && opts->flow && opts->representatives && !opts->all_ranks)
+    rc = apply_scope(pl, name, &scoped, &nscoped, err, len);
+  if (rc == 0)
+    rc = plan_collectives(pl, name, err, len);
+  if (rc == 0)
+    set_modes(pl, scoped, nscoped);
+  if (rc == 0)
+    add_interference(pl);
+  if (rc == 0 && !opts->flow)
+    rc = plan_link_groups(pl, name, err, len);
+  free(scoped);
+  pl->sweep = rc == 0 && sweepable(pl, opts);
+  if (rc)
+    replay_plan_free(pl);
+  return rc;
+}
+
+void replay_plan_free(replay_plan_t *pl) {
+  const trace_t *t = pl->trace;
+  if (!t)
+    return;
+  for (int i = 0; i < pl->ninsts; i++)
+    coll_plan_free(&pl->insts[i].plan);
+  free(pl->insts);
+  free(pl->slots);
+  for (int r = 0; pl->inst_of && r < t->ranks; r++)
+    free(pl->inst_of[r]);
+  free(pl->inst_of);
+  for (int pi = 0; pl->compute_s && pi < t->nprograms; pi++)
+    free(pl->compute_s[pi]);
+  free(pl->compute_s);
+  for (int pi = 0; pl->watched && pi < t->nprograms; pi++) {
+    free(pl->watched[pi]);
+    free(pl->record_of[pi]);
+  }
+  free(pl->watched);
+  free(pl->record_of);
+  trace_pairing_free(&pl->pairing);
+  free(pl->simulated);
+  memset(pl, 0, sizeof *pl);
+}

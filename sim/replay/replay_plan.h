@@ -1,0 +1,106 @@
+/* replay_plan.h - what a replay will run, decided before anything runs: the
+ * first stage of the replay (plan -> engine -> summary, replay.h).
+ *
+ * The plan holds every cost an engine needs and every choice made about the
+ * run: each shaped op's chip-model time (with interference), each collective
+ * as a group runs it (its plan, analytic time and cost mode), which ops
+ * another stream watches, which op records each event, which send meets which
+ * recv (trace_pairing_t), which ranks are simulated, and whether the replay
+ * needs the simulator. It knows nothing of SimGrid; the engines read it and
+ * never change it. */
+#ifndef NPUSIM_REPLAY_PLAN_H
+#define NPUSIM_REPLAY_PLAN_H
+
+#include <stdbool.h>
+
+#include "coll.h"
+#include "replay.h"
+
+/* How a collective's time is found. */
+typedef enum {
+  INST_ANALYTIC, /* its alpha-beta time: analytic fidelity, or flow where its links
+                  * carry nothing else (replay_scope.c) */
+  INST_FLOW,     /* its transfers as SimGrid flows, sharing the links */
+} inst_mode_t;
+
+/* One collective as a group runs it: one per distinct communicator group,
+ * kind, size, root and forced algorithm, shared by every issue of it. */
+typedef struct {
+  int comm, group, kind, root;
+  double bytes;
+  const char *algo;
+  coll_plan_t plan;
+  double analytic_s;
+  inst_mode_t mode;
+  unsigned members;   /* simulated members */
+} inst_t;
+
+typedef struct {
+  const system_cfg_t *sys;
+  const trace_t *trace;
+  const topo_t *topo;
+  bool flow;
+  bool *simulated;      /* per rank: runs its own streams (else a representative does) */
+  bool reduced;         /* flow: the scope left ranks out */
+  double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */
+  char **watched;       /* per program, per op: an op on another stream depends on it */
+  int **record_of;      /* per program, per event: the op recording it (one, checked) */
+  trace_pairing_t pairing; /* which send meets which recv */
+  inst_t *insts;
+  int ninsts, cap_insts;
+  int *slots;           /* hash table of insts indices (-1 empty), size nslots */
+  size_t nslots;
+  int **inst_of;        /* per simulated rank, per op: its collective (COLL ops) */
+  bool sweep;           /* analytic and no memory ops: replay_sweep.c, no simulator */
+} replay_plan_t;
+
+/* Builds the plan of a trace on a system (topo built for the trace). Returns
+ * 0, or -1 with "FILE: rank R op ID: ..." in err (the plan is freed). */
+int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t *trace,
+                      const topo_t *topo, const char *name, const replay_opts_t *opts,
+                      char *err, size_t len);
+
+void replay_plan_free(replay_plan_t *pl);
+
+/* The collective a group runs for op, planned on first use: its index in
+ * pl->insts, or -1 with a reason in err. Only while the plan is built. */
+int replay_inst_for(replay_plan_t *pl, int comm, int group, const trace_op_t *op,
+                    const char *name, int rank, char *err, size_t len);
+
+/* The planned collective of (comm, group, op's signature): its index, or -1. */
+int replay_inst_find(const replay_plan_t *pl, int comm, int group, const trace_op_t *op);
+
+/* Compute and delay: ops whose time is known before the replay. */
+static inline bool replay_timed_only(int type) {
+  return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE || type == TRACE_OP_DELAY;
+}
+
+/* Seconds a timed-only op takes (interference of an "overlaps" included). */
+static inline double replay_timed_s(const replay_plan_t *pl, int pi, int i) {
+  const trace_op_t *op = &pl->trace->programs[pi].ops[i];
+  return op->type == TRACE_OP_SHAPED ? pl->compute_s[pi][i] : op->duration_us * 1e-6;
+}
+
+/* Analytic send/recv: path latency plus the bytes over the slowest link. */
+double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes);
+
+/* Whether a flow replay runs the collective as transfers. */
+static inline bool replay_inst_flows(const inst_t *x) {
+  return x->members > 0 && x->mode == INST_FLOW;
+}
+
+/* One actor per stream of each simulated rank. */
+long replay_plan_streams(const replay_plan_t *pl);
+
+/* Flow with representatives (replay_scope.c): which collectives run at their
+ * analytic time and which ranks must be simulated. */
+typedef struct {
+  bool *analytic;       /* per inst: its links carry nothing else */
+  bool *simulated;      /* per rank; NULL: every rank */
+} replay_scope_t;
+
+/* Plans every group's collectives in pl, then chooses; 0, or -1 with err. */
+int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out, char *err,
+                        size_t len);
+
+#endif

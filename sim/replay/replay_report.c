@@ -1,0 +1,205 @@
+/* replay_report.c - what a replay reports: the step time, each rank's compute,
+ * communication (exposed or hidden) and idle time, each communicator's traffic,
+ * the busiest links and the memory high-water mark; and the Chrome trace
+ * (Perfetto) of the run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonfile.h"
+#include "out_format.h"
+#include "replay.h"
+#include "time_limit.h"
+
+#define TOP_LINKS 10
+#define TABLE_RANKS 16 /* beyond this, the table shows min / mean / max */
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static int peak_rank(const replay_result_t *r) {
+  int best = 0;
+  for (int i = 1; i < r->ranks; i++)
+    if (r->per_rank[i].peak_memory_bytes > r->per_rank[best].peak_memory_bytes)
+      best = i;
+  return best;
+}
+
+static void print_json(FILE *out, const trace_t *t, const system_cfg_t *sys,
+                       const replay_result_t *r, const char *fidelity, const link_stat_t *ls,
+                       int nls) {
+  fprintf(out, "{\n  \"fidelity\": \"%s\",\n  \"ranks\": %d,\n  \"step_time_s\": %.9g,\n"
+          "  \"per_rank\": [", fidelity, r->ranks, r->step_time_s);
+  for (int i = 0; i < r->ranks; i++) {
+    const replay_rank_t *p = &r->per_rank[i];
+    fprintf(out, "%s\n    {\"rank\": %d, \"compute_s\": %.9g, \"comm_s\": %.9g, "
+            "\"exposed_comm_s\": %.9g, \"idle_s\": %.9g, \"peak_memory_GiB\": %.6g}",
+            i ? "," : "", i, p->compute_s, p->comm_s, p->exposed_comm_s, p->idle_s,
+            p->peak_memory_bytes / GIB);
+  }
+  fputs("\n  ],\n  \"communicators\": [", out);
+  for (int c = 0; c < t->ncomms; c++) {
+    fprintf(out, "%s\n    {\"name\": ", c ? "," : "");
+    jsonfile_write_string(out, t->comms[c].name);
+    fprintf(out, ", \"collectives\": %ld, \"bytes\": %.0f, \"busy_s\": %.9g}",
+            r->per_comm[c].collectives, r->per_comm[c].bytes, r->per_comm[c].busy_s);
+  }
+  fputs(t->ncomms ? "\n  ],\n  \"links\": " : "],\n  \"links\": ", out);
+  linkstats_print_json(out, &r->topo, ls, nls);
+  int pk = peak_rank(r);
+  double cap = (double)sys->chip.hbm.capacity_bytes, peak = r->per_rank[pk].peak_memory_bytes;
+  fprintf(out, ",\n  \"memory\": {\"capacity_GiB\": %.6g, \"peak_GiB\": %.6g, \"peak_rank\": %d, "
+          "\"fits\": %s}\n}\n", cap / GIB, peak / GIB, pk, peak <= cap ? "true" : "false");
+}
+
+static void print_rank_row(FILE *out, const char *label, const replay_rank_t *p) {
+  fprintf(out, "  %-6s %14.3f %14.3f %16.3f %14.3f %13.3f\n", label, p->compute_s * 1e6,
+          p->comm_s * 1e6, p->exposed_comm_s * 1e6, p->idle_s * 1e6, p->peak_memory_bytes / GIB);
+}
+
+static void print_table(FILE *out, const trace_t *t, const system_cfg_t *sys,
+                        const replay_result_t *r, const char *fidelity, const link_stat_t *ls,
+                        int nls) {
+  fprintf(out, "# npusim replay: %s, %d ranks on %s, %s fidelity\n", t->name ? t->name : "trace",
+          r->ranks, sys->name, fidelity);
+  fprintf(out, "step time: %.3f us\n\n", r->step_time_s * 1e6);
+  fprintf(out, "# %-6s %14s %14s %16s %14s %13s\n", "rank", "compute_us", "comm_us",
+          "exposed_comm_us", "idle_us", "peak_mem_GiB");
+  if (r->ranks <= TABLE_RANKS) {
+    for (int i = 0; i < r->ranks; i++) {
+      char label[16];
+      snprintf(label, sizeof label, "%d", i);
+      print_rank_row(out, label, &r->per_rank[i]);
+    }
+  } else { /* min, mean, max of each column */
+    replay_rank_t lo = r->per_rank[0], hi = lo, mean = {0};
+    for (int i = 0; i < r->ranks; i++) {
+      const replay_rank_t *p = &r->per_rank[i];
+      double v[5] = {p->compute_s, p->comm_s, p->exposed_comm_s, p->idle_s, p->peak_memory_bytes};
+      double *l[5] = {&lo.compute_s, &lo.comm_s, &lo.exposed_comm_s, &lo.idle_s, &lo.peak_memory_bytes};
+      double *h[5] = {&hi.compute_s, &hi.comm_s, &hi.exposed_comm_s, &hi.idle_s, &hi.peak_memory_bytes};
+      double *m[5] = {&mean.compute_s, &mean.comm_s, &mean.exposed_comm_s, &mean.idle_s,
+                      &mean.peak_memory_bytes};
+      for (int k = 0; k < 5; k++) {
+        *l[k] = v[k] < *l[k] ? v[k] : *l[k];
+        *h[k] = v[k] > *h[k] ? v[k] : *h[k];
+        *m[k] += v[k] / r->ranks;
+      }
+    }
+    print_rank_row(out, "min", &lo);
+    print_rank_row(out, "mean", &mean);
+    print_rank_row(out, "max", &hi);
+  }
+  if (t->ncomms) {
+    fprintf(out, "\n# %-14s %12s %16s %14s\n", "communicator", "collectives", "bytes", "busy_us");
+    for (int c = 0; c < t->ncomms; c++)
+      fprintf(out, "  %-14s %12ld %16.0f %14.3f\n", t->comms[c].name, r->per_comm[c].collectives,
+              r->per_comm[c].bytes, r->per_comm[c].busy_s * 1e6);
+  }
+  if (nls > 0) {
+    fprintf(out, "\n# most utilised links\n");
+    linkstats_print_table(out, &r->topo, ls, nls);
+  }
+  int pk = peak_rank(r);
+  double cap = (double)sys->chip.hbm.capacity_bytes, peak = r->per_rank[pk].peak_memory_bytes;
+  fprintf(out, "\nmemory: peak %.3f GiB on rank %d of %.1f GiB HBM: %s", peak / GIB, pk, cap / GIB,
+          peak <= cap ? "fits\n" : "");
+  if (peak > cap)
+    fprintf(out, "does NOT fit, %.3f GiB over\n", (peak - cap) / GIB);
+}
+
+static void print_csv(FILE *out, const replay_result_t *r) {
+  fprintf(out, "rank,step_time_s,compute_s,comm_s,exposed_comm_s,idle_s,peak_memory_GiB\n");
+  for (int i = 0; i < r->ranks; i++) {
+    const replay_rank_t *p = &r->per_rank[i];
+    fprintf(out, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g\n", i, r->step_time_s, p->compute_s, p->comm_s,
+            p->exposed_comm_s, p->idle_s, p->peak_memory_bytes / GIB);
+  }
+}
+
+void replay_print(FILE *out, int format, const trace_t *trace, const system_cfg_t *sys,
+                  const replay_result_t *r, const char *fidelity) {
+  link_stat_t ls[TOP_LINKS];
+  int nls = linkstats_top(&r->links, r->step_time_s, ls, TOP_LINKS);
+  if (format == FORMAT_JSON)
+    print_json(out, trace, sys, r, fidelity, ls, nls);
+  else if (format == FORMAT_CSV)
+    print_csv(out, r);
+  else
+    print_table(out, trace, sys, r, fidelity, ls, nls);
+}
+
+/* ---- Chrome trace ---- */
+
+static const char *op_name(const trace_op_t *op) {
+  if (op->label)
+    return op->label;
+  if (op->type == TRACE_OP_SHAPED)
+    return replay_vocab.compute[op->kind];
+  if (op->type == TRACE_OP_COLL)
+    return replay_vocab.colls[op->kind];
+  return trace_op_type_names[op->type];
+}
+
+static void event_sep(FILE *out, bool *first) {
+  fputs(*first ? "\n" : ",\n", out);
+  *first = false;
+}
+
+static void chrome_rank(FILE *out, const trace_t *t, const replay_result_t *r, int rank, int first,
+                        int last, const trace_pairing_t *pairing, bool *first_event) {
+  const trace_program_t *p = &t->programs[t->program_of[rank]];
+  event_sep(out, first_event);
+  fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "
+          "\"rank %d\"}}", rank, rank);
+  for (int s = 0; s < p->nstreams; s++) {
+    event_sep(out, first_event);
+    fprintf(out, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": "
+            "{\"name\": ", rank, s);
+    jsonfile_write_string(out, p->streams[s]);
+    fputs("}}", out);
+  }
+  for (int i = 0; i < p->nops; i++) {
+    const trace_op_t *op = &p->ops[i];
+    const replay_span_t *sp = &r->spans[replay_stand_in(r, t, rank)][i];
+    event_sep(out, first_event);
+    fputs("{\"name\": ", out);
+    jsonfile_write_string(out, op_name(op));
+    fprintf(out, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
+            "\"tid\": %d, \"args\": {\"op\": %d}}", trace_op_type_names[op->type],
+            sp->start_s * 1e6, (sp->end_s - sp->start_s) * 1e6, rank, op->stream, op->id);
+    if (op->type != TRACE_OP_SEND && op->type != TRACE_OP_RECV)
+      continue;
+    /* an arrow from each send to the recv it meets (trace_pairing_t) */
+    bool send = op->type == TRACE_OP_SEND;
+    int peer = trace_peer(op, rank), src = send ? rank : peer, dst = send ? peer : rank;
+    if (peer < first || peer > last)
+      continue;
+    event_sep(out, first_event);
+    fprintf(out, "{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%s\", \"id\": "
+            "\"%d>%d:%d#%d\", \"ts\": %.3f, \"pid\": %d, \"tid\": %d%s}", send ? "s" : "f", src,
+            dst, pairing->tag_id[t->program_of[rank]][op->tag], pairing->seq[rank][i],
+            (send ? sp->start_s : sp->end_s) * 1e6, rank, op->stream,
+            send ? "" : ", \"bp\": \"e\"");
+  }
+}
+
+int replay_write_chrome(const char *path, const trace_t *t, const replay_result_t *r, int first,
+                        int last, char *err, size_t err_len) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  bool first_event = true;
+  trace_pairing_t pairing;
+  trace_pairing_init(&pairing, t);
+  fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
+  for (int rank = first; rank <= last && rank < t->ranks; rank++)
+    chrome_rank(out, t, r, rank, first, last, &pairing, &first_event);
+  fputs("\n]}\n", out);
+  fclose(out);
+  trace_pairing_free(&pairing);
+  size_t n = strlen(path);
+  time_limit_off(); /* the file is written whole: the time limit ends here */
+  int rc = jsonfile_write_atomically(path, buf, len, n > 3 && strcmp(path + n - 3, ".gz") == 0, err,
+                                     err_len);
+  free(buf);
+  return rc;
+}

@@ -1,0 +1,239 @@
+/* replay_sweep.c - the analytic replay without the simulator (an engine of
+ * replay_engine.h).
+ *
+ * With analytic costs (interference is part of an op's cost), every op's
+ * times follow from the ops before it: a stream starts an op when the op
+ * before it on the stream and its dependencies have ended; a collective
+ * starts when all its simulated members have arrived (arrivals at one
+ * collective meet in order, as at a barrier) and lasts its analytic time; a
+ * send and its recv (paired by trace_pairing_t) start when both are there and
+ * last the path time. Each stream moves as far as it can; a stream that stops
+ * is visited again only when an op of its rank finishes (a worklist), so the
+ * work grows with the ops, not with ops x streams. The same times the SimGrid
+ * actors produce, without a context switch per op. Not for memory ops (their
+ * high-water mark depends on the order the simulator interleaves them): the
+ * plan leaves those to the actors. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu_int.h"
+#include "replay_engine.h"
+
+typedef struct {
+  int rank, op;
+  double at_s;
+} arrival_t;
+
+/* A collective's arrivals not yet met, or a channel's unmatched ops. */
+typedef struct {
+  arrival_t *v;
+  int n, cap;
+} queue_t;
+
+/* One message (the k-th on a channel) whose first side has arrived. */
+typedef struct {
+  int src, dst, tag, k;
+  bool used;
+  arrival_t first;
+} message_t;
+
+typedef struct {
+  int rank, pi, stream, next;
+  double free_s;
+} cursor_t;
+
+enum { PENDING, ARRIVED, FINISHED };
+
+typedef struct {
+  const replay_plan_t *pl;
+  replay_record_t *rec;
+  char **state;      /* per simulated rank, per op: PENDING, ARRIVED, FINISHED */
+  queue_t *colls;    /* per collective instance */
+  message_t *msgs;   /* open addressing on (src, dst, tag, k) */
+  size_t nmsgs;
+  cursor_t *cur;     /* per stream of each simulated rank */
+  int *first_cur;    /* per rank: its first cursor */
+  int *work, nwork;  /* cursors to visit (a stack) */
+  bool *queued;      /* per cursor: on the stack */
+} sweep_t;
+
+static void push(queue_t *q, arrival_t a) {
+  if (q->n == q->cap) {
+    q->cap = q->cap ? 2 * q->cap : 4;
+    q->v = realloc(q->v, (size_t)q->cap * sizeof *q->v);
+  }
+  q->v[q->n++] = a;
+}
+
+/* An op has its times; the rank's streams may move again. */
+static void resolve(sweep_t *sw, int rank, int op, double ready_s, double end_s) {
+  replay_span_t *sp = &sw->rec->spans[rank][op];
+  sp->ready_s = ready_s;
+  sp->end_s = end_s;
+  sw->state[rank][op] = FINISHED;
+  sw->rec->finished[rank][op] = 1;
+  const trace_t *t = sw->pl->trace;
+  int streams = t->programs[t->program_of[rank]].nstreams;
+  for (int k = sw->first_cur[rank]; k < sw->first_cur[rank] + streams; k++)
+    if (!sw->queued[k]) {
+      sw->queued[k] = true;
+      sw->work[sw->nwork++] = k;
+    }
+}
+
+static message_t *message(sweep_t *sw, int src, int dst, int tag, int k) {
+  uint64_t h = NPU_HASH_SEED;
+  h = npu_hash_u64(npu_hash_u64(npu_hash_u64(npu_hash_u64(h, (uint64_t)src), (uint64_t)dst),
+                                (uint64_t)tag), (uint64_t)k);
+  size_t i = (size_t)(h & (sw->nmsgs - 1));
+  while (sw->msgs[i].used && !(sw->msgs[i].src == src && sw->msgs[i].dst == dst &&
+                               sw->msgs[i].tag == tag && sw->msgs[i].k == k))
+    i = (i + 1) & (sw->nmsgs - 1);
+  return &sw->msgs[i];
+}
+
+/* A collective op arrives at `at`; the last member to arrive starts it. */
+static void arrive_coll(sweep_t *sw, int rank, int i, double at) {
+  const replay_plan_t *pl = sw->pl;
+  const inst_t *x = &pl->insts[pl->inst_of[rank][i]];
+  queue_t *q = &sw->colls[pl->inst_of[rank][i]];
+  push(q, (arrival_t){rank, i, at});
+  if ((unsigned)q->n < x->members)
+    return;
+  double ready = 0;
+  for (int k = 0; k < q->n; k++)
+    ready = q->v[k].at_s > ready ? q->v[k].at_s : ready;
+  for (int k = 0; k < q->n; k++)
+    resolve(sw, q->v[k].rank, q->v[k].op, ready, ready + x->analytic_s);
+  q->n = 0;
+}
+
+/* A send or recv arrives at `at`; the second side of its message starts it. */
+static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
+  const replay_plan_t *pl = sw->pl;
+  const trace_op_t *op = &pl->trace->programs[pi].ops[i];
+  bool send = op->type == TRACE_OP_SEND;
+  int peer = trace_peer(op, rank), src = send ? rank : peer, dst = send ? peer : rank;
+  int tag = pl->pairing.tag_id[pi][op->tag], k = pl->pairing.seq[rank][i];
+  message_t *m = message(sw, src, dst, tag, k);
+  if (!m->used) {
+    *m = (message_t){src, dst, tag, k, true, {rank, i, at}};
+    return;
+  }
+  double ready = at > m->first.at_s ? at : m->first.at_s;
+  double end = ready + replay_p2p_analytic_s(pl->topo, src, dst, op->bytes);
+  resolve(sw, rank, i, ready, end);
+  resolve(sw, m->first.rank, m->first.op, ready, end);
+}
+
+/* When op i may start: the stream's free time and its dependencies' ends, or
+ * -1 while one of them is still open. */
+static double start_of(const sweep_t *sw, int rank, const trace_program_t *p, int i,
+                       double free_s) {
+  const trace_op_t *op = &p->ops[i];
+  const char *done = sw->state[rank];
+  const replay_span_t *sp = sw->rec->spans[rank];
+  double start = free_s;
+  for (int d = 0; d < op->ndeps; d++) {
+    if (done[op->deps[d]] != FINISHED)
+      return -1;
+    start = sp[op->deps[d]].end_s > start ? sp[op->deps[d]].end_s : start;
+  }
+  if (op->type == TRACE_OP_WAIT) {
+    int j = sw->pl->record_of[sw->pl->trace->program_of[rank]][op->event];
+    if (done[j] != FINISHED)
+      return -1;
+    start = sp[j].end_s > start ? sp[j].end_s : start;
+  }
+  return start;
+}
+
+static int next_on_stream(const trace_program_t *p, int stream, int i) {
+  while (i < p->nops && p->ops[i].stream != stream)
+    i++;
+  return i;
+}
+
+/* Moves a stream as far as it can. */
+static void advance(sweep_t *sw, cursor_t *c) {
+  const replay_plan_t *pl = sw->pl;
+  const trace_program_t *p = &pl->trace->programs[c->pi];
+  char *done = sw->state[c->rank];
+  replay_span_t *sp = sw->rec->spans[c->rank];
+  while (c->next < p->nops) {
+    int i = c->next;
+    const trace_op_t *op = &p->ops[i];
+    if (done[i] == PENDING) {
+      double start = start_of(sw, c->rank, p, i, c->free_s);
+      if (start < 0)
+        break;
+      sp[i].start_s = sp[i].ready_s = start;
+      done[i] = ARRIVED;
+      if (op->type == TRACE_OP_COLL)
+        arrive_coll(sw, c->rank, i, start);
+      else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
+        arrive_p2p(sw, c->rank, c->pi, i, start);
+      else
+        resolve(sw, c->rank, i, start,
+                start + (replay_timed_only(op->type) ? replay_timed_s(pl, c->pi, i) : 0));
+    }
+    if (done[i] != FINISHED)
+      break;
+    c->free_s = sp[i].end_s;
+    c->next = next_on_stream(p, op->stream, i + 1);
+  }
+}
+
+void replay_sweep_run(const replay_plan_t *pl, replay_record_t *rec) {
+  const trace_t *t = pl->trace;
+  sweep_t sw = {.pl = pl, .rec = rec};
+  sw.colls = calloc((size_t)pl->ninsts + 1, sizeof *sw.colls);
+  sw.state = calloc((size_t)t->ranks + 1, sizeof *sw.state);
+  int n = 0;
+  long p2p = 0;
+  for (int r = 0; r < t->ranks; r++)
+    if (pl->simulated[r]) {
+      const trace_program_t *p = &t->programs[t->program_of[r]];
+      sw.state[r] = calloc((size_t)p->nops + 1, 1);
+      n += p->nstreams;
+      for (int i = 0; i < p->nops; i++)
+        p2p += p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV;
+    }
+  sw.nmsgs = 64;
+  while (sw.nmsgs < (size_t)p2p + 2) /* at most one entry per send/recv pair */
+    sw.nmsgs *= 2;
+  sw.msgs = calloc(sw.nmsgs, sizeof *sw.msgs);
+  sw.cur = calloc((size_t)n + 1, sizeof *sw.cur);
+  sw.work = malloc(((size_t)n + 1) * sizeof *sw.work);
+  sw.queued = calloc((size_t)n + 1, sizeof *sw.queued);
+  sw.first_cur = calloc((size_t)t->ranks + 1, sizeof *sw.first_cur);
+  n = 0;
+  for (int r = 0; r < t->ranks; r++) {
+    if (!pl->simulated[r])
+      continue;
+    const trace_program_t *p = &t->programs[t->program_of[r]];
+    sw.first_cur[r] = n;
+    for (int s = 0; s < p->nstreams; s++) {
+      sw.cur[n] = (cursor_t){r, t->program_of[r], s, next_on_stream(p, s, 0), 0};
+      sw.queued[n] = true;
+      sw.work[sw.nwork++] = n++;
+    }
+  }
+  while (sw.nwork > 0) {
+    int k = sw.work[--sw.nwork];
+    sw.queued[k] = false;
+    advance(&sw, &sw.cur[k]);
+  }
+  free(sw.cur);
+  free(sw.work);
+  free(sw.queued);
+  free(sw.first_cur);
+  for (int r = 0; r < t->ranks; r++)
+    free(sw.state[r]);
+  free(sw.state);
+  for (int i = 0; i < pl->ninsts; i++)
+    free(sw.colls[i].v);
+  free(sw.colls);
+  free(sw.msgs);
+}

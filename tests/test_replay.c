@@ -1,0 +1,146 @@
+/* test_replay.c - the replay's plan and its sweep engine, without the
+ * command line: what the plan decides for a trace, the times the sweep gives
+ * for known meetings, and the one-line report of an op that cannot finish. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_summary.h"
+#include "suites.h"
+#include "test_util.h"
+
+typedef struct {
+  system_cfg_t sys;
+  trace_t trace;
+  topo_t topo;
+  replay_plan_t plan;
+  replay_record_t rec;
+} fixture_t;
+
+
+/* Reads the trace and builds its plan (asserting both work). */
+static void setup(fixture_t *f, const char *text, replay_opts_t opts) {
+  memset(f, 0, sizeof *f);
+  f->sys = load_system("ascend-910b.json", NULL);
+  char err[1024] = "";
+  CU_ASSERT_EQUAL_FATAL(trace_parse("t.json", text, strlen(text), &replay_vocab, &f->trace, err,
+                                    sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&f->sys.node, &f->sys.cluster, f->sys.chip.dies_per_package,
+                                   f->trace.ranks, 0, &f->topo, err, sizeof err), 0);
+  int rc = replay_plan_build(&f->plan, &f->sys, &f->trace, &f->topo, "t.json", &opts, err,
+                             sizeof err);
+  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  replay_record_init(&f->rec, &f->plan);
+}
+
+static void teardown(fixture_t *f) {
+  replay_record_free(&f->rec, &f->trace);
+  replay_plan_free(&f->plan);
+  topo_free(&f->topo);
+  trace_free(&f->trace);
+}
+
+static const replay_opts_t analytic = {.flow = false};
+
+#define TWO_ALLREDUCES                                                                    \
+  "{\"ranks\": \"0-3\", \"ops\": [{\"id\": 0, \"kind\": \"matmul\", \"shape\": [512, 512, 512]}," \
+  "{\"id\": 1, \"kind\": \"allreduce\", \"stream\": \"c\", \"comm\": \"w\", \"bytes\": 1048576," \
+  " \"deps\": [0]}, {\"id\": 2, \"kind\": \"record\", \"event\": \"e\"},"                  \
+  "{\"id\": 3, \"kind\": \"wait\", \"stream\": \"c\", \"event\": \"e\"},"                  \
+  "{\"id\": 4, \"kind\": \"allreduce\", \"stream\": \"c\", \"comm\": \"w\", \"bytes\": 1048576}]}"
+
+static void test_plan_shares_a_collective_and_picks_the_engine(void) {
+  fixture_t f;
+  setup(&f, trace_text(4, "{\"name\": \"w\", \"groups\": [\"0-3\"]}", TWO_ALLREDUCES), analytic);
+  const replay_plan_t *pl = &f.plan;
+  CU_ASSERT_EQUAL(pl->ninsts, 1); /* both allreduces: one group, one signature */
+  CU_ASSERT_EQUAL(pl->inst_of[2][1], 0);
+  CU_ASSERT_EQUAL(pl->inst_of[2][4], 0);
+  CU_ASSERT_EQUAL(pl->insts[0].members, 4u);
+  CU_ASSERT_EQUAL(pl->insts[0].mode, INST_ANALYTIC);
+  CU_ASSERT(pl->insts[0].analytic_s > 0);
+  CU_ASSERT(pl->compute_s[0][0] > 0);
+  CU_ASSERT(pl->watched[0][0] && pl->watched[0][2] && !pl->watched[0][4]);
+  CU_ASSERT_EQUAL(pl->record_of[0][0], 2);
+  CU_ASSERT(pl->sweep);
+  CU_ASSERT_EQUAL(replay_plan_streams(pl), 8);
+  teardown(&f);
+  /* one rank per program stands for the others */
+  setup(&f, trace_text(4, "{\"name\": \"w\", \"groups\": [\"0-3\"]}", TWO_ALLREDUCES),
+        (replay_opts_t){.representatives = true});
+  CU_ASSERT(f.plan.simulated[0] && !f.plan.simulated[1] && !f.plan.simulated[3]);
+  CU_ASSERT_EQUAL(f.plan.insts[0].members, 1u);
+  CU_ASSERT_EQUAL(replay_plan_streams(&f.plan), 2);
+  teardown(&f);
+  /* asked for the actors, or memory ops: no sweep; flow: collectives flow */
+  setup(&f, trace_text(4, "{\"name\": \"w\", \"groups\": [\"0-3\"]}", TWO_ALLREDUCES),
+        (replay_opts_t){.force_actors = true});
+  CU_ASSERT(!f.plan.sweep);
+  teardown(&f);
+  setup(&f, trace_text(1, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"alloc\", "
+                        "\"buffer\": \"b\", \"bytes\": 8}]}"), analytic);
+  CU_ASSERT(!f.plan.sweep);
+  teardown(&f);
+  setup(&f, trace_text(4, "{\"name\": \"w\", \"groups\": [\"0-3\"]}", TWO_ALLREDUCES),
+        (replay_opts_t){.flow = true});
+  CU_ASSERT(!f.plan.sweep && f.plan.insts[0].mode == INST_FLOW);
+  teardown(&f);
+}
+
+static void test_sweep_meets_at_the_later_arrival(void) {
+  fixture_t f;
+  setup(&f, trace_text(2, "{\"name\": \"w\", \"groups\": [\"0-1\"]}",
+                 "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"compute\", "
+                 "\"duration_us\": 10}, {\"id\": 1, \"kind\": \"send\", \"peer\": 1, "
+                 "\"bytes\": 1048576}, {\"id\": 2, \"kind\": \"compute\", \"duration_us\": 50},"
+                 "{\"id\": 3, \"kind\": \"allreduce\", \"comm\": \"w\", \"bytes\": 4096}]},"
+                 "{\"ranks\": \"1\", \"ops\": [{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, "
+                 "\"bytes\": 1048576}, {\"id\": 1, \"kind\": \"allreduce\", \"comm\": \"w\", "
+                 "\"bytes\": 4096}]}"),
+        analytic);
+  replay_sweep_run(&f.plan, &f.rec);
+  char err[256] = "";
+  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", err, sizeof err), 0);
+  const replay_span_t *s0 = f.rec.spans[0], *s1 = f.rec.spans[1];
+  double p2p = replay_p2p_analytic_s(&f.topo, 0, 1, 1048576);
+  CU_ASSERT_DOUBLE_EQUAL(s1[0].start_s, 0, 1e-15); /* the recv waits from 0 */
+  CU_ASSERT_DOUBLE_EQUAL(s1[0].ready_s, 10e-6, 1e-15);
+  CU_ASSERT_EQUAL(s1[0].end_s, s1[0].ready_s + p2p); /* the same arithmetic, to the bit */
+  CU_ASSERT_EQUAL(s0[1].end_s, s1[0].end_s);
+  double ar = f.plan.insts[0].analytic_s, later = s0[2].end_s;
+  CU_ASSERT_EQUAL(s1[1].ready_s, later); /* the allreduce starts when rank 0 comes */
+  CU_ASSERT_EQUAL(s1[1].end_s, later + ar);
+  CU_ASSERT_EQUAL(s0[3].end_s, later + ar);
+  teardown(&f);
+}
+
+/* An op that can never run (here a recv whose tag no send uses, which the
+ * checks would have refused) is named in one line, not left silent. */
+static void test_an_op_that_never_finishes_is_named(void) {
+  fixture_t f;
+  setup(&f, trace_text(2, "", "{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"send\", "
+                        "\"peer\": 1, \"bytes\": 8}]}, {\"ranks\": \"1\", \"ops\": [{\"id\": 7, "
+                        "\"kind\": \"recv\", \"peer\": 0, \"bytes\": 8}]}"),
+        analytic);
+  trace_program_t *p1 = &f.trace.programs[1];
+  p1->ops[0].tag = trace_intern(&p1->tags, &p1->ntags, "other");
+  trace_pairing_free(&f.plan.pairing); /* re-pair the damaged trace */
+  trace_pairing_init(&f.plan.pairing, &f.trace);
+  replay_sweep_run(&f.plan, &f.rec);
+  char err[256] = "";
+  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, "t.json: rank 0 op 0: expected every op to finish, found it "
+                              "waiting forever for rank 1 to receive message 1 of tag \"\"");
+  teardown(&f);
+}
+
+CU_TestInfo replay_tests[] = {
+    {"the plan shares a collective and picks the engine",
+     test_plan_shares_a_collective_and_picks_the_engine},
+    {"the sweep meets at the later arrival", test_sweep_meets_at_the_later_arrival},
+    {"an op that never finishes is named", test_an_op_that_never_finishes_is_named},
+    CU_TEST_INFO_NULL,
+};
