@@ -261,7 +261,9 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
   int rc = 0, planned = 0;
   for (; planned < a->nsizes && rc == 0; planned++) {
     coll_req_t req = {a->op, a->sizes[planned], a->root, a->matrix};
-    rc = coll_plan(&topo, &cfg, &req, &plans[planned], err->msg, sizeof err->msg);
+    rc = coll_plan(&topo, &cfg, &req, &plans[planned], why, sizeof why);
+    if (rc) /* the planner names the field it was given; here "algo" came from --algo */
+      npu_err_set(err, "%s%s", opts->algo && strncmp(why, "algo:", 5) == 0 ? "--" : "", why);
     rows[planned].bytes = a->sizes[planned];
     snprintf(rows[planned].algo, sizeof rows[planned].algo, "%s", plans[planned].name);
   }

@@ -393,7 +393,7 @@ static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_
       break;
     }
   }
-  snprintf(err, len, "--algo: expected algorithms that can run %s, found a combination that "
+  snprintf(err, len, "algo: expected algorithms that can run %s, found a combination that "
            "cannot", op);
   return -1;
 }
