@@ -26,37 +26,44 @@ static bool is_compute(int type) { return type == TRACE_OP_SHAPED || type == TRA
 static bool is_comm(int type) {
   return type == TRACE_OP_COLL || type == TRACE_OP_SEND || type == TRACE_OP_RECV;
 }
-static bool is_busy(int type) { return is_compute(type) || is_comm(type); }
 
-/* Union of the intervals of one rank's ops matching `want`, minus those
- * matching `minus` when it is set. */
+enum { CLS_COMPUTE, CLS_COMM, NCLS };
+
 typedef struct {
-  double total;
-} busy_t;
+  replay_rank_t *pr;
+  double busy_s;  /* covered by compute or communication */
+} rank_sweep_t;
 
-static void busy_stretch(void *ctx, double dt, const int *open, double rate) {
+static void rank_stretch(void *ctx, double dt, const int *open, double rate) {
   (void)rate;
-  busy_t *b = ctx;
-  if (open[0] > 0 && open[1] == 0)
-    b->total += dt;
+  rank_sweep_t *w = ctx;
+  replay_rank_t *pr = w->pr;
+  if (open[CLS_COMPUTE] > 0)
+    pr->compute_s += dt;
+  if (open[CLS_COMM] > 0)
+    pr->comm_s += dt;
+  if (open[CLS_COMM] > 0 && open[CLS_COMPUTE] == 0)
+    pr->exposed_comm_s += dt;
+  if (open[CLS_COMPUTE] > 0 || open[CLS_COMM] > 0)
+    w->busy_s += dt;
 }
 
-static double busy_time(const trace_program_t *p, const replay_span_t *sp, bool (*want)(int),
-                        bool (*minus)(int)) {
-  interval_edge_t *e = malloc(((size_t)p->nops * 4 + 1) * sizeof *e);
-  int n = 0, open[2];
+/* One sweep over a rank's compute and communication ops: the union of each,
+ * communication not under compute, and the idle rest of the step. */
+static void rank_times(const trace_program_t *p, const replay_span_t *sp, double step_s,
+                       replay_rank_t *pr) {
+  interval_edge_t *e = malloc(((size_t)p->nops * 2 + 1) * sizeof *e);
+  int n = 0, open[NCLS];
   for (int i = 0; i < p->nops; i++) {
-    if (!(sp[i].end_s > sp[i].start_s))
-      continue;
-    if (want((int)p->ops[i].type))
-      intervals_add(e, &n, sp[i].start_s, sp[i].end_s, 0, 0);
-    if (minus && minus((int)p->ops[i].type))
-      intervals_add(e, &n, sp[i].start_s, sp[i].end_s, 1, 0);
+    int type = (int)p->ops[i].type;
+    if (sp[i].end_s > sp[i].start_s && (is_compute(type) || is_comm(type)))
+      intervals_add(e, &n, sp[i].start_s, sp[i].end_s, is_compute(type) ? CLS_COMPUTE : CLS_COMM,
+                    0);
   }
-  busy_t b = {0};
-  intervals_sweep(e, n, 2, open, busy_stretch, &b);
+  rank_sweep_t w = {pr, 0};
+  intervals_sweep(e, n, NCLS, open, rank_stretch, &w);
+  pr->idle_s = step_s - w.busy_s;
   free(e);
-  return b.total;
 }
 
 static void summarise(const replay_plan_t *pl, const replay_record_t *rec, replay_result_t *out) {
@@ -78,10 +85,7 @@ static void summarise(const replay_plan_t *pl, const replay_record_t *rec, repla
     replay_rank_t *pr = &out->per_rank[r];
     if (!pl->simulated[r])
       continue;
-    pr->compute_s = busy_time(p, rec->spans[r], is_compute, NULL);
-    pr->comm_s = busy_time(p, rec->spans[r], is_comm, NULL);
-    pr->exposed_comm_s = busy_time(p, rec->spans[r], is_comm, is_compute);
-    pr->idle_s = out->step_time_s - busy_time(p, rec->spans[r], is_busy, NULL);
+    rank_times(p, rec->spans[r], out->step_time_s, pr);
     pr->peak_memory_bytes = rec->peak_memory_bytes[r];
     for (int i = 0; i < p->nops; i++) {
       if (p->ops[i].type != TRACE_OP_COLL)
