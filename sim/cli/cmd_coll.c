@@ -280,7 +280,10 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
     for (int i = 0; i < a->nsizes; i++)
       scheds[i] = &plans[i].sched;
     rc = coll_flow_run(&topo, &cfg, scheds, a->nsizes, times, opts->links ? last : -1, &stats,
-                       err->msg, sizeof err->msg);
+                       why, sizeof why);
+    if (rc) /* "flow: expected at most ..." is the --fidelity this command was given */
+      npu_err_set(err, "%s%s%s", strncmp(why, "flow:", 5) == 0 ? "--fidelity " : "", why,
+                  strncmp(why, "flow:", 5) == 0 ? "; use --fidelity analytic" : "");
     for (int i = 0; rc == 0 && i < a->nsizes; i++)
       rows[i].time_s = times[i];
     free(scheds);

@@ -36,7 +36,8 @@ void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_
 /* Runs the schedules one after another in one SimGrid simulation (SimGrid runs
  * once per process) and writes each one's duration to times_s. Link figures of
  * schedule stats_index go to stats (may be NULL). Returns 0, or -1 with a
- * reason in err (platform could not be written). */
+ * reason in err: the platform could not be written, or "flow: expected at
+ * most ..." when the run is more than SimGrid holds (FLOW_MAX_*). */
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
                   int n, double *times_s, int stats_index, linkstats_t *stats, char *err,
                   size_t err_len);

@@ -282,13 +282,11 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
       xfers += scheds[j]->phases[p].nxfers;
   }
   if (run.endpoints + 1 > FLOW_MAX_ACTORS)
-    return snprintf(err, err_len, "--fidelity flow: expected at most %d SimGrid actors (one per "
-                    "rank and switch, and a controller), found %d; use --fidelity analytic",
-                    FLOW_MAX_ACTORS, run.endpoints + 1), -1;
+    return snprintf(err, err_len, "flow: expected at most %d SimGrid actors (one per rank and "
+                    "switch, and a controller), found %d", FLOW_MAX_ACTORS, run.endpoints + 1), -1;
   if (xfers > FLOW_MAX_XFERS)
-    return snprintf(err, err_len, "--fidelity flow: expected at most %ld transfers over all "
-                    "sizes, found %ld; use --fidelity analytic or fewer sizes", FLOW_MAX_XFERS,
-                    xfers), -1;
+    return snprintf(err, err_len, "flow: expected at most %ld transfers over all sizes, found "
+                    "%ld", FLOW_MAX_XFERS, xfers), -1;
   pair_set_t pairs;
   pair_set_init(&pairs);
   for (int j = 0; j < n; j++) {
