@@ -4,15 +4,16 @@
 # of the saved corpora, and prints a table: executions, executions per second,
 # corpus growth and whether a crash was found. Then replays the random-trace
 # fuzzer (scripts/fuzz_traces.py) over seeds 0..9999 on the Release build.
-# A benchmark: it reports; exit status 1 only when something crashed or
-# disagreed. Needs clang and libclang-rt-14-dev (installed when missing).
+# A benchmark: it reports; exit status 1 only when something crashed (the
+# input is kept in fuzz-out/TARGET/) or disagreed. Needs clang and
+# libclang-rt-14-dev (installed when missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 secs=${1:-600}
 if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
     >/dev/null 2>&1; then
-  apt-get install -y clang libclang-rt-14-dev >/dev/null
+  apt-get update >/dev/null && apt-get install -y clang libclang-rt-14-dev >/dev/null
 fi
 CC=clang cmake -S . -B build-fuzz -DNPUSIM_FUZZ=ON -DNPUSIM_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -24,8 +25,9 @@ run_target() { # name corpus max_len
   cp "tests/fuzz/$2"/* "$work/$1/"
   local before
   before=$(ls "$work/$1" | wc -l)
-  (cd "$work" && "$root/build-fuzz/$1" -max_total_time="$secs" -max_len="$3" \
-    -print_final_stats=1 "$work/$1" >"$work/$1.log" 2>&1) || true
+  mkdir -p "$work/$1.artifacts"
+  ("$root/build-fuzz/$1" -max_total_time="$secs" -max_len="$3" -print_final_stats=1 \
+    -artifact_prefix="$work/$1.artifacts/" "$work/$1" >"$work/$1.log" 2>&1) || true
   echo "$before" >"$work/$1.before"
 }
 run_target fuzz_config corpus 8192 &
@@ -37,11 +39,13 @@ for t in fuzz_config fuzz_trace; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$t.log")
   crash=no
-  if ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* >/dev/null 2>&1 ||
+  if [ -n "$(ls -A "$work/$t.artifacts")" ] ||
      grep -q "ERROR: \(AddressSanitizer\|libFuzzer\|LeakSanitizer\)" "$work/$t.log"; then
     crash=YES
     status=1
+    mkdir -p "fuzz-out/$t" && cp "$work/$t.artifacts"/* "$work/$t.log" "fuzz-out/$t/" 2>/dev/null
     grep -m3 "ERROR" "$work/$t.log" >&2 || true
+    echo "bench_fuzz: $t's findings and log kept in fuzz-out/$t/" >&2
   fi
   printf '%-12s %8s %12s %10s %14s %s\n' "$t" "$secs" "${execs:-?}" "${rate:-?}" \
     "$(cat "$work/$t.before") -> $(ls "$work/$t" | wc -l)" "$crash"

@@ -2,7 +2,8 @@
 """fuzz_traces.py - random multi-stream traces through every replay engine.
 
 Each seed builds one trace of 2 to 8 ranks, each rank its own program on 1 to 3
-streams: compute and delays, sends and recvs (tags from a small set, the peer
+streams: compute and delays (some of zero length), buffers allocated and
+freed, sends and recvs (tags from a small set, the peer
 spelled as `peer` or `peer_offset` at random, a channel's messages spread over
 several streams), collectives on a world and a partial communicator, record and
 wait events and dependencies. The ops are laid out along one global order, so
@@ -84,6 +85,15 @@ def event(rng, rank):
         rank.add(rng, {"kind": "wait", "event": name})
 
 
+def memory(rng, rank):
+    """A buffer comes into use, and half the time goes again (memory ops keep
+    the analytic replay on the actors)."""
+    name = "b%d" % len(rank.ops)
+    rank.add(rng, {"kind": "alloc", "buffer": name, "bytes": rng.choice([0, 1 << 20, 1 << 30])})
+    if rng.random() < 0.5:
+        rank.add(rng, {"kind": "free", "buffer": name})
+
+
 def mutate(rng, ranks):
     rank = rng.choice(ranks)
     if len(rank.ops) < 2:
@@ -117,12 +127,14 @@ def build(seed):
             collective(rng, ranks, comms, comm_stream)
         elif x < 0.7:
             event(rng, rng.choice(ranks))
+        elif x < 0.75:
+            memory(rng, rng.choice(ranks))
         else:
             rank = rng.choice(ranks)
             if rng.random() < 0.8:
-                rank.add(rng, {"kind": "compute", "duration_us": rng.choice([1, 10, 250])})
+                rank.add(rng, {"kind": "compute", "duration_us": rng.choice([0, 1, 10, 250])})
             else:
-                rank.add(rng, {"kind": "delay", "duration_us": rng.choice([2, 50])})
+                rank.add(rng, {"kind": "delay", "duration_us": rng.choice([0, 2, 50])})
     if rng.random() < 0.25:
         mutate(rng, ranks)
     return {"format": "npusim-trace", "version": 1, "name": "fuzz seed %d" % seed,
@@ -137,9 +149,12 @@ def replay(npusim, path, fidelity, actors):
     env.pop("NPUSIM_REPLAY_ACTORS", None)
     if actors:
         env["NPUSIM_REPLAY_ACTORS"] = "1"
-    run = subprocess.run([npusim, "replay", "--system", SYSTEM, "--trace", path, "--fidelity",
-                          fidelity, "--format", "json"], capture_output=True, env=env,
-                         timeout=120)
+    try:
+        run = subprocess.run([npusim, "replay", "--system", SYSTEM, "--trace", path,
+                              "--fidelity", fidelity, "--format", "json"], capture_output=True,
+                             env=env, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "timeout", b"", b"ran past 120 s\n"
     return run.returncode, run.stdout, run.stderr
 
 
@@ -159,7 +174,7 @@ def check(npusim, seed, keep):
     if len(set(codes.values())) > 1:
         problem = "exit status differs: %s" % codes
     elif codes["sweep"] not in (0, 2):
-        problem = "exit status %d" % codes["sweep"]
+        problem = "exit status %s" % codes["sweep"]
     elif codes["sweep"] == 2 and (len(set(errors.values())) > 1 or
                                   errors["sweep"].count(b"\n") != 1):
         problem = "errors differ or span lines: %s" % errors

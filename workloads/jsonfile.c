@@ -122,8 +122,7 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
     int got = gzread(gz, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
     if (got < 0) {
       int code;
-      snprintf(why, why_len, "a truncated or corrupt gzip stream (%s: %s)", path,
-               gz_reason(gz, &code));
+      snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", gz_reason(gz, &code));
       goto fail;
     }
     if (got == 0)
@@ -133,7 +132,7 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
   int code;
   const char *reason = gz_reason(gz, &code);
   if (code != Z_OK && code != Z_STREAM_END) {
-    snprintf(why, why_len, "a truncated or corrupt gzip stream (%s: %s)", path, reason);
+    snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", reason);
     goto fail;
   }
   gzclose(gz);
@@ -296,11 +295,15 @@ static void guard_remove(sig_guard_t *g) {
       sigaction(cleanup_signals[i], &g->old[i], NULL);
 }
 
+/* The cleanup signals, and SIGALRM: the run's deadline (sim/time_limit.c)
+ * removes the pending file too, so it must not strike between the file's
+ * creation and its registration. */
 static void block_cleanup_signals(sigset_t *old) {
   sigset_t set;
   sigemptyset(&set);
   for (size_t i = 0; i < NCLEANUP; i++)
     sigaddset(&set, cleanup_signals[i]);
+  sigaddset(&set, SIGALRM);
   sigprocmask(SIG_BLOCK, &set, old);
 }
 

@@ -12,6 +12,7 @@
 #include "jsonfile.h"
 #include "op_list.h"
 #include "replay.h"
+#include "time_limit.h"
 #include "train_gen.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -201,23 +202,20 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     cli_free_configs(&cfg);
     return -1;
   }
-  if ((opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) ||
-      (opts->emit_trace &&
-       trace_write(&trace, &replay_vocab, opts->emit_trace, err->msg, sizeof err->msg))) {
-    trace_free(&trace);
-    train_info_free(&info);
-    cli_free_configs(&cfg);
-    return CMD_CANNOT_WRITE;
-  }
   bool flow = opts->fidelity == FIDELITY_FLOW;
   replay_result_t res;
   replay_opts_t ropts = replay_opts(flow, true);
   rc = replay_run(&cfg.sys, &trace, opts->workload_path, &ropts, &res, err->msg,
                   sizeof err->msg);
   bool ran = rc == 0;
-  if (ran && opts->chrome_trace &&
-      replay_write_chrome(opts->chrome_trace, &trace, &res, 0, trace.ranks - 1, err->msg,
-                          sizeof err->msg))
+  if (ran) /* the files are written whole once the run is done: the deadline ends here */
+    time_limit_off();
+  if (ran && ((opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) ||
+              (opts->emit_trace &&
+               trace_write(&trace, &replay_vocab, opts->emit_trace, err->msg, sizeof err->msg)) ||
+              (opts->chrome_trace &&
+               replay_write_chrome(opts->chrome_trace, &trace, &res, 0, trace.ranks - 1, err->msg,
+                                   sizeof err->msg))))
     rc = CMD_CANNOT_WRITE;
   if (rc == 0)
     print_result(out, opts->format, &cfg.sys, &cfg.wl, &info, &res,

@@ -60,7 +60,7 @@ int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, 
   if (platform_write(topo, endpoints, pairs, path, sizeof path, err, err_len))
     return -1;
   /* ker_engine's deadlock report is silenced: the replay names the stuck op
-   * itself, in one line (replay.c check_finished) */
+   * itself, in one line (replay_summary.c replay_check_finished) */
   char *args[] = {"npusim", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
                   "--cfg=contexts/stack-size:128", "--log=root.thres:critical",
                   "--log=xbt_cfg.thres:critical", "--log=ker_engine.additivity:off", NULL};

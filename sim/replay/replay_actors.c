@@ -178,11 +178,11 @@ static void run_collective(actors_t *A, int rank, int i, replay_span_t *sp) {
     run->latest_s = sp->start_s > run->latest_s ? sp->start_s : run->latest_s;
     if (x->members > 1)
       sg_barrier_wait(run->barrier);
-    /* read before this actor's next simcall: no member can arrive at this
-     * collective's next use before every member has read this one's */
     sp->ready_s = run->latest_s;
-    if (++run->read == x->members)
+    if (++run->read == x->members) /* the last reader clears it for the next use... */
       run->latest_s = run->read = 0;
+    if (x->members > 1) /* ...before anyone can leave for that use */
+      sg_barrier_wait(run->barrier);
     sp->end_s = sp->ready_s + x->analytic_s;
     sg_actor_sleep_until(sp->end_s);
     return;
@@ -454,6 +454,9 @@ static void free_state(actors_t *A) {
 int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
                       size_t len) {
   long nactors = replay_plan_streams(pl);
+  for (int k = 0; pl->flow && k < pl->ninsts; k++) /* and the in-network switches' actors */
+    if (replay_inst_flows(&pl->insts[k]) && pl->insts[k].plan.sched.endpoints > pl->trace->ranks)
+      nactors += pl->insts[k].plan.sched.endpoints - pl->trace->ranks;
   if (nactors > FLOW_MAX_ACTORS) /* before SimGrid aborts */
     return snprintf(err, len, "%s: expected at most %d rank streams to simulate (a SimGrid "
                     "actor each), found %ld; %s", name, FLOW_MAX_ACTORS, nactors,
