@@ -219,6 +219,10 @@ def main():
         print(file=sys.stderr)
     print("random traces: %d replayed 4 ways, %d completed, %d rejected with one line, "
           "%d disagreements" % (hi - lo, counts.get(0, 0), counts.get(2, 0), len(bad)))
+    if counts.get(0, 0) < (hi - lo) // 2:  # else the agreement proves little
+        print("fuzz_traces: expected most generated traces to complete, found %d of %d"
+              % (counts.get(0, 0), hi - lo))
+        sys.exit(1)
     sys.exit(1 if bad else 0)
 
 

@@ -262,8 +262,8 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
   for (; planned < a->nsizes && rc == 0; planned++) {
     coll_req_t req = {a->op, a->sizes[planned], a->root, a->matrix};
     rc = coll_plan(&topo, &cfg, &req, &plans[planned], why, sizeof why);
-    if (rc) /* the planner names the field it was given; here "algo" came from --algo */
-      npu_err_set(err, "%s%s", opts->algo && strncmp(why, "algo:", 5) == 0 ? "--" : "", why);
+    if (rc) /* the planner names the field it was given; the forced ones came from --algo */
+      rc = npu_err_set(err, "%s%s", rc == COLL_PLAN_FORCED_MISFIT && opts->algo ? "--" : "", why);
     rows[planned].bytes = a->sizes[planned];
     snprintf(rows[planned].algo, sizeof rows[planned].algo, "%s", plans[planned].name);
   }
@@ -281,9 +281,10 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
       scheds[i] = &plans[i].sched;
     rc = coll_flow_run(&topo, &cfg, scheds, a->nsizes, times, opts->links ? last : -1, &stats,
                        why, sizeof why);
-    if (rc) /* "flow: expected at most ..." is the --fidelity this command was given */
-      npu_err_set(err, "%s%s%s", strncmp(why, "flow:", 5) == 0 ? "--fidelity " : "", why,
-                  strncmp(why, "flow:", 5) == 0 ? "; use --fidelity analytic" : "");
+    if (rc == COLL_FLOW_TOO_LARGE) /* "flow: ..." is the --fidelity this command was given */
+      rc = npu_err_set(err, "--fidelity %s; use --fidelity analytic", why);
+    else if (rc)
+      rc = npu_err_set(err, "%s", why);
     for (int i = 0; rc == 0 && i < a->nsizes; i++)
       rows[i].time_s = times[i];
     free(scheds);

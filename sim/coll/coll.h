@@ -75,10 +75,15 @@ typedef struct {
   coll_sched_t sched;
 } coll_plan_t;
 
+/* coll_plan's return when the forced algorithms (cfg->algo) cannot run together:
+ * err then says "algo: expected ...", and the caller says where they came from. */
+#define COLL_PLAN_FORCED_MISFIT (-2)
+
 /* Chooses algorithms (forced ones from cfg->algo, else the library's rules,
  * coll_select.c) and builds the schedule; where protocols are configured, the one the analytic
  * model finds fastest for this size. Returns 0, or -1 with "expected ..., found ..." in err
- * when a forced algorithm cannot run this op on this topology. */
+ * when a forced algorithm cannot run this op on this topology (COLL_PLAN_FORCED_MISFIT when
+ * no single level is to blame). */
 int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
               coll_plan_t *plan, char *err, size_t err_len);
 

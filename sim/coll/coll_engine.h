@@ -33,11 +33,15 @@ void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_
 #define FLOW_MAX_ACTORS 30000
 #define FLOW_MAX_XFERS (1L << 23)
 
+/* coll_flow_run's return when the run is more than SimGrid holds: err says
+ * "flow: expected at most ...". */
+#define COLL_FLOW_TOO_LARGE (-2)
+
 /* Runs the schedules one after another in one SimGrid simulation (SimGrid runs
  * once per process) and writes each one's duration to times_s. Link figures of
  * schedule stats_index go to stats (may be NULL). Returns 0, or -1 with a
- * reason in err: the platform could not be written, or "flow: expected at
- * most ..." when the run is more than SimGrid holds (FLOW_MAX_*). */
+ * reason in err (the platform could not be written), or COLL_FLOW_TOO_LARGE
+ * when the run is more than SimGrid holds (FLOW_MAX_*). */
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
                   int n, double *times_s, int stats_index, linkstats_t *stats, char *err,
                   size_t err_len);

@@ -283,10 +283,11 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
   }
   if (run.endpoints + 1 > FLOW_MAX_ACTORS)
     return snprintf(err, err_len, "flow: expected at most %d SimGrid actors (one per rank and "
-                    "switch, and a controller), found %d", FLOW_MAX_ACTORS, run.endpoints + 1), -1;
+                    "switch, and a controller), found %d", FLOW_MAX_ACTORS, run.endpoints + 1),
+           COLL_FLOW_TOO_LARGE;
   if (xfers > FLOW_MAX_XFERS)
     return snprintf(err, err_len, "flow: expected at most %ld transfers over all sizes, found "
-                    "%ld", FLOW_MAX_XFERS, xfers), -1;
+                    "%ld", FLOW_MAX_XFERS, xfers), COLL_FLOW_TOO_LARGE;
   pair_set_t pairs;
   pair_set_init(&pairs);
   for (int j = 0; j < n; j++) {

@@ -395,7 +395,7 @@ static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_
   }
   snprintf(err, len, "algo: expected algorithms that can run %s, found a combination that "
            "cannot", op);
-  return -1;
+  return COLL_PLAN_FORCED_MISFIT;
 }
 
 static void name_plan(coll_plan_t *plan, const topo_t *t, coll_op_t op) {

@@ -43,12 +43,10 @@ typedef struct {
   double free_s;
 } cursor_t;
 
-enum { PENDING, ARRIVED, FINISHED };
-
 typedef struct {
   const replay_plan_t *pl;
   replay_record_t *rec;
-  char **state;      /* per simulated rank, per op: PENDING, ARRIVED, FINISHED */
+  char **arrived;    /* per simulated rank, per op: it has come (finished: rec->finished) */
   queue_t *colls;    /* per collective instance */
   message_t *msgs;   /* open addressing on (src, dst, tag, k) */
   size_t nmsgs;
@@ -71,7 +69,6 @@ static void resolve(sweep_t *sw, int rank, int op, double ready_s, double end_s)
   replay_span_t *sp = &sw->rec->spans[rank][op];
   sp->ready_s = ready_s;
   sp->end_s = end_s;
-  sw->state[rank][op] = FINISHED;
   sw->rec->finished[rank][op] = 1;
   const trace_t *t = sw->pl->trace;
   int streams = t->programs[t->program_of[rank]].nstreams;
@@ -132,17 +129,17 @@ static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
 static double start_of(const sweep_t *sw, int rank, const trace_program_t *p, int i,
                        double free_s) {
   const trace_op_t *op = &p->ops[i];
-  const char *done = sw->state[rank];
+  const char *done = sw->rec->finished[rank];
   const replay_span_t *sp = sw->rec->spans[rank];
   double start = free_s;
   for (int d = 0; d < op->ndeps; d++) {
-    if (done[op->deps[d]] != FINISHED)
+    if (!done[op->deps[d]])
       return -1;
     start = sp[op->deps[d]].end_s > start ? sp[op->deps[d]].end_s : start;
   }
   if (op->type == TRACE_OP_WAIT) {
     int j = sw->pl->record_of[sw->pl->trace->program_of[rank]][op->event];
-    if (done[j] != FINISHED)
+    if (!done[j])
       return -1;
     start = sp[j].end_s > start ? sp[j].end_s : start;
   }
@@ -159,17 +156,18 @@ static int next_on_stream(const trace_program_t *p, int stream, int i) {
 static void advance(sweep_t *sw, cursor_t *c) {
   const replay_plan_t *pl = sw->pl;
   const trace_program_t *p = &pl->trace->programs[c->pi];
-  char *done = sw->state[c->rank];
+  char *arrived = sw->arrived[c->rank];
+  const char *done = sw->rec->finished[c->rank];
   replay_span_t *sp = sw->rec->spans[c->rank];
   while (c->next < p->nops) {
     int i = c->next;
     const trace_op_t *op = &p->ops[i];
-    if (done[i] == PENDING) {
+    if (!arrived[i]) {
       double start = start_of(sw, c->rank, p, i, c->free_s);
       if (start < 0)
         break;
       sp[i].start_s = sp[i].ready_s = start;
-      done[i] = ARRIVED;
+      arrived[i] = 1;
       if (op->type == TRACE_OP_COLL)
         arrive_coll(sw, c->rank, i, start);
       else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
@@ -178,7 +176,7 @@ static void advance(sweep_t *sw, cursor_t *c) {
         resolve(sw, c->rank, i, start,
                 start + (replay_timed_only(op->type) ? replay_timed_s(pl, c->pi, i) : 0));
     }
-    if (done[i] != FINISHED)
+    if (!done[i])
       break;
     c->free_s = sp[i].end_s;
     c->next = next_on_stream(p, op->stream, i + 1);
@@ -189,13 +187,13 @@ void replay_sweep_run(const replay_plan_t *pl, replay_record_t *rec) {
   const trace_t *t = pl->trace;
   sweep_t sw = {.pl = pl, .rec = rec};
   sw.colls = calloc((size_t)pl->ninsts + 1, sizeof *sw.colls);
-  sw.state = calloc((size_t)t->ranks + 1, sizeof *sw.state);
+  sw.arrived = calloc((size_t)t->ranks + 1, sizeof *sw.arrived);
   int n = 0;
   long p2p = 0;
   for (int r = 0; r < t->ranks; r++)
     if (pl->simulated[r]) {
       const trace_program_t *p = &t->programs[t->program_of[r]];
-      sw.state[r] = calloc((size_t)p->nops + 1, 1);
+      sw.arrived[r] = calloc((size_t)p->nops + 1, 1);
       n += p->nstreams;
       for (int i = 0; i < p->nops; i++)
         p2p += p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV;
@@ -230,8 +228,8 @@ void replay_sweep_run(const replay_plan_t *pl, replay_record_t *rec) {
   free(sw.queued);
   free(sw.first_cur);
   for (int r = 0; r < t->ranks; r++)
-    free(sw.state[r]);
-  free(sw.state);
+    free(sw.arrived[r]);
+  free(sw.arrived);
   for (int i = 0; i < pl->ninsts; i++)
     free(sw.colls[i].v);
   free(sw.colls);
