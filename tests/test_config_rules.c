@@ -100,6 +100,13 @@ static void test_model_and_plan_must_divide_evenly(void) {
   expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=3"),
          "--set: parallel.vpp: expected pp x vpp to divide model.layers = 80, found pp = 4, vpp "
          "= 3");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.first_stage_layers=19"),
+         "--set: parallel.first_stage_layers: expected first and last stage layers that leave "
+         "model.layers = 80 shared evenly by the 3 other stages (at least one each), found "
+         "first 19, last 0");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.first_stage_layers=17", "parallel.last_stage_layers=17"),
+         "--set: parallel.first_stage_layers: expected every stage's layers a multiple of "
+         "parallel.vpp = 4, found stage 0 with 17");
   expect(CONFIG_WORKLOAD, b, SET("parallel.cp=3"),
          "--set: parallel.cp: expected 2 x cp to divide model.seq_len = 4096 (load-balanced "
          "ring attention), found cp = 3");

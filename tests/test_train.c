@@ -96,6 +96,8 @@ static void test_every_plan_checks(void) {
        false},
       {"\"tp\": 2, \"pp\": 2, \"dp\": 4, \"ep\": 4", "\"micro_batch\": 1, \"global_batch\": 8",
        true},
+      {"\"pp\": 3, \"first_stage_layers\": 2, \"last_stage_layers\": 2, \"dp\": 2",
+       "\"micro_batch\": 1, \"global_batch\": 8", false},
       {"\"tp\": 2, \"pp\": 2, \"dp\": 2, \"order\": \"tp-pp-dp-cp\"",
        "\"micro_batch\": 1, \"global_batch\": 4, \"overlap_grad_reduce\": false", false},
   };
@@ -157,6 +159,62 @@ static void test_activation_memory_matches_korthikanti(void) {
     train_info_free(&a);
     train_info_free(&b);
   }
+}
+
+/* Megatron's decoder_first/last_pipeline_num_layers: the end stages hold the
+ * layers asked for, the middle ones share the rest; each stage's weights and
+ * activations follow its own layers. */
+static void test_uneven_stages_hold_their_layers(void) {
+  workload_cfg_t even = load_workload(small_model, "\"pp\": 4", "\"global_batch\": 8");
+  workload_cfg_t uneven = load_workload(
+      small_model, "\"pp\": 4, \"first_stage_layers\": 1, \"last_stage_layers\": 1",
+      "\"global_batch\": 8");
+  CU_ASSERT_EQUAL(workload_stage_layers(&uneven, 0), 1);
+  CU_ASSERT_EQUAL(workload_stage_layers(&uneven, 1), 3);
+  CU_ASSERT_EQUAL(workload_stage_layers(&uneven, 2), 3);
+  CU_ASSERT_EQUAL(workload_stage_layers(&uneven, 3), 1);
+  CU_ASSERT_EQUAL(workload_stage_layers(&even, 1), 2);
+  train_info_t a, b;
+  generate_and_check(&even, &a);
+  generate_and_check(&uneven, &b);
+  /* stage 1: 3 layers instead of 2, with the same micro-batches in flight */
+  CU_ASSERT_DOUBLE_EQUAL(b.memory[1].activations, a.memory[1].activations * 1.5,
+                         a.memory[1].activations * 1e-9);
+  CU_ASSERT(b.memory[1].weights > a.memory[1].weights);
+  CU_ASSERT(b.memory[0].activations < a.memory[0].activations);
+  CU_ASSERT_DOUBLE_EQUAL(b.model_flops, a.model_flops, a.model_flops * 1e-12);
+  train_info_free(&a);
+  train_info_free(&b);
+}
+
+/* Activations of a LLaMA layer term by term (SwiGLU, 4 of 8 key/value
+ * heads, no dropout, fused attention, sequence parallel over tp 2):
+ * sequence part 8h, tensor part 2h + 4h/2 + 2h + 6f, per token. */
+static void test_activation_memory_counts_what_the_layer_keeps(void) {
+  workload_cfg_t w = load_workload(small_model, "\"tp\": 2, \"sequence_parallel\": true",
+                                   "\"global_batch\": 1");
+  train_info_t info;
+  generate(&w, &info);
+  double h = 1024, f = 2816, tokens = 1024;
+  double want = tokens * (8 * h + 2 * h + 2 * h + 2 * h + 6 * f) / 2 * 8; /* 8 layers */
+  CU_ASSERT_DOUBLE_EQUAL(info.memory[0].activations, want, want * 1e-12);
+  train_info_free(&info);
+}
+
+/* grad_reduce_in_fp32: 4 bytes per parameter of gradient buffers, else 2. */
+static void test_gradient_precision_sizes_buffers(void) {
+  workload_cfg_t fp32 = load_workload(small_model, "\"dp\": 2", "\"global_batch\": 2");
+  workload_cfg_t bf16 = load_workload(small_model, "\"dp\": 2",
+                                      "\"global_batch\": 2, \"grad_reduce_in_fp32\": false");
+  train_info_t a, b;
+  generate(&fp32, &a);
+  generate(&bf16, &b);
+  CU_ASSERT_DOUBLE_EQUAL(b.memory[0].gradients, a.memory[0].gradients / 2,
+                         a.memory[0].gradients * 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(a.memory[0].gradients, a.memory[0].weights * 2,
+                         a.memory[0].weights * 1e-12);
+  train_info_free(&a);
+  train_info_free(&b);
 }
 
 static void test_zero_shards_optimizer_states(void) {
@@ -506,6 +564,10 @@ CU_TestInfo train_tests[] = {
     {"pipeline order keeps its laws", test_pipeline_order_keeps_its_laws},
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
     {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
+    {"uneven stages hold their layers", test_uneven_stages_hold_their_layers},
+    {"activation memory counts what the layer keeps",
+     test_activation_memory_counts_what_the_layer_keeps},
+    {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
     {"ZeRO stages communicate as they shard", test_zero_stages_communicate_as_they_shard},
     {"position embeddings", test_position_embeddings},

@@ -8,7 +8,6 @@
 
 #include "pipeline.h"
 
-#define GRAD_BYTES 4.0 /* fp32 main gradients, as Megatron keeps them (18 B/param in all) */
 #define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
 /* The largest step generated: micro-batches per replica x layers x cp, 3 times the
  * largest published run we validate against (GPT 1T: 512 x 128); about 2.5 GiB. */
@@ -569,8 +568,9 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   bool last_virtual = st->stage == st->pp - 1 && chunk == st->vpp - 1;
   double tk = g->tokens, h = m->hidden, t = par->tp, vocab = (double)m->vocab / t;
   double rows = par->sequence_parallel ? tk / t : tk; /* norms run on the sequence shard */
-  double expert_grad = routed_expert_params(g->w) * GRAD_BYTES;
-  double layer_grad = layer_params(g->w) * GRAD_BYTES - expert_grad;
+  double grad_bytes = workload_grad_bytes(g->w);
+  double expert_grad = routed_expert_params(g->w) * grad_bytes;
+  double layer_grad = layer_params(g->w) * grad_bytes - expert_grad;
   bool last_mb = mb == st->microbatches - 1;
   int x = last_op;
   /* input: from the previous virtual stage, or the embedding */
@@ -607,7 +607,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   if (last_virtual) { /* LM head backward (dgrad, wgrad), final norm backward */
     x = column_backward(g, tk, vocab, h, x);
     x = vec(g, norm_kind(m), rows, h, x);
-    grads_ready(g, h * vocab * GRAD_BYTES, 0, x, last_mb);
+    grads_ready(g, h * vocab * grad_bytes, 0, x, last_mb);
   } else {
     x = join(g, x, gathered(g, in));
   }
@@ -619,7 +619,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     x = tp_enter(g, x); /* the mirror of the embedding's scatter */
     x = vec(g, GEN_ADD, tk, h, x); /* embedding gradient */
     double table = m->position == POSITION_LEARNED ? (double)m->seq_len * h : 0;
-    grads_ready(g, (h * vocab + table) * GRAD_BYTES, 0, x, last_mb);
+    grads_ready(g, (h * vocab + table) * grad_bytes, 0, x, last_mb);
   } else {
     int sent = p2p(g, TRACE_OP_SEND, TRAIN_PART_PP, g->send_prev, pp_prev(g, st), g->tag_bwd,
                    st->act_bytes, x);
@@ -669,7 +669,7 @@ static void tie_embeddings(gen_t *g, int stage) {
   const parallel_cfg_t *par = &g->w->parallel;
   if (!m->tied_embeddings || par->pp == 1 || (stage != 0 && stage != par->pp - 1))
     return;
-  double bytes = (double)m->hidden * m->vocab / par->tp * GRAD_BYTES;
+  double bytes = (double)m->hidden * m->vocab / par->tp * workload_grad_bytes(g->w);
   g->last_bucket_op = coll(g, GEN_ALLREDUCE, g->dp, COMM_EMBD, bytes, g->last_grad_op);
 }
 
@@ -698,6 +698,38 @@ static void optimizer_step(gen_t *g, int stage, double params, double experts) {
 
 /* ---- memory ---- */
 
+/* Bytes per token one layer keeps for its backward: the part inside the
+ * tensor-parallel region (split over tp) and the part on the full sequence
+ * (split only with sequence parallelism). Korthikanti et al. 2022, Table 2,
+ * term by term, so that grouped-query attention, a gated MLP and the absence
+ * of dropout count what they keep; a GPT layer with dropout gives the paper's
+ * 34 h + 5 a s (10 h + 24 h / t + 5 a s / t without sequence parallelism). */
+typedef struct {
+  double tp_split, sequence;
+} act_bytes_t;
+
+static act_bytes_t layer_activation_bytes(const workload_cfg_t *w) {
+  const model_cfg_t *m = &w->model;
+  double h = m->hidden, kv = (double)m->kv_heads / m->heads;
+  double f = m->has_moe ? (double)(m->moe.top_k + m->moe.shared_experts) * m->moe.expert_ffn_hidden
+                        : m->ffn_hidden;
+  bool dropout = m->dropout > 0;
+  act_bytes_t a;
+  /* the norms' inputs (2 x 2h), the QKV and first MLP linear's inputs (2h
+   * each), the two dropout masks (1 byte per element each) */
+  a.sequence = 4 * h + 2 * h + 2 * h + (dropout ? 2 * h : 0);
+  /* queries 2h, keys and values 2h each per key/value head share, the output
+   * projection's input 2h; the MLP's activation inputs and outputs (GeLU: 4f,
+   * SwiGLU: its two inputs and its output, 6f) */
+  a.tp_split = 2 * h + 4 * h * kv + 2 * h + (m->activation == ACTIVATION_SWIGLU ? 6 : 4) * f;
+  /* the attention scores unless fused or recomputed: softmax output (2 bytes
+   * per score), with dropout also its mask and output (5 in all) */
+  bool no_scores = w->parallel.recompute == RECOMPUTE_SELECTIVE || w->training.flash_attention;
+  if (!no_scores)
+    a.tp_split += (dropout ? 5.0 : 2.0) * m->heads * ((double)m->seq_len / w->parallel.cp);
+  return a;
+}
+
 static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double params,
                                    double experts, double layers, long in_flight) {
   const model_cfg_t *m = &w->model;
@@ -707,17 +739,14 @@ static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double pa
   train_memory_t mem = {0};
   double dense = params - experts;
   mem.weights = zero_bytes(par, dense, experts, 2, par->zero >= 3);
-  mem.gradients = zero_bytes(par, dense, experts, GRAD_BYTES, par->zero >= 2);
+  mem.gradients = zero_bytes(par, dense, experts, workload_grad_bytes(w), par->zero >= 2);
   mem.optimizer = zero_bytes(par, dense, experts, OPT_BYTES, par->zero >= 1);
-  /* Korthikanti et al. 2022, Table 2: bytes per layer per micro-batch */
-  double sbh = s * b * h, scores = 5.0 * m->heads * s / h;
   double per_layer;
-  if (par->recompute == RECOMPUTE_FULL)
-    per_layer = 2 * sbh / (par->sequence_parallel ? t : 1);
+  if (par->recompute == RECOMPUTE_FULL) /* only the layer's input */
+    per_layer = 2 * s * b * h / (par->sequence_parallel ? t : 1);
   else {
-    bool no_scores = par->recompute == RECOMPUTE_SELECTIVE || w->training.flash_attention;
-    double attn = no_scores ? 0 : scores;
-    per_layer = par->sequence_parallel ? sbh / t * (34 + attn) : sbh * (10 + 24 / t + attn / t);
+    act_bytes_t a = layer_activation_bytes(w);
+    per_layer = s * b * (a.tp_split / t + a.sequence / (par->sequence_parallel ? t : 1));
   }
   mem.activations = per_layer * layers * in_flight;
   if (stage == par->pp - 1)
@@ -916,8 +945,6 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   info->stages = par->pp;
   info->programs = calloc((size_t)nprog, sizeof *info->programs);
   info->nprograms = nprog;
-  double layers_per_stage = (double)m->layers / par->pp;
-  double params_layers = layer_params(w) * layers_per_stage;
   for (int r = 0; r < world; r++) {
     int coord[PAR_DIM_COUNT];
     coords_of(par, r, coord);
@@ -947,14 +974,15 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.tag_bwd = trace_intern(&p->tags, &p->ntags, "bwd");
     g.tag_cp = trace_intern(&p->tags, &p->ntags, "cp");
     double act = g.tokens * m->hidden * g.e / par->tp; /* scatter/gather: see gathered() */
-    stage_t st = {stage, par->pp, par->vpp, m->layers / (par->pp * par->vpp), mbs, act};
+    double layers_per_stage = workload_stage_layers(w, stage);
+    stage_t st = {stage, par->pp, par->vpp, (int)layers_per_stage / par->vpp, mbs, act};
     stage_program(&g, &st);
     /* embedding on the first stage, LM head on the last: one matrix when tied
      * and both are on one stage (Megatron keeps a copy per stage otherwise) */
     int vocab_mats = (stage == 0) + (stage == par->pp - 1);
     if (m->tied_embeddings && par->pp == 1)
       vocab_mats = 1;
-    double params = params_layers + (double)m->hidden * m->vocab / par->tp * vocab_mats;
+    double params = layer_params(w) * layers_per_stage + (double)m->hidden * m->vocab / par->tp * vocab_mats;
     if (stage == 0 && m->position == POSITION_LEARNED) /* not split over TP in Megatron */
       params += (double)m->seq_len * m->hidden;
     double experts = routed_expert_params(w) * layers_per_stage;

@@ -21,6 +21,23 @@ long workload_grad_accum_steps(const workload_cfg_t *w) {
   return per_step > 0 ? w->training.global_batch / per_step : 0;
 }
 
+int workload_stage_layers(const workload_cfg_t *w, int stage) {
+  const parallel_cfg_t *p = &w->parallel;
+  int first = p->first_stage_layers, last = p->last_stage_layers;
+  if (p->pp == 1)
+    return w->model.layers;
+  if (stage == 0 && first > 0)
+    return first;
+  if (stage == p->pp - 1 && last > 0)
+    return last;
+  int middle = p->pp - (first > 0) - (last > 0);
+  return middle > 0 ? (w->model.layers - first - last) / middle : 0;
+}
+
+double workload_grad_bytes(const workload_cfg_t *w) {
+  return w->training.grad_reduce_in_fp32 ? 4.0 : 2.0;
+}
+
 int workload_parse_order(const char *text, par_dim_t order[PAR_DIM_COUNT]) {
   bool seen[PAR_DIM_COUNT] = {false};
   const char *p = text;

@@ -51,6 +51,8 @@ typedef struct {
 
 typedef struct {
   int dp, tp, pp, vpp, cp, ep;
+  int first_stage_layers;   /* layers on pipeline stage 0; 0: an even share */
+  int last_stage_layers;    /* layers on the last stage; 0: an even share */
   bool sequence_parallel;
   int zero;                 /* 0..3; 1 = distributed optimizer */
   recompute_t recompute;
@@ -66,6 +68,7 @@ typedef struct {
   bool overlap_grad_reduce; /* DP gradient reduction overlapped with backward */
   bool overlap_p2p_comm;    /* pipeline sends do not block the compute stream */
   uint64_t grad_bucket_bytes; /* gradient bucket for the overlapped reduction */
+  bool grad_reduce_in_fp32; /* fp32 gradient buffers and reduction (Megatron with bf16) */
   bool overlap_tp_comm;     /* TP communication overlapped with compute */
 } training_cfg_t;
 
@@ -89,6 +92,14 @@ long workload_world_size(const workload_cfg_t *w);
 
 /* Micro-batches each pipeline runs per step: global / (micro x dp). */
 long workload_grad_accum_steps(const workload_cfg_t *w);
+
+/* Transformer layers pipeline stage `stage` holds: first_stage_layers and
+ * last_stage_layers where set (Megatron's decoder_first/last_pipeline_num_layers),
+ * the rest shared evenly by the other stages. */
+int workload_stage_layers(const workload_cfg_t *w, int stage);
+
+/* Bytes per parameter of the gradient buffers and of their reduction. */
+double workload_grad_bytes(const workload_cfg_t *w);
 
 /* Parses a rank order such as "tp-cp-dp-pp" (innermost first) into order[].
  * Every dimension must appear once. Returns 0, or -1 if the text is not such

@@ -144,6 +144,35 @@ static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t 
   return 0;
 }
 
+/* Every pipeline stage holds a whole number of layers per virtual stage. */
+static int check_stage_layers(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
+  const model_cfg_t *m = &w->model;
+  const parallel_cfg_t *p = &w->parallel;
+  int first = p->first_stage_layers, last = p->last_stage_layers;
+  if (first == 0 && last == 0) {
+    if (m->layers % (p->pp * p->vpp))
+      return fail(doc, p->vpp > 1 ? "parallel.vpp" : "parallel.pp", err,
+                  "pp x vpp to divide model.layers = %d, found pp = %d, vpp = %d", m->layers,
+                  p->pp, p->vpp);
+    return 0;
+  }
+  const char *key = first > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers";
+  if (p->pp == 1)
+    return fail(doc, key, err, "0 when parallel.pp = 1, found %d", first > 0 ? first : last);
+  int middle = p->pp - (first > 0) - (last > 0), rest = m->layers - first - last;
+  if (rest < 0 || (middle == 0 && rest != 0) || (middle > 0 && (rest == 0 || rest % middle)))
+    return fail(doc, key, err,
+                "first and last stage layers that leave model.layers = %d shared evenly by the "
+                "%d other stages (at least one each), found first %d, last %d", m->layers,
+                middle, first, last);
+  for (int s = 0; s < p->pp; s++)
+    if (workload_stage_layers(w, s) % p->vpp)
+      return fail(doc, key, err,
+                  "every stage's layers a multiple of parallel.vpp = %d, found stage %d with %d",
+                  p->vpp, s, workload_stage_layers(w, s));
+  return 0;
+}
+
 static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
   const model_cfg_t *m = &w->model;
   const parallel_cfg_t *p = &w->parallel;
@@ -156,10 +185,8 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
                 "false when parallel.tp = 1 (nothing to split the sequence over), found true");
   if (p->vpp > 1 && p->pp == 1)
     return fail(doc, "parallel.vpp", err, "1 when parallel.pp = 1, found %d", p->vpp);
-  if (m->layers % (p->pp * p->vpp))
-    return fail(doc, p->vpp > 1 ? "parallel.vpp" : "parallel.pp", err,
-                "pp x vpp to divide model.layers = %d, found pp = %d, vpp = %d", m->layers,
-                p->pp, p->vpp);
+  if (check_stage_layers(doc, w, err))
+    return -1;
   if (p->cp > 1 && m->seq_len % (2 * p->cp))
     return fail(doc, "parallel.cp", err,
                 "2 x cp to divide model.seq_len = %d (load-balanced ring attention), found "

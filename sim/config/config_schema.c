@@ -304,6 +304,12 @@ static const cfg_key_t workload_keys[] = {
     INT("parallel.pp", WL(parallel.pp), 1, 1e5, "1", "Pipeline stages."),
     INT("parallel.vpp", WL(parallel.vpp), 1, 1e5, "1",
         "Virtual stages per pipeline rank (interleaved 1F1B); pp x vpp divides layers."),
+    INT("parallel.first_stage_layers", WL(parallel.first_stage_layers), 0, 1e5, "0",
+        "Layers on the first pipeline stage (Megatron's decoder_first_pipeline_num_layers); "
+        "0: an even share. The stages without a set count share the rest evenly."),
+    INT("parallel.last_stage_layers", WL(parallel.last_stage_layers), 0, 1e5, "0",
+        "Layers on the last pipeline stage (Megatron's decoder_last_pipeline_num_layers); "
+        "0: an even share."),
     INT("parallel.cp", WL(parallel.cp), 1, 1e5, "1", "Context-parallel size (ring attention)."),
     INT("parallel.ep", WL(parallel.ep), 1, 1e5, "1",
         "Expert-parallel size, carved out of dp x cp; divides experts."),
@@ -333,6 +339,9 @@ static const cfg_key_t workload_keys[] = {
          "Reduce gradients in buckets overlapped with the backward pass."),
     SIZE("training.grad_bucket_MiB", "MiB", MIB, WL(training.grad_bucket_bytes), 1, 1e6, "80",
          "Gradient bucket size for the overlapped reduction."),
+    BOOL("training.grad_reduce_in_fp32", WL(training.grad_reduce_in_fp32), "true",
+         "Gradient buffers and their data-parallel reduction in fp32 (4 bytes per parameter; "
+         "Megatron's choice with bf16); false keeps them in 16 bits (--grad-reduce-in-bf16)."),
     BOOL("training.overlap_p2p_comm", WL(training.overlap_p2p_comm), "false",
          "Pipeline sends run beside the next chunk's compute; false (Megatron's default) "
          "makes the compute stream wait for each send."),
