@@ -14,10 +14,11 @@ typedef struct {
   int *nhops;
 } scratch_t;
 
-/* Cost of one round of a phase; records link figures when stats is set. */
+/* Cost of one round of a phase; records link figures when stats is set, and
+ * the phase's link loads (all its rounds) when cost is. */
 static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
                          double wire, double step_s, scratch_t *sc, linkstats_t *stats,
-                         double repeat) {
+                         double repeat, coll_phase_cost_t *cost) {
   sc->ntouched = 0;
   for (int i = 0; i < ph->nxfers; i++) {
     const coll_xfer_t *x = &ph->xfers[i];
@@ -50,6 +51,21 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
   double total = slowest + cfg->step_latency_s + step_s;
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
     total += most_received / cfg->reduce_bw_bytes_per_s;
+  if (cost) {
+    double busiest = 0;
+    cost->slots = malloc(((size_t)sc->ntouched + 1) * sizeof *cost->slots);
+    cost->bytes = malloc(((size_t)sc->ntouched + 1) * sizeof *cost->bytes);
+    for (int k = 0; k < sc->ntouched; k++) {
+      int slot = sc->touched[k];
+      double busy = sc->load[slot] / topo_link_bw(t, slot / 2);
+      busiest = busy > busiest ? busy : busiest;
+      cost->slots[k] = slot;
+      cost->bytes[k] = sc->load[slot] * ph->rounds;
+    }
+    cost->nloads = sc->ntouched;
+    cost->link_s = busiest * ph->rounds;
+    cost->fixed_s = (total - busiest) * ph->rounds;
+  }
   for (int k = 0; k < sc->ntouched; k++) {
     int slot = sc->touched[k];
     double busy = sc->load[slot] / topo_link_bw(t, slot / 2);
@@ -63,8 +79,10 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
   return total;
 }
 
+/* Costs the schedule; per-phase costs go to costs (may be NULL, else one per
+ * phase, zeroed, a phase without transfers left empty). */
 static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
-                       linkstats_t *stats, double times) {
+                       linkstats_t *stats, double times, coll_phase_cost_t *costs) {
   int maxx = 0;
   for (int p = 0; p < sched->nphases; p++)
     if (sched->phases[p].nxfers > maxx)
@@ -82,7 +100,8 @@ static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sch
     if (ph->nxfers == 0)
       continue;
     double repeat = (double)ph->rounds * loops * times;
-    per_loop += ph->rounds * round_time(topo, cfg, ph, wire, sched->step_s, &sc, stats, repeat);
+    per_loop += ph->rounds * round_time(topo, cfg, ph, wire, sched->step_s, &sc, stats, repeat,
+                                        costs ? &costs[p] : NULL);
   }
   free(sc.load);
   free(sc.recv);
@@ -94,10 +113,25 @@ static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sch
 
 double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats) {
-  return analytic(topo, cfg, sched, stats, 1);
+  return analytic(topo, cfg, sched, stats, 1, NULL);
 }
 
 void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats, double times) {
-  analytic(topo, cfg, sched, stats, times);
+  analytic(topo, cfg, sched, stats, times, NULL);
+}
+
+coll_phase_cost_t *coll_analytic_phases(const topo_t *topo, const coll_cfg_t *cfg,
+                                        const coll_sched_t *sched) {
+  coll_phase_cost_t *costs = calloc((size_t)sched->nphases + 1, sizeof *costs);
+  analytic(topo, cfg, sched, NULL, 1, costs);
+  return costs;
+}
+
+void coll_phase_costs_free(coll_phase_cost_t *costs, int n) {
+  for (int p = 0; costs && p < n; p++) {
+    free(costs[p].slots);
+    free(costs[p].bytes);
+  }
+  free(costs);
 }

@@ -26,6 +26,24 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
 void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats, double times);
 
+/* One phase of a schedule (all its rounds, one loop) as the analytic model
+ * costs it alone, for engines that share links among concurrent schedules
+ * (sim/replay/replay_contend.c). Only link_s stretches when links are shared. */
+typedef struct {
+  double fixed_s;  /* path latencies, software steps and reductions */
+  double link_s;   /* the rounds' busiest link direction, busy */
+  int nloads;
+  int *slots;      /* link directions the phase loads: 2 x link + direction */
+  double *bytes;   /* bytes on each (wire bytes, all rounds) */
+} coll_phase_cost_t;
+
+/* The schedule's phases, sched->nphases of them (a phase without transfers
+ * left zero): alone, op_overhead_s + loops x their fixed_s + link_s is
+ * coll_analytic_time. Free with coll_phase_costs_free. */
+coll_phase_cost_t *coll_analytic_phases(const topo_t *topo, const coll_cfg_t *cfg,
+                                        const coll_sched_t *sched);
+void coll_phase_costs_free(coll_phase_cost_t *costs, int n);
+
 /* What one SimGrid simulation can hold, refused before it starts. Each actor's
  * stack takes two of the kernel's memory maps (vm.max_map_count is 65530 by
  * default), so SimGrid aborts at about 32,000 actors; each transfer of a

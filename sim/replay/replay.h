@@ -15,7 +15,9 @@
  *             from the topology, so everything in flight shares the links;
  *   analytic: the members of a collective meet, then each waits the
  *             collective's alpha-beta cost; a send/recv pair meets, then waits
- *             the uncontended path time. No contention between them.
+ *             its path time; collectives and messages that run at the same
+ *             time share the links they cross (replay_contend.h: max-min
+ *             sharing between jobs, the sweep run again until times settle).
  * Compute and communication on different streams overlap; a compute op the
  * trace marks as running beside a transfer ("overlaps") takes
  * collectives.compute_slowdown x the shorter of the two longer (interference;
@@ -39,17 +41,19 @@ extern const trace_vocab_t replay_vocab;
  * replay_vocab. */
 void replay_op_desc(const trace_op_t *op, op_desc_t *d);
 
-/* How to replay: what the command asked, and two switches for tests. */
+/* How to replay: what the command asked, and switches for tests. */
 typedef struct {
   bool flow;              /* flow fidelity, else analytic */
   bool representatives;   /* analytic: one rank per program; flow: only what contends */
+  bool contention;        /* analytic: concurrent transfers share links (replay_contend.h) */
   bool force_actors;      /* analytic on the SimGrid actors where the sweep would do */
   bool all_ranks;         /* flow with representatives: simulate every rank anyway */
 } replay_opts_t;
 
 /* The options for a fidelity: the test switches from the environment
- * (NPUSIM_REPLAY_ACTORS=1, NPUSIM_FLOW_ALL_RANKS=1), the only place the replay
- * reads it. */
+ * (NPUSIM_REPLAY_ACTORS=1, NPUSIM_FLOW_ALL_RANKS=1, NPUSIM_ANALYTIC_CONTENTION=0
+ * for the analytic fidelity as it was before contention), the only place the
+ * replay reads it. */
 replay_opts_t replay_opts(bool flow, bool representatives);
 
 typedef struct {
@@ -80,6 +84,8 @@ typedef struct {
   replay_span_t **spans;     /* per simulated rank, per op of its program */
   bool representatives;
   int simulated_ranks;       /* ranks that ran their own program */
+  int contention_passes;     /* analytic: sweeps run while contention moved times */
+  char note[256];            /* what the caller should say on stderr, or "" */
   topo_t topo;
 } replay_result_t;
 

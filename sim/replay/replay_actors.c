@@ -183,7 +183,7 @@ static void run_collective(actors_t *A, int rank, int i, replay_span_t *sp) {
       run->latest_s = run->read = 0;
     if (x->members > 1) /* ...before anyone can leave for that use */
       sg_barrier_wait(run->barrier);
-    sp->end_s = sp->ready_s + x->analytic_s;
+    sp->end_s = sp->ready_s + replay_coll_s(A->pl, rank, i);
     sg_actor_sleep_until(sp->end_s);
     return;
   }
@@ -230,7 +230,7 @@ static void run_p2p(actors_t *A, int rank, int i, replay_span_t *sp) {
            A->pl->pairing.seq[rank][i]);
   if (!A->pl->flow) { /* meet, then both wait the uncontended path time */
     sp->ready_s = exchange_arrivals(name, send, sp->start_s);
-    sp->end_s = sp->ready_s + replay_p2p_analytic_s(A->pl->topo, src, dst, op->bytes);
+    sp->end_s = sp->ready_s + replay_p2p_s(A->pl, rank, i, src, dst, op->bytes);
     sg_actor_sleep_until(sp->end_s);
     return;
   }
@@ -358,7 +358,7 @@ static void stream_actor(int argc, char **argv) {
       continue;
     }
     if (lone_analytic(A, ctx->rank, p, i)) { /* planned, so waiters need no wake-up */
-      sp[i].end_s = sp[i].start_s + A->pl->insts[A->pl->inst_of[ctx->rank][i]].analytic_s;
+      sp[i].end_s = sp[i].start_s + replay_coll_s(A->pl, ctx->rank, i);
       mark_done(A, ctx->rank, i, OP_PLANNED);
       sg_actor_sleep_until(sp[i].end_s);
       mark_done(A, ctx->rank, i, OP_DONE);

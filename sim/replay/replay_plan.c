@@ -300,6 +300,9 @@ void replay_plan_free(replay_plan_t *pl) {
   for (int r = 0; pl->inst_of && r < t->ranks; r++)
     free(pl->inst_of[r]);
   free(pl->inst_of);
+  for (int r = 0; pl->comm_s && r < t->ranks; r++)
+    free(pl->comm_s[r]);
+  free(pl->comm_s);
   for (int pi = 0; pl->compute_s && pi < t->nprograms; pi++)
     free(pl->compute_s[pi]);
   free(pl->compute_s);

@@ -52,6 +52,9 @@ typedef struct {
   size_t nslots;
   int **inst_of;        /* per simulated rank, per op: its collective (COLL ops) */
   bool sweep;           /* analytic and no memory ops: replay_sweep.c, no simulator */
+  double **comm_s;      /* analytic, per simulated rank, per op: a communication op's
+                         * duration with contention (replay_contend.c writes it between
+                         * runs); NULL: each alone */
 } replay_plan_t;
 
 /* Builds the plan of a trace on a system (topo built for the trace). Returns
@@ -84,6 +87,17 @@ static inline double replay_timed_s(const replay_plan_t *pl, int pi, int i) {
 /* Analytic send/recv: path latency plus the bytes over the slowest link. */
 double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes);
 
+/* Analytic seconds collective op i of simulated rank r takes. */
+static inline double replay_coll_s(const replay_plan_t *pl, int r, int i) {
+  return pl->comm_s ? pl->comm_s[r][i] : pl->insts[pl->inst_of[r][i]].analytic_s;
+}
+
+/* Analytic seconds send/recv op i of simulated rank r takes, src to dst. */
+static inline double replay_p2p_s(const replay_plan_t *pl, int r, int i, int src, int dst,
+                                  double bytes) {
+  return pl->comm_s ? pl->comm_s[r][i] : replay_p2p_analytic_s(pl->topo, src, dst, bytes);
+}
+
 /* Whether a flow replay runs the collective as transfers. */
 static inline bool replay_inst_flows(const inst_t *x) {
   return x->members > 0 && x->mode == INST_FLOW;
@@ -98,6 +112,10 @@ typedef struct {
   bool *analytic;       /* per inst: its links carry nothing else */
   bool *simulated;      /* per rank; NULL: every rank */
 } replay_scope_t;
+
+/* Per collective: its links carry nothing but its own collectives, issued from
+ * one stream (so one at a time); every group's collectives must be planned. */
+bool *replay_exclusive_insts(const replay_plan_t *pl);
 
 /* Plans every group's collectives in pl, then chooses; 0, or -1 with err. */
 int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out, char *err,

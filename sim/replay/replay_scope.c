@@ -29,8 +29,6 @@ enum { LINK_FREE = -1, LINK_P2P = -2, LINK_SHARED = -3 };
 typedef struct {
   replay_plan_t *pl;
   const char *name;
-  int *gid_base;   /* per communicator: id of its group 0 */
-  int *user;       /* per link: LINK_FREE, LINK_P2P, LINK_SHARED or a group id */
   bool *exclusive; /* per collective: its links carry nothing else */
 } scope_t;
 
@@ -141,27 +139,33 @@ static bool *one_stream_comms(const trace_t *t) {
   return ok;
 }
 
-static void find_exclusive(scope_t *sc) {
-  const replay_plan_t *pl = sc->pl;
+bool *replay_exclusive_insts(const replay_plan_t *pl) {
   const trace_t *t = pl->trace;
+  int *gid_base = malloc(((size_t)t->ncomms + 1) * sizeof *gid_base);
+  for (int c = 0, base = 0; c < t->ncomms; base += t->comms[c++].ngroups)
+    gid_base[c] = base;
+  int *user = malloc(((size_t)pl->topo->nlinks + 1) * sizeof *user);
   for (int l = 0; l < pl->topo->nlinks; l++)
-    sc->user[l] = LINK_FREE;
+    user[l] = LINK_FREE;
   for (int k = 0; k < pl->ninsts; k++) {
     const inst_t *x = &pl->insts[k];
-    mark_t m = {sc->user, sc->gid_base[x->comm] + x->group};
+    mark_t m = {user, gid_base[x->comm] + x->group};
     each_inst_link(pl->topo, x, mark_user, &m);
   }
-  mark_t p2p = {sc->user, LINK_P2P};
+  mark_t p2p = {user, LINK_P2P};
   each_send_link(pl, NULL, mark_user, &p2p, &p2p);
   bool *one_stream = one_stream_comms(t);
-  sc->exclusive = calloc((size_t)pl->ninsts + 1, sizeof *sc->exclusive);
+  bool *exclusive = calloc((size_t)pl->ninsts + 1, sizeof *exclusive);
   for (int k = 0; k < pl->ninsts; k++) {
     const inst_t *x = &pl->insts[k];
-    check_t c = {sc->user, sc->gid_base[x->comm] + x->group, true};
+    check_t c = {user, gid_base[x->comm] + x->group, true};
     each_inst_link(pl->topo, x, check_alone, &c);
-    sc->exclusive[k] = one_stream[x->comm] && c.alone;
+    exclusive[k] = one_stream[x->comm] && c.alone;
   }
   free(one_stream);
+  free(user);
+  free(gid_base);
+  return exclusive;
 }
 
 /* ---- which ranks to simulate ---- */
@@ -244,16 +248,11 @@ static bool separable(const scope_t *sc, const bool *in) {
 
 int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out, char *err,
                         size_t len) {
-  const trace_t *t = pl->trace;
   scope_t sc = {.pl = pl, .name = name};
-  sc.gid_base = malloc(((size_t)t->ncomms + 1) * sizeof *sc.gid_base);
-  for (int c = 0, base = 0; c < t->ncomms; base += t->comms[c++].ngroups)
-    sc.gid_base[c] = base;
-  sc.user = malloc(((size_t)pl->topo->nlinks + 1) * sizeof *sc.user);
   int rc = plan_every_group(&sc, err, len);
   bool *in = NULL;
   if (rc == 0) {
-    find_exclusive(&sc);
+    sc.exclusive = replay_exclusive_insts(pl);
     in = closure(&sc, err, len);
     rc = in ? 0 : -1;
   }
@@ -263,7 +262,5 @@ int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out
     out->simulated = in;
   else
     free(in);
-  free(sc.gid_base);
-  free(sc.user);
   return rc;
 }

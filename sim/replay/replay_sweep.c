@@ -102,7 +102,7 @@ static void arrive_coll(sweep_t *sw, int rank, int i, double at) {
   for (int k = 0; k < q->n; k++)
     ready = q->v[k].at_s > ready ? q->v[k].at_s : ready;
   for (int k = 0; k < q->n; k++)
-    resolve(sw, q->v[k].rank, q->v[k].op, ready, ready + x->analytic_s);
+    resolve(sw, q->v[k].rank, q->v[k].op, ready, ready + replay_coll_s(pl, q->v[k].rank, q->v[k].op));
   q->n = 0;
 }
 
@@ -119,7 +119,7 @@ static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
     return;
   }
   double ready = at > m->first.at_s ? at : m->first.at_s;
-  double end = ready + replay_p2p_analytic_s(pl->topo, src, dst, op->bytes);
+  double end = ready + replay_p2p_s(pl, rank, i, src, dst, op->bytes);
   resolve(sw, rank, i, ready, end);
   resolve(sw, m->first.rank, m->first.op, ready, end);
 }
