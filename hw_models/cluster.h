@@ -32,6 +32,8 @@ typedef struct {
   link_cfg_t link;          /* one link, one direction */
   int links_per_npu;        /* links leaving one NPU (to peers or to the switch) */
   bool in_switch_reduction; /* switch can reduce in the network (NVLink SHARP) */
+  double read_request_overhead; /* request bytes per byte a read returns (loads from
+                                 * the switch: NVLS), carried against the data */
 } scale_up_cfg_t;
 
 typedef struct {

@@ -5,13 +5,16 @@ Prints, per size, the measured and predicted time and bus bandwidth and the
 error, then the geometric mean of |error| over sizes >= 1 MiB for each data set:
   tests/data/validation/allreduce_8x_a100.csv   nccl-tests busbw, 8 GPUs
   tests/data/validation/allreduce_a100_2to8.csv vTrain tables, 2/4/8 GPUs
-and over both together. The two sources disagree at small sizes (8 GPUs, 1 MiB:
+and over both together; then H100 with NVLS (in-switch reduction), 5-8 GPUs:
+  tests/data/validation/allreduce_h100_nvls.csv  NCCL maintainers' and users'
+                                                 published busbw at 2-4 GiB The two sources disagree at small sizes (8 GPUs, 1 MiB:
 50.7 us in nccl-tests, 92.8 us in vTrain) and vTrain's 2-GPU runs top out at
 197 GB/s against 230 for 8 GPUs, which no single physical model reproduces; the
 check bounds nccl-tests' set and the combined set.
 Usage: scripts/validate_coll.py [--npusim PATH] [--fidelity flow|analytic]
                                 [--check PERCENT] [--set PATH=VALUE ...]
-With --check, exits 1 when any data set's geometric mean error exceeds PERCENT.
+With --check, exits 1 when the nccl-tests set's, the combined A100 set's or the
+H100 NVLS set's geometric mean error exceeds PERCENT.
 Python standard library only."""
 import argparse
 import csv
@@ -23,7 +26,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "validation")
-SYSTEM = os.path.join(ROOT, "configs", "systems", "a100-dgx.json")
+SYSTEMS = os.path.join(ROOT, "configs", "systems")
 MIB = 1 << 20
 
 
@@ -32,11 +35,11 @@ def read_csv(name):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
-def predict(npusim, ranks, sizes, fidelity, sets):
+def predict(npusim, system, ranks, sizes, fidelity, sets):
     """Predicted time (us) per size for an allreduce on `ranks` GPUs of one node."""
     out = {}
     for size in sizes:  # one process per size: flow runs SimGrid once per process
-        cmd = [npusim, "coll", "--system", SYSTEM, "--op", "allreduce",
+        cmd = [npusim, "coll", "--system", os.path.join(SYSTEMS, system), "--op", "allreduce",
                "--ranks", str(ranks), "--sizes", str(size), "--fidelity", fidelity,
                "--format", "json"]
         for s in sets:
@@ -50,7 +53,7 @@ def gmean_pct(logs):
     return 100 * (math.exp(sum(logs) / len(logs)) - 1)
 
 
-def report(title, rows, npusim, fidelity, sets, all_logs):
+def report(title, system, rows, npusim, fidelity, sets, all_logs):
     """rows: (ranks, bytes, measured_time_us). Returns the geometric mean |error| (%);
     appends each size's log(1 + |error|) to all_logs."""
     print(f"\n{title}")
@@ -59,7 +62,7 @@ def report(title, rows, npusim, fidelity, sets, all_logs):
     logs = []
     for ranks in sorted({r for r, _, _ in rows}):
         sizes = [b for r, b, _ in rows if r == ranks]
-        pred = predict(npusim, ranks, sizes, fidelity, sets)
+        pred = predict(npusim, system, ranks, sizes, fidelity, sets)
         for r, b, meas in rows:
             if r != ranks:
                 continue
@@ -89,16 +92,22 @@ def main():
     vtrain = [(int(r["gpus"]), int(r["bytes"]), float(r["time_us"]))
               for r in read_csv("allreduce_a100_2to8.csv")]
     logs = []
-    g1 = report("nccl-tests all_reduce_perf, 8x A100 (allreduce_8x_a100.csv)", nccl,
-                args.npusim, args.fidelity, args.set, logs)
-    g2 = report("vTrain all-reduce tables, 2/4/8x A100 (allreduce_a100_2to8.csv)", vtrain,
-                args.npusim, args.fidelity, args.set, logs)
+    g1 = report("nccl-tests all_reduce_perf, 8x A100 (allreduce_8x_a100.csv)", "a100-dgx.json",
+                nccl, args.npusim, args.fidelity, args.set, logs)
+    g2 = report("vTrain all-reduce tables, 2/4/8x A100 (allreduce_a100_2to8.csv)",
+                "a100-dgx.json", vtrain, args.npusim, args.fidelity, args.set, logs)
     g_all = gmean_pct(logs)
     print(f"\nboth sets together: geometric mean |error| {g_all:.1f}% ({len(logs)} sizes); "
           f"vTrain alone {g2:.1f}% (see the note above on the sources)")
+    nvls = [(int(r["gpus"]), int(r["bytes"]),
+             int(r["bytes"]) / (float(r["busbw_GBps"]) * 1e9 * int(r["gpus"]) /
+                                (2 * (int(r["gpus"]) - 1))) * 1e6)
+            for r in read_csv("allreduce_h100_nvls.csv")]
+    g3 = report("NVLS all-reduce, 5-8x H100, published busbw (allreduce_h100_nvls.csv)",
+                "h100-dgx.json", nvls, args.npusim, args.fidelity, [], [])
     if args.check is not None:
-        ok = g1 <= args.check and g_all <= args.check
-        print(f"validation: nccl-tests {g1:.1f}%, combined {g_all:.1f}%: "
+        ok = g1 <= args.check and g_all <= args.check and g3 <= args.check
+        print(f"validation: nccl-tests {g1:.1f}%, combined {g_all:.1f}%, H100 NVLS {g3:.1f}%: "
               f"{'within' if ok else 'OUTSIDE'} the {args.check:.0f}% bound")
         return 0 if ok else 1
     return 0

@@ -80,7 +80,11 @@ static void test_each_algorithm_moves_the_bytes_of_its_formula(void) {
   expect_bytes(&s, COLL_ALLREDUCE, 32, 8, COLL_ALGO_MESH, COLL_ALGO_PIPELINE, intra + inter,
                "pipelined allreduce");
   system_cfg_t h = load_system("h100-dgx.json", NULL);
-  expect_bytes(&h, COLL_ALLREDUCE, 8, 8, COLL_ALGO_NVLS, A, 2.0 * 8, "NVLS (up n, down n)");
+  /* NVLS on 8: up n (1 + 1/8) + requests n/8 x r, down n (1 + 1/8) + requests n r */
+  double r = h.node.scale_up.read_request_overhead;
+  CU_ASSERT(r > 0);
+  expect_bytes(&h, COLL_ALLREDUCE, 8, 8, COLL_ALGO_NVLS, A,
+               8 * (2 * (1 + 1.0 / 8) + r / 8 + r), "NVLS (n (1 + 1/p) each way, requests)");
 }
 
 /* Ring on p ranks of one switch: op + 2(p-1)(alpha + step) + 2(p-1)/p n / B + (p-1)/p n / R. */

@@ -287,12 +287,21 @@ static int tree(coll_prim_t prim, const coll_group_t *grp, double n) {
 static int nvls(coll_prim_t prim, const coll_group_t *grp, double n) {
   if (prim != PRIM_AR || grp->switch_id < 0)
     return -1;
-  /* Each rank streams its buffer up once; the switch reduces and multicasts the
-   * result down once. Up and down overlap, as the hardware streams them. */
+  /* NCCL's NVLS: each rank heads 1/g of the buffer. It loads its slice reduced
+   * over all ranks (multimem.ld_reduce: the switch reads the slice from every
+   * rank and returns the sum) and stores the result to all (multimem.st: the
+   * switch multicasts it). So every rank's port carries, up, the read responses
+   * for all heads (n) and its own store (n/g), and, down, its reduced slice
+   * (n/g) and every head's store (n): n (1 + 1/g) each way, not n (NCCL
+   * maintainers: algbw = wire bw x g / (g + 1), nccl-tests PR #239). Reads also
+   * need requests, against the data: the head's for its slice up, the
+   * switch's for every slice read from the rank down. Up and down overlap. */
+  double g = grp->g, r = grp->read_request;
+  double up = n * (1 + 1 / g) + r * n / g, down = n * (1 + 1 / g) + r * n;
   coll_phase_t *ph = coll_sched_phase(grp->sched, grp->base, grp->level, 1, false);
   for (int i = 0; i < grp->g; i++) {
-    coll_phase_add(ph, grp->ranks[i], grp->switch_id, n);
-    coll_phase_add(ph, grp->switch_id, grp->ranks[i], n);
+    coll_phase_add(ph, grp->ranks[i], grp->switch_id, up);
+    coll_phase_add(ph, grp->switch_id, grp->ranks[i], down);
   }
   return 1;
 }

@@ -15,6 +15,7 @@ typedef struct {
   int g;
   int root;            /* index of the root member (BCAST, REDUCE) */
   int switch_id;       /* endpoint id of the group's reducing switch (NVLS), or -1 */
+  double read_request; /* NVLS: request bytes per byte the switch reads */
   const double *a2a;   /* g x g bytes for A2A (row = sender), or NULL for n/g each */
 } coll_group_t;
 

@@ -107,8 +107,10 @@ static int emit_level(coll_sched_t *s, const topo_t *t, const groups_t *gs, int 
     const int *members = &gs->ranks[gi * gs->size];
     coll_group_t grp = {.sched = s, .base = base, .level = level, .ranks = members,
                         .g = gs->size, .root = root, .switch_id = -1};
-    if (algo == COLL_ALGO_NVLS && switch_reduces(t))
+    if (algo == COLL_ALGO_NVLS && switch_reduces(t)) {
       grp.switch_id = t->ranks + topo_server_of(t, members[0]);
+      grp.read_request = t->node.scale_up.read_request_overhead;
+    }
     int r = coll_algo_emit(algo, prim, &grp, n);
     if (r < 0)
       return -1;

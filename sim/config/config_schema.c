@@ -205,6 +205,10 @@ static const cfg_key_t system_keys[] = {
     LINK("node.scale_up", "link_bandwidth_GBps", node.scale_up.link, "one scale-up link"),
     BOOL("node.scale_up.in_switch_reduction", SYS(node.scale_up.in_switch_reduction), "false",
          "The switch reduces in the network (NVLink SHARP); switch topology only."),
+    NUM("node.scale_up.read_request_overhead", "", 1, SYS(node.scale_up.read_request_overhead),
+        0, 1, "0",
+        "Bytes of read-request packets per byte a read returns, carried the other way: an "
+        "in-switch reduction loads the data it reduces (writes need no requests)."),
     SECTION("node.die_link", SYS(node.has_die_link),
         "Link between the dies of one package (SIO); required when chip.dies_per_package > 1."),
     LINK("node.die_link", "bandwidth_GBps", node.die_link, "the die-to-die link"),
