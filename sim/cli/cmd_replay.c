@@ -38,8 +38,6 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     replay_opts_t ropts = replay_opts(opts->fidelity == FIDELITY_FLOW, false);
     rc = replay_run(&cfg.sys, &trace, opts->trace, &ropts, &res, err->msg, sizeof err->msg);
     ran = rc == 0;
-    if (ran && res.note[0])
-      fprintf(stderr, "npusim: note: %s\n", res.note);
   }
   if (rc == 0 && opts->chrome_trace &&
       replay_write_chrome(opts->chrome_trace, &trace, &res, first, last, err->msg,

@@ -208,8 +208,6 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   rc = replay_run(&cfg.sys, &trace, opts->workload_path, &ropts, &res, err->msg,
                   sizeof err->msg);
   bool ran = rc == 0;
-  if (ran && res.note[0])
-    fprintf(stderr, "npusim: note: %s\n", res.note);
   if (ran) /* the files are written whole once the run is done: the deadline ends here */
     time_limit_off();
   if (ran && ((opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) ||

@@ -8,27 +8,18 @@
 #include "replay_contend.h"
 #include "replay_summary.h"
 
-/* Passes of the analytic sweep while contention moves durations, and the
- * relative change of a duration below which they have settled. */
-#define CONTEND_MAX_PASSES 8
-#define CONTEND_SETTLED 1e-9
-
-static bool env_on(const char *name) {
+/* Whether the environment sets name to value. */
+static bool env_is(const char *name, const char *value) {
   const char *v = getenv(name);
-  return v && strcmp(v, "1") == 0;
-}
-
-static bool env_off(const char *name) {
-  const char *v = getenv(name);
-  return v && strcmp(v, "0") == 0;
+  return v && strcmp(v, value) == 0;
 }
 
 replay_opts_t replay_opts(bool flow, bool representatives) {
   return (replay_opts_t){.flow = flow,
                          .representatives = representatives,
-                         .contention = !env_off("NPUSIM_ANALYTIC_CONTENTION"),
-                         .force_actors = env_on("NPUSIM_REPLAY_ACTORS"),
-                         .all_ranks = env_on("NPUSIM_FLOW_ALL_RANKS")};
+                         .contention = !env_is("NPUSIM_ANALYTIC_CONTENTION", "0"),
+                         .force_actors = env_is("NPUSIM_REPLAY_ACTORS", "1"),
+                         .all_ranks = env_is("NPUSIM_FLOW_ALL_RANKS", "1")};
 }
 
 void replay_record_init(replay_record_t *rec, const replay_plan_t *pl) {
@@ -60,31 +51,30 @@ void replay_record_free(replay_record_t *rec, const trace_t *trace) {
   memset(rec, 0, sizeof *rec);
 }
 
-/* Analytic: sweeps the plan, lets concurrent transfers share the links
- * (replay_contend.h) and sweeps again with the durations found, until they
- * settle; the plan keeps the last ones for the final run. Times do not depend
- * on memory ops, so the sweep serves even a plan the actors will run. */
-static int settle_contention(replay_plan_t *pl, const char *name, replay_result_t *out,
-                             char *err, size_t len) {
+/* Analytic: the sweep with concurrent transfers sharing links finds every
+ * transfer's duration (replay_contend.h); the plan keeps them for the run that
+ * follows, so either engine prints the same times. Times do not depend on
+ * memory ops, so the sweep serves even a plan the actors will run. */
+static int find_contention(replay_plan_t *pl, const char *name, char *err, size_t len) {
+  const trace_t *t = pl->trace;
+  double **dur = calloc((size_t)t->ranks + 1, sizeof *dur);
+  for (int r = 0; r < t->ranks; r++)
+    if (pl->simulated[r])
+      dur[r] = calloc((size_t)t->programs[t->program_of[r]].nops + 1, sizeof **dur);
   replay_contend_t *c = replay_contend_new(pl);
-  double change = 1;
-  int pass = 0, rc = 0;
-  while (rc == 0 && pass < CONTEND_MAX_PASSES && change > CONTEND_SETTLED) {
-    replay_record_t rec;
-    replay_record_init(&rec, pl);
-    replay_sweep_run(pl, &rec);
-    rc = replay_check_finished(pl, &rec, name, err, len);
-    if (rc == 0)
-      change = replay_contend_update(c, pl, &rec);
-    replay_record_free(&rec, pl->trace);
-    pass++;
-  }
+  replay_record_t rec;
+  replay_record_init(&rec, pl);
+  replay_sweep_contended(pl, &rec, c, dur);
+  int rc = replay_check_finished(pl, &rec, name, err, len);
+  replay_record_free(&rec, t);
   replay_contend_free(c);
-  out->contention_passes = pass;
-  if (rc == 0 && change > CONTEND_SETTLED)
-    snprintf(out->note, sizeof out->note,
-             "%s: analytic contention still moved a transfer's time by %.2g%% after %d passes; "
-             "the last pass's times are used", name, 100 * change, pass);
+  if (rc == 0) {
+    pl->comm_s = dur;
+    return 0;
+  }
+  for (int r = 0; r < t->ranks; r++)
+    free(dur[r]);
+  free(dur);
   return rc;
 }
 
@@ -104,7 +94,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   }
   out->representatives = (opts->representatives && !opts->flow) || plan.reduced;
   if (!opts->flow && opts->contention)
-    rc = settle_contention(&plan, trace_name, out, err, err_len);
+    rc = find_contention(&plan, trace_name, err, err_len);
   replay_record_t rec;
   replay_record_init(&rec, &plan);
   if (rc)

@@ -17,7 +17,7 @@
  *             collective's alpha-beta cost; a send/recv pair meets, then waits
  *             its path time; collectives and messages that run at the same
  *             time share the links they cross (replay_contend.h: max-min
- *             sharing between jobs, the sweep run again until times settle).
+ *             sharing between jobs as they run in time).
  * Compute and communication on different streams overlap; a compute op the
  * trace marks as running beside a transfer ("overlaps") takes
  * collectives.compute_slowdown x the shorter of the two longer (interference;
@@ -84,8 +84,6 @@ typedef struct {
   replay_span_t **spans;     /* per simulated rank, per op of its program */
   bool representatives;
   int simulated_ranks;       /* ranks that ran their own program */
-  int contention_passes;     /* analytic: sweeps run while contention moved times */
-  char note[256];            /* what the caller should say on stderr, or "" */
   topo_t topo;
 } replay_result_t;
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npu_int.h"
 
 /* A job's work: an optional fixed start (the collective's overhead), then
  * loops x phases, each a fixed part then a link part. */
@@ -14,19 +13,19 @@ typedef struct {
   double overhead_s;
   int nphases, loops;
   coll_phase_cost_t *phases;
-  bool owned;           /* phases allocated for this shape (else the inst's) */
   double alone_s;       /* what the analytic model says alone, exactly */
 } shape_t;
 
 /* One collective of a group, or one message, in flight. */
 typedef struct {
-  const shape_t *shape;
-  double start_s, end_s;
+  const shape_t *shape; /* an inst's, or own (a message) */
+  shape_t own;
+  coll_phase_cost_t own_phase;
+  double start_s;
   long part;            /* 0: overhead; then 2 per phase per loop (fixed, link) */
   double left_s;        /* alone-time left of the part */
-  double rate;          /* fraction of alone speed in a link part */
-  bool slowed;
-  int meeting;          /* the meeting whose duration it gives, or -1 (a sibling) */
+  double rate;          /* fraction of alone speed */
+  bool slowed, owner;   /* owner: a caller waits for its end (else a group stood for) */
 } job_t;
 
 struct replay_contend {
@@ -40,6 +39,16 @@ struct replay_contend {
   int *users;            /* open jobs on each link direction */
   char *full;
   int nslots;
+  /* the jobs in time */
+  job_t *jobs;
+  int njobs, capjobs;
+  int *spare, nspare;    /* ended jobs' slots, reused */
+  int *active, nactive;  /* started, not ended */
+  int *open, *touched;   /* scratch of share() */
+  int *heap, nheap;      /* not yet started, by start time */
+  int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
+  double now;
+  bool dirty;            /* the rates need sharing again */
 };
 
 /* ---- shapes ---- */
@@ -49,7 +58,7 @@ static void shape_of_inst(const replay_plan_t *pl, int k, shape_t *sh) {
   const coll_sched_t *s = &x->plan.sched;
   *sh = (shape_t){.overhead_s = pl->sys->coll.op_overhead_s, .nphases = s->nphases,
                   .loops = s->loops > 0 ? s->loops : 1,
-                  .phases = coll_analytic_phases(pl->topo, &pl->sys->coll, s), .owned = true,
+                  .phases = coll_analytic_phases(pl->topo, &pl->sys->coll, s),
                   .alone_s = x->analytic_s};
 }
 
@@ -75,8 +84,7 @@ static void shape_of_message(const topo_t *topo, int src, int dst, double bytes,
     ph->link_s = t > ph->link_s ? t : ph->link_s;
   }
   ph->fixed_s = topo_path_alpha_s(topo, hops, nh);
-  *sh = (shape_t){.nphases = 1, .loops = 1, .phases = ph, .owned = false,
-                  .alone_s = ph->fixed_s + ph->link_s};
+  *sh = (shape_t){.nphases = 1, .loops = 1, .phases = ph, .alone_s = ph->fixed_s + ph->link_s};
 }
 
 /* ---- who stands for whom ---- */
@@ -124,7 +132,12 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   c->users = calloc((size_t)c->nslots + 1, sizeof *c->users);
   for (int s = 0; s < c->nslots; s++)
     c->cap[s] = topo_link_bw(pl->topo, s / 2);
+  c->touched = malloc(((size_t)c->nslots + 1) * sizeof *c->touched);
   return c;
+}
+
+bool replay_contend_shares(const replay_contend_t *c, int inst) {
+  return !c->exclusive[inst];
 }
 
 void replay_contend_free(replay_contend_t *c) {
@@ -143,197 +156,125 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->demand);
   free(c->full);
   free(c->users);
+  for (int j = 0; j < c->njobs; j++) { /* messages still in flight (a replay cut short) */
+    free(c->jobs[j].own_phase.slots);
+    free(c->jobs[j].own_phase.bytes);
+  }
+  free(c->jobs);
+  free(c->spare);
+  free(c->active);
+  free(c->open);
+  free(c->touched);
+  free(c->heap);
+  free(c->ended);
   free(c);
 }
 
-/* ---- the jobs of one run ---- */
+/* ---- jobs ---- */
 
-typedef struct {
-  job_t *v;
-  int n, cap;
-  shape_t *msg_shapes;        /* one per message job */
-  coll_phase_cost_t *msg_phases;
-  int nmsg, capmsg;
-} jobs_t;
-
-static int add_job(jobs_t *J, const shape_t *sh, double start_s) {
-  if (J->n == J->cap) {
-    J->cap = J->cap ? 2 * J->cap : 256;
-    J->v = realloc(J->v, (size_t)J->cap * sizeof *J->v);
-  }
-  J->v[J->n] = (job_t){.shape = sh, .start_s = start_s, .meeting = -1};
-  return J->n++;
+/* A message's shape lives in its job, which may move: found through here. */
+static const shape_t *job_shape(job_t *j) {
+  if (j->shape)
+    return j->shape;
+  j->own.phases = &j->own_phase;
+  return &j->own;
 }
 
-/* Message shapes live in their own arrays, which may move while jobs are
- * added: jobs point at them only once all are made (bind_messages). */
-static int add_message(jobs_t *J, const topo_t *topo, int src, int dst, double bytes,
-                       double start_s) {
-  if (J->nmsg == J->capmsg) {
-    J->capmsg = J->capmsg ? 2 * J->capmsg : 256;
-    J->msg_shapes = realloc(J->msg_shapes, (size_t)J->capmsg * sizeof *J->msg_shapes);
-    J->msg_phases = realloc(J->msg_phases, (size_t)J->capmsg * sizeof *J->msg_phases);
-  }
-  shape_of_message(topo, src, dst, bytes, &J->msg_shapes[J->nmsg], &J->msg_phases[J->nmsg]);
-  int j = add_job(J, NULL, start_s);
-  J->v[j].meeting = -2 - J->nmsg++; /* rebound to its shape below */
-  return j;
-}
-
-static void bind_messages(jobs_t *J) {
-  for (int m = 0; m < J->nmsg; m++)
-    J->msg_shapes[m].phases = &J->msg_phases[m];
-  for (int j = 0; j < J->n; j++)
-    if (J->v[j].meeting <= -2) {
-      J->v[j].shape = &J->msg_shapes[-2 - J->v[j].meeting];
-      J->v[j].meeting = -1;
+static int new_job(replay_contend_t *c, double start_s, bool owner) {
+  int id;
+  if (c->nspare > 0) {
+    id = c->spare[--c->nspare];
+  } else {
+    if (c->njobs == c->capjobs) {
+      c->capjobs = c->capjobs ? 2 * c->capjobs : 256;
+      c->jobs = realloc(c->jobs, (size_t)c->capjobs * sizeof *c->jobs);
+      c->spare = realloc(c->spare, (size_t)c->capjobs * sizeof *c->spare);
+      c->active = realloc(c->active, (size_t)c->capjobs * sizeof *c->active);
+      c->open = realloc(c->open, (size_t)c->capjobs * sizeof *c->open);
+      c->heap = realloc(c->heap, (size_t)c->capjobs * sizeof *c->heap);
+      c->ended = realloc(c->ended, (size_t)c->capjobs * sizeof *c->ended);
     }
-}
-
-static void jobs_free(jobs_t *J) {
-  for (int m = 0; m < J->nmsg; m++) {
-    free(J->msg_phases[m].slots);
-    free(J->msg_phases[m].bytes);
+    id = c->njobs++;
   }
-  free(J->msg_shapes);
-  free(J->msg_phases);
-  free(J->v);
+  c->jobs[id] = (job_t){.start_s = start_s, .owner = owner};
+  return id;
 }
 
-/* Each collective meeting of a non-exclusive group: a job for it and one for
- * each group it stands for; job_of gets the meeting's job for every member's op. */
-static void add_collectives(replay_contend_t *c, const replay_plan_t *pl,
-                            const replay_record_t *rec, jobs_t *J, int **job_of) {
+static bool heap_less(const replay_contend_t *c, int a, int b) {
+  const job_t *x = &c->jobs[a], *y = &c->jobs[b];
+  return x->start_s != y->start_s ? x->start_s < y->start_s : a < b;
+}
+
+static void heap_push(replay_contend_t *c, int id) {
+  int i = c->nheap++;
+  c->heap[i] = id;
+  while (i > 0 && heap_less(c, c->heap[i], c->heap[(i - 1) / 2])) {
+    int up = (i - 1) / 2, t = c->heap[up];
+    c->heap[up] = c->heap[i];
+    c->heap[i] = t;
+    i = up;
+  }
+}
+
+static int heap_pop(replay_contend_t *c) {
+  int top = c->heap[0], i = 0;
+  c->heap[0] = c->heap[--c->nheap];
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < c->nheap && heap_less(c, c->heap[l], c->heap[m]))
+      m = l;
+    if (r < c->nheap && heap_less(c, c->heap[r], c->heap[m]))
+      m = r;
+    if (m == i)
+      return top;
+    int t = c->heap[m];
+    c->heap[m] = c->heap[i];
+    c->heap[i] = t;
+    i = m;
+  }
+}
+
+int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, double start_s) {
+  const shape_t *sh = inst_shape(c, pl, inst);
+  int id = new_job(c, start_s, true);
+  c->jobs[id].shape = sh;
+  heap_push(c, id);
+  for (int s = 0; s < c->nsiblings[inst]; s++) {
+    const shape_t *sib = inst_shape(c, pl, c->siblings[inst][s]);
+    int k = new_job(c, start_s, false);
+    c->jobs[k].shape = sib;
+    heap_push(c, k);
+  }
+  return id;
+}
+
+static int add_message(replay_contend_t *c, const topo_t *topo, int src, int dst, double bytes,
+                       double start_s, bool owner) {
+  int id = new_job(c, start_s, owner);
+  job_t *j = &c->jobs[id];
+  shape_of_message(topo, src, dst, bytes, &j->own, &j->own_phase);
+  j->shape = NULL;
+  heap_push(c, id);
+  return id;
+}
+
+int replay_contend_message(replay_contend_t *c, const replay_plan_t *pl, int sender, int op,
+                           double start_s) {
   const trace_t *t = pl->trace;
-  int **meetings = calloc((size_t)c->ninsts + 1, sizeof *meetings);
-  int *nmeet = calloc((size_t)c->ninsts + 1, sizeof *nmeet);
-  int *seen = calloc((size_t)c->ninsts + 1, sizeof *seen);
-  int *touched = malloc(((size_t)c->ninsts + 1) * sizeof *touched);
-  for (int r = 0; r < t->ranks; r++) {
+  const trace_program_t *p = &t->programs[t->program_of[sender]];
+  const trace_op_t *o = &p->ops[op];
+  int id = add_message(c, pl->topo, sender, trace_peer(o, sender), o->bytes, start_s, true);
+  for (int m = 0; m < p->nranks; m++) { /* the ranks the sender stands for */
+    int r = p->ranks[m];
     if (!pl->simulated[r])
-      continue;
-    const trace_program_t *p = &t->programs[t->program_of[r]];
-    int ntouched = 0;
-    for (int i = 0; i < p->nops; i++) {
-      int k = p->ops[i].type == TRACE_OP_COLL ? pl->inst_of[r][i] : -1;
-      if (k < 0 || c->exclusive[k])
-        continue;
-      if (seen[k] == 0)
-        touched[ntouched++] = k;
-      int occ = seen[k]++;
-      if (occ == nmeet[k]) { /* the first member here opens the meeting */
-        meetings[k] = realloc(meetings[k], ((size_t)nmeet[k] + 1) * sizeof **meetings);
-        double at = rec->spans[r][i].ready_s;
-        meetings[k][nmeet[k]++] = add_job(J, inst_shape(c, pl, k), at);
-        for (int s = 0; s < c->nsiblings[k]; s++)
-          add_job(J, inst_shape(c, pl, c->siblings[k][s]), at);
-      }
-      job_of[r][i] = meetings[k][occ];
-    }
-    for (int q = 0; q < ntouched; q++)
-      seen[touched[q]] = 0;
+      add_message(c, pl->topo, r, trace_peer(o, r), o->bytes, start_s, false);
   }
-  for (int k = 0; k < c->ninsts; k++)
-    free(meetings[k]);
-  free(meetings);
-  free(nmeet);
-  free(seen);
-  free(touched);
-}
-
-/* A send or recv of a simulated rank, keyed by its message. */
-typedef struct {
-  int src, dst, tag, seq, rank, op;
-} p2p_end_t;
-
-static int cmp_p2p(const void *a, const void *b) {
-  const p2p_end_t *x = a, *y = b;
-  int kx[6] = {x->src, x->dst, x->tag, x->seq, x->rank, x->op};
-  int ky[6] = {y->src, y->dst, y->tag, y->seq, y->rank, y->op};
-  for (int i = 0; i < 6; i++)
-    if (kx[i] != ky[i])
-      return kx[i] < ky[i] ? -1 : 1;
-  return 0;
-}
-
-/* Each message between simulated ranks (its send and recv paired by
- * trace_pairing_t) and the same message of every rank its sender stands for. */
-static void add_messages(const replay_plan_t *pl, const replay_record_t *rec, jobs_t *J,
-                         int **job_of) {
-  const trace_t *t = pl->trace;
-  p2p_end_t *ends = NULL;
-  size_t n = 0, cap = 0;
-  for (int r = 0; r < t->ranks; r++) {
-    if (!pl->simulated[r])
-      continue;
-    int pi = t->program_of[r];
-    const trace_program_t *p = &t->programs[pi];
-    for (int i = 0; i < p->nops; i++) {
-      const trace_op_t *op = &p->ops[i];
-      if (op->type != TRACE_OP_SEND && op->type != TRACE_OP_RECV)
-        continue;
-      bool send = op->type == TRACE_OP_SEND;
-      int peer = trace_peer(op, r);
-      if (n == cap) {
-        cap = cap ? 2 * cap : 256;
-        ends = realloc(ends, cap * sizeof *ends);
-      }
-      ends[n++] = (p2p_end_t){send ? r : peer, send ? peer : r, pl->pairing.tag_id[pi][op->tag],
-                              pl->pairing.seq[r][i], r, i};
-    }
-  }
-  qsort(ends, n, sizeof *ends, cmp_p2p);
-  for (size_t e = 0; e + 1 < n; e++) {
-    const p2p_end_t *a = &ends[e], *b = &ends[e + 1];
-    if (a->src != b->src || a->dst != b->dst || a->tag != b->tag || a->seq != b->seq)
-      continue;
-    const p2p_end_t *snd = a->rank == a->src ? a : b;
-    const trace_program_t *p = &t->programs[t->program_of[snd->src]];
-    const trace_op_t *op = &p->ops[snd->op];
-    double at = rec->spans[snd->rank][snd->op].ready_s;
-    int j = add_message(J, pl->topo, snd->src, snd->dst, op->bytes, at);
-    job_of[a->rank][a->op] = job_of[b->rank][b->op] = j;
-    for (int m = 0; m < p->nranks; m++) { /* the ranks the sender stands for */
-      int r2 = p->ranks[m];
-      if (!pl->simulated[r2])
-        add_message(J, pl->topo, r2, trace_peer(op, r2), op->bytes, at);
-    }
-    e++;
-  }
-  free(ends);
+  return id;
 }
 
 /* ---- sharing the links ---- */
 
-typedef struct {
-  double start_s;
-  int job;
-} start_t;
-
-static int cmp_start(const void *a, const void *b) {
-  const start_t *x = a, *y = b;
-  if (x->start_s != y->start_s)
-    return x->start_s < y->start_s ? -1 : 1;
-  return (x->job > y->job) - (x->job < y->job);
-}
-
-/* Job indices by start time (ties in job order). */
-static void sort_by_start(int *order, int n, const job_t *v) {
-  start_t *s = malloc(((size_t)n + 1) * sizeof *s);
-  for (int j = 0; j < n; j++)
-    s[j] = (start_t){v[j].start_s, j};
-  qsort(s, (size_t)n, sizeof *s, cmp_start);
-  for (int j = 0; j < n; j++)
-    order[j] = s[j].job;
-  free(s);
-}
-
-/* What the plan held for an op before this update. */
-static double rec_was(const replay_plan_t *pl, int r, int i, double alone) {
-  return pl->comm_s ? pl->comm_s[r][i] : alone;
-}
-
-/* Part `part` of a shape: its alone length and whether it uses links. */
+/* Part `part` of a shape: its alone length and the link loads, if any. */
 static double part_len(const shape_t *sh, long part, const coll_phase_cost_t **link) {
   *link = NULL;
   if (part == 0)
@@ -347,42 +288,42 @@ static double part_len(const shape_t *sh, long part, const coll_phase_cost_t **l
   return c->link_s;
 }
 
-static long part_count(const shape_t *sh) {
-  return 1 + 2L * sh->nphases * sh->loops;
-}
-
 /* Moves a job past finished parts; returns false once it has ended. */
-static bool next_part(job_t *j, double now) {
+static bool next_part(job_t *j) {
+  const shape_t *sh = job_shape(j);
+  long parts = 1 + 2L * sh->nphases * sh->loops;
   const coll_phase_cost_t *link;
-  while (j->left_s <= 1e-12) {
-    if (++j->part >= part_count(j->shape)) {
-      j->end_s = now;
+  while (j->left_s <= 1e-15) {
+    if (++j->part >= parts)
       return false;
-    }
-    j->left_s = part_len(j->shape, j->part, &link);
+    j->left_s = part_len(sh, j->part, &link);
   }
   return true;
+}
+
+/* The link loads of a job's current part, or NULL. */
+static const coll_phase_cost_t *job_link(job_t *j) {
+  const coll_phase_cost_t *link;
+  part_len(job_shape(j), j->part, &link);
+  return link;
 }
 
 /* Max-min fair rates (fractions of alone speed, at most 1) of the active jobs
  * in a link part: every rate rises together until a link direction is full;
  * the jobs crossing it keep that rate, the others rise on. */
-static void share(replay_contend_t *c, job_t *v, const int *active, int nactive, int *open,
-                  int *touched) {
+static void share(replay_contend_t *c) {
   int nopen = 0, ntouched = 0;
-  for (int a = 0; a < nactive; a++) {
-    job_t *j = &v[active[a]];
-    const coll_phase_cost_t *link;
-    part_len(j->shape, j->part, &link);
+  for (int a = 0; a < c->nactive; a++) {
+    job_t *j = &c->jobs[c->active[a]];
+    const coll_phase_cost_t *link = job_link(j);
     j->rate = 1;
     if (!link)
       continue;
-    open[nopen++] = active[a];
+    c->open[nopen++] = c->active[a];
     for (int l = 0; l < link->nloads; l++) {
       int s = link->slots[l];
-      if (c->users[s] == 0)
-        touched[ntouched++] = s;
-      c->users[s]++;
+      if (c->users[s]++ == 0)
+        c->touched[ntouched++] = s;
       c->demand[s] += link->bytes[l] / link->link_s;
     }
   }
@@ -390,7 +331,7 @@ static void share(replay_contend_t *c, job_t *v, const int *active, int nactive,
   while (nopen > 0) {
     double next = 1;
     for (int q = 0; q < ntouched; q++) {
-      int s = touched[q];
+      int s = c->touched[q];
       if (c->users[s] > 0 && c->demand[s] > 0) {
         double l = (c->cap[s] - c->used[s]) / c->demand[s];
         next = l < next ? l : next;
@@ -400,20 +341,19 @@ static void share(replay_contend_t *c, job_t *v, const int *active, int nactive,
       break;
     level = next > level ? next : level;
     for (int q = 0; q < ntouched; q++) {
-      int s = touched[q];
+      int s = c->touched[q];
       c->full[s] = c->users[s] > 0 && c->demand[s] > 0 &&
                    (c->cap[s] - c->used[s]) / c->demand[s] <= level * (1 + 1e-9);
     }
     int kept = 0;
     for (int o = 0; o < nopen; o++) {
-      job_t *j = &v[open[o]];
-      const coll_phase_cost_t *link;
-      part_len(j->shape, j->part, &link);
+      job_t *j = &c->jobs[c->open[o]];
+      const coll_phase_cost_t *link = job_link(j);
       bool full = false;
       for (int l = 0; l < link->nloads && !full; l++)
         full = c->full[link->slots[l]];
       if (!full) {
-        open[kept++] = open[o];
+        c->open[kept++] = c->open[o];
         continue;
       }
       j->rate = level;
@@ -430,109 +370,83 @@ static void share(replay_contend_t *c, job_t *v, const int *active, int nactive,
     nopen = kept;
   }
   for (int q = 0; q < ntouched; q++) {
-    int s = touched[q];
+    int s = c->touched[q];
     c->demand[s] = c->used[s] = 0;
     c->full[s] = 0;
     c->users[s] = 0;
   }
 }
 
+/* ---- time ---- */
 
-/* Runs the jobs through time; each gets its end. */
-static void run_jobs(replay_contend_t *c, jobs_t *J) {
-  int n = J->n;
-  int *order = malloc(((size_t)n + 1) * sizeof *order);
-  for (int j = 0; j < n; j++)
-    order[j] = j;
-  sort_by_start(order, n, J->v);
-  int *active = malloc(((size_t)n + 1) * sizeof *active), nactive = 0;
-  int *open = malloc(((size_t)n + 1) * sizeof *open);
-  int *touched = malloc(((size_t)c->nslots + 1) * sizeof *touched);
-  double now = 0;
-  int next = 0;
-  while (next < n || nactive > 0) {
-    double t = next < n ? J->v[order[next]].start_s : INFINITY;
-    for (int a = 0; a < nactive; a++) {
-      const job_t *j = &J->v[active[a]];
-      double done = now + j->left_s / j->rate;
-      t = done < t ? done : t;
-    }
-    for (int a = 0; a < nactive; a++)
-      J->v[active[a]].left_s -= J->v[active[a]].rate * (t - now);
-    now = t;
-    int kept = 0;
-    for (int a = 0; a < nactive; a++)
-      if (next_part(&J->v[active[a]], now))
-        active[kept++] = active[a];
-    nactive = kept;
-    while (next < n && J->v[order[next]].start_s <= now) {
-      job_t *j = &J->v[order[next++]];
-      const coll_phase_cost_t *link;
-      j->part = 0;
-      j->left_s = part_len(j->shape, 0, &link);
-      if (next_part(j, now))
-        active[nactive++] = (int)(j - J->v);
-    }
-    share(c, J->v, active, nactive, open, touched);
+static void end_job(replay_contend_t *c, int id) {
+  job_t *j = &c->jobs[id];
+  if (j->owner) {
+    c->ended[c->nended++] = id;
+    return; /* freed once handed out */
   }
-  free(order);
-  free(active);
-  free(open);
-  free(touched);
+  if (!j->shape) {
+    free(j->own_phase.slots);
+    free(j->own_phase.bytes);
+    j->own_phase.slots = NULL;
+    j->own_phase.bytes = NULL;
+  }
+  c->spare[c->nspare++] = id;
 }
 
-/* ---- one update ---- */
+/* Runs time to the next moment some job ends or starts. */
+static void step(replay_contend_t *c) {
+  if (c->dirty) {
+    share(c);
+    c->dirty = false;
+  }
+  double t = c->nheap > 0 ? c->jobs[c->heap[0]].start_s : INFINITY;
+  for (int a = 0; a < c->nactive; a++) {
+    const job_t *j = &c->jobs[c->active[a]];
+    double done = c->now + j->left_s / j->rate;
+    t = done < t ? done : t;
+  }
+  if (t < c->now) /* a start computed a hair before now: it starts now */
+    t = c->now;
+  int kept = 0;
+  for (int a = 0; a < c->nactive; a++) {
+    job_t *j = &c->jobs[c->active[a]];
+    double done = c->now + j->left_s / j->rate;
+    long part = j->part;
+    j->left_s = done <= t ? 0 : j->left_s - j->rate * (t - c->now);
+    if (!next_part(j))
+      end_job(c, c->active[a]);
+    else
+      c->active[kept++] = c->active[a];
+    c->dirty = c->dirty || j->part != part || done <= t;
+  }
+  c->nactive = kept;
+  c->now = t;
+  while (c->nheap > 0 && c->jobs[c->heap[0]].start_s <= c->now) {
+    int id = heap_pop(c);
+    job_t *j = &c->jobs[id];
+    const coll_phase_cost_t *link;
+    j->left_s = part_len(job_shape(j), 0, &link);
+    if (next_part(j))
+      c->active[c->nactive++] = id;
+    else
+      end_job(c, id);
+    c->dirty = true;
+  }
+}
 
-double replay_contend_update(replay_contend_t *c, replay_plan_t *pl, const replay_record_t *rec) {
-  const trace_t *t = pl->trace;
-  int **job_of = calloc((size_t)t->ranks + 1, sizeof *job_of);
-  for (int r = 0; r < t->ranks; r++) {
-    if (!pl->simulated[r])
-      continue;
-    int nops = t->programs[t->program_of[r]].nops;
-    job_of[r] = malloc(((size_t)nops + 1) * sizeof **job_of);
-    for (int i = 0; i < nops; i++)
-      job_of[r][i] = -1;
+int replay_contend_next(replay_contend_t *c, double *duration_s) {
+  while (c->first_ended == c->nended) {
+    c->first_ended = c->nended = 0;
+    if (c->nactive == 0 && c->nheap == 0)
+      return -1;
+    step(c);
   }
-  jobs_t J = {0};
-  add_collectives(c, pl, rec, &J, job_of);
-  add_messages(pl, rec, &J, job_of);
-  bind_messages(&J);
-  run_jobs(c, &J);
-  if (!pl->comm_s) {
-    pl->comm_s = calloc((size_t)t->ranks + 1, sizeof *pl->comm_s);
-    for (int r = 0; r < t->ranks; r++)
-      if (pl->simulated[r])
-        pl->comm_s[r] = calloc((size_t)t->programs[t->program_of[r]].nops + 1, sizeof **pl->comm_s);
-  }
-  double change = 0;
-  for (int r = 0; r < t->ranks; r++) {
-    if (!pl->simulated[r])
-      continue;
-    const trace_program_t *p = &t->programs[t->program_of[r]];
-    for (int i = 0; i < p->nops; i++) {
-      const trace_op_t *op = &p->ops[i];
-      double alone;
-      if (op->type == TRACE_OP_COLL)
-        alone = pl->insts[pl->inst_of[r][i]].analytic_s;
-      else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV) {
-        int peer = trace_peer(op, r);
-        bool send = op->type == TRACE_OP_SEND;
-        alone = replay_p2p_analytic_s(pl->topo, send ? r : peer, send ? peer : r, op->bytes);
-      } else
-        continue;
-      const job_t *j = job_of[r][i] >= 0 ? &J.v[job_of[r][i]] : NULL;
-      double now = j && j->slowed ? j->end_s - j->start_s : alone;
-      double was = rec_was(pl, r, i, alone);
-      double big = fmax(fabs(now), fabs(was));
-      if (big > 0 && fabs(now - was) / big > change)
-        change = fabs(now - was) / big;
-      pl->comm_s[r][i] = now;
-    }
-  }
-  for (int r = 0; r < t->ranks; r++)
-    free(job_of[r]);
-  free(job_of);
-  jobs_free(&J);
-  return change;
+  int id = c->ended[c->first_ended++];
+  job_t *j = &c->jobs[id];
+  /* a job never slowed keeps the analytic model's own figure, bit for bit */
+  *duration_s = j->slowed ? c->now - j->start_s : job_shape(j)->alone_s;
+  j->owner = false;
+  end_job(c, id);
+  return id;
 }

@@ -2,19 +2,21 @@
  * fidelity: collectives and send/recv pairs that run at the same time share
  * the links they cross.
  *
- * The analytic engines price each communication op alone. This stage reads a
- * run's record (when each op met its peers), treats every collective and every
- * message as a job whose phases put known bytes on known link directions
- * (coll_analytic_phases), and lets the jobs that overlap in time share each
- * link: between two events (a job starts, or one of its phases ends) every job
- * progresses at a rate, the fraction of its alone speed, set by max-min
- * fairness over the link directions (progressive filling: all rates rise
- * together until a link direction is full, the jobs crossing it stop there,
- * the others go on, none above 1). Only a phase's link time stretches; its
- * latencies, software steps and reductions do not. A job never slowed keeps
- * its alone time exactly. The durations found go into pl->comm_s; the engine
- * then runs again, since later ops move when earlier ones take longer, until
- * no duration changes (replay.c).
+ * The analytic engines price each communication op alone. Here every
+ * collective meeting and every message is a job whose phases put known bytes
+ * on known link directions (coll_analytic_phases). Jobs run in time: between
+ * two events (a job starts, or one of its phases ends) each progresses at a
+ * rate, the fraction of its alone speed, set by max-min fairness over the link
+ * directions (progressive filling: all rates rise together until a link
+ * direction is full, the jobs crossing it stop there, the others go on, none
+ * above 1). Only a phase's link time stretches; its latencies, software steps
+ * and reductions do not. A job never slowed keeps its alone time exactly.
+ *
+ * The analytic sweep (replay_sweep.c) drives it as a conservative discrete-
+ * event simulation: it starts a job when a collective's members or a message's
+ * two sides have met, and asks for the next job to end only once no stream can
+ * move without one; every job not yet known then starts after that end, so the
+ * sharing is exact in one pass.
  *
  * With representatives, the ranks left out run their program at the same
  * times by symmetry: each collective a representative joins brings along the
@@ -24,26 +26,33 @@
  *
  * Not modelled: how a real transport shares a link (congestion control, NCCL's
  * channels); a collective's rounds are averaged over its phase; collectives
- * whose links carry nothing else (replay_scope.c: a TP group inside a server)
- * are left alone. */
+ * whose links carry nothing else (replay_exclusive_insts: a TP group inside a
+ * server) are left alone. */
 #ifndef NPUSIM_REPLAY_CONTEND_H
 #define NPUSIM_REPLAY_CONTEND_H
 
-#include "replay_engine.h"
+#include "coll_engine.h"
+#include "replay_plan.h"
 
 typedef struct replay_contend replay_contend_t;
 
-/* The jobs' shapes for a plan built for the analytic fidelity; NULL when
- * nothing in it can contend (every collective alone on its links, no
- * send/recv). */
+/* The jobs' shapes and who stands for whom, for a plan built for the analytic
+ * fidelity; no job yet, time 0. */
 replay_contend_t *replay_contend_new(const replay_plan_t *pl);
-
-/* Finds every communication op's duration under contention from the record
- * of a run (every op finished) and writes it to pl->comm_s. Returns the
- * largest change of a duration against what pl->comm_s held (alone times when
- * NULL), relative to the longer of the two. */
-double replay_contend_update(replay_contend_t *c, replay_plan_t *pl, const replay_record_t *rec);
-
 void replay_contend_free(replay_contend_t *c);
+
+/* Whether collective inst can share a link with anything (else it runs alone). */
+bool replay_contend_shares(const replay_contend_t *c, int inst);
+
+/* Starts a job at start_s (never before a job already handed out ended):
+ * collective inst met there, or the message of send op `op` of simulated rank
+ * sender. Returns its id. */
+int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, double start_s);
+int replay_contend_message(replay_contend_t *c, const replay_plan_t *pl, int sender, int op,
+                           double start_s);
+
+/* Runs time to the next end of a started job: returns its id and how long it
+ * took, or -1 when none is left. Jobs ending at one moment come one per call. */
+int replay_contend_next(replay_contend_t *c, double *duration_s);
 
 #endif

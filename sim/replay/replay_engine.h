@@ -29,6 +29,14 @@ void replay_record_free(replay_record_t *rec, const trace_t *trace);
  * unfinished. */
 void replay_sweep_run(const replay_plan_t *pl, replay_record_t *rec);
 
+/* The same with concurrent transfers sharing links (replay_contend.h; fluid
+ * NULL: each alone). Any plan's times: memory ops take no time. Each
+ * transfer's duration goes to duration_s (per simulated rank, per op; may be
+ * NULL). */
+typedef struct replay_contend replay_contend_t;
+void replay_sweep_contended(const replay_plan_t *pl, replay_record_t *rec,
+                            replay_contend_t *fluid, double **duration_s);
+
 /* Runs the plan on SimGrid, one actor per stream of each simulated rank.
  * Returns 0, or -1 with a one-line reason in err (the simulator could not
  * start; more streams than it holds). */

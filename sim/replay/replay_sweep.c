@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "npu_int.h"
+#include "replay_contend.h"
 #include "replay_engine.h"
 
 typedef struct {
@@ -43,9 +44,20 @@ typedef struct {
   double free_s;
 } cursor_t;
 
+/* The ops waiting for a contended job (replay_contend.h) to end. */
+typedef struct {
+  arrival_t *v;
+  int n, cap;
+  double ready_s;
+} owners_t;
+
 typedef struct {
   const replay_plan_t *pl;
   replay_record_t *rec;
+  replay_contend_t *fluid; /* NULL: each transfer alone */
+  double **duration_s;     /* per simulated rank, per op: a transfer's duration, or NULL */
+  owners_t *owners;        /* per job id */
+  int nowners;
   char **arrived;    /* per simulated rank, per op: it has come (finished: rec->finished) */
   queue_t *colls;    /* per collective instance */
   message_t *msgs;   /* open addressing on (src, dst, tag, k) */
@@ -79,6 +91,37 @@ static void resolve(sweep_t *sw, int rank, int op, double ready_s, double end_s)
     }
 }
 
+/* A transfer's time is known: its ops end. */
+static void resolve_comm(sweep_t *sw, int rank, int op, double ready_s, double duration_s) {
+  if (sw->duration_s)
+    sw->duration_s[rank][op] = duration_s;
+  resolve(sw, rank, op, ready_s, ready_s + duration_s);
+}
+
+/* The ops job `id` ends: the arrivals of its meeting. */
+static owners_t *owners_of(sweep_t *sw, int id, double ready_s) {
+  if (id >= sw->nowners) {
+    int n = sw->nowners ? 2 * sw->nowners : 256;
+    while (n <= id)
+      n *= 2;
+    sw->owners = realloc(sw->owners, (size_t)n * sizeof *sw->owners);
+    memset(sw->owners + sw->nowners, 0, (size_t)(n - sw->nowners) * sizeof *sw->owners);
+    sw->nowners = n;
+  }
+  owners_t *o = &sw->owners[id];
+  o->n = 0;
+  o->ready_s = ready_s;
+  return o;
+}
+
+static void add_owner(owners_t *o, arrival_t a) {
+  if (o->n == o->cap) {
+    o->cap = o->cap ? 2 * o->cap : 4;
+    o->v = realloc(o->v, (size_t)o->cap * sizeof *o->v);
+  }
+  o->v[o->n++] = a;
+}
+
 static message_t *message(sweep_t *sw, int src, int dst, int tag, int k) {
   uint64_t h = NPU_HASH_SEED;
   h = npu_hash_u64(npu_hash_u64(npu_hash_u64(npu_hash_u64(h, (uint64_t)src), (uint64_t)dst),
@@ -101,8 +144,16 @@ static void arrive_coll(sweep_t *sw, int rank, int i, double at) {
   double ready = 0;
   for (int k = 0; k < q->n; k++)
     ready = q->v[k].at_s > ready ? q->v[k].at_s : ready;
-  for (int k = 0; k < q->n; k++)
-    resolve(sw, q->v[k].rank, q->v[k].op, ready, ready + replay_coll_s(pl, q->v[k].rank, q->v[k].op));
+  int inst = pl->inst_of[rank][i];
+  if (sw->fluid && replay_contend_shares(sw->fluid, inst)) {
+    owners_t *o = owners_of(sw, replay_contend_coll(sw->fluid, pl, inst, ready), ready);
+    for (int k = 0; k < q->n; k++)
+      add_owner(o, q->v[k]);
+  } else {
+    for (int k = 0; k < q->n; k++)
+      resolve_comm(sw, q->v[k].rank, q->v[k].op, ready,
+                   replay_coll_s(pl, q->v[k].rank, q->v[k].op));
+  }
   q->n = 0;
 }
 
@@ -119,9 +170,16 @@ static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
     return;
   }
   double ready = at > m->first.at_s ? at : m->first.at_s;
-  double end = ready + replay_p2p_s(pl, rank, i, src, dst, op->bytes);
-  resolve(sw, rank, i, ready, end);
-  resolve(sw, m->first.rank, m->first.op, ready, end);
+  if (sw->fluid) {
+    int sender = send ? rank : m->first.rank, sop = send ? i : m->first.op;
+    owners_t *o = owners_of(sw, replay_contend_message(sw->fluid, pl, sender, sop, ready), ready);
+    add_owner(o, (arrival_t){rank, i, at});
+    add_owner(o, m->first);
+    return;
+  }
+  double d = replay_p2p_s(pl, rank, i, src, dst, op->bytes);
+  resolve_comm(sw, rank, i, ready, d);
+  resolve_comm(sw, m->first.rank, m->first.op, ready, d);
 }
 
 /* When op i may start: the stream's free time and its dependencies' ends, or
@@ -183,9 +241,27 @@ static void advance(sweep_t *sw, cursor_t *c) {
   }
 }
 
+/* Ends the next contended job; false when none is left. */
+static bool end_next_job(sweep_t *sw) {
+  double d;
+  int id = replay_contend_next(sw->fluid, &d);
+  if (id < 0)
+    return false;
+  owners_t *o = &sw->owners[id];
+  for (int k = 0; k < o->n; k++)
+    resolve_comm(sw, o->v[k].rank, o->v[k].op, o->ready_s, d);
+  o->n = 0;
+  return true;
+}
+
 void replay_sweep_run(const replay_plan_t *pl, replay_record_t *rec) {
+  replay_sweep_contended(pl, rec, NULL, NULL);
+}
+
+void replay_sweep_contended(const replay_plan_t *pl, replay_record_t *rec,
+                            replay_contend_t *fluid, double **duration_s) {
   const trace_t *t = pl->trace;
-  sweep_t sw = {.pl = pl, .rec = rec};
+  sweep_t sw = {.pl = pl, .rec = rec, .fluid = fluid, .duration_s = duration_s};
   sw.colls = calloc((size_t)pl->ninsts + 1, sizeof *sw.colls);
   sw.arrived = calloc((size_t)t->ranks + 1, sizeof *sw.arrived);
   int n = 0;
@@ -218,11 +294,16 @@ void replay_sweep_run(const replay_plan_t *pl, replay_record_t *rec) {
       sw.work[sw.nwork++] = n++;
     }
   }
-  while (sw.nwork > 0) {
-    int k = sw.work[--sw.nwork];
-    sw.queued[k] = false;
-    advance(&sw, &sw.cur[k]);
-  }
+  do { /* a contended job ends only when no stream can move without it */
+    while (sw.nwork > 0) {
+      int k = sw.work[--sw.nwork];
+      sw.queued[k] = false;
+      advance(&sw, &sw.cur[k]);
+    }
+  } while (fluid && end_next_job(&sw));
+  for (int i = 0; i < sw.nowners; i++)
+    free(sw.owners[i].v);
+  free(sw.owners);
   free(sw.cur);
   free(sw.work);
   free(sw.queued);
