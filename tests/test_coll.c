@@ -162,6 +162,25 @@ static void test_auto_follows_the_libraries_rules(void) {
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8, 64 * mb, 0), COLL_ALGO_NVLS);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_TREE);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, 1024 * mb, 1), COLL_ALGO_RING);
+  /* NCCL's tuner at scale: 64 MiB takes ring on 16 servers, tree on 1024 (ring's
+   * 2 (p - 1) latencies), and the choice is the faster of the two forced */
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 128, 64 * mb, 1), COLL_ALGO_RING);
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8192, 64 * mb, 1), COLL_ALGO_TREE);
+  int sizes[] = {128, 8192};
+  for (int i = 0; i < 2; i++) {
+    topo_t t;
+    coll_plan_t p[3];
+    coll_algo_t a1[3] = {COLL_ALGO_AUTO, COLL_ALGO_RING, COLL_ALGO_TREE};
+    double time[3];
+    for (int k = 0; k < 3; k++) {
+      CU_ASSERT_EQUAL_FATAL(plan(&h, &t, &p[k], COLL_ALLREDUCE, sizes[i], 8, 64 * mb,
+                                 COLL_ALGO_AUTO, a1[k], NULL), 0);
+      time[k] = coll_analytic_time(&t, &h.coll, &p[k].sched, NULL);
+      coll_plan_free(&p[k]);
+      topo_free(&t);
+    }
+    CU_ASSERT_DOUBLE_EQUAL(time[0], fmin(time[1], time[2]), 1e-12 * time[0]);
+  }
 }
 
 static void test_algorithms_that_cannot_run_are_refused(void) {

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "coll_algos.h"
+#include "coll_engine.h"
 #include "coll_select.h"
 
 const char *const coll_op_names[COLL_OP_COUNT] = {
@@ -490,6 +491,23 @@ static double alltoall_xfers(const topo_t *vt) {
   return topo_levels_used(vt) == 1 ? p * (p - 1) : m * k * (k - 1) + k * m * (m - 1);
 }
 
+/* Composes the schedule of plan->algo on the layout's ranks and chooses its
+ * protocol; 0, or -1 with the forced algorithms' misfit in err. */
+static int build(const topo_t *topo, const coll_cfg_t *cfg, const layout_t *lay,
+                 const coll_req_t *vreq, coll_op_t op, double loop_bytes, int loops,
+                 coll_plan_t *plan, char *err, size_t err_len) {
+  const topo_t *vt = &lay->vt;
+  if (compose(&plan->sched, vt, plan->algo, vreq, loop_bytes) < 0) {
+    coll_sched_free(&plan->sched);
+    return explain_forced(vt, plan->algo, vreq, switch_reduces(vt), err, err_len);
+  }
+  plan->sched.loops = loops;
+  map_endpoints(topo, lay, &plan->sched);
+  name_plan(plan, vt, op);
+  coll_select_protocol(topo, cfg, plan);
+  return 0;
+}
+
 int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *members, int g,
                     const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len) {
   memset(plan, 0, sizeof *plan);
@@ -515,15 +533,26 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
   if (loops < 1 || req->op == COLL_ALLTOALLV)
     loops = 1;
   coll_select_algos(vt, cfg, switch_reduces(vt), req->op, n / loops, plan->algo);
-  int rc = 0;
-  if (compose(&plan->sched, vt, plan->algo, &vreq, n / loops) < 0) {
-    coll_sched_free(&plan->sched);
-    rc = explain_forced(vt, plan->algo, &vreq, switch_reduces(vt), err, err_len);
-  } else {
-    plan->sched.loops = loops;
-    map_endpoints(topo, &lay, &plan->sched);
-    name_plan(plan, vt, req->op);
-    coll_select_protocol(topo, cfg, plan);
+  coll_algo_t cands[2];
+  int ncands = coll_select_candidates(vt, cfg, req->op, 1, cands), rc = 0;
+  if (ncands == 0) {
+    rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, plan, err, err_len);
+  } else { /* the library's tuner: the fastest candidate */
+    double best = 0;
+    for (int c = 0; c < ncands && rc == 0; c++) {
+      coll_plan_t cand = *plan;
+      memset(&cand.sched, 0, sizeof cand.sched);
+      cand.algo[1] = cands[c];
+      rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, &cand, err, err_len);
+      double t = rc == 0 ? coll_analytic_time(topo, cfg, &cand.sched, NULL) : 0;
+      if (rc == 0 && (c == 0 || t < best)) {
+        best = t;
+        coll_plan_free(plan);
+        *plan = cand;
+      } else if (rc == 0) {
+        coll_plan_free(&cand);
+      }
+    }
   }
   free(lay.physical);
   free(lay.server_of);

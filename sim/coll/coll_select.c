@@ -6,9 +6,11 @@
  * servers, else the cheapest of ring, NHR and HD under HCCL's own alpha-beta
  * model, pairwise for all-to-all, and 910A's documented legacy rule; level 2
  * ring or HD by the supernode count. NCCL (GPU systems): NVLS for an allreduce
- * inside one server whose switch reduces, ring inside, tree between servers for
- * small allreduces, ring otherwise; the protocol the analytic model finds
- * fastest for the size, as NCCL's tuner does.
+ * inside one server whose switch reduces, ring inside; between servers an
+ * allreduce takes ring or tree, and every collective the protocol, whichever
+ * the analytic model finds fastest for the size and the server count, as
+ * NCCL's tuner does with its own model (so tree wins larger sizes as servers
+ * grow: ring's 2 (p - 1) steps of latency against tree's 2 log p).
  *
  * Not modelled: NCCL's channel count and its tuning tables, HCCL's AIV mode
  * and the A3 algorithms (BIRS, AHC). A forced algorithm is taken as it is; the
@@ -24,8 +26,6 @@
 /* HCCL's level-1 selector constants (hardware-facts.md 3.3). */
 #define HCCL_ALPHA_S 60e-6
 #define HCCL_PIPELINE_MIN_BYTES (1024.0 * 1024.0)
-/* Below this per-rank size NCCL prefers its tree between nodes (assumption). */
-#define NCCL_TREE_MAX_BYTES (16.0 * 1024 * 1024)
 
 static bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -96,11 +96,20 @@ static coll_algo_t nccl_choice(const topo_t *t, coll_op_t op, int level, bool nv
                                double loop_bytes) {
   if (is_alltoall(op))
     return level == 0 ? COLL_ALGO_MESH : COLL_ALGO_PAIRWISE;
+  (void)loop_bytes;
   if (level == 0)
     return (nvls && op == COLL_ALLREDUCE && t->nodes == 1) ? COLL_ALGO_NVLS : COLL_ALGO_RING;
-  if (op == COLL_ALLREDUCE && loop_bytes < NCCL_TREE_MAX_BYTES)
-    return COLL_ALGO_TREE;
-  return COLL_ALGO_RING;
+  return COLL_ALGO_RING; /* an allreduce weighs tree too: coll_select_candidates */
+}
+
+int coll_select_candidates(const topo_t *t, const coll_cfg_t *cfg, coll_op_t op, int level,
+                           coll_algo_t out[2]) {
+  if (cfg->library != COLL_LIB_NCCL || level != 1 || cfg->algo[1] != COLL_ALGO_AUTO ||
+      op != COLL_ALLREDUCE || topo_levels_used(t) < 2)
+    return 0;
+  out[0] = COLL_ALGO_RING;
+  out[1] = COLL_ALGO_TREE;
+  return 2;
 }
 
 void coll_select_algos(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduces, coll_op_t op,
