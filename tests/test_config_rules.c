@@ -107,6 +107,9 @@ static void test_model_and_plan_must_divide_evenly(void) {
   expect(CONFIG_WORKLOAD, b, SET("parallel.first_stage_layers=17", "parallel.last_stage_layers=17"),
          "--set: parallel.first_stage_layers: expected every stage's layers a multiple of "
          "parallel.vpp = 4, found stage 0 with 17");
+  expect(CONFIG_WORKLOAD, b, SET("training.overlap_param_gather=true"),
+         "--set: training.overlap_param_gather: expected false unless parallel.zero is 1 or 2 (a "
+         "gather after the optimizer to overlap), found true with zero 0");
   expect(CONFIG_WORKLOAD, b, SET("parallel.cp=3"),
          "--set: parallel.cp: expected 2 x cp to divide model.seq_len = 4096 (load-balanced "
          "ring attention), found cp = 3");

@@ -289,6 +289,40 @@ static void test_zero_stages_communicate_as_they_shard(void) {
   CU_ASSERT_EQUAL(count_colls(&z3, "allgather", "zero"), 2 * 8 * 4);
 }
 
+/* overlap_param_gather: one gather per model chunk opens the step on the DP
+ * stream, each chunk's first forward waits for its own, and none closes it. */
+static void test_param_gather_beside_the_forward(void) {
+  workload_cfg_t w = load_workload(small_model, "\"dp\": 2, \"pp\": 2, \"vpp\": 2, \"zero\": 1",
+                                   "\"global_batch\": 8, \"overlap_param_gather\": true");
+  CU_ASSERT_EQUAL(count_colls(&w, "allgather", "dp"), 2);
+  trace_t t;
+  train_info_t info;
+  char err[1024] = "";
+  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  const trace_program_t *p = &t.programs[t.program_of[0]];
+  int first_gather = -1, first_compute = -1, last_gather = -1, last_optimizer = -1;
+  for (int i = 0; i < p->nops; i++) {
+    const trace_op_t *op = &p->ops[i];
+    bool gather = op->type == TRACE_OP_COLL && strcmp(replay_vocab.colls[op->kind], "allgather") == 0 &&
+                  strcmp(p->streams[op->stream], "dp") == 0;
+    if (gather && first_gather < 0)
+      first_gather = i;
+    if (gather)
+      last_gather = i;
+    if (info.programs[t.program_of[0]].parts[i] == TRAIN_PART_COMPUTE && first_compute < 0)
+      first_compute = i;
+    if (info.programs[t.program_of[0]].parts[i] == TRAIN_PART_OPTIMIZER)
+      last_optimizer = i;
+  }
+  CU_ASSERT(first_gather >= 0 && first_gather < first_compute);
+  CU_ASSERT(last_gather < last_optimizer);
+  trace_free(&t);
+  train_info_free(&info);
+  workload_cfg_t off = load_workload(small_model, "\"dp\": 2, \"pp\": 2, \"vpp\": 2, \"zero\": 1",
+                                     "\"global_batch\": 8");
+  CU_ASSERT_EQUAL(count_colls(&off, "allgather", "dp"), 1);
+}
+
 /* Routed experts are replicated over dp x cp / ep ranks only, so ZeRO shards
  * their optimizer states over that many; dense parameters over dp x cp. */
 static void test_zero_shards_experts_over_expert_data_parallel(void) {
@@ -570,6 +604,7 @@ CU_TestInfo train_tests[] = {
     {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
     {"ZeRO stages communicate as they shard", test_zero_stages_communicate_as_they_shard},
+    {"param gather beside the forward", test_param_gather_beside_the_forward},
     {"position embeddings", test_position_embeddings},
     {"tied embeddings reduce between the end stages",
      test_tied_embeddings_reduce_between_the_end_stages},

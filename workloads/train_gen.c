@@ -122,6 +122,7 @@ typedef struct {
   double expert_pending; /* the same of routed experts (reduced over their replicas) */
   int last_grad_op;    /* the op that produced them */
   int last_bucket_op;  /* the last gradient reduction (on one stream: it ends them all) */
+  int *chunk_gather;   /* overlap_param_gather: per model chunk, its parameters' gather */
 } gen_t;
 
 /* ---- building ops ---- */
@@ -590,6 +591,8 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     } else {
       x = join(g, x, gathered(g, in));
     }
+    if (g->chunk_gather && mb == 0) /* the chunk's parameters, gathered beside the step */
+      x = join(g, x, g->chunk_gather[chunk]);
     for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++)
       x = layer_forward(g, gather_params(g, &prefetch, x));
     if (last_virtual) { /* final norm, LM head, loss */
@@ -674,6 +677,23 @@ static void tie_embeddings(gen_t *g, int stage) {
 }
 
 /* Reduction of what is left, optimizer step on this rank's shard, parameter gather. */
+/* Megatron's overlap_param_gather: the all-gather of the parameters the last
+ * step updated runs on the DP stream beside the forward, chunk by chunk, each
+ * chunk's first forward waiting for its own (one step seen in steady state: the
+ * gathers open it rather than close the previous one). */
+static void gather_beside_forward(gen_t *g, int chunks, double params, double experts) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  g->chunk_gather = malloc((size_t)chunks * sizeof *g->chunk_gather);
+  for (int c = 0; c < chunks; c++) {
+    int x = -1;
+    if (dense_replicas(par) > 1)
+      x = coll(g, GEN_ALLGATHER, g->dp, COMM_DP, (params - experts) / chunks * g->e, -1);
+    if (expert_replicas(par) > 1)
+      x = join(g, x, coll(g, GEN_ALLGATHER, g->dp, COMM_EDP, experts / chunks * g->e, -1));
+    g->chunk_gather[c] = x;
+  }
+}
+
 static void optimizer_step(gen_t *g, int stage, double params, double experts) {
   const parallel_cfg_t *par = &g->w->parallel;
   flush_grads(g, g->last_grad_op);
@@ -688,7 +708,8 @@ static void optimizer_step(gen_t *g, int stage, double params, double experts) {
   x = optimizer_op(g, GEN_REDUCE_SUM, shard, x);
   x = optimizer_op(g, GEN_ADAM, shard, x);
   x = optimizer_op(g, GEN_CAST, shard, x); /* fp32 -> training precision */
-  if (par->zero == 1 || par->zero == 2) { /* ZeRO-3 gathers layer by layer */
+  /* ZeRO-3 gathers layer by layer; overlap_param_gather, beside the forward */
+  if ((par->zero == 1 || par->zero == 2) && !g->chunk_gather) {
     if (dense_replicas(par) > 1)
       x = coll(g, GEN_ALLGATHER, g->dp, COMM_DP, (params - experts) * g->e, x);
     if (expert_replicas(par) > 1)
@@ -976,7 +997,6 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     double act = g.tokens * m->hidden * g.e / par->tp; /* scatter/gather: see gathered() */
     double layers_per_stage = workload_stage_layers(w, stage);
     stage_t st = {stage, par->pp, par->vpp, (int)layers_per_stage / par->vpp, mbs, act};
-    stage_program(&g, &st);
     /* embedding on the first stage, LM head on the last: one matrix when tied
      * and both are on one stage (Megatron keeps a copy per stage otherwise) */
     int vocab_mats = (stage == 0) + (stage == par->pp - 1);
@@ -986,7 +1006,11 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     if (stage == 0 && m->position == POSITION_LEARNED) /* not split over TP in Megatron */
       params += (double)m->seq_len * m->hidden;
     double experts = routed_expert_params(w) * layers_per_stage;
+    if (w->training.overlap_param_gather && g.dp >= 0)
+      gather_beside_forward(&g, par->vpp, params, experts);
+    stage_program(&g, &st);
     optimizer_step(&g, stage, params, experts);
+    free(g.chunk_gather);
     /* micro-batch chunks whose activations a stage holds at once */
     pipeline_t order = {stage, par->pp, par->vpp, mbs};
     long in_flight = pipeline_warmup(&order) + 1 < mbs * par->vpp ? pipeline_warmup(&order) + 1

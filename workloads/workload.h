@@ -69,6 +69,7 @@ typedef struct {
   bool overlap_p2p_comm;    /* pipeline sends do not block the compute stream */
   uint64_t grad_bucket_bytes; /* gradient bucket for the overlapped reduction */
   bool grad_reduce_in_fp32; /* fp32 gradient buffers and reduction (Megatron with bf16) */
+  bool overlap_param_gather; /* distributed optimizer: parameter gather beside the forward */
   bool overlap_tp_comm;     /* TP communication overlapped with compute */
 } training_cfg_t;
 

@@ -346,6 +346,10 @@ static const cfg_key_t workload_keys[] = {
     BOOL("training.grad_reduce_in_fp32", WL(training.grad_reduce_in_fp32), "true",
          "Gradient buffers and their data-parallel reduction in fp32 (4 bytes per parameter; "
          "Megatron's choice with bf16); false keeps them in 16 bits (--grad-reduce-in-bf16)."),
+    BOOL("training.overlap_param_gather", WL(training.overlap_param_gather), "false",
+         "With parallel.zero 1 or 2: the parameter all-gather after the optimizer runs beside "
+         "the next step's forward, chunk by chunk (Megatron's --overlap-param-gather; false, "
+         "its default, leaves it at the end of the step)."),
     BOOL("training.overlap_p2p_comm", WL(training.overlap_p2p_comm), "false",
          "Pipeline sends run beside the next chunk's compute; false (Megatron's default) "
          "makes the compute stream wait for each send."),
