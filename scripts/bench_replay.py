@@ -8,10 +8,11 @@ targets of issue #5: 1024 x 32 in <= 10 s flow and <= 1 s analytic, <= 1 GiB at
 4096 ranks.
 --peer-workload: the workload of issue #13's comparison with ASTRA-sim 2.x, every
 rank running L layers of 500 us compute -> 64 MiB allreduce over all ranks
-(--algo forces the algorithm between servers, e.g. ring; default: HCCL's choice).
+(--algo forces the algorithm between servers, e.g. ring; default: HCCL's choice;
+--flat puts every server under one leaf switch, as ASTRA-sim's 4096-rank run).
 A benchmark: it reports, it does not fail.
 Usage: scripts/bench_replay.py [--npusim PATH] [--ranks 64,256,...] [--layers 32]
-                               [--peer-workload [--algo A]]"""
+                               [--peer-workload [--algo A] [--flat]]"""
 import argparse
 import os
 import subprocess
@@ -26,9 +27,11 @@ TARGETS = {("flow", 1024): "<= 10 s", ("analytic", 1024): "<= 1 s", ("flow", 409
 PEER_TARGETS = {("flow", 1024): "<= 0.325 s per layer", ("flow", 4096): "<= 1 GiB"}
 
 
-def run(npusim, trace, fidelity):
+def run(npusim, trace, fidelity, sets=()):
     cmd = [npusim, "replay", "--system", os.path.join(ROOT, "configs/systems/ascend-910b.json"),
            "--trace", trace, "--fidelity", fidelity, "--format", "csv"]
+    for s in sets:
+        cmd += ["--set", s]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.stdout.read(), proc.stderr.read()
@@ -47,10 +50,11 @@ def main():
     ap.add_argument("--layers", type=int, default=32)
     ap.add_argument("--peer-workload", action="store_true")
     ap.add_argument("--algo")
+    ap.add_argument("--flat", action="store_true")
     args = ap.parse_args()
     if args.peer_workload:
         print(f"replay of N ranks x {args.layers} layers (500 us compute -> 64 MiB allreduce over "
-              f"all ranks, {args.algo or 'auto'}), ascend-910b")
+              f"all ranks, {args.algo or 'auto'}), ascend-910b{', one leaf' if args.flat else ''}")
     else:
         print(f"replay of N ranks x {args.layers} layers (matmul -> allreduce over 8), ascend-910b")
     print(f"{'ranks':>6} {'fidelity':>9} {'wall_s':>8} {'peak_MiB':>9} {'step_ms':>9}  target")
@@ -64,7 +68,8 @@ def main():
                 gen += ["--algo", args.algo] if args.algo else []
             subprocess.run(gen, check=True)
             for fidelity in ("flow", "analytic"):
-                wall, rss, step = run(args.npusim, trace, fidelity)
+                sets = [f"cluster.scale_out.npus_per_leaf={ranks}"] if args.flat else []
+                wall, rss, step = run(args.npusim, trace, fidelity, sets)
                 targets = PEER_TARGETS if args.peer_workload else TARGETS
                 print(f"{ranks:>6} {fidelity:>9} {wall:>8.2f} {rss:>9.1f} {step * 1e3:>9.3f}  "
                       f"{targets.get((fidelity, ranks), '')}")

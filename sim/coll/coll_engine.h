@@ -79,6 +79,14 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
                                      const char *channel);
 void coll_flow_free(coll_flow_sched_t *job);
 
+/* Runs the rounds of each uniform phase (every transfer alike: bytes,
+ * latency, busiest link's time) as one round with every transfer, wait and
+ * reduction rounds times as long. For a schedule alone on its links, all its
+ * transfers then end together every round, so the result is the same from
+ * one SimGrid communication per transfer instead of one per round (a ring of
+ * p ranks under one switch: 2 instead of 2 (p - 1)). */
+void coll_flow_collapse(coll_flow_sched_t *job);
+
 /* Whether endpoint me has transfers in the schedule. */
 bool coll_flow_takes_part(const coll_flow_sched_t *job, int me);
 

@@ -34,6 +34,7 @@ typedef struct {
 
 typedef struct {
   const coll_phase_t *ph;
+  bool uniform;             /* every transfer alike: bytes, latency, busiest link's time */
   fxfer_t *x;
   int *send_off, *send_idx; /* transfers by sender, CSR over endpoints */
   int *recv_off, *recv_idx; /* transfers by receiver */
@@ -43,6 +44,7 @@ struct coll_flow_sched {
   int nphases, loops, endpoints;
   double step_s;     /* protocol latency per round */
   fphase_t *phases;
+  bool collapsed;    /* each phase's rounds run as one (coll_flow_collapse) */
 };
 
 /* ---- starting SimGrid ---- */
@@ -88,6 +90,40 @@ static void csr(int endpoints, const fxfer_t *x, int n, bool by_src, int **off, 
   free(fill);
 }
 
+/* Whether every transfer of a round of the phase is alike: the same bytes, the
+ * same latency, and the same time on its busiest link with the whole round on
+ * the links. Then, alone, all of them end together every round, and its
+ * rounds can run as one (coll_flow_collapse) with the same result. */
+static bool uniform_phase(const topo_t *topo, const coll_phase_t *ph, const fxfer_t *x) {
+  if (ph->nxfers == 0 || ph->rounds < 2)
+    return false;
+  for (int i = 1; i < ph->nxfers; i++)
+    if (x[i].bytes != x[0].bytes || x[i].alpha_s != x[0].alpha_s)
+      return false;
+  double *load = calloc((size_t)2 * topo->nlinks + 1, sizeof *load);
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  for (int i = 0; i < ph->nxfers; i++) {
+    int nh = topo_route(topo, x[i].src, x[i].dst, hops);
+    for (int h = 0; h < nh; h++)
+      load[2 * hops[h].link + hops[h].dir] += (double)x[i].bytes;
+  }
+  bool alike = true;
+  double first = 0;
+  for (int i = 0; i < ph->nxfers && alike; i++) {
+    int nh = topo_route(topo, x[i].src, x[i].dst, hops);
+    double busiest = 0;
+    for (int h = 0; h < nh; h++) {
+      double t = load[2 * hops[h].link + hops[h].dir] / topo_link_bw(topo, hops[h].link);
+      busiest = t > busiest ? t : busiest;
+    }
+    if (i == 0)
+      first = busiest;
+    alike = busiest == first;
+  }
+  free(load);
+  return alike;
+}
+
 coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
                                      const char *channel) {
   coll_flow_sched_t *job = calloc(1, sizeof *job);
@@ -112,6 +148,7 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
       fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1, x->bytes,
                            topo_path_alpha_s(topo, hops, nh), sg_mailbox_by_name(name)};
     }
+    fp->uniform = uniform_phase(topo, ph, fp->x);
     csr(job->endpoints, fp->x, ph->nxfers, true, &fp->send_off, &fp->send_idx);
     csr(job->endpoints, fp->x, ph->nxfers, false, &fp->recv_off, &fp->recv_idx);
   }
@@ -180,8 +217,14 @@ static double dummy_payload; /* SimGrid refuses NULL payloads; never read or wri
  * transfer from when the round was posted to when the round completed: the
  * transfers of a round run side by side, and waiting for them one by one
  * would cost far more simulation time than it tells. */
+void coll_flow_collapse(coll_flow_sched_t *job) {
+  job->collapsed = true;
+}
+
+/* One round of a phase, or `times` of them as one: every wait, transfer and
+ * reduction `times` as long. */
 static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,
-                      const fphase_t *fp, coll_flow_log_t *log, sg_comm_t *comms) {
+                      const fphase_t *fp, coll_flow_log_t *log, sg_comm_t *comms, int times) {
   int s0 = fp->send_off[me], s1 = fp->send_off[me + 1];
   int r0 = fp->recv_off[me], r1 = fp->recv_off[me + 1];
   double wait = 0;
@@ -191,23 +234,23 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
   if (s1 > s0)
     wait += cfg->step_latency_s + job->step_s;
   if (wait > 0)
-    sg_actor_sleep_for(wait);
+    sg_actor_sleep_for(wait * times);
   int n = 0;
   double posted = simgrid_get_clock(), received = 0;
   void *sink; /* SimGrid needs somewhere to put the (dummy) payload */
   for (int i = r0; i < r1; i++) {
     const fxfer_t *x = &fp->x[fp->recv_idx[i]];
     comms[n++] = sg_mailbox_get_async(x->box, &sink);
-    received += x->data_bytes;
+    received += x->data_bytes * times;
   }
   for (int i = s0; i < s1; i++) {
     const fxfer_t *x = &fp->x[fp->send_idx[i]];
-    comms[n++] = sg_mailbox_put_async(x->box, &dummy_payload, x->bytes);
+    comms[n++] = sg_mailbox_put_async(x->box, &dummy_payload, x->bytes * times);
   }
   sg_comm_wait_all(comms, (size_t)n);
   for (int i = r0; log && i < r1; i++) {
     const fxfer_t *x = &fp->x[fp->recv_idx[i]];
-    coll_flow_log_add(log, x->src, x->dst, (double)x->bytes, posted, simgrid_get_clock());
+    coll_flow_log_add(log, x->src, x->dst, (double)x->bytes * times, posted, simgrid_get_clock());
   }
   if (fp->ph->reduces && cfg->reduce_bw_bytes_per_s > 0 && received > 0)
     sg_actor_sleep_for(received / cfg->reduce_bw_bytes_per_s);
@@ -221,8 +264,11 @@ void coll_flow_run_endpoint(const coll_flow_sched_t *job, const coll_cfg_t *cfg,
       const fphase_t *fp = &job->phases[p];
       if (fp->send_off[me] == fp->send_off[me + 1] && fp->recv_off[me] == fp->recv_off[me + 1])
         continue;
-      for (int r = 0; r < fp->ph->rounds; r++)
-        run_round(job, cfg, me, fp, log, comms);
+      if (job->collapsed && fp->uniform)
+        run_round(job, cfg, me, fp, log, comms, fp->ph->rounds);
+      else
+        for (int r = 0; r < fp->ph->rounds; r++)
+          run_round(job, cfg, me, fp, log, comms, 1);
     }
   free(comms);
 }

@@ -18,6 +18,7 @@ replay_opts_t replay_opts(bool flow, bool representatives) {
   return (replay_opts_t){.flow = flow,
                          .representatives = representatives,
                          .contention = !env_is("NPUSIM_ANALYTIC_CONTENTION", "0"),
+                         .collapse_rounds = !env_is("NPUSIM_FLOW_COLLAPSE", "0"),
                          .force_actors = env_is("NPUSIM_REPLAY_ACTORS", "1"),
                          .all_ranks = env_is("NPUSIM_FLOW_ALL_RANKS", "1")};
 }

@@ -46,14 +46,16 @@ typedef struct {
   bool flow;              /* flow fidelity, else analytic */
   bool representatives;   /* analytic: one rank per program; flow: only what contends */
   bool contention;        /* analytic: concurrent transfers share links (replay_contend.h) */
+  bool collapse_rounds;   /* flow: a collective alone on its links runs each phase's
+                           * rounds as one (coll_flow_collapse) */
   bool force_actors;      /* analytic on the SimGrid actors where the sweep would do */
   bool all_ranks;         /* flow with representatives: simulate every rank anyway */
 } replay_opts_t;
 
 /* The options for a fidelity: the test switches from the environment
  * (NPUSIM_REPLAY_ACTORS=1, NPUSIM_FLOW_ALL_RANKS=1, NPUSIM_ANALYTIC_CONTENTION=0
- * for the analytic fidelity as it was before contention), the only place the
- * replay reads it. */
+ * for the analytic fidelity as it was before contention, NPUSIM_FLOW_COLLAPSE=0
+ * for every round of every flow collective), the only place the replay reads it. */
 replay_opts_t replay_opts(bool flow, bool representatives);
 
 typedef struct {

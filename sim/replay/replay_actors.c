@@ -423,6 +423,8 @@ static void init_state(actors_t *A) {
       char channel[48];
       snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
       A->runs[i].flow = coll_flow_prepare(pl->topo, &x->plan.sched, channel);
+      if (x->collapsed)
+        coll_flow_collapse(A->runs[i].flow);
     } else if (x->members > 0) {
       A->runs[i].barrier = sg_barrier_init(x->members);
     }

@@ -221,9 +221,13 @@ static int apply_scope(replay_plan_t *pl, const char *name, bool **analytic, int
   return rc;
 }
 
-/* Each collective's simulated members and how its time is found. */
-static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscoped) {
+/* Each collective's simulated members and how its time is found. A flow
+ * collective whose links carry nothing else runs its rounds collapsed: alone,
+ * every round of a phase takes the same time. */
+static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscoped,
+                      bool collapse) {
   const trace_t *t = pl->trace;
+  bool *exclusive = pl->flow && collapse ? replay_exclusive_insts(pl) : NULL;
   for (int k = 0; k < pl->ninsts; k++) {
     inst_t *x = &pl->insts[k];
     const trace_comm_t *cm = &t->comms[x->comm];
@@ -232,7 +236,9 @@ static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscope
       x->members += pl->simulated[cm->groups[x->group][m]];
     bool alone = scoped_analytic && k < nscoped && scoped_analytic[k];
     x->mode = !pl->flow || alone ? INST_ANALYTIC : INST_FLOW;
+    x->collapsed = x->mode == INST_FLOW && exclusive && exclusive[k];
   }
+  free(exclusive);
 }
 
 /* The sweep computes what the actors would when costs are analytic: meetings
@@ -277,7 +283,7 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
   if (rc == 0)
     rc = plan_collectives(pl, name, err, len);
   if (rc == 0)
-    set_modes(pl, scoped, nscoped);
+    set_modes(pl, scoped, nscoped, opts->collapse_rounds);
   if (rc == 0)
     add_interference(pl);
   if (rc == 0 && !opts->flow)

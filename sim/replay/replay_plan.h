@@ -32,6 +32,8 @@ typedef struct {
   coll_plan_t plan;
   double analytic_s;
   inst_mode_t mode;
+  bool collapsed;     /* INST_FLOW alone on its links: each phase's rounds run as one
+                       * (coll_flow_collapse) */
   unsigned members;   /* simulated members */
 } inst_t;
 
