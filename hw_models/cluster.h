@@ -49,6 +49,7 @@ typedef struct {
   int nics_per_npu;
   int npus_per_leaf;        /* NIC ports under one leaf switch */
   double oversubscription;  /* leaf downlink : uplink bandwidth, >= 1 */
+  int spines;               /* uplinks per leaf, one per spine; a flow's is hashed (ECMP) */
 } scale_out_cfg_t;
 
 typedef struct {

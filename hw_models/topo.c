@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu_int.h"
+
 const char *const topo_link_kind_names[TOPO_LINK_KIND_COUNT] = {"scale_up", "die", "supernode",
                                                                 "nic", "uplink"};
 
@@ -127,7 +129,7 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
                                              : 0;
   size_t total = (size_t)nodes * (out->per_server_scale_up + out->per_server_die) +
                  (cluster->has_supernode ? (size_t)nodes * npus : 0) + (size_t)nodes * npus +
-                 (size_t)out->leaves;
+                 (size_t)out->leaves * so->spines;
   out->links = calloc(total ? total : 1, sizeof *out->links);
   if (!out->links) {
     snprintf(err, err_len, "ranks: out of memory for %zu links", total);
@@ -150,11 +152,12 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
   for (int r = 0; r < nodes * npus; r++)
     add_link(out, TOPO_LINK_NIC, r / npus, r % npus, -1, merged(so->nic, so->nics_per_npu));
   out->first_uplink = out->nlinks;
-  for (int leaf = 0; leaf < out->leaves; leaf++) {
-    link_cfg_t up = merged(so->nic, so->nics_per_npu);
-    up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription;
-    add_link(out, TOPO_LINK_UPLINK, leaf, -1, -1, up);
-  }
+  for (int leaf = 0; leaf < out->leaves; leaf++)
+    for (int spine = 0; spine < so->spines; spine++) {
+      link_cfg_t up = merged(so->nic, so->nics_per_npu);
+      up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / so->spines;
+      add_link(out, TOPO_LINK_UPLINK, leaf, spine, -1, up);
+    }
   return 0;
 }
 
@@ -198,13 +201,26 @@ static int npu_id(const topo_t *t, int rank) {
   return topo_server_of(t, rank) * t->node.npus + topo_local_of(t, rank);
 }
 
+/* The spine a flow crosses: ECMP hashes the flow's header onto one of the
+ * equal-cost paths. Here the flow is (source NPU, destination NPU), hashed by
+ * npu_hash_u64 (npu_int.h); a real switch hashes the 5-tuple, in which RoCE v2
+ * varies the UDP source port per queue pair: as uneven, not the same paths. */
+static int spine_of(const topo_t *t, int src, int dst) {
+  int spines = t->cluster.scale_out.spines;
+  if (spines <= 1)
+    return 0;
+  uint64_t h = npu_hash_u64(npu_hash_u64(NPU_HASH_SEED, (uint64_t)src), (uint64_t)dst);
+  return (int)(h % (uint64_t)spines);
+}
+
 static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) {
   int n = 0;
   int la = leaf_of(t, src), lb = leaf_of(t, dst);
   hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, src), 0};
   if (la != lb) {
-    hops[n++] = (topo_hop_t){t->first_uplink + la, 0};
-    hops[n++] = (topo_hop_t){t->first_uplink + lb, 1};
+    int spines = t->cluster.scale_out.spines, s = spine_of(t, src, dst);
+    hops[n++] = (topo_hop_t){t->first_uplink + la * spines + s, 0};
+    hops[n++] = (topo_hop_t){t->first_uplink + lb * spines + s, 1};
   }
   hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, dst), 1};
   return n;
@@ -317,7 +333,10 @@ void topo_link_name(const topo_t *t, int link, char *buf, size_t len) {
     snprintf(buf, len, "s%d.nic%d", l->owner, l->a);
     break;
   case TOPO_LINK_UPLINK:
-    snprintf(buf, len, "leaf%d.up", l->owner);
+    if (t->cluster.scale_out.spines > 1)
+      snprintf(buf, len, "leaf%d.spine%d", l->owner, l->a);
+    else
+      snprintf(buf, len, "leaf%d.up", l->owner);
     break;
   default:
     snprintf(buf, len, "link%d", link);

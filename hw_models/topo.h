@@ -8,13 +8,15 @@
  *   die       one link between the dies of a package (SIO);
  *   supernode one port per NPU into the supernode fabric (UB), non-blocking;
  *   nic       one per NPU (nics_per_npu merged) to its leaf;
- *   uplink    one per leaf to the spine layer, all spines merged, with
- *             capacity = ports under the leaf x NIC rate / oversubscription.
+ *   uplink    one per leaf and spine, with capacity = ports under the leaf x
+ *             NIC rate / oversubscription / spines (one spine: all merged).
  * Routing is by rule, deterministic and minimal: die link, else scale-up, else
  * supernode, else NIC -> leaf [-> uplink -> uplink ->] leaf -> NIC. Scale-up
  * traffic never crosses a NIC, except between the two groups of a
- * two_group_mesh (910A), which HCCL sends over RoCE. Merging the spines assumes
- * perfect ECMP; per-flow hashing collisions are not modelled.
+ * two_group_mesh (910A), which HCCL sends over RoCE. Between leaves a flow
+ * (source, destination NPU) is hashed onto one spine, as ECMP does, so flows
+ * can collide on a spine while another idles; one spine (the default) merges
+ * them, perfect balance.
  *
  * Nothing here knows about SimGrid: sim/ turns the graph into a platform. */
 #ifndef NPUSIM_TOPO_H

@@ -206,6 +206,33 @@ static void test_algorithms_that_cannot_run_are_refused(void) {
   topo_free(&t);
 }
 
+/* ECMP: with 4 spines a leaf has 4 uplinks sharing the merged one's capacity;
+ * a flow between leaves goes up and down through the same spine, its own by
+ * hash, and the flows of one leaf spread over more than one spine. */
+static void test_ecmp_hashes_each_flow_onto_one_spine(void) {
+  const char *sets[] = {"cluster.scale_out.spines=4", NULL};
+  system_cfg_t one = load_system("ascend-910b.json", NULL), four = load_system("ascend-910b.json", sets);
+  topo_t t1, t4;
+  char err[256];
+  CU_ASSERT_EQUAL_FATAL(topo_build(&one.node, &one.cluster, 1, 256, 8, &t1, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&four.node, &four.cluster, 1, 256, 8, &t4, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(t4.nlinks, t1.nlinks + 3 * t1.leaves);
+  CU_ASSERT_DOUBLE_EQUAL(4 * topo_link_bw(&t4, t4.first_uplink), topo_link_bw(&t1, t1.first_uplink),
+                         1e-9 * topo_link_bw(&t1, t1.first_uplink));
+  bool used[4] = {false};
+  for (int src = 0; src < 32; src++) { /* leaf 0 to leaf 1 */
+    topo_hop_t h[TOPO_MAX_HOPS];
+    CU_ASSERT_EQUAL_FATAL(topo_route(&t4, src, 32 + src, h), 4);
+    int up = h[1].link - t4.first_uplink, down = h[2].link - t4.first_uplink;
+    CU_ASSERT_EQUAL(t4.links[h[1].link].kind, TOPO_LINK_UPLINK);
+    CU_ASSERT(up / 4 == 0 && down / 4 == 1 && up % 4 == down % 4);
+    used[up % 4] = true;
+  }
+  CU_ASSERT(used[0] + used[1] + used[2] + used[3] > 1);
+  topo_free(&t1);
+  topo_free(&t4);
+}
+
 static void test_routes_stay_on_the_physical_path(void) {
   system_cfg_t b = load_system("ascend-910b.json", NULL);
   topo_t t;
@@ -398,6 +425,7 @@ CU_TestInfo coll_tests[] = {
     {"auto follows the libraries' rules", test_auto_follows_the_libraries_rules},
     {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},
     {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
+    {"ECMP hashes each flow onto one spine", test_ecmp_hashes_each_flow_onto_one_spine},
     {"every algorithm of the table parses with --algo",
      test_every_algorithm_of_the_table_parses_with_algo},
     {"every algorithm of the table is in the help", test_every_algorithm_of_the_table_is_in_the_help},

@@ -228,6 +228,10 @@ static const cfg_key_t system_keys[] = {
         "NPUs (NIC ports) under one leaf switch."),
     NUM("cluster.scale_out.oversubscription", "", 1, SYS(cluster.scale_out.oversubscription), 1,
         1000, "1", "Leaf downlink to uplink bandwidth ratio (2 = 2:1 oversubscribed spine)."),
+    INT("cluster.scale_out.spines", SYS(cluster.scale_out.spines), 1, 10000, "1",
+        "Spine switches: each leaf's uplink bandwidth split over one link to each, and each "
+        "flow (source, destination NPU) hashed onto one as ECMP does; 1 merges them (perfect "
+        "balance)."),
     SECTION("cluster.supernode", SYS(cluster.has_supernode),
         "A scale-up domain larger than a server (UB supernode); RoCE beyond it."),
     INT("cluster.supernode.npus", SYS(cluster.supernode.npus), 2, 1e6, NULL,

@@ -34,7 +34,7 @@ typedef struct {
 
 static bool never_binding(const topo_t *topo, int link) {
   return topo->links[link].kind == TOPO_LINK_UPLINK &&
-         topo->cluster.scale_out.oversubscription <= 1;
+         topo->cluster.scale_out.oversubscription <= 1 && topo->cluster.scale_out.spines == 1;
 }
 
 /* Calls fn on every link a transfer from src to dst crosses. */
