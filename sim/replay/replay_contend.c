@@ -4,8 +4,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
-
 
 /* A job's work: an optional fixed start (the collective's overhead), then
  * loops x phases, each a fixed part then a link part. */
