@@ -215,7 +215,7 @@ for run in "ring256.json cluster.scale_out.npus_per_leaf=256" \
   [[ $1 == ../* ]] && trace="${1#../}"
   for c in 1 0; do
     NPUSIM_FLOW_COLLAPSE=$c "$npusim" replay --system $sys --trace "$trace" --fidelity flow \
-      --set "$2" --format json >"$tmp/collapse$c.json" 2>&1
+      --set "$2" --format json >"$tmp/collapse$c.json" 2>"$tmp/collapse$c.err"
   done
   check "flow: collapsed rounds give the plain bytes ($1, $2)" cmp "$tmp/collapse1.json" "$tmp/collapse0.json"
 done

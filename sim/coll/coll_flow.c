@@ -350,6 +350,7 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
     coll_sched_t widened = *scheds[j];
     widened.endpoints = run.endpoints; /* every endpoint runs every job */
     run.jobs[j] = coll_flow_prepare(topo, &widened, "c");
+    coll_flow_collapse(run.jobs[j]); /* each schedule runs alone, between barriers */
   }
   run.barrier = sg_barrier_init((unsigned)run.endpoints + 1);
   actor_ctx_t *ctx = calloc((size_t)run.endpoints + 1, sizeof *ctx);
