@@ -3,7 +3,9 @@
  * A replay runs in three stages along its data flow:
  *   plan     (replay_plan.c, replay_scope.c) every cost and choice: compute
  *            ops on the chip model, each collective's plan and cost mode,
- *            which ranks are simulated, which engine runs;
+ *            which ranks are simulated, which engine runs; in the analytic
+ *            fidelity also every transfer's duration with contention, found by
+ *            a sweep that shares the links (replay_contend.h);
  *   engine   (replay_engine.h: replay_sweep.c without the simulator,
  *            replay_actors.c on SimGrid) runs the plan and records when each
  *            op ran;

@@ -7,7 +7,8 @@
  * another stream watches, which op records each event, which send meets which
  * recv (trace_pairing_t), which ranks are simulated, and whether the replay
  * needs the simulator. It knows nothing of SimGrid; the engines read it and
- * never change it. */
+ * never change it (replay.c adds the durations contention gives, comm_s,
+ * before the engine that reports runs). */
 #ifndef NPUSIM_REPLAY_PLAN_H
 #define NPUSIM_REPLAY_PLAN_H
 
