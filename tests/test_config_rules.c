@@ -107,6 +107,9 @@ static void test_model_and_plan_must_divide_evenly(void) {
   expect(CONFIG_WORKLOAD, b, SET("parallel.first_stage_layers=17", "parallel.last_stage_layers=17"),
          "--set: parallel.first_stage_layers: expected every stage's layers a multiple of "
          "parallel.vpp = 4, found stage 0 with 17");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.zero_shard_size=2"),
+         "--set: parallel.zero_shard_size: expected 0, or with parallel.zero >= 1 a divisor of "
+         "dp x cp = 1, found 2 (zero 0)");
   expect(CONFIG_WORKLOAD, b, SET("training.overlap_param_gather=true"),
          "--set: training.overlap_param_gather: expected false unless parallel.zero is 1 or 2 (a "
          "gather after the optimizer to overlap), found true with zero 0");

@@ -96,6 +96,8 @@ static void test_every_plan_checks(void) {
        false},
       {"\"tp\": 2, \"pp\": 2, \"dp\": 4, \"ep\": 4", "\"micro_batch\": 1, \"global_batch\": 8",
        true},
+      {"\"dp\": 4, \"pp\": 2, \"zero\": 2, \"zero_shard_size\": 2",
+       "\"micro_batch\": 1, \"global_batch\": 8", false},
       {"\"pp\": 3, \"first_stage_layers\": 2, \"last_stage_layers\": 2, \"dp\": 2",
        "\"micro_batch\": 1, \"global_batch\": 8", false},
       {"\"tp\": 2, \"pp\": 2, \"dp\": 2, \"order\": \"tp-pp-dp-cp\"",
@@ -287,6 +289,38 @@ static void test_zero_stages_communicate_as_they_shard(void) {
   CU_ASSERT_EQUAL(count_colls(&z3, "allgather", "dp"), 0);
   CU_ASSERT_EQUAL(count_colls(&z1, "allgather", "zero"), 0);
   CU_ASSERT_EQUAL(count_colls(&z3, "allgather", "zero"), 2 * 8 * 4);
+}
+
+/* Hybrid sharding (HSDP): ZeRO states sharded over groups of 2 of the 8
+ * replicas; each gradient bucket is reduce-scattered in its group, then its
+ * shard all-reduced across the 4 groups. */
+static void test_hybrid_sharding_shards_in_groups(void) {
+  const char *tr = "\"micro_batch\": 1, \"global_batch\": 8, \"overlap_grad_reduce\": false";
+  workload_cfg_t full = load_workload(small_model, "\"dp\": 8, \"zero\": 1", tr);
+  workload_cfg_t hybrid =
+      load_workload(small_model, "\"dp\": 8, \"zero\": 1, \"zero_shard_size\": 2", tr);
+  CU_ASSERT_EQUAL(count_colls(&full, "reducescatter", "dp"), 1);
+  CU_ASSERT_EQUAL(count_colls(&full, "allreduce", "dp"), 0);
+  CU_ASSERT_EQUAL(count_colls(&hybrid, "reducescatter", "dp"), 1);
+  CU_ASSERT_EQUAL(count_colls(&hybrid, "allreduce", "dp"), 1);
+  train_info_t a, b;
+  trace_t t;
+  char err[1024] = "";
+  generate(&full, &a);
+  CU_ASSERT_FATAL(train_generate(&hybrid, &replay_vocab, 8, &t, &b, err, sizeof err) == 0);
+  CU_ASSERT_DOUBLE_EQUAL(b.memory[0].optimizer, a.memory[0].optimizer * 4,
+                         a.memory[0].optimizer * 1e-9);
+  /* the shard group is 2 consecutive replicas, the replicas 4 strided ones */
+  for (int c = 0; c < t.ncomms; c++) {
+    const trace_comm_t *cm = &t.comms[c];
+    if (strcmp(cm->name, "dp") == 0)
+      CU_ASSERT(cm->sizes[0] == 2 && cm->groups[0][1] == 1);
+    if (strcmp(cm->name, "dp_replicas") == 0)
+      CU_ASSERT(cm->sizes[0] == 4 && cm->groups[0][1] == 2);
+  }
+  trace_free(&t);
+  train_info_free(&a);
+  train_info_free(&b);
 }
 
 /* overlap_param_gather: one gather per model chunk opens the step on the DP
@@ -605,6 +639,7 @@ CU_TestInfo train_tests[] = {
     {"ZeRO shards optimizer states", test_zero_shards_optimizer_states},
     {"ZeRO stages communicate as they shard", test_zero_stages_communicate_as_they_shard},
     {"param gather beside the forward", test_param_gather_beside_the_forward},
+    {"hybrid sharding shards in groups", test_hybrid_sharding_shards_in_groups},
     {"position embeddings", test_position_embeddings},
     {"tied embeddings reduce between the end stages",
      test_tied_embeddings_reduce_between_the_end_stages},

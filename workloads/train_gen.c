@@ -88,6 +88,7 @@ typedef enum {
   COMM_DP_PARAMS,  /* ZeRO-3's gathers, on their own stream */
   COMM_EDP_PARAMS,
   COMM_EMBD,       /* first and last stage: tied embeddings */
+  COMM_DP_REPLICAS, /* hybrid sharding: the same shard in every shard group */
   COMM_COUNT
 } gen_comm_t;
 
@@ -102,6 +103,7 @@ static const struct {
     [COMM_DP_PARAMS] = {"dp_params", TRAIN_PART_DP},
     [COMM_EDP_PARAMS] = {"edp_params", TRAIN_PART_DP},
     [COMM_EMBD] = {"embd", TRAIN_PART_DP},
+    [COMM_DP_REPLICAS] = {"dp_replicas", TRAIN_PART_DP},
 };
 
 typedef struct {
@@ -473,6 +475,12 @@ static double layer_params(const workload_cfg_t *w) {
 
 /* Ranks holding a replica of a dense parameter, and of a routed expert's. */
 static double dense_replicas(const parallel_cfg_t *par) { return (double)par->dp * par->cp; }
+
+/* Ranks one ZeRO shard of a dense parameter spans: all its replicas, or the
+ * hybrid shard group (zero_shard_size). */
+static double dense_shards(const parallel_cfg_t *par) {
+  return par->zero_shard_size > 0 ? par->zero_shard_size : dense_replicas(par);
+}
 static double expert_replicas(const parallel_cfg_t *par) {
   return (double)par->dp * par->cp / par->ep;
 }
@@ -480,10 +488,15 @@ static double expert_replicas(const parallel_cfg_t *par) {
 /* A gradient reduction over the replicas of its parameters (COMM_DP, or
  * COMM_EDP for experts), on the dp stream. */
 static void add_bucket(gen_t *g, gen_comm_t comm, double replicas, double bytes, int dep) {
+  const parallel_cfg_t *par = &g->w->parallel;
   if (replicas == 1 || bytes <= 0)
     return;
-  gen_coll_t kind = g->w->parallel.zero >= 1 ? GEN_REDUCESCATTER : GEN_ALLREDUCE;
+  gen_coll_t kind = par->zero >= 1 ? GEN_REDUCESCATTER : GEN_ALLREDUCE;
   g->last_bucket_op = coll(g, kind, g->dp, comm, bytes, dep);
+  double shards = dense_shards(par);
+  if (comm == COMM_DP && par->zero >= 1 && shards < replicas) /* HSDP: across the groups */
+    g->last_bucket_op = coll(g, GEN_ALLREDUCE, g->dp, COMM_DP_REPLICAS, bytes / shards,
+                             g->last_bucket_op);
 }
 
 /* Reduces the gradients handed over so far. */
@@ -499,7 +512,7 @@ static void flush_grads(gen_t *g, int dep) {
  * op that started that layer). Returns what the layer waits for. */
 static int gather_params(gen_t *g, int *prefetch, int x) {
   const parallel_cfg_t *par = &g->w->parallel;
-  if (par->zero < 3 || dense_replicas(par) == 1)
+  if (par->zero < 3 || dense_shards(par) == 1)
     return x;
   double experts = routed_expert_params(g->w), dense = layer_params(g->w) - experts;
   int p = coll(g, GEN_ALLGATHER, g->zero, COMM_DP_PARAMS, dense * g->e, *prefetch);
@@ -651,7 +664,7 @@ static double zero_bytes(const parallel_cfg_t *par, double dense, double experts
   double dpc = (double)par->dp * par->cp;
   if (!sharded)
     return (dense + experts) * per_param;
-  return (dense / dpc + experts / (dpc / par->ep)) * per_param;
+  return (dense / dense_shards(par) + experts / (dpc / par->ep)) * per_param;
 }
 
 /* An op of the optimizer step: fp32 (master weights, moments, main gradients),
@@ -686,7 +699,7 @@ static void gather_beside_forward(gen_t *g, int chunks, double params, double ex
   g->chunk_gather = malloc((size_t)chunks * sizeof *g->chunk_gather);
   for (int c = 0; c < chunks; c++) {
     int x = -1;
-    if (dense_replicas(par) > 1)
+    if (dense_shards(par) > 1)
       x = coll(g, GEN_ALLGATHER, g->dp, COMM_DP, (params - experts) / chunks * g->e, -1);
     if (expert_replicas(par) > 1)
       x = join(g, x, coll(g, GEN_ALLGATHER, g->dp, COMM_EDP, experts / chunks * g->e, -1));
@@ -710,7 +723,7 @@ static void optimizer_step(gen_t *g, int stage, double params, double experts) {
   x = optimizer_op(g, GEN_CAST, shard, x); /* fp32 -> training precision */
   /* ZeRO-3 gathers layer by layer; overlap_param_gather, beside the forward */
   if ((par->zero == 1 || par->zero == 2) && !g->chunk_gather) {
-    if (dense_replicas(par) > 1)
+    if (dense_shards(par) > 1)
       x = coll(g, GEN_ALLGATHER, g->dp, COMM_DP, (params - experts) * g->e, x);
     if (expert_replicas(par) > 1)
       coll(g, GEN_ALLGATHER, g->dp, COMM_EDP, experts * g->e, x);
@@ -952,10 +965,13 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   out->ncomms = COMM_COUNT;
   static const par_dim_t tp_dims[] = {PAR_DIM_TP}, dp_dims[] = {PAR_DIM_CP, PAR_DIM_DP};
   make_comm(out, par, COMM_TP, 1, tp_dims, 0, false);
-  make_comm(out, par, COMM_DP, 2, dp_dims, 0, false);
+  /* hybrid sharding: the DP groups are the shard groups, replicated across */
+  int shard = par->zero_shard_size > 0 ? par->zero_shard_size : par->dp * par->cp;
+  make_comm(out, par, COMM_DP, 2, dp_dims, shard, false);
   make_comm(out, par, COMM_EP, 2, dp_dims, par->ep, false);
   make_comm(out, par, COMM_EDP, 2, dp_dims, par->ep, true);
-  make_comm(out, par, COMM_DP_PARAMS, 2, dp_dims, 0, false);
+  make_comm(out, par, COMM_DP_PARAMS, 2, dp_dims, shard, false);
+  make_comm(out, par, COMM_DP_REPLICAS, 2, dp_dims, shard, true);
   make_comm(out, par, COMM_EDP_PARAMS, 2, dp_dims, par->ep, true);
   make_ends_comm(out, par, COMM_EMBD);
   /* one program per pipeline stage (and context-parallel position: its ring wraps) */

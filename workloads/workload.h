@@ -55,6 +55,8 @@ typedef struct {
   int last_stage_layers;    /* layers on the last stage; 0: an even share */
   bool sequence_parallel;
   int zero;                 /* 0..3; 1 = distributed optimizer */
+  int zero_shard_size;      /* replicas a ZeRO shard spans: 0 = all dp x cp; fewer = hybrid
+                             * sharding (HSDP), the shard groups replicated */
   recompute_t recompute;
   par_dim_t order[PAR_DIM_COUNT]; /* innermost first; Megatron: tp, cp, dp, pp */
 } parallel_cfg_t;

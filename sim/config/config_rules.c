@@ -194,6 +194,10 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
   if (p->cp > 1 && !w->training.flash_attention)
     return fail(doc, "training.flash_attention", err,
                 "true when parallel.cp > 1 (ring attention is a fused kernel), found false");
+  if (p->zero_shard_size > 0 && (p->zero == 0 || (p->dp * p->cp) % p->zero_shard_size))
+    return fail(doc, "parallel.zero_shard_size", err,
+                "0, or with parallel.zero >= 1 a divisor of dp x cp = %d, found %d (zero %d)",
+                p->dp * p->cp, p->zero_shard_size, p->zero);
   if (w->training.overlap_param_gather && p->zero != 1 && p->zero != 2)
     return fail(doc, "training.overlap_param_gather", err,
                 "false unless parallel.zero is 1 or 2 (a gather after the optimizer to "

@@ -324,6 +324,11 @@ static const cfg_key_t workload_keys[] = {
     INT("parallel.zero", WL(parallel.zero), 0, 3, "0",
         "ZeRO stage: 1 shards optimizer states (distributed optimizer), 2 also gradients, 3 "
         "also weights."),
+    INT("parallel.zero_shard_size", WL(parallel.zero_shard_size), 0, 1e7, "0",
+        "Replicas one ZeRO/FSDP shard spans: 0 shards over all dp x cp (FSDP's full_shard and "
+        "shard_grad_op); a divisor of dp x cp shards within groups of that many consecutive "
+        "replicas and replicates the groups (HSDP, FSDP's hybrid_shard): gradients are "
+        "reduce-scattered in the group, then all-reduced across groups."),
     ENUM("parallel.recompute", workload_recompute_names, RECOMPUTE_COUNT, WL(parallel.recompute),
          "\"none\"", "Activation recomputation: none, selective (attention core) or full."),
     {.path = "parallel.order", .type = CFG_STR, .unit = "", .min = 1, .max = 63,
