@@ -3,8 +3,10 @@
  * analytic: each round of a phase costs the slowest of its transfers, a
  *   transfer costing its path's alpha plus the bytes its busiest link carries
  *   in that round over that link's effective bandwidth; rounds, phases and
- *   loops add up. Exact for the symmetric schedules of one collective; ignores
- *   contention between collectives. Microseconds even at thousands of ranks.
+ *   loops add up. Exact for the symmetric schedules of one collective; a replay
+ *   shares links between concurrent collectives on top of it
+ *   (coll_analytic_phases, sim/replay/replay_contend.c). Microseconds even at
+ *   thousands of ranks.
  * flow: every transfer is a SimGrid communication between the ranks' hosts on
  *   a platform generated from the topology; ranks progress on their own, and
  *   links shared by concurrent transfers are divided by SimGrid's max-min model.
@@ -85,7 +87,7 @@ void coll_flow_free(coll_flow_sched_t *job);
  * transfers then end together every round, so the result is the same from
  * one SimGrid communication per transfer instead of one per round (a ring of
  * p ranks under one switch: 2 instead of 2 (p - 1)). */
-void coll_flow_collapse(coll_flow_sched_t *job);
+void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo);
 
 /* Whether endpoint me has transfers in the schedule. */
 bool coll_flow_takes_part(const coll_flow_sched_t *job, int me);

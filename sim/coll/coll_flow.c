@@ -34,7 +34,7 @@ typedef struct {
 
 typedef struct {
   const coll_phase_t *ph;
-  bool uniform;             /* every transfer alike: bytes, latency, busiest link's time */
+  bool uniform;             /* its rounds run as one (coll_flow_collapse, uniform_phase) */
   fxfer_t *x;
   int *send_off, *send_idx; /* transfers by sender, CSR over endpoints */
   int *recv_off, *recv_idx; /* transfers by receiver */
@@ -44,7 +44,6 @@ struct coll_flow_sched {
   int nphases, loops, endpoints;
   double step_s;     /* protocol latency per round */
   fphase_t *phases;
-  bool collapsed;    /* each phase's rounds run as one (coll_flow_collapse) */
 };
 
 /* ---- starting SimGrid ---- */
@@ -148,7 +147,6 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
       fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1, x->bytes,
                            topo_path_alpha_s(topo, hops, nh), sg_mailbox_by_name(name)};
     }
-    fp->uniform = uniform_phase(topo, ph, fp->x);
     csr(job->endpoints, fp->x, ph->nxfers, true, &fp->send_off, &fp->send_idx);
     csr(job->endpoints, fp->x, ph->nxfers, false, &fp->recv_off, &fp->recv_idx);
   }
@@ -217,8 +215,9 @@ static double dummy_payload; /* SimGrid refuses NULL payloads; never read or wri
  * transfer from when the round was posted to when the round completed: the
  * transfers of a round run side by side, and waiting for them one by one
  * would cost far more simulation time than it tells. */
-void coll_flow_collapse(coll_flow_sched_t *job) {
-  job->collapsed = true;
+void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo) {
+  for (int p = 0; p < job->nphases; p++)
+    job->phases[p].uniform = uniform_phase(topo, job->phases[p].ph, job->phases[p].x);
 }
 
 /* One round of a phase, or `times` of them as one: every wait, transfer and
@@ -264,7 +263,7 @@ void coll_flow_run_endpoint(const coll_flow_sched_t *job, const coll_cfg_t *cfg,
       const fphase_t *fp = &job->phases[p];
       if (fp->send_off[me] == fp->send_off[me + 1] && fp->recv_off[me] == fp->recv_off[me + 1])
         continue;
-      if (job->collapsed && fp->uniform)
+      if (fp->uniform) /* set by coll_flow_collapse */
         run_round(job, cfg, me, fp, log, comms, fp->ph->rounds);
       else
         for (int r = 0; r < fp->ph->rounds; r++)
@@ -350,7 +349,7 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
     coll_sched_t widened = *scheds[j];
     widened.endpoints = run.endpoints; /* every endpoint runs every job */
     run.jobs[j] = coll_flow_prepare(topo, &widened, "c");
-    coll_flow_collapse(run.jobs[j]); /* each schedule runs alone, between barriers */
+    coll_flow_collapse(run.jobs[j], topo); /* each schedule runs alone, between barriers */
   }
   run.barrier = sg_barrier_init((unsigned)run.endpoints + 1);
   actor_ctx_t *ctx = calloc((size_t)run.endpoints + 1, sizeof *ctx);

@@ -92,11 +92,9 @@ static coll_algo_t hccl_choice(const topo_t *t, coll_op_t op, int level, coll_al
 
 /* ---- NCCL ---- */
 
-static coll_algo_t nccl_choice(const topo_t *t, coll_op_t op, int level, bool nvls,
-                               double loop_bytes) {
+static coll_algo_t nccl_choice(const topo_t *t, coll_op_t op, int level, bool nvls) {
   if (is_alltoall(op))
     return level == 0 ? COLL_ALGO_MESH : COLL_ALGO_PAIRWISE;
-  (void)loop_bytes;
   if (level == 0)
     return (nvls && op == COLL_ALLREDUCE && t->nodes == 1) ? COLL_ALGO_NVLS : COLL_ALGO_RING;
   return COLL_ALGO_RING; /* an allreduce weighs tree too: coll_select_candidates */
@@ -121,7 +119,7 @@ void coll_select_algos(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduc
     if (cfg->algo[l] != COLL_ALGO_AUTO)
       out[l] = cfg->algo[l];
     else if (cfg->library == COLL_LIB_NCCL)
-      out[l] = nccl_choice(t, op, l, switch_reduces, loop_bytes);
+      out[l] = nccl_choice(t, op, l, switch_reduces);
     else
       out[l] = hccl_choice(t, op, l, out[0], loop_bytes);
   }

@@ -53,29 +53,27 @@ void replay_record_free(replay_record_t *rec, const trace_t *trace) {
 }
 
 /* Analytic: the sweep with concurrent transfers sharing links finds every
- * transfer's duration (replay_contend.h); the plan keeps them for the run that
- * follows, so either engine prints the same times. Times do not depend on
- * memory ops, so the sweep serves even a plan the actors will run. */
-static int find_contention(replay_plan_t *pl, const char *name, char *err, size_t len) {
+ * transfer's duration (replay_contend.h) and the plan keeps them, so the
+ * actors, where the plan needs them, print the same times. Times do not depend
+ * on memory ops, so the sweep serves even a plan the actors will run; where the
+ * sweep is the engine, its record is the run's. */
+static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
+                         size_t len) {
   const trace_t *t = pl->trace;
   double **dur = calloc((size_t)t->ranks + 1, sizeof *dur);
   for (int r = 0; r < t->ranks; r++)
     if (pl->simulated[r])
       dur[r] = calloc((size_t)t->programs[t->program_of[r]].nops + 1, sizeof **dur);
   replay_contend_t *c = replay_contend_new(pl);
-  replay_record_t rec;
-  replay_record_init(&rec, pl);
-  replay_sweep_contended(pl, &rec, c, dur);
-  int rc = replay_check_finished(pl, &rec, name, err, len);
-  replay_record_free(&rec, t);
+  replay_sweep_contended(pl, rec, c, dur); /* reads alone times: comm_s is still NULL */
   replay_contend_free(c);
-  if (rc == 0) {
-    pl->comm_s = dur;
-    return 0;
+  pl->comm_s = dur; /* freed with the plan */
+  int rc = replay_check_finished(pl, rec, name, err, len);
+  if (rc == 0 && !pl->sweep) { /* memory ops: the actors run with the durations found */
+    replay_record_free(rec, t);
+    replay_record_init(rec, pl);
+    rc = replay_actors_run(pl, rec, name, err, len);
   }
-  for (int r = 0; r < t->ranks; r++)
-    free(dur[r]);
-  free(dur);
   return rc;
 }
 
@@ -94,12 +92,10 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     return rc;
   }
   out->representatives = (opts->representatives && !opts->flow) || plan.reduced;
-  if (!opts->flow && opts->contention)
-    rc = find_contention(&plan, trace_name, err, err_len);
   replay_record_t rec;
   replay_record_init(&rec, &plan);
-  if (rc)
-    ;
+  if (!opts->flow && opts->contention)
+    rc = run_contended(&plan, &rec, trace_name, err, err_len);
   else if (plan.sweep)
     replay_sweep_run(&plan, &rec);
   else

@@ -424,7 +424,7 @@ static void init_state(actors_t *A) {
       snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
       A->runs[i].flow = coll_flow_prepare(pl->topo, &x->plan.sched, channel);
       if (x->collapsed)
-        coll_flow_collapse(A->runs[i].flow);
+        coll_flow_collapse(A->runs[i].flow, pl->topo);
     } else if (x->members > 0) {
       A->runs[i].barrier = sg_barrier_init(x->members);
     }

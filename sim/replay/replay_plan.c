@@ -227,7 +227,8 @@ static int apply_scope(replay_plan_t *pl, const char *name, bool **analytic, int
 static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscoped,
                       bool collapse) {
   const trace_t *t = pl->trace;
-  bool *exclusive = pl->flow && collapse ? replay_exclusive_insts(pl) : NULL;
+  /* with a scope, every collective alone on its links already runs analytic */
+  bool *exclusive = pl->flow && collapse && !scoped_analytic ? replay_exclusive_insts(pl) : NULL;
   for (int k = 0; k < pl->ninsts; k++) {
     inst_t *x = &pl->insts[k];
     const trace_comm_t *cm = &t->comms[x->comm];
