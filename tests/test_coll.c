@@ -162,10 +162,12 @@ static void test_auto_follows_the_libraries_rules(void) {
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8, 64 * mb, 0), COLL_ALGO_NVLS);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_TREE);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, 1024 * mb, 1), COLL_ALGO_RING);
-  /* NCCL's tuner at scale: 64 MiB takes ring on 16 servers, tree on 1024 (ring's
-   * 2 (p - 1) latencies), and the choice is the faster of the two forced */
-  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 128, 64 * mb, 1), COLL_ALGO_RING);
-  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8192, 64 * mb, 1), COLL_ALGO_TREE);
+  /* NCCL's tuner at scale: 512 MiB takes ring on 16 servers, tree on 1024 (the
+   * flat ring's 2 (p - 1) latencies), 64 MiB tree on both; the choice is the
+   * faster of the two forced */
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 128, 512 * mb, 1), COLL_ALGO_RING);
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 128, 64 * mb, 1), COLL_ALGO_TREE);
+  CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8192, 512 * mb, 1), COLL_ALGO_TREE);
   int sizes[] = {128, 8192};
   for (int i = 0; i < 2; i++) {
     topo_t t;
@@ -173,7 +175,7 @@ static void test_auto_follows_the_libraries_rules(void) {
     coll_algo_t a1[3] = {COLL_ALGO_AUTO, COLL_ALGO_RING, COLL_ALGO_TREE};
     double time[3];
     for (int k = 0; k < 3; k++) {
-      CU_ASSERT_EQUAL_FATAL(plan(&h, &t, &p[k], COLL_ALLREDUCE, sizes[i], 8, 64 * mb,
+      CU_ASSERT_EQUAL_FATAL(plan(&h, &t, &p[k], COLL_ALLREDUCE, sizes[i], 8, 512 * mb,
                                  COLL_ALGO_AUTO, a1[k], NULL), 0);
       time[k] = coll_analytic_time(&t, &h.coll, &p[k].sched, NULL);
       coll_plan_free(&p[k]);
@@ -181,6 +183,50 @@ static void test_auto_follows_the_libraries_rules(void) {
     }
     CU_ASSERT_DOUBLE_EQUAL(time[0], fmin(time[1], time[2]), 1e-12 * time[0]);
   }
+}
+
+/* NCCL's ring between servers is one flat ring per channel: per phase every rank
+ * sends once over its NIC, to the same local NPU of the next server (rails kept
+ * but for the closing hop when the server count is not a multiple of K), and the
+ * rest over the scale-up fabric; so every NIC carries n (p - 1) / (K p) each way
+ * per phase and the allreduce moves 2 (p - 1) n in all. HCCL's ring stays
+ * hierarchical. */
+static void test_nccl_rings_run_flat_over_all_ranks(void) {
+  system_cfg_t a = load_system("a100-dgx.json", NULL);
+  double n = 1024.0 * 1024 * 1024;
+  int p = 24, k = 8, m = 3;
+  topo_t t;
+  coll_plan_t pl;
+  CU_ASSERT_EQUAL_FATAL(plan(&a, &t, &pl, COLL_ALLREDUCE, p, k, n, COLL_ALGO_AUTO,
+                             COLL_ALGO_RING, NULL), 0);
+  CU_ASSERT_STRING_EQUAL(pl.name, "ring/simple");
+  CU_ASSERT_EQUAL_FATAL(pl.sched.nphases, 2);
+  for (int ph = 0; ph < 2; ph++) {
+    const coll_phase_t *x = &pl.sched.phases[ph];
+    CU_ASSERT_EQUAL(x->rounds, p - 1);
+    CU_ASSERT_EQUAL(x->reduces, ph == 0);
+    int inter = 0, off_rail = 0;
+    for (int i = 0; i < x->nxfers; i++) {
+      int src = x->xfers[i].src, dst = x->xfers[i].dst;
+      if (dst / k == src / k)
+        continue;
+      inter++;
+      CU_ASSERT_EQUAL(dst / k, (src / k + 1) % m);
+      CU_ASSERT_DOUBLE_EQUAL(x->xfers[i].bytes, n / ((double)k * p), 1e-6);
+      off_rail += dst % k != src % k;
+    }
+    CU_ASSERT_EQUAL(inter, p);      /* one NIC send per rank */
+    CU_ASSERT_EQUAL(off_rail, k);   /* only the closing hops (3 is not a multiple of 8) */
+  }
+  CU_ASSERT_DOUBLE_EQUAL(coll_sched_bytes(&pl.sched), 2.0 * (p - 1) * n, 1e-6 * n);
+  coll_plan_free(&pl);
+  topo_free(&t);
+  system_cfg_t b = load_system("ascend-910b.json", NULL);
+  CU_ASSERT_EQUAL_FATAL(plan(&b, &t, &pl, COLL_ALLREDUCE, 32, 8, n, COLL_ALGO_AUTO,
+                             COLL_ALGO_RING, NULL), 0);
+  CU_ASSERT(pl.sched.nphases > 2); /* RS in servers, ring between, AG in servers */
+  coll_plan_free(&pl);
+  topo_free(&t);
 }
 
 static void test_algorithms_that_cannot_run_are_refused(void) {
@@ -426,6 +472,7 @@ CU_TestInfo coll_tests[] = {
     {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},
     {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
     {"ECMP hashes each flow onto one spine", test_ecmp_hashes_each_flow_onto_one_spine},
+    {"NCCL's rings run flat over all ranks", test_nccl_rings_run_flat_over_all_ranks},
     {"every algorithm of the table parses with --algo",
      test_every_algorithm_of_the_table_parses_with_algo},
     {"every algorithm of the table is in the help", test_every_algorithm_of_the_table_is_in_the_help},

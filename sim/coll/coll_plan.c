@@ -13,10 +13,12 @@
  *                  AG in every server; reduce mirrors it;
  *   alltoall(v)    intra-server exchange, then inter-server exchange of the
  *                  aggregated blocks; sendrecv: a ring shift.
+ * NCCL's ring between servers is no hierarchy: one flat ring per channel over
+ * all ranks (flat_rings), which is why its busbw reaches the servers' NIC rate.
  * The algorithm per level comes from coll_select.c; a forced one that cannot
  * run is refused with the reason the capability table (coll_cfg.c) gives.
- * Not modelled: compositions other than HCCL's (NCCL's own hierarchy differs
- * in its tree), and groups whose servers contribute unequal numbers of ranks
+ * Not modelled: NCCL's tree as NCCL builds it (its intra-server chain is taken
+ * as HCCL's reduce-scatter / all-gather around the inter-server tree), and groups whose servers contribute unequal numbers of ranks
  * are planned flat, one rank per server. */
 #include <math.h>
 #include <stdio.h>
@@ -301,8 +303,46 @@ static int compose_sendrecv(coll_sched_t *s, const topo_t *t, double n) {
   return 1;
 }
 
-static int compose(coll_sched_t *s, const topo_t *t, const coll_algo_t algo[],
-                   const coll_req_t *req, double n) {
+/* NCCL runs a ring between servers as one flat ring per channel over all ranks, not
+ * as HCCL's ring of rings: channel c enters server j at local NPU e = (c - j) mod K,
+ * runs e, e+1, ... over the scale-up fabric and leaves from e - 1 through that NPU's
+ * NIC to the same local index of server j + 1 (the next server's entry), so every
+ * hop between servers stays on its rail but the closing one. With K channels every
+ * NIC carries exactly one channel each way and the scale-up links K - 1, so
+ * between servers the ring moves at the server's whole NIC rate. Only for
+ * allreduce, reduce-scatter and all-gather on servers of more than one rank. */
+static bool nccl_flat_ring(const topo_t *t, const coll_cfg_t *cfg, const coll_algo_t algo[],
+                           coll_op_t op) {
+  return cfg->library == COLL_LIB_NCCL && algo[1] == COLL_ALGO_RING &&
+         topo_levels_used(t) == 2 && t->ranks_per_node > 1 &&
+         (op == COLL_ALLREDUCE || op == COLL_REDUCESCATTER || op == COLL_ALLGATHER);
+}
+
+/* The K channel rings' rounds merged per rank: (K - 1) chunks to the next NPU of
+ * its server, one chunk over its NIC (channel (i + j + 1) mod K leaves there).
+ * p - 1 reduce-scatter rounds, p - 1 all-gather rounds; chunk = n / (K p). */
+static int flat_rings(coll_sched_t *s, const topo_t *t, coll_op_t op, double n) {
+  int k = t->ranks_per_node, m = t->nodes, p = t->ranks, ph = 0;
+  double chunk = n / ((double)k * p);
+  for (int half = 0; half < 2; half++) {
+    bool rs = half == 0;
+    if ((rs && op == COLL_ALLGATHER) || (!rs && op == COLL_REDUCESCATTER))
+      continue;
+    coll_phase_t *phase = coll_sched_phase(s, ph++, 1, p - 1, rs);
+    for (int r = 0; r < p; r++) {
+      int j = r / k, i = r % k;
+      int exit_to = j < m - 1 ? (j + 1) * k + i : (i + m) % k; /* closing hop: to server 0 */
+      coll_phase_add(phase, r, j * k + (i + 1) % k, (k - 1) * chunk);
+      coll_phase_add(phase, r, exit_to, chunk);
+    }
+  }
+  return ph;
+}
+
+static int compose(coll_sched_t *s, const topo_t *t, const coll_cfg_t *cfg,
+                   const coll_algo_t algo[], const coll_req_t *req, double n) {
+  if (nccl_flat_ring(t, cfg, algo, req->op))
+    return flat_rings(s, t, req->op, n);
   switch (req->op) {
   case COLL_ALLREDUCE:
     return compose_allreduce(s, t, algo, n);
@@ -401,9 +441,9 @@ static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_
   return COLL_PLAN_FORCED_MISFIT;
 }
 
-static void name_plan(coll_plan_t *plan, const topo_t *t, coll_op_t op) {
-  if (op == COLL_SENDRECV) {
-    snprintf(plan->name, sizeof plan->name, "p2p");
+static void name_plan(coll_plan_t *plan, const topo_t *t, const coll_cfg_t *cfg, coll_op_t op) {
+  if (op == COLL_SENDRECV || nccl_flat_ring(t, cfg, plan->algo, op)) {
+    snprintf(plan->name, sizeof plan->name, op == COLL_SENDRECV ? "p2p" : "ring");
     return;
   }
   plan->name[0] = '\0';
@@ -497,13 +537,13 @@ static int build(const topo_t *topo, const coll_cfg_t *cfg, const layout_t *lay,
                  const coll_req_t *vreq, coll_op_t op, double loop_bytes, int loops,
                  coll_plan_t *plan, char *err, size_t err_len) {
   const topo_t *vt = &lay->vt;
-  if (compose(&plan->sched, vt, plan->algo, vreq, loop_bytes) < 0) {
+  if (compose(&plan->sched, vt, cfg, plan->algo, vreq, loop_bytes) < 0) {
     coll_sched_free(&plan->sched);
     return explain_forced(vt, plan->algo, vreq, switch_reduces(vt), err, err_len);
   }
   plan->sched.loops = loops;
   map_endpoints(topo, lay, &plan->sched);
-  name_plan(plan, vt, op);
+  name_plan(plan, vt, cfg, op);
   coll_select_protocol(topo, cfg, plan);
   return 0;
 }
@@ -529,7 +569,10 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
     if (members[i] == req->root)
       vreq.root = i;
   double n = req->bytes;
-  int loops = cfg->buffer_bytes > 0 ? (int)ceil(n / cfg->buffer_bytes) : 1;
+  /* HCCL relaunches per staging buffer; NCCL streams any size through its
+   * channels' small buffers in one launch (its slices are not relaunches). */
+  int loops = cfg->buffer_bytes > 0 && cfg->library == COLL_LIB_HCCL
+                  ? (int)ceil(n / cfg->buffer_bytes) : 1;
   if (loops < 1 || req->op == COLL_ALLTOALLV)
     loops = 1;
   coll_select_algos(vt, cfg, switch_reduces(vt), req->op, n / loops, plan->algo);

@@ -248,7 +248,7 @@ static const cfg_key_t system_keys[] = {
     ENUM_OF("collectives.level2_algorithm", coll_algo_name, COLL_ALGO_COUNT,
          SYS(coll.algo[2]), "\"auto\"", "Algorithm between supernodes."),
     POS("collectives.buffer_MiB", "MiB", MIB, SYS(coll.buffer_bytes), 1, 1e6, "200",
-        "Staging buffer per communicator; larger messages run in loops (HCCL_BUFFSIZE)."),
+        "Staging buffer per communicator; larger messages run in loops (HCCL_BUFFSIZE; HCCL only, NCCL never loops)."),
     NUM("collectives.step_latency_us", "us", MICRO, SYS(coll.step_latency_s), 0, 1e6, "0",
         "Software cost of each algorithm step (synchronisation, task dispatch)."),
     NUM("collectives.op_overhead_us", "us", MICRO, SYS(coll.op_overhead_s), 0, 1e6, "0",
