@@ -8,7 +8,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "jsonfile.h"
+#include "outfile.h"
 
 static char time_limit_line[256];
 static size_t time_limit_len;
@@ -16,7 +16,7 @@ static int time_limit_status;
 
 static void time_limit_expired(int sig) {
   (void)sig;
-  jsonfile_remove_pending(); /* a --chrome-trace or --list-ops being written */
+  outfile_remove_pending(); /* a --chrome-trace or --list-ops being written */
   ssize_t w = write(STDERR_FILENO, time_limit_line, time_limit_len);
   (void)w;
   _exit(time_limit_status);

@@ -13,5 +13,6 @@ extern CU_TestInfo trace_tests[];
 extern CU_TestInfo replay_tests[];
 extern CU_TestInfo train_tests[];
 extern CU_TestInfo calibrate_tests[];
+extern CU_TestInfo outfile_tests[];
 
 #endif

@@ -16,6 +16,7 @@ int main(void) {
       {.pName = "replay", .pTests = replay_tests},
       {.pName = "train", .pTests = train_tests},
       {.pName = "calibrate", .pTests = calibrate_tests},
+      {.pName = "outfile", .pTests = outfile_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

@@ -1,5 +1,6 @@
 /* jsonfile.h - reading JSON files for configs and traces: plain or gzip (zlib
- * detects which), with errors that give the line and column of bad syntax. */
+ * detects which), with errors that give the line and column of bad syntax.
+ * Writing: outfile.h. */
 #ifndef NPUSIM_JSONFILE_H
 #define NPUSIM_JSONFILE_H
 
@@ -27,21 +28,6 @@ void jsonfile_format_number(double v, char *buf, size_t len);
 
 /* Writes s as a JSON string literal (quoted, escaped). */
 void jsonfile_write_string(FILE *out, const char *s);
-
-/* Writes len bytes to path, gzip-compressed if gzip is set. A regular file (or
- * a new one) is written through a temporary file next to it and a rename, so it
- * is either complete or untouched, and keeps its mode (a new one gets 0666 less
- * the umask); a symlink is followed and stays a symlink. A device or FIFO is
- * written in place, and "-" is stdout. The temporary file is removed on every
- * failure and on SIGINT, SIGTERM and SIGHUP. Returns 0, or -1 with
- * "PATH: cannot write: REASON" in err. */
-int jsonfile_write_atomically(const char *path, const char *data, size_t len, int gzip,
-                              char *err, size_t err_len);
-
-/* Removes the temporary file jsonfile_write_atomically is writing, if any.
- * Async-signal-safe: for another signal handler that ends the process with
- * _exit (--time-limit's), which would otherwise leave the file behind. */
-void jsonfile_remove_pending(void);
 
 /* The length (1 to 4) of the valid UTF-8 character at s, its code point in
  * *cp; 0 if s starts no valid character (a stray or overlong byte sequence, a

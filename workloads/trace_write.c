@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jsonfile.h"
+#include "outfile.h"
 #include "trace.h"
 
 /* Ranks as "0-3,8": runs of consecutive ascending ranks joined, order kept. */
@@ -157,25 +158,17 @@ static void write_trace(FILE *out, const trace_t *t, const trace_vocab_t *v) {
 
 int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
                 size_t err_len) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&buf, &len);
-  if (!mem) {
-    snprintf(err, err_len, "%s: cannot write: out of memory", path);
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+  if (!f)
     return -1;
-  }
-  write_trace(mem, t, vocab);
-  fclose(mem);
-  if (len >= TRACE_MAX_BYTES) { /* the reader would refuse it */
-    snprintf(err, err_len, "%s: cannot write: the trace is %zu MiB of JSON; a trace must stay "
-             "under %lu MiB to be read back (docs/trace-format.md)", path, len >> 20,
+  write_trace(outfile_stream(f), t, vocab);
+  fflush(outfile_stream(f)); /* outfile_bytes counts what left the stream's buffer */
+  if (outfile_bytes(f) >= TRACE_MAX_BYTES) { /* the reader would refuse it */
+    snprintf(err, err_len, "%s: cannot write: the trace is %llu MiB of JSON; a trace must stay "
+             "under %lu MiB to be read back (docs/trace-format.md)", path, outfile_bytes(f) >> 20,
              TRACE_MAX_BYTES >> 20);
-    free(buf);
+    outfile_abort(f);
     return -1;
   }
-  size_t n = strlen(path);
-  int gzip = n > 3 && strcmp(path + n - 3, ".gz") == 0;
-  int rc = jsonfile_write_atomically(path, buf, len, gzip, err, err_len);
-  free(buf);
-  return rc;
+  return outfile_commit(f, err, err_len);
 }

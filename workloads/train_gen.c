@@ -125,6 +125,7 @@ typedef struct {
   int last_grad_op;    /* the op that produced them */
   int last_bucket_op;  /* the last gradient reduction (on one stream: it ends them all) */
   int *chunk_gather;   /* overlap_param_gather: per model chunk, its parameters' gather */
+  train_where_t at;    /* where the ops being added are, recorded with each */
 } gen_t;
 
 /* ---- building ops ---- */
@@ -172,8 +173,10 @@ static int add(gen_t *g, trace_op_type_t type, train_part_t part, int stream, in
     g->cap = g->cap ? 2 * g->cap : 1024;
     p->ops = realloc(p->ops, (size_t)g->cap * sizeof *p->ops);
     g->info->parts = realloc(g->info->parts, (size_t)g->cap * sizeof *g->info->parts);
+    g->info->where = realloc(g->info->where, (size_t)g->cap * sizeof *g->info->where);
   }
   g->info->parts[p->nops] = part;
+  g->info->where[p->nops] = g->at;
   trace_op_t *op = &p->ops[p->nops];
   memset(op, 0, sizeof *op);
   op->id = p->nops;
@@ -541,6 +544,7 @@ static void grads_ready(gen_t *g, double dense, double experts, int dep, bool la
 
 typedef struct {
   int stage, pp, vpp, layers_per_chunk;
+  int first_layer; /* of the model, this stage's first (without interleaving) */
   long microbatches;
   double act_bytes; /* activation or gradient passed between stages */
 } stage_t;
@@ -587,6 +591,11 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   double layer_grad = layer_params(g->w) * grad_bytes - expert_grad;
   bool last_mb = mb == st->microbatches - 1;
   int x = last_op;
+  /* the model's layer l of this chunk (Megatron's interleaving: virtual stage
+   * chunk * pp + stage) */
+  int layer0 = st->vpp > 1 ? (chunk * st->pp + st->stage) * st->layers_per_chunk
+                           : st->first_layer;
+  g->at = (train_where_t){-1, (int)mb, bwd ? TRAIN_PASS_BWD : TRAIN_PASS_FWD};
   /* input: from the previous virtual stage, or the embedding */
   int in = -1;
   if (!bwd && !first_virtual)
@@ -606,8 +615,11 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     }
     if (g->chunk_gather && mb == 0) /* the chunk's parameters, gathered beside the step */
       x = join(g, x, g->chunk_gather[chunk]);
-    for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++)
+    for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++) {
+      g->at.layer = layer0 + l;
       x = layer_forward(g, gather_params(g, &prefetch, x));
+    }
+    g->at.layer = -1;
     if (last_virtual) { /* final norm, LM head, loss */
       x = vec(g, norm_kind(m), rows, h, x);
       x = tp_enter(g, x);
@@ -627,10 +639,12 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   } else {
     x = join(g, x, gathered(g, in));
   }
-  for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++) {
+  for (int l = st->layers_per_chunk - 1, prefetch = x; l >= 0; l--) { /* last layer first */
+    g->at.layer = layer0 + l;
     x = layer_backward(g, gather_params(g, &prefetch, x));
     grads_ready(g, layer_grad, expert_grad, x, last_mb);
   }
+  g->at.layer = -1;
   if (first_virtual) {
     x = tp_enter(g, x); /* the mirror of the embedding's scatter */
     x = vec(g, GEN_ADD, tk, h, x); /* embedding gradient */
@@ -709,6 +723,7 @@ static void gather_beside_forward(gen_t *g, int chunks, double params, double ex
 
 static void optimizer_step(gen_t *g, int stage, double params, double experts) {
   const parallel_cfg_t *par = &g->w->parallel;
+  g->at = (train_where_t){-1, -1, TRAIN_PASS_OPT};
   flush_grads(g, g->last_grad_op);
   tie_embeddings(g, stage);
   double shard = zero_bytes(par, params - experts, experts, 1, par->zero >= 1);
@@ -998,7 +1013,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     info->programs[pi].stage = stage;
     info->programs[pi].cp_pos = cpi;
     gen_t g = {.w = w, .k = &kinds, .p = p, .info = &info->programs[pi], .e = 2,
-               .last_grad_op = -1, .last_bucket_op = -1};
+               .last_grad_op = -1, .last_bucket_op = -1, .at = {-1, -1, TRAIN_PASS_NONE}};
     g.tokens = (double)w->training.micro_batch * m->seq_len / par->cp;
     g.stride_pp = stride_of(par, PAR_DIM_PP);
     /* the ring of context parallelism wraps at its last position */
@@ -1012,7 +1027,11 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.tag_cp = trace_intern(&p->tags, &p->ntags, "cp");
     double act = g.tokens * m->hidden * g.e / par->tp; /* scatter/gather: see gathered() */
     double layers_per_stage = workload_stage_layers(w, stage);
-    stage_t st = {stage, par->pp, par->vpp, (int)layers_per_stage / par->vpp, mbs, act};
+    int first_layer = 0;
+    for (int s = 0; s < stage; s++)
+      first_layer += workload_stage_layers(w, s);
+    stage_t st = {stage, par->pp, par->vpp, (int)layers_per_stage / par->vpp, first_layer, mbs,
+                  act};
     /* embedding on the first stage, LM head on the last: one matrix when tied
      * and both are on one stage (Megatron keeps a copy per stage otherwise) */
     int vocab_mats = (stage == 0) + (stage == par->pp - 1);
@@ -1044,9 +1063,38 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
 }
 
 void train_info_free(train_info_t *info) {
-  for (int i = 0; i < info->nprograms; i++)
+  for (int i = 0; i < info->nprograms; i++) {
     free(info->programs[i].parts);
+    free(info->programs[i].where);
+  }
   free(info->programs);
   free(info->memory);
   memset(info, 0, sizeof *info);
+}
+
+const char *const train_pass_names[TRAIN_PASS_OPT + 1] = {"", "fwd", "bwd", "opt"};
+
+void train_op_name(const train_info_t *info, const trace_t *t, const trace_vocab_t *vocab,
+                   int pi, int i, char *buf, size_t len) {
+  const train_where_t *w = &info->programs[pi].where[i];
+  const trace_op_t *op = &t->programs[pi].ops[i];
+  size_t n = 0;
+  buf[0] = '\0';
+  if (w->microbatch >= 0)
+    n += (size_t)snprintf(buf + n, len - n, "mb%d ", w->microbatch);
+  if (w->layer >= 0 && n < len)
+    n += (size_t)snprintf(buf + n, len - n, "L%d ", w->layer);
+  if (w->pass != TRAIN_PASS_NONE && n < len)
+    n += (size_t)snprintf(buf + n, len - n, "%s ", train_pass_names[w->pass]);
+  if (n >= len)
+    return;
+  if (op->type == TRACE_OP_SHAPED)
+    snprintf(buf + n, len - n, "%s", vocab->compute[op->kind]);
+  else if (op->type == TRACE_OP_COLL)
+    snprintf(buf + n, len - n, "%s %s", t->comms[op->comm].name, vocab->colls[op->kind]);
+  else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
+    snprintf(buf + n, len - n, "pp %s %s", trace_op_type_names[op->type],
+             t->programs[pi].tags[op->tag]);
+  else
+    snprintf(buf + n, len - n, "%s", trace_op_type_names[op->type]);
 }

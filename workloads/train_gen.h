@@ -53,11 +53,25 @@ typedef enum {
   TRAIN_PART_NONE = TRAIN_PART_COUNT /* joins: no time of their own */
 } train_part_t;
 
+/* The pass of the step an op belongs to. */
+typedef enum { TRAIN_PASS_NONE, TRAIN_PASS_FWD, TRAIN_PASS_BWD, TRAIN_PASS_OPT } train_pass_t;
+
+extern const char *const train_pass_names[TRAIN_PASS_OPT + 1];
+
+/* Where in the step an op is, for timelines: its transformer layer (0-based,
+ * over the whole model) and micro-batch, -1 where it has none. */
+typedef struct {
+  int layer;
+  int microbatch;
+  train_pass_t pass;
+} train_where_t;
+
 /* What the generator knows of one program of the trace it built. */
 typedef struct {
   int stage;            /* the pipeline stage its ranks are */
   int cp_pos;           /* their position in the context-parallel ring */
   train_part_t *parts;  /* per op of the program */
+  train_where_t *where; /* per op of the program */
 } train_program_t;
 
 typedef struct {
@@ -71,6 +85,11 @@ typedef struct {
   train_program_t *programs;  /* per program of the trace, in its order */
   int nprograms;
 } train_info_t;
+
+/* A timeline name for op i of program pi of the generated trace:
+ * "mb3 L12 fwd attention_fwd", "mb7 bwd dp reducescatter", "opt adam". */
+void train_op_name(const train_info_t *info, const trace_t *t, const trace_vocab_t *vocab,
+                   int pi, int i, char *buf, size_t len);
 
 /* Builds the programs of one training step. ranks_per_node places the ranks
  * (written into the trace). Every compute op, collective and data type the

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfile.h"
+#include "outfile.h"
 #include "replay.h"
 #include "time_limit.h"
 
@@ -85,7 +85,7 @@ int op_list_write(const char *path, const trace_t *t, char *err, size_t err_len)
   fclose(f);
   free(all);
   time_limit_off(); /* the file is written whole: the time limit ends here */
-  int rc = jsonfile_write_atomically(path, buf, len, 0, err, err_len);
+  int rc = outfile_write_all(path, buf, len, 0, err, err_len);
   free(buf);
   return rc;
 }

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "jsonfile.h"
+#include "outfile.h"
 #include "time_limit.h"
 
 const char *const cli_format_names[FORMAT_COUNT] = {"table", "json", "csv"};
@@ -31,10 +32,11 @@ enum {
   OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --links */
   OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
   OPT_KIND = 1 << 8, /* --op --dtype */
-  OPT_REPLAY = 1 << 9, /* --trace --chrome-trace --trace-ranks */
+  OPT_TRACE = 1 << 9, /* --trace */
   OPT_CALIBRATE = 1 << 10, /* --measurements --fit */
   OPT_LIST_OPS = 1 << 11,  /* --list-ops */
   OPT_EMIT_TRACE = 1 << 12, /* --emit-trace */
+  OPT_TIMELINE = 1 << 13,   /* --chrome-trace --trace-ranks */
 };
 
 typedef struct {
@@ -60,7 +62,12 @@ static const command_t commands[] = {
      "keeps the library's choice); the algorithms are listed below. --links adds the\n"
      "most utilised links of the largest size.\n"
      "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
-     "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n",
+     "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n"
+     "--style nccl-tests prints the table and summary lines of nccl-tests' *_perf (2.13 to\n"
+     "2.16), --style hccl-test those of hccl_test, so their parsers read it: one run per\n"
+     "size, no data check (#wrong N/A, check_result NULL), nccl-tests' in-place half\n"
+     "repeating the out-of-place numbers (the model has no in-place difference); device\n"
+     "lines name the simulated chip. Not with --format json or csv, nor with --links.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll, FIDELITY_FLOW, false},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
@@ -79,7 +86,8 @@ static const command_t commands[] = {
      "per communicator the collectives and bytes, the most utilised links and the memory\n"
      "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY, cmd_replay, FIDELITY_FLOW, false},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TRACE | OPT_TIMELINE,
+     cmd_replay, FIDELITY_FLOW, false},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
      "[options]",
@@ -88,7 +96,7 @@ static const command_t commands[] = {
      "by symmetry) and suits sweeps; flow replays every rank with contention on shared\n"
      "links and takes seconds on the shipped workloads (llama2-70b on 32 NPUs: about 4 s,\n"
      "analytic about 2 s).\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_REPLAY |
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TIMELINE |
          OPT_LIST_OPS | OPT_EMIT_TRACE,
      cmd_train, FIDELITY_ANALYTIC, false},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
@@ -135,6 +143,7 @@ static const struct option all_options[] = {
     {"list-ops", required_argument, NULL, 1021},
     {"time-limit", required_argument, NULL, 1022},
     {"emit-trace", required_argument, NULL, 1023},
+    {"style", required_argument, NULL, 1040},
     {NULL, 0, NULL, 0},
 };
 
@@ -159,15 +168,16 @@ static const struct {
                "  --algo A[,A1[,A2]]     force algorithms (see above)\n"
                "  --root R               root rank of broadcast and reduce (default 0)\n"
                "  --matrix FILE          alltoallv bytes, a JSON array of arrays\n"
-               "  --links                most utilised links of the largest size\n"},
+               "  --links                most utilised links of the largest size\n"
+               "  --style S              print the table of nccl-tests or hccl-test (see above)\n"},
     {OPT_OPS, "  --shape DIMS           the op's sizes, comma-separated (see above)\n"
               "  --explain              tiling, per-pipe time and bound\n"
               "  --sweep                efficiency curve over sizes\n"
               "  --causal               causal mask (attention)\n"
               "  --trans-a, --trans-b   transposed matmul operands\n"},
-    {OPT_REPLAY, "  --trace FILE           the trace to replay (.json or .json.gz)\n"
-                 "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
-                 "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
+    {OPT_TRACE, "  --trace FILE           the trace to replay (.json or .json.gz)\n"},
+    {OPT_TIMELINE, "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
+                   "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
     {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
                    "                         scripts/measure_ops.py's --ops format\n"},
     {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
@@ -245,7 +255,7 @@ static bool accepts(const command_t *cmd, int c) {
     unsigned bit;
   } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},  {'f', OPT_FORMAT},
              {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
-             {1023, OPT_EMIT_TRACE}};
+             {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
@@ -253,8 +263,10 @@ static bool accepts(const command_t *cmd, int c) {
     return (cmd->options & OPT_COLL) != 0;
   if (c >= 1010 && c <= 1015)
     return (cmd->options & OPT_OPS) != 0;
-  if (c >= 1016 && c <= 1018)
-    return (cmd->options & OPT_REPLAY) != 0;
+  if (c == 1016)
+    return (cmd->options & OPT_TRACE) != 0;
+  if (c == 1017 || c == 1018)
+    return (cmd->options & OPT_TIMELINE) != 0;
   if (c == 1019 || c == 1020)
     return (cmd->options & OPT_CALIBRATE) != 0;
   if (c == 1021)
@@ -270,8 +282,10 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
   opterr = 0; /* we print our own messages */
   optind = 1;
   while ((c = getopt_long(argc, argv, ":", all_options, &idx)) != -1) {
-    if (c == '?' || !accepts(cmd, c)) {
-      const char *bad = argv[optind - 1];
+    if (c == '?' || !accepts(cmd, c)) { /* a known option names itself, not its value */
+      char known[64];
+      snprintf(known, sizeof known, "--%s", c == '?' ? "" : all_options[idx].name);
+      const char *bad = c == '?' ? argv[optind - 1] : known;
       return npu_err_set(err, "npusim %s: unknown option %s; usage: npusim %s %s", cmd->name,
                          bad, cmd->name, cmd->usage);
     }
@@ -373,6 +387,9 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
     case 1023:
       opts->emit_trace = optarg;
       break;
+    case 1040:
+      opts->style = optarg;
+      break;
     case 1022: {
       char *end;
       double v = strtod(optarg, &end);
@@ -460,7 +477,7 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
   if (rc == 0) {
     /* --output "-" is stdout, as no --output is. */
     const char *dest = opts.output_path && !cmd->own_output ? opts.output_path : "-";
-    if (jsonfile_write_atomically(dest, buf, len, 0, err.msg, sizeof err.msg))
+    if (outfile_write_all(dest, buf, len, 0, err.msg, sizeof err.msg))
       rc = CMD_CANNOT_WRITE;
   }
   if (rc != 0) {
@@ -550,4 +567,25 @@ void cli_free_configs(cli_configs_t *cfg) {
   config_doc_free(cfg->sys_doc);
   config_doc_free(cfg->wl_doc);
   cfg->sys_doc = cfg->wl_doc = NULL;
+}
+
+int cli_trace_ranks(const cli_opts_t *opts, int ranks, int *first, int *last, npu_err_t *err) {
+  *first = 0;
+  *last = ranks - 1;
+  if (!opts->trace_ranks)
+    return 0;
+  const char *text = opts->trace_ranks;
+  char *end;
+  long a = strtol(text, &end, 10), b = a;
+  if (end != text && *end == '-')
+    b = strtol(end + 1, &end, 10);
+  if (end == text || *end || a < 0 || b < a)
+    return npu_err_set(err, "--trace-ranks: expected FIRST-LAST (e.g. 0-7), found \"%.40s\"",
+                       text);
+  if (a >= ranks)
+    return npu_err_set(err, "--trace-ranks: expected ranks within 0-%d, found \"%.40s\"",
+                       ranks - 1, text);
+  *first = (int)a;
+  *last = (int)(b < ranks - 1 ? b : ranks - 1);
+  return 0;
 }

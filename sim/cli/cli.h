@@ -47,6 +47,7 @@ typedef struct {
   const char *root;             /* --root */
   const char *matrix;           /* --matrix FILE (alltoallv) */
   bool links;                   /* --links */
+  const char *style;            /* --style nccl-tests|hccl-test (coll) */
   const char *shape;            /* --shape */
   bool explain, sweep, causal, trans_a, trans_b;
   const char *trace;            /* --trace: the trace to replay */
@@ -76,6 +77,10 @@ typedef struct {
  * system. On failure everything is freed and err holds the line. */
 int cli_load_configs(const cli_opts_t *opts, cli_configs_t *cfg, npu_err_t *err);
 void cli_free_configs(cli_configs_t *cfg);
+
+/* The ranks --trace-ranks A-B keeps in a timeline of a job of `ranks` (all
+ * without it; B is clipped to the job). Returns 0, or -1 with the line in err. */
+int cli_trace_ranks(const cli_opts_t *opts, int ranks, int *first, int *last, npu_err_t *err);
 
 /* Runs npusim with its arguments; returns the process exit status. */
 int cli_main(int argc, char **argv);

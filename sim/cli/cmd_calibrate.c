@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonfile.h"
+#include "outfile.h"
 #include "time_limit.h"
 
 #define CAL_MAX_PARAMS 64
@@ -210,7 +211,7 @@ static int write_config(const cli_opts_t *opts, const cal_param_t *params, int n
   data[len] = '\n';
   data[len + 1] = '\0';
   time_limit_off(); /* the file is written whole: the time limit ends here */
-  int rc = jsonfile_write_atomically(opts->output_path, data, len + 1, 0, err->msg,
+  int rc = outfile_write_all(opts->output_path, data, len + 1, 0, err->msg,
                                      sizeof err->msg);
   free(data);
   return rc ? CMD_CANNOT_WRITE : 0;

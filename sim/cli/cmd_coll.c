@@ -1,6 +1,8 @@
 /* cmd_coll.c - `npusim coll`: a collective's time, algorithm bandwidth and bus
  * bandwidth over a sweep of sizes, reported the way nccl-tests and hccl_test
- * users read them, in either fidelity. */
+ * users read them, in either fidelity. --style nccl-tests and --style hccl-test
+ * print those tools' own tables byte for byte in layout (their printf formats:
+ * docs/collectives.md), so the scripts that parse them read npusim's too. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -14,13 +16,18 @@
 #define MAX_SIZES 64
 #define TOP_LINKS 10
 
+/* --style: whose table the output imitates (STYLE_NONE: npusim's own). */
+typedef enum { STYLE_NONE, STYLE_NCCL_TESTS, STYLE_HCCL_TEST } coll_style_t;
+
 typedef struct {
   coll_op_t op;
   int ranks, ranks_per_node, root;
   chip_dtype_t dtype;
   double sizes[MAX_SIZES];
   int nsizes;
+  double factor;  /* --sizes' FACTOR: each size is the one before times it */
   double *matrix; /* alltoallv */
+  coll_style_t style;
 } coll_args_t;
 
 /* ---- argument parsing ---- */
@@ -80,6 +87,7 @@ static int parse_sizes(const char *text, coll_args_t *a, npu_err_t *err) {
     return npu_err_set(err, "--sizes: expected SIZE or MIN:MAX[:FACTOR] with sizes >= 1 byte "
                        "(K, M, G, T suffixes), MIN <= MAX and FACTOR > 1, found \"%.60s\"", text);
   a->nsizes = 0;
+  a->factor = factor;
   for (double s = lo; s <= hi * (1 + 1e-12); s *= factor) {
     if (a->nsizes == MAX_SIZES)
       return npu_err_set(err, "--sizes: expected at most %d sizes, found more in \"%.60s\"",
@@ -101,16 +109,31 @@ static int read_matrix(const char *path, int ranks, double **out, npu_err_t *err
   free(text);
   int rc = 0;
   if (!cJSON_IsArray(root) || cJSON_GetArraySize(root) != ranks) {
+    char found[64];
+    if (cJSON_IsArray(root))
+      snprintf(found, sizeof found, "%d rows", cJSON_GetArraySize(root));
+    else
+      snprintf(found, sizeof found, "%s", root ? "another JSON value" : "text that is not JSON");
     rc = npu_err_set(err, "%s: (top level): expected an array of %d rows (one per rank), found "
-                     "%s", path, ranks, cJSON_IsArray(root) ? "another count" : "no array");
+                     "%s", path, ranks, found);
     goto done;
   }
   *out = calloc((size_t)ranks * ranks, sizeof **out);
+  if (!*out) {
+    rc = npu_err_set(err, "%s: expected a matrix of %d x %d byte counts that fits in memory, "
+                     "found too many ranks for one; use fewer", path, ranks, ranks);
+    goto done;
+  }
   for (int i = 0; i < ranks && rc == 0; i++) {
     const cJSON *row = cJSON_GetArrayItem(root, i);
     if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != ranks) {
-      rc = npu_err_set(err, "%s: [%d]: expected an array of %d byte counts, found another value",
-                       path, i, ranks);
+      char found[64];
+      if (cJSON_IsArray(row))
+        snprintf(found, sizeof found, "%d", cJSON_GetArraySize(row));
+      else
+        snprintf(found, sizeof found, "another value");
+      rc = npu_err_set(err, "%s: [%d]: expected an array of %d byte counts, found %s", path, i,
+                       ranks, found);
       break;
     }
     for (int j = 0; j < ranks; j++) {
@@ -157,10 +180,11 @@ static void print_rows(FILE *out, const cli_opts_t *opts, const coll_args_t *a,
   const char *op = coll_op_names[a->op], *dt = chip_dtype_name(a->dtype);
   int esize = chip_dtype_bytes(a->dtype);
   if (opts->format == FORMAT_TABLE)
-    fprintf(out, "# npusim coll: %s on %d ranks (%d per server, %d servers) of %s, %s fidelity\n"
-            "#\n# %12s %12s %6s %12s %12s %12s  %s\n", op, a->ranks, t->ranks_per_node,
-            t->nodes, sys->name, cli_fidelity_names[opts->fidelity], "size", "count", "type",
-            "time_us", "algbw_GBps", "busbw_GBps", "algo");
+    fprintf(out, "# npusim coll: %s on %d rank%s (%d per server, %d server%s) of %s, %s fidelity\n"
+            "#\n# %12s %12s %6s %12s %12s %12s  %s\n", op, a->ranks, a->ranks == 1 ? "" : "s",
+            t->ranks_per_node, t->nodes, t->nodes == 1 ? "" : "s", sys->name,
+            cli_fidelity_names[opts->fidelity], "size", "count", "type", "time_us", "algbw_GBps",
+            "busbw_GBps", "algo");
   else if (opts->format == FORMAT_CSV)
     fprintf(out, "op,ranks,bytes,count,type,time_us,algbw_GBps,busbw_GBps,algo\n");
   else
@@ -194,11 +218,141 @@ static void print_rows(FILE *out, const cli_opts_t *opts, const coll_args_t *a,
   }
 }
 
+/* ---- --style: the tables nccl-tests and hccl_test print ---- */
+
+/* nccl-tests' name of each chip_dtype_t (src/common.cu test_typenames). */
+static const char *const nccl_type_names[CHIP_DTYPE_COUNT] = {"half", "bfloat16", "float", "int8",
+                                                              "f8e4m3"};
+
+/* The elements an nccl-tests row counts: the count passed to NCCL, which is
+ * one rank's slice where the size is all ranks' slices (allgather,
+ * reducescatter, alltoall; alltoallv: a rank's mean send over its peers). */
+static long long nccl_count(const coll_args_t *a, double bytes) {
+  double elems = floor(bytes / chip_dtype_bytes(a->dtype));
+  switch (a->op) {
+  case COLL_ALLGATHER:
+  case COLL_REDUCESCATTER:
+  case COLL_ALLTOALL:
+  case COLL_ALLTOALLV:
+    return (long long)floor(elems / a->ranks);
+  default:
+    return (long long)elems;
+  }
+}
+
+/* A number the way the tools print a step factor: "4", or "1.5". */
+static void format_factor(double factor, char *buf, size_t len) {
+  if (factor == floor(factor) && factor < 1e15)
+    snprintf(buf, len, "%.0f", factor);
+  else
+    snprintf(buf, len, "%g", factor);
+}
+
+/* One half (out-of-place or in-place) of an nccl-tests row: time in us with 2,
+ * 1 or 0 decimals as it grows past 100 and 10000 us, algbw, busbw, and "N/A"
+ * in #wrong, as nccl-tests prints with -c 0 (nothing is checked here). */
+static void print_nccl_half(FILE *out, double time_s, double algbw, double busbw) {
+  double us = time_s * 1e6;
+  char time[32];
+  if (us >= 10000.0)
+    snprintf(time, sizeof time, "%7.0f", us);
+  else if (us >= 100.0)
+    snprintf(time, sizeof time, "%7.1f", us);
+  else
+    snprintf(time, sizeof time, "%7.2f", us);
+  fprintf(out, "  %7s  %6.2f  %6.2f  %5s", time, algbw, busbw, "N/A");
+}
+
+/* nccl-tests' all_reduce_perf (and the other *_perf) output as versions 2.13 to
+ * 2.16 print it (src/common.cu): the run line, one device line per rank (the
+ * simulated chip, rank r on node r / K as device r % K), the two-row column
+ * header, a row per size with the out-of-place and in-place halves (the same
+ * numbers: the model has no in-place difference), and the summary lines;
+ * "Avg bus bandwidth" is the mean busbw of both halves of every row. */
+static void print_nccl_tests(FILE *out, const coll_args_t *a, const system_cfg_t *sys,
+                             const topo_t *t, const row_t *rows) {
+  char step[32];
+  format_factor(a->factor, step, sizeof step);
+  fprintf(out, "# nThread 1 nGpus 1 minBytes %lld maxBytes %lld step: %s(factor) warmup iters: 0 "
+          "iters: 1 agg iters: 1 validation: 0 graph: 0\n#\n# Using devices\n",
+          (long long)a->sizes[0], (long long)a->sizes[a->nsizes - 1], step);
+  for (int r = 0; r < a->ranks; r++) {
+    char host[32];
+    snprintf(host, sizeof host, "node%d", r / t->ranks_per_node);
+    fprintf(out, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s (npusim, %s)\n",
+            r, 0, 0, host, r % t->ranks_per_node, (r % t->ranks_per_node) & 0xff,
+            sys->chip.name, sys->name);
+  }
+  fprintf(out, "#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+          "in-place          \n", "", "", "", "", "");
+  fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+          "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+          "busbw", "#wrong");
+  fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
+          "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+          "");
+  bool reduces = a->op == COLL_ALLREDUCE || a->op == COLL_REDUCESCATTER ||
+                 a->op == COLL_REDUCE || a->op == COLL_SENDRECV; /* sendrecv_perf: -o sum */
+  int root = (a->op == COLL_BROADCAST || a->op == COLL_REDUCE) ? a->root : -1;
+  double factor = coll_busbw_factor(a->op, a->ranks), busbw_sum = 0;
+  for (int i = 0; i < a->nsizes; i++) {
+    const row_t *r = &rows[i];
+    double algbw = r->bytes / r->time_s / 1e9, busbw = algbw * factor;
+    fprintf(out, "%12lld  %12lld  %8s  %6s  %6d", (long long)r->bytes, nccl_count(a, r->bytes),
+            nccl_type_names[a->dtype], reduces ? "sum" : "none", root);
+    print_nccl_half(out, r->time_s, algbw, busbw); /* out-of-place */
+    print_nccl_half(out, r->time_s, algbw, busbw); /* in-place */
+    fputc('\n', out);
+    busbw_sum += 2 * busbw;
+  }
+  fprintf(out, "# Out of bounds values : %d %s\n", 0, "OK");
+  fprintf(out, "# Avg bus bandwidth    : %g %s\n#\n", busbw_sum / (2 * a->nsizes), "");
+}
+
+/* hccl_test's output (hicann/oam-tools src/hccl_test: the run line of
+ * hccl_test_common.cc, the header and rows of hccl_opbase_rootinfo_base.cc as
+ * printed with -c 0, check_result NULL): data_size, the mean time and the
+ * algorithm bandwidth, data_size / time in decimal GB/s. */
+static void print_hccl_test(FILE *out, const coll_args_t *a, const row_t *rows) {
+  fprintf(out, "the minbytes is %llu, maxbytes is %llu, iters is %d, warmup_iters is %d\n",
+          (unsigned long long)a->sizes[0], (unsigned long long)a->sizes[a->nsizes - 1], 1, 0);
+  fprintf(out, "%-15s | %-12s | %-18s | %s\n", "data_size(Bytes):", "aveg_time(us):",
+          "alg_bandwidth(GB/s):", "check_result:");
+  for (int i = 0; i < a->nsizes; i++)
+    fprintf(out, "%-17llu | %-14.2f | %-20.5f | NULL\n", (unsigned long long)rows[i].bytes,
+            rows[i].time_s * 1e6, rows[i].bytes / rows[i].time_s / 1e9);
+}
+
+/* --style S: which table, and only where it can be printed (one line naming
+ * the option otherwise). */
+static int parse_style(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
+  if (!opts->style)
+    return 0;
+  if (strcmp(opts->style, "nccl-tests") == 0)
+    a->style = STYLE_NCCL_TESTS;
+  else if (strcmp(opts->style, "hccl-test") == 0)
+    a->style = STYLE_HCCL_TEST;
+  else
+    return npu_err_set(err, "--style: expected nccl-tests or hccl-test, found \"%.40s\"",
+                       opts->style);
+  if (opts->format != FORMAT_TABLE)
+    return npu_err_set(err, "--style %s: expected --format table (the style is the table's "
+                       "layout), found --format %s", opts->style, cli_format_names[opts->format]);
+  if (opts->links)
+    return npu_err_set(err, "--style %s: expected no --links (%s prints no link table), found "
+                       "--links", opts->style,
+                       a->style == STYLE_NCCL_TESTS ? "nccl-tests" : "hccl_test");
+  return 0;
+}
+
 /* ---- the command ---- */
 
 static int parse_args(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
   memset(a, 0, sizeof *a);
   a->dtype = CHIP_DTYPE_FP32;
+  a->factor = 2;
+  if (parse_style(opts, a, err))
+    return -1;
   if (!opts->op)
     return npu_err_set(err, "npusim coll: expected --op OP, found none");
   if (parse_op(opts->op, &a->op, err))
@@ -293,7 +447,12 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
   if (rc == 0) {
     link_stat_t top[TOP_LINKS];
     int ntop = opts->links ? linkstats_top(&stats, rows[last].time_s, top, TOP_LINKS) : 0;
-    print_rows(out, opts, a, sys, &topo, rows, top, ntop);
+    if (a->style == STYLE_NCCL_TESTS)
+      print_nccl_tests(out, a, sys, &topo, rows);
+    else if (a->style == STYLE_HCCL_TEST)
+      print_hccl_test(out, a, rows);
+    else
+      print_rows(out, opts, a, sys, &topo, rows, top, ntop);
   }
   linkstats_free(&stats);
   for (int i = 0; i < planned; i++)

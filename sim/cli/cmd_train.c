@@ -188,6 +188,26 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     fprintf(out, "does NOT fit, %.2f GiB over\n", (peak.total - cap) / GIB);
 }
 
+typedef struct {
+  const train_info_t *info;
+  const trace_t *trace;
+} namer_t;
+
+static void name_op(const void *ctx, int pi, int i, char *buf, size_t len) {
+  const namer_t *n = ctx;
+  train_op_name(n->info, n->trace, &replay_vocab, pi, i, buf, len);
+}
+
+/* The step's timeline, its slices named by layer, micro-batch and pass. */
+static int write_timeline(const char *path, const system_cfg_t *sys, const trace_t *trace,
+                          const train_info_t *info, const replay_result_t *res, int first,
+                          int last, npu_err_t *err) {
+  namer_t namer = {info, trace};
+  replay_chrome_opts_t copts = {.first_rank = first, .last_rank = last, .sys = sys,
+                                .name = name_op, .name_ctx = &namer};
+  return replay_write_chrome(path, trace, res, &copts, err->msg, sizeof err->msg);
+}
+
 int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (!opts->workload_path)
     return npu_err_set(err, "npusim train: expected --workload FILE, found none");
@@ -202,6 +222,13 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     cli_free_configs(&cfg);
     return -1;
   }
+  int first, last;
+  if (cli_trace_ranks(opts, trace.ranks, &first, &last, err)) {
+    trace_free(&trace);
+    train_info_free(&info);
+    cli_free_configs(&cfg);
+    return -1;
+  }
   bool flow = opts->fidelity == FIDELITY_FLOW;
   replay_result_t res;
   replay_opts_t ropts = replay_opts(flow, true);
@@ -213,9 +240,8 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (ran && ((opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) ||
               (opts->emit_trace &&
                trace_write(&trace, &replay_vocab, opts->emit_trace, err->msg, sizeof err->msg)) ||
-              (opts->chrome_trace &&
-               replay_write_chrome(opts->chrome_trace, &trace, &res, 0, trace.ranks - 1, err->msg,
-                                   sizeof err->msg))))
+              (opts->chrome_trace && write_timeline(opts->chrome_trace, &cfg.sys, &trace, &info,
+                                                    &res, first, last, err))))
     rc = CMD_CANNOT_WRITE;
   if (rc == 0)
     print_result(out, opts->format, &cfg.sys, &cfg.wl, &info, &res,

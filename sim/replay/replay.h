@@ -112,9 +112,24 @@ void replay_result_free(replay_result_t *r, const trace_t *trace);
 void replay_print(FILE *out, int format, const trace_t *trace, const system_cfg_t *sys,
                   const replay_result_t *r, const char *fidelity);
 
-/* A Chrome trace (Perfetto): a process per rank, a thread per stream, flow
- * arrows from sends to receives; only ranks in [first, last]. */
+/* What a Chrome trace shows (replay_chrome.c). */
+typedef struct {
+  int first_rank, last_rank;     /* the ranks shown */
+  const system_cfg_t *sys;       /* for the pipe bounding each compute op; NULL: none */
+  /* The slice name of op i of program pi into buf, or NULL for the op's label
+   * or kind ("mb3 L12 fwd attention_fwd" for a generated step). */
+  void (*name)(const void *ctx, int pi, int i, char *buf, size_t len);
+  const void *name_ctx;
+} replay_chrome_opts_t;
+
+/* A Chrome trace (Perfetto): a process per rank, a thread per stream (named
+ * and sorted), a slice per op with its shape, bytes, communicator and bounding
+ * pipe, flow arrows from sends to receives. Times are whole nanoseconds, a
+ * slice's end its rounded start plus its rounded length, so slices of one
+ * stream never overlap. Streamed to the file (bounded memory, gzip for .gz);
+ * the file is complete or not there. Returns 0, or -1 with "PATH: cannot
+ * write: ..." in err. */
 int replay_write_chrome(const char *path, const trace_t *trace, const replay_result_t *r,
-                        int first, int last, char *err, size_t err_len);
+                        const replay_chrome_opts_t *opts, char *err, size_t err_len);
 
 #endif

@@ -1,7 +1,6 @@
 /* replay_report.c - what a replay reports: the step time, each rank's compute,
  * communication (exposed or hidden) and idle time, each communicator's traffic,
- * the busiest links and the memory high-water mark; and the Chrome trace
- * (Perfetto) of the run. */
+ * the busiest links and the memory high-water mark. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +8,6 @@
 #include "jsonfile.h"
 #include "out_format.h"
 #include "replay.h"
-#include "time_limit.h"
 
 #define TOP_LINKS 10
 #define TABLE_RANKS 16 /* beyond this, the table shows min / mean / max */
@@ -125,81 +123,4 @@ void replay_print(FILE *out, int format, const trace_t *trace, const system_cfg_
     print_csv(out, r);
   else
     print_table(out, trace, sys, r, fidelity, ls, nls);
-}
-
-/* ---- Chrome trace ---- */
-
-static const char *op_name(const trace_op_t *op) {
-  if (op->label)
-    return op->label;
-  if (op->type == TRACE_OP_SHAPED)
-    return replay_vocab.compute[op->kind];
-  if (op->type == TRACE_OP_COLL)
-    return replay_vocab.colls[op->kind];
-  return trace_op_type_names[op->type];
-}
-
-static void event_sep(FILE *out, bool *first) {
-  fputs(*first ? "\n" : ",\n", out);
-  *first = false;
-}
-
-static void chrome_rank(FILE *out, const trace_t *t, const replay_result_t *r, int rank, int first,
-                        int last, const trace_pairing_t *pairing, bool *first_event) {
-  const trace_program_t *p = &t->programs[t->program_of[rank]];
-  event_sep(out, first_event);
-  fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "
-          "\"rank %d\"}}", rank, rank);
-  for (int s = 0; s < p->nstreams; s++) {
-    event_sep(out, first_event);
-    fprintf(out, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": "
-            "{\"name\": ", rank, s);
-    jsonfile_write_string(out, p->streams[s]);
-    fputs("}}", out);
-  }
-  for (int i = 0; i < p->nops; i++) {
-    const trace_op_t *op = &p->ops[i];
-    const replay_span_t *sp = &r->spans[replay_stand_in(r, t, rank)][i];
-    event_sep(out, first_event);
-    fputs("{\"name\": ", out);
-    jsonfile_write_string(out, op_name(op));
-    fprintf(out, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
-            "\"tid\": %d, \"args\": {\"op\": %d}}", trace_op_type_names[op->type],
-            sp->start_s * 1e6, (sp->end_s - sp->start_s) * 1e6, rank, op->stream, op->id);
-    if (op->type != TRACE_OP_SEND && op->type != TRACE_OP_RECV)
-      continue;
-    /* an arrow from each send to the recv it meets (trace_pairing_t) */
-    bool send = op->type == TRACE_OP_SEND;
-    int peer = trace_peer(op, rank), src = send ? rank : peer, dst = send ? peer : rank;
-    if (peer < first || peer > last)
-      continue;
-    event_sep(out, first_event);
-    fprintf(out, "{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%s\", \"id\": "
-            "\"%d>%d:%d#%d\", \"ts\": %.3f, \"pid\": %d, \"tid\": %d%s}", send ? "s" : "f", src,
-            dst, pairing->tag_id[t->program_of[rank]][op->tag], pairing->seq[rank][i],
-            (send ? sp->start_s : sp->end_s) * 1e6, rank, op->stream,
-            send ? "" : ", \"bp\": \"e\"");
-  }
-}
-
-int replay_write_chrome(const char *path, const trace_t *t, const replay_result_t *r, int first,
-                        int last, char *err, size_t err_len) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  bool first_event = true;
-  trace_pairing_t pairing;
-  trace_pairing_init(&pairing, t);
-  fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", out);
-  for (int rank = first; rank <= last && rank < t->ranks; rank++)
-    chrome_rank(out, t, r, rank, first, last, &pairing, &first_event);
-  fputs("\n]}\n", out);
-  fclose(out);
-  trace_pairing_free(&pairing);
-  size_t n = strlen(path);
-  time_limit_off(); /* the file is written whole: the time limit ends here */
-  int rc = jsonfile_write_atomically(path, buf, len, n > 3 && strcmp(path + n - 3, ".gz") == 0, err,
-                                     err_len);
-  free(buf);
-  return rc;
 }

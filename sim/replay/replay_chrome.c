@@ -1,0 +1,160 @@
+/* replay_chrome.c - the timeline of a replay as a Chrome trace (Perfetto):
+ * see replay.h. Not shown: link utilisation over time (the analytic fidelity
+ * has no per-link timeline; `--links` gives the totals). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonfile.h"
+#include "op_cost.h"
+#include "outfile.h"
+#include "replay.h"
+#include "time_limit.h"
+
+typedef struct {
+  FILE *out;
+  const trace_t *t;
+  const replay_result_t *r;
+  const replay_chrome_opts_t *o;
+  op_cache_t *cache; /* bounding pipes, or NULL */
+  trace_pairing_t pairing;
+  bool first_event;
+} chrome_t;
+
+/* Seconds as whole nanoseconds. */
+static int64_t ns_of(double s) { return (int64_t)llround(s * 1e9); }
+
+/* Whole nanoseconds as microseconds with three decimals, exactly. */
+static void put_us(FILE *out, int64_t ns) {
+  fprintf(out, "%" PRId64 ".%03" PRId64, ns / 1000, ns % 1000);
+}
+
+static void event_sep(chrome_t *c) {
+  fputs(c->first_event ? "\n" : ",\n", c->out);
+  c->first_event = false;
+}
+
+/* kind: "process" or "thread". */
+static void metadata(chrome_t *c, const char *kind, int pid, int tid, const char *name,
+                     int sort_index) {
+  event_sep(c);
+  fprintf(c->out, "{\"name\": \"%s_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": "
+          "{\"name\": ", kind, pid, tid);
+  jsonfile_write_string(c->out, name);
+  fputs("}}", c->out);
+  event_sep(c);
+  fprintf(c->out, "{\"name\": \"%s_sort_index\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+          "\"args\": {\"sort_index\": %d}}", kind, pid, tid, sort_index);
+}
+
+static const char *op_name(const trace_op_t *op) {
+  if (op->label)
+    return op->label;
+  if (op->type == TRACE_OP_SHAPED)
+    return replay_vocab.compute[op->kind];
+  if (op->type == TRACE_OP_COLL)
+    return replay_vocab.colls[op->kind];
+  return trace_op_type_names[op->type];
+}
+
+/* The op's args: its id, shape and data type, bytes, communicator, peer and
+ * bounding pipe, as it has them. */
+static void op_args(chrome_t *c, int rank, const trace_op_t *op) {
+  FILE *out = c->out;
+  fprintf(out, "{\"op\": %d", op->id);
+  if (op->type == TRACE_OP_SHAPED) {
+    op_desc_t d;
+    replay_op_desc(op, &d);
+    fputs(", \"shape\": [", out);
+    for (int k = 0; k < 5 && op->dims[k] > 0; k++)
+      fprintf(out, "%s%" PRId64, k ? ", " : "", op->dims[k]);
+    fprintf(out, "], \"dtype\": \"%s\"", replay_vocab.dtypes[op->dtype]);
+    if (c->cache)
+      fprintf(out, ", \"bound\": \"%s\"", pipe_names[op_cost(c->cache, &d)->bound]);
+  }
+  if (op->type == TRACE_OP_COLL || op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV ||
+      op->type == TRACE_OP_ALLOC)
+    fprintf(out, ", \"bytes\": %.17g", op->bytes);
+  if (op->type == TRACE_OP_COLL) {
+    fputs(", \"comm\": ", out);
+    jsonfile_write_string(out, c->t->comms[op->comm].name);
+    fprintf(out, ", \"group\": %d", trace_group_of(&c->t->comms[op->comm], rank));
+  }
+  if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
+    fprintf(out, ", \"peer\": %d", trace_peer(op, rank));
+  fputc('}', out);
+}
+
+/* An arrow from each send to the recv it meets (trace_pairing_t), when both
+ * ranks are shown. */
+static void arrow(chrome_t *c, int rank, int i, const trace_op_t *op, int64_t start, int64_t end) {
+  bool send = op->type == TRACE_OP_SEND;
+  int peer = trace_peer(op, rank), src = send ? rank : peer, dst = send ? peer : rank;
+  if (peer < c->o->first_rank || peer > c->o->last_rank)
+    return;
+  event_sep(c);
+  fprintf(c->out, "{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%s\", \"id\": \"%d>%d:%d#%d\", "
+          "\"ts\": ", send ? "s" : "f", src, dst,
+          c->pairing.tag_id[c->t->program_of[rank]][op->tag], c->pairing.seq[rank][i]);
+  put_us(c->out, send ? start : end);
+  fprintf(c->out, ", \"pid\": %d, \"tid\": %d%s}", rank, op->stream,
+          send ? "" : ", \"bp\": \"e\"");
+}
+
+static void chrome_rank(chrome_t *c, int rank) {
+  const trace_t *t = c->t;
+  int pi = t->program_of[rank];
+  const trace_program_t *p = &t->programs[pi];
+  char name[160];
+  snprintf(name, sizeof name, "rank %d", rank);
+  metadata(c, "process", rank, 0, name, rank);
+  for (int s = 0; s < p->nstreams; s++)
+    metadata(c, "thread", rank, s, p->streams[s], s);
+  const replay_span_t *spans = c->r->spans[replay_stand_in(c->r, t, rank)];
+  for (int i = 0; i < p->nops; i++) {
+    const trace_op_t *op = &p->ops[i];
+    int64_t start = ns_of(spans[i].start_s), end = ns_of(spans[i].end_s);
+    const char *label = op_name(op);
+    if (c->o->name && !op->label) {
+      c->o->name(c->o->name_ctx, pi, i, name, sizeof name);
+      label = name;
+    }
+    event_sep(c);
+    fputs("{\"name\": ", c->out);
+    jsonfile_write_string(c->out, label);
+    fprintf(c->out, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": ", trace_op_type_names[op->type]);
+    put_us(c->out, start);
+    fputs(", \"dur\": ", c->out);
+    put_us(c->out, end - start);
+    fprintf(c->out, ", \"pid\": %d, \"tid\": %d, \"args\": ", rank, op->stream);
+    op_args(c, rank, op);
+    fputc('}', c->out);
+    if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
+      arrow(c, rank, i, op, start, end);
+  }
+}
+
+int replay_write_chrome(const char *path, const trace_t *t, const replay_result_t *r,
+                        const replay_chrome_opts_t *o, char *err, size_t err_len) {
+  time_limit_off(); /* the run is done: the file is written whole */
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+  if (!f)
+    return -1;
+  chrome_t c = {.out = outfile_stream(f), .t = t, .r = r, .o = o, .first_event = true};
+  chip_cfg_t chip;
+  if (o->sys) { /* the clock the replay costed compute at (replay_plan.c) */
+    chip = o->sys->chip;
+    chip.freq_hz *= chip.sustained_clock;
+    c.cache = op_cache_new(&chip);
+  }
+  trace_pairing_init(&c.pairing, t);
+  fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", c.out);
+  for (int rank = o->first_rank; rank <= o->last_rank && rank < t->ranks; rank++)
+    chrome_rank(&c, rank);
+  fputs("\n]}\n", c.out);
+  trace_pairing_free(&c.pairing);
+  op_cache_free(c.cache);
+  return outfile_commit(f, err, err_len);
+}

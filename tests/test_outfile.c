@@ -1,0 +1,161 @@
+/* test_outfile.c - the output writer: bytes written in chunks of any size come
+ * back whole (plain and gzip), a failed write (a file size limit, the kernel's
+ * answer to a full disk) leaves neither the file nor its temporary behind and
+ * says why, and an aborted file leaves the old one untouched. */
+#include <CUnit/CUnit.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jsonfile.h"
+#include "outfile.h"
+#include "suites.h"
+
+/* A fresh directory for one test's files. */
+static void make_dir(char *dir, size_t len) {
+  snprintf(dir, len, "/tmp/npusim_outfile_XXXXXX");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+}
+
+/* Files in dir (temporaries included). */
+static int count_files(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  char path[512];
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (e->d_name[0] != '.') {
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  if (d)
+    closedir(d);
+  rmdir(dir);
+}
+
+/* 300 KB of text that is not all alike, so gzip has work to do. */
+static char *sample(size_t *len) {
+  size_t n = 300000;
+  char *s = malloc(n + 1);
+  for (size_t i = 0; i < n; i++)
+    s[i] = (char)('a' + (i * 7919 % 26)) ;
+  s[n] = '\0';
+  *len = n;
+  return s;
+}
+
+static void test_chunks_of_any_size_come_back_whole(void) {
+  char dir[64], path[128], err[256];
+  make_dir(dir, sizeof dir);
+  size_t len;
+  char *data = sample(&len);
+  size_t chunks[] = {1, 7, 4096, 0};
+  for (int gz = 0; gz < 2; gz++)
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+      snprintf(path, sizeof path, "%s/out%s", dir, gz ? ".json.gz" : ".json");
+      outfile_t *f = outfile_open(path, gz, chunks[c], err, sizeof err);
+      CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+      for (size_t i = 0; i < len; i += 1000) /* many small prints, as the writers do */
+        fprintf(outfile_stream(f), "%.*s", (int)(len - i < 1000 ? len - i : 1000), data + i);
+      CU_ASSERT_EQUAL(outfile_commit(f, err, sizeof err), 0);
+      size_t got_len = 0;
+      char why[128];
+      char *got = jsonfile_read(path, len * 2, &got_len, why, sizeof why); /* gunzips */
+      CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+      CU_ASSERT_EQUAL(got_len, len);
+      CU_ASSERT(memcmp(got, data, len) == 0);
+      free(got);
+      CU_ASSERT_EQUAL(count_files(dir), 1 + gz); /* out.json (and .gz): no temporary left */
+    }
+  free(data);
+  remove_dir(dir);
+}
+
+/* In a child: writes 300 KB under a 64 KiB file size limit (EFBIG, as a full
+ * disk gives ENOSPC: a write the kernel refuses). Exit 0 if the commit failed
+ * with the reason and nothing is left in dir. */
+static int write_past_limit(const char *dir, bool gz) {
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = {64 * 1024, 64 * 1024};
+  if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+    return 10;
+  char path[128], err[256];
+  snprintf(path, sizeof path, "%s/big%s", dir, gz ? ".gz" : "");
+  size_t len;
+  char *data = sample(&len);
+  outfile_t *f = outfile_open(path, gz, 4096, err, sizeof err);
+  if (!f)
+    return 11;
+  fwrite(data, 1, len, outfile_stream(f));
+  free(data);
+  if (gz) { /* compressed text may fit: write incompressible bytes too */
+    for (unsigned i = 0, x = 1; i < 4 * 1024 * 1024; i++) {
+      x = x * 1103515245u + 12345u;
+      fputc((int)(x >> 24), outfile_stream(f));
+    }
+  }
+  if (outfile_commit(f, err, sizeof err) != -1)
+    return 12;
+  if (!strstr(err, "cannot write: File too large") || strncmp(err, path, strlen(path)) != 0)
+    return 13;
+  return count_files(dir) == 0 ? 0 : 14;
+}
+
+static void test_a_refused_write_leaves_nothing_and_says_why(void) {
+  for (int gz = 0; gz < 2; gz++) {
+    char dir[64];
+    make_dir(dir, sizeof dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+      _exit(write_past_limit(dir, gz));
+    int status;
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT(WIFEXITED(status));
+    CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+    remove_dir(dir);
+  }
+}
+
+static void test_an_aborted_file_keeps_the_old_one(void) {
+  char dir[64], path[128], err[256];
+  make_dir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/keep.txt", dir);
+  CU_ASSERT_EQUAL(outfile_write_all(path, "old\n", 4, false, err, sizeof err), 0);
+  outfile_t *f = outfile_open(path, false, 0, err, sizeof err);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs("new, half written", outfile_stream(f));
+  outfile_abort(f);
+  size_t len = 0;
+  char why[128];
+  char *got = jsonfile_read(path, 100, &len, why, sizeof why);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+  CU_ASSERT_STRING_EQUAL(got, "old\n");
+  free(got);
+  CU_ASSERT_EQUAL(count_files(dir), 1);
+  CU_ASSERT_EQUAL(outfile_write_all(dir, "x", 1, false, err, sizeof err), -1); /* a directory */
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot write: Is a directory"));
+  remove_dir(dir);
+}
+
+CU_TestInfo outfile_tests[] = {
+    {"chunks of any size come back whole", test_chunks_of_any_size_come_back_whole},
+    {"a refused write leaves nothing and says why",
+     test_a_refused_write_leaves_nothing_and_says_why},
+    {"an aborted file keeps the old one", test_an_aborted_file_keeps_the_old_one},
+    CU_TEST_INFO_NULL,
+};

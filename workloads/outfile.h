@@ -1,0 +1,55 @@
+/* outfile.h - writing an output file of any size, all or nothing.
+ *
+ * A regular file (or a new one) is written through a temporary file next to
+ * it, renamed into place only when everything was written, so the target is
+ * either complete or untouched; it keeps its mode (a new one gets 0666 less the
+ * umask), and a symlink is followed and stays a symlink. A device or FIFO is
+ * written in place, and "-" is stdout. Bytes go out through a buffered stream
+ * in chunks of bounded size, through gzip when asked, and every write and
+ * close is checked: memory stays bounded whatever the file's size, and no
+ * failure (a full disk, a file size limit) passes silently. The temporary file
+ * is removed on every failure and on SIGINT, SIGTERM and SIGHUP. */
+#ifndef NPUSIM_OUTFILE_H
+#define NPUSIM_OUTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct outfile outfile_t;
+
+/* Bytes handed to write() or gzwrite() at a time (zlib takes at most 2^31 - 1). */
+#define OUTFILE_CHUNK_BYTES (1u << 20)
+
+/* Opens path for writing, gzip-compressed if gzip is set; chunk_bytes bounds
+ * each write (0: OUTFILE_CHUNK_BYTES). Returns NULL with "PATH: cannot write:
+ * REASON" in err. */
+outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, char *err,
+                        size_t err_len);
+
+/* The stream to print to. Its errors are kept and reported by outfile_commit. */
+FILE *outfile_stream(outfile_t *f);
+
+/* Bytes printed so far (before compression). */
+unsigned long long outfile_bytes(const outfile_t *f);
+
+/* Flushes, closes and renames into place; frees f. Returns 0, or -1 with "PATH:
+ * cannot write: REASON" in err (nothing left behind). */
+int outfile_commit(outfile_t *f, char *err, size_t err_len);
+
+/* Discards what was written (the target stays untouched); frees f. */
+void outfile_abort(outfile_t *f);
+
+/* Writes len bytes of data to path at once: outfile_open, one write, commit. */
+int outfile_write_all(const char *path, const char *data, size_t len, bool gzip, char *err,
+                      size_t err_len);
+
+/* Whether path names a gzip output (ends in ".gz"). */
+bool outfile_is_gz(const char *path);
+
+/* Removes the temporary file being written, if any. Async-signal-safe: for
+ * another signal handler that ends the process with _exit (--time-limit's),
+ * which would otherwise leave the file behind. */
+void outfile_remove_pending(void);
+
+#endif
