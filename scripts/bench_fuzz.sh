@@ -5,16 +5,14 @@
 # corpus growth and whether a crash was found. Then replays the random-trace
 # fuzzer (scripts/fuzz_traces.py) over seeds 0..9999 on the Release build.
 # A benchmark: it reports; exit status 1 only when something crashed (the
-# input is kept in fuzz-out/TARGET/) or disagreed. Needs clang and
-# libclang-rt-14-dev (installed when missing).
+# input is kept in fuzz-out/TARGET/) or disagreed. Needs clang,
+# libclang-rt-14-dev and libcunit1-dev (installed when missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 secs=${1:-600}
-if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
-    >/dev/null 2>&1; then
-  apt-get update >/dev/null && apt-get install -y clang libclang-rt-14-dev >/dev/null
-fi
+# the targets live in tests/, which CMake builds only with CUnit
+scripts/apt_missing.sh clang libclang-rt-14-dev libcunit1-dev >/dev/null
 CC=clang cmake -S . -B build-fuzz -DNPUSIM_FUZZ=ON -DNPUSIM_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_config fuzz_trace >/dev/null

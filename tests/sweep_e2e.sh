@@ -16,7 +16,9 @@
 #   - --slurm --dry-run writes an array job and a merge job; run here as plain
 #     bash they reproduce the local tables; with root and Debian's slurmctld
 #     and slurmd, a private single-node cluster runs them for real;
-#   - plots are valid PNGs; npusim-plan ranks fitting plans by throughput.
+#   - sweep.json records the spec and each axis column's config key;
+#   - plots are valid PNGs (tests/test_sweep_lib.py inspects their figures);
+#     npusim-plan ranks fitting plans by throughput.
 # Run from the repository root.
 set -u
 npusim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -183,6 +185,14 @@ check "a lost record reruns exactly that point, same table" \
   bash -c "[ $(runs) -eq $((before + 1)) ] && cmp '$tmp/first.csv' '$tmp/j2/results.csv'"
 (cd "$tmp" && "$sweep" grid.json -j1 --out j1 >/dev/null 2>&1)
 check "-j1 and -j2 give byte-identical CSV" cmp "$tmp/j1/results.csv" "$tmp/j2/results.csv"
+check "sweep.json names the spec and the config key behind each axis column (for plots)" \
+  python3 - "$tmp/j1/sweep.json" "$tmp/grid.json" <<'EOF'
+import json, sys
+about = json.load(open(sys.argv[1]))
+assert about == {"spec": sys.argv[2], "description": "", "command": "train",
+                 "columns": {"tp": "parallel.tp", "pp": "parallel.pp",
+                             "parallel.dp": "parallel.dp"}}, about
+EOF
 check "-j1 and -j2 give byte-identical JSONL" cmp "$tmp/j1/results.jsonl" "$tmp/j2/results.jsonl"
 
 # a command option as an axis; npusim rejects one value when it runs

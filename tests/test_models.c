@@ -11,7 +11,7 @@
 static double rel(double got, double want) { return fabs(got - want) / want; }
 
 static void test_cube_peaks_match_published_figures(void) {
-  /* shared/validation/gemm_peak.csv peak_tflops column and hardware-facts.md §1.3 / §5.1. */
+  /* tests/data/validation/gemm_peak.csv peak_tflops column and docs/hardware.md §1.3 / §5.1. */
   /* 910A has no bf16: its published peak is fp16. */
   static const struct {
     const char *system;
@@ -34,7 +34,7 @@ static void test_cube_peaks_match_published_figures(void) {
 
 static void test_vector_peak_and_hbm_follow_the_config(void) {
   system_cfg_t s = load_system("ascend-910b.json", NULL);
-  /* 48 AIV x 128 fp16 lanes x 2 x 1.8 GHz = 22.1 TFLOP/s (hardware-facts.md §1.2). */
+  /* 48 AIV x 128 fp16 lanes x 2 x 1.8 GHz = 22.1 TFLOP/s (docs/hardware.md §1.2). */
   CU_ASSERT(rel(chip_vector_peak_flops(&s.chip, CHIP_DTYPE_FP16), 22.1e12) < 0.01);
   CU_ASSERT_DOUBLE_EQUAL(chip_vector_peak_flops(&s.chip, CHIP_DTYPE_FP32),
                          chip_vector_peak_flops(&s.chip, CHIP_DTYPE_FP16) / 2, 1);

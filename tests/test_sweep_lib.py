@@ -1,8 +1,10 @@
 """test_sweep_lib.py - unit tests of scripts/npusim_sweep_lib.py: axis
 expansion (grid, zip, explicit points, ranges), filters (names, short names,
 dotted paths, refused code, bounded integers), spec errors and limits,
-flattening and CSV cells; and, on a fake npusim that sleeps, per-point time
-limits and interrupted sweeps (children killed, one line, 128 + signal).
+flattening and CSV cells; on a fake npusim that sleeps, per-point time
+limits and interrupted sweeps (children killed, one line, 128 + signal); and
+npusim-plot's figures (axis labels with units, legend outside the data area,
+titles from the spec), drawn by a python with matplotlib.
 
   NPUSIM=build/npusim python3 -m unittest tests/test_sweep_lib.py
 (npusim is needed for its schema, --help and validate; nothing is simulated.)
@@ -10,6 +12,7 @@ limits and interrupted sweeps (children killed, one line, 128 + signal).
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -403,6 +406,170 @@ class Tables(unittest.TestCase):
                          ["", "true", "0.1", "3", "[1,2]"])
         self.assertEqual([lib.number_or_text(v) for v in ("3", "3.0", "1e3", "x", "true")],
                          [3, 3.0, 1000.0, "x", True])
+
+
+PLOT = os.path.join(ROOT, "scripts", "npusim-plot")
+DESCRIPTION = "What-if: tensor parallelism against RoCE bandwidth on a made-up table"
+
+# Run by a python with matplotlib: draws each chart of argv[2] (a JSON list of
+# npusim-plot argument lists) with npusim-plot's own code and prints what the
+# figure holds and where its parts are, in pixels (x0, y0, x1, y1).
+PROBE = r"""
+import importlib.machinery, importlib.util, json, sys
+loader = importlib.machinery.SourceFileLoader("npusim_plot", sys.argv[1])
+plot = importlib.util.module_from_spec(importlib.util.spec_from_loader("npusim_plot", loader))
+loader.exec_module(plot)
+found = []
+for argv in json.loads(sys.argv[2]):
+    sys.argv = ["npusim-plot"] + argv
+    args = plot.parse_args()
+    rows, columns, path = plot.load_rows(args.results, args.where)
+    fig = plot.draw(args, rows, columns, path)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    box = lambda b: [b.x0, b.y0, b.x1, b.y1]
+    leg = ax.get_legend()
+    found.append({
+        "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+        "xscale": ax.get_xscale(), "figure": box(fig.bbox), "axes": box(ax.get_window_extent(r)),
+        "ylim": [float(v) for v in ax.get_ylim()], "xlim": [float(v) for v in ax.get_xlim()],
+        "xticks": [float(v) for v in ax.get_xticks()],
+        "top": float(max([p.get_y() + p.get_height() for p in ax.patches]
+                         + [y for l in ax.get_lines() for y in l.get_ydata()])),
+        "everything": box(ax.get_tightbbox(r)), "title_box": box(ax.title.get_window_extent(r)),
+        "legend": None if leg is None else {
+            "title": leg.get_title().get_text(), "entries": [t.get_text() for t in leg.get_texts()],
+            "box": box(leg.get_window_extent(r))}})
+print(json.dumps(found))
+"""
+
+
+def python_with_matplotlib():
+    """This python if it has matplotlib, else Debian's (npusim-plot does the
+    same); None when neither has it."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if exe and os.access(exe, os.X_OK) and subprocess.run(
+                [exe, "-c", "import matplotlib"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+class Plots(unittest.TestCase):
+    """npusim-plot's charts, inspected as matplotlib figures: axis labels with
+    units, the legend right of the data area and never over it, nothing cut off
+    at the figure's edge, the title from the spec; one line for fields of two
+    units on one axis."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.python = python_with_matplotlib()
+        if cls.python is None:
+            raise AssertionError("expected Debian's python3-matplotlib (scripts/setup.sh "
+                                 "installs it), found none")
+        cls.dir = tempfile.mkdtemp()
+        head = ["point", "key", "tp", "roce", "status", "error", "step_time_s",
+                "tokens_per_s_per_npu", "mfu", "breakdown.compute", "breakdown.exposed_tp_comm",
+                "breakdown.exposed_ep_comm", "breakdown.pipeline_bubble", "memory.peak_GiB",
+                "memory.fits", "size_bytes"]
+        lines = [",".join(head)]
+        for i, (tp, roce) in enumerate((t, r) for t in (1, 2, 4) for r in (12.5, 25)):
+            step = 10.0 / tp + 50 / roce + (0 if tp == 1 else 1.0)
+            lines.append(",".join(str(v) for v in (
+                i, f"k{i}", tp, roce, "ok", "", step, 1000 / step, 0.4 + 0.01 * tp, 10.0 / tp,
+                50 / roce, 0, 0 if tp == 1 else 1.0, 20.0 / tp, "true", 1024 ** tp)))
+        cls.table = os.path.join(cls.dir, "results.csv")
+        with open(cls.table, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(os.path.join(cls.dir, "sweep.json"), "w") as f:
+            json.dump({"description": DESCRIPTION, "command": "train",
+                       "columns": {"tp": "parallel.tp",
+                                   "roce": "cluster.scale_out.nic_bandwidth_GBps"}}, f)
+        cls.bare = os.path.join(cls.dir, "bare")  # the same table without sweep.json
+        os.mkdir(cls.bare)
+        with open(cls.table) as src, open(os.path.join(cls.bare, "results.csv"), "w") as dst:
+            dst.write(src.read())
+
+    def charts(self, *argvs):
+        r = subprocess.run([self.python, "-c", PROBE, PLOT, json.dumps(argvs)],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def assert_laid_out(self, chart):
+        """Legend outside the data area; every label, tick label, the title
+        and the legend inside the figure; the title above the data."""
+        fig = chart["figure"]
+        everything = chart["everything"]
+        self.assertTrue(fig[0] - 1 <= everything[0] and everything[2] <= fig[2] + 1
+                        and fig[1] - 1 <= everything[1] and everything[3] <= fig[3] + 1,
+                        f"something is cut off: {everything} outside the figure {fig}")
+        self.assertGreaterEqual(chart["title_box"][1], chart["axes"][3] - 1, "title over the data")
+        if chart["legend"]:
+            self.assertFalse(overlap(chart["legend"]["box"], chart["axes"]),
+                             f"legend {chart['legend']['box']} over the data area {chart['axes']}")
+
+    def test_a_line_chart_has_units_on_both_axes_and_its_legend_outside(self):
+        (c,) = self.charts([self.dir, "--x", "tp", "--y", "step_time_s", "--hue", "roce"])
+        self.assert_laid_out(c)
+        self.assertEqual(c["xlabel"], "tensor parallel (NPUs per group)")
+        self.assertEqual(c["ylabel"], "step time (s)")
+        self.assertEqual(c["legend"]["title"], "roce (GB/s)")  # the unit of the swept key
+        self.assertEqual(c["legend"]["entries"], ["12.5", "25"])
+        self.assertEqual(c["title"], DESCRIPTION)
+        shown = [t for t in c["xticks"] if c["xlim"][0] <= t <= c["xlim"][1]]
+        self.assertEqual(shown, [1, 2, 3, 4])  # whole degrees of parallelism, no tp 1.5
+
+    def test_a_stacked_chart_says_what_is_stacked_and_its_unit(self):
+        (c,) = self.charts([self.dir, "--x", "tp,roce", "--y", "breakdown.*", "--kind", "stacked"])
+        self.assert_laid_out(c)
+        self.assertEqual(c["ylabel"], "step time by part (s)")
+        self.assertEqual(c["xlabel"], "tensor parallel (NPUs per group), roce (GB/s)")
+        # top of the stack first; a part that is zero everywhere is left out
+        self.assertEqual(c["legend"]["entries"], ["pipeline bubble", "exposed tp comm", "compute"])
+        # the tallest bar ends in a zero part (no bubble at tp 1): still a margin above it
+        self.assertGreater(c["ylim"][1], c["top"] * 1.01)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_bars_titles_and_a_log_scale(self):
+        bar, bare, titled, sizes = self.charts(
+            [self.dir, "--x", "tp", "--y", "tokens_per_s_per_npu", "--kind", "bar",
+             "--where", "roce=25"],
+            [self.bare, "--x", "tp", "--y", "mfu", "--hue", "roce"],
+            [self.dir, "--x", "roce", "--y", "memory.peak_GiB", "--where", "tp=2",
+             "--title", "peak\nmemory"],
+            [self.dir, "--x", "size_bytes", "--y", "step_time_s", "--where", "roce=25"])
+        for c in (bar, bare, titled, sizes):
+            self.assert_laid_out(c)
+        self.assertEqual(bar["ylabel"], "throughput per NPU (tokens/s)")
+        self.assertIsNone(bar["legend"])  # one series: the axis says it all
+        self.assertEqual(bare["title"], "MFU (fraction of peak) against tensor parallel (NPUs per group)")
+        self.assertEqual(bare["legend"]["title"], "roce")  # no sweep.json: no unit known
+        self.assertEqual(titled["title"], "peak memory")
+        self.assertEqual(titled["ylabel"], "memory: peak (GiB)")
+        self.assertEqual(titled["xscale"], "linear")
+        self.assertEqual(sizes["xscale"], "log")  # 1 KiB to 1 TiB
+        self.assertEqual(sizes["xlabel"], "size (bytes)")
+
+    def test_fields_of_two_units_or_not_numbers_are_refused_in_one_line(self):
+        for y, found in (("step_time_s,mfu", "expected fields of one unit (one axis), found s: "
+                          "step_time_s; fraction of peak: mfu"),
+                         ("memory.fits", "expected a column of numbers, found 'memory.fits'")):
+            out = os.path.join(self.dir, "refused.png")
+            r = subprocess.run([self.python, PLOT, self.dir, "--x", "tp", "--y", y,
+                                "--where", "roce=25", "--out", out],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+            self.assertIn(found, r.stderr)
+            self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ enum {
   OPT_FORMAT = 1 << 3,
   OPT_FIDELITY = 1 << 4,
   OPT_OUTPUT = 1 << 5,
-  OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --links */
+  OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --style */
   OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
   OPT_KIND = 1 << 8, /* --op --dtype */
   OPT_TRACE = 1 << 9, /* --trace */
@@ -37,6 +37,7 @@ enum {
   OPT_LIST_OPS = 1 << 11,  /* --list-ops */
   OPT_EMIT_TRACE = 1 << 12, /* --emit-trace */
   OPT_TIMELINE = 1 << 13,   /* --chrome-trace --trace-ranks */
+  OPT_LINKS = 1 << 14,      /* --links [N|all] --links-kind K */
 };
 
 typedef struct {
@@ -55,7 +56,7 @@ static const command_t commands[] = {
      "--system S.json --op OP --ranks N [--ranks-per-node K] [--sizes MIN:MAX[:FACTOR]] "
      "[--algo A] [--fidelity flow|analytic] [--links] [options]",
      "OP: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, alltoallv,\n"
-     "sendrecv. Sizes are bytes with K, M, G suffixes (powers of 1024), as nccl-tests\n"
+     "sendrecv. Sizes are bytes with K, M, G, T suffixes (powers of 1024), as nccl-tests\n"
      "prints them: the per-rank buffer, or the total for allgather, reducescatter and\n"
      "alltoall; default 1K:1G:4. --algo A forces the algorithm between servers (inside\n"
      "the server for a one-server job); --algo A0,A1[,A2] forces one per level (auto\n"
@@ -68,7 +69,8 @@ static const command_t commands[] = {
      "size, no data check (#wrong N/A, check_result NULL), nccl-tests' in-place half\n"
      "repeating the out-of-place numbers (the model has no in-place difference); device\n"
      "lines name the simulated chip. Not with --format json or csv, nor with --links.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND, cmd_coll, FIDELITY_FLOW, false},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND | OPT_LINKS,
+     cmd_coll, FIDELITY_FLOW, false},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
@@ -86,7 +88,8 @@ static const command_t commands[] = {
      "per communicator the collectives and bytes, the most utilised links and the memory\n"
      "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TRACE | OPT_TIMELINE,
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TRACE | OPT_TIMELINE |
+         OPT_LINKS,
      cmd_replay, FIDELITY_FLOW, false},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
@@ -97,7 +100,7 @@ static const command_t commands[] = {
      "links and takes seconds on the shipped workloads (llama2-70b on 32 NPUs: about 4 s,\n"
      "analytic about 2 s).\n",
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TIMELINE |
-         OPT_LIST_OPS | OPT_EMIT_TRACE,
+         OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS,
      cmd_train, FIDELITY_ANALYTIC, false},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
@@ -143,6 +146,7 @@ static const struct option all_options[] = {
     {"list-ops", required_argument, NULL, 1021},
     {"time-limit", required_argument, NULL, 1022},
     {"emit-trace", required_argument, NULL, 1023},
+    {"links-kind", required_argument, NULL, 1041},
     {"style", required_argument, NULL, 1040},
     {NULL, 0, NULL, 0},
 };
@@ -168,7 +172,6 @@ static const struct {
                "  --algo A[,A1[,A2]]     force algorithms (see above)\n"
                "  --root R               root rank of broadcast and reduce (default 0)\n"
                "  --matrix FILE          alltoallv bytes, a JSON array of arrays\n"
-               "  --links                most utilised links of the largest size\n"
                "  --style S              print the table of nccl-tests or hccl-test (see above)\n"},
     {OPT_OPS, "  --shape DIMS           the op's sizes, comma-separated (see above)\n"
               "  --explain              tiling, per-pipe time and bound\n"
@@ -178,6 +181,10 @@ static const struct {
     {OPT_TRACE, "  --trace FILE           the trace to replay (.json or .json.gz)\n"},
     {OPT_TIMELINE, "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
                    "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
+    {OPT_LINKS, "  --links [N|all]        the N (10) most utilised link directions, or all, in the\n"
+                "                         table (coll: of the largest size); JSON lists them all\n"
+                "  --links-kind K[,K]     only links of these kinds: scale_up, die, supernode, nic,\n"
+                "                         uplink, scale_out (nic and uplink)\n"},
     {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
                    "                         scripts/measure_ops.py's --ops format\n"},
     {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
@@ -255,7 +262,7 @@ static bool accepts(const command_t *cmd, int c) {
     unsigned bit;
   } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},  {'f', OPT_FORMAT},
              {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
-             {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}};
+             {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
@@ -345,8 +352,14 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
     case 1008:
       opts->matrix = optarg;
       break;
-    case 1009:
+    case 1009: /* an optional value, given apart: --links 20, --links all */
       opts->links = true;
+      if (optind < argc && argv[optind][0] && (strcmp(argv[optind], "all") == 0 ||
+                            strspn(argv[optind], "0123456789") == strlen(argv[optind])))
+        opts->links_rows = argv[optind++];
+      break;
+    case 1041:
+      opts->links_kind = optarg;
       break;
     case 1010:
       opts->shape = optarg;

@@ -47,6 +47,8 @@ typedef struct {
   const char *root;             /* --root */
   const char *matrix;           /* --matrix FILE (alltoallv) */
   bool links;                   /* --links */
+  const char *links_rows;       /* --links N|all */
+  const char *links_kind;       /* --links-kind K[,K] */
   const char *style;            /* --style nccl-tests|hccl-test (coll) */
   const char *shape;            /* --shape */
   bool explain, sweep, causal, trans_a, trans_b;

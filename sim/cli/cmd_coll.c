@@ -1,8 +1,8 @@
 /* cmd_coll.c - `npusim coll`: a collective's time, algorithm bandwidth and bus
  * bandwidth over a sweep of sizes, reported the way nccl-tests and hccl_test
  * users read them, in either fidelity. --style nccl-tests and --style hccl-test
- * print those tools' own tables byte for byte in layout (their printf formats:
- * docs/collectives.md), so the scripts that parse them read npusim's too. */
+ * print those tools' own tables, in their printf formats
+ * (tests/data/formats/README.md), so the scripts that parse them read npusim's. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -14,7 +14,6 @@
 #include "jsonfile.h"
 
 #define MAX_SIZES 64
-#define TOP_LINKS 10
 
 /* --style: whose table the output imitates (STYLE_NONE: npusim's own). */
 typedef enum { STYLE_NONE, STYLE_NCCL_TESTS, STYLE_HCCL_TEST } coll_style_t;
@@ -28,6 +27,7 @@ typedef struct {
   double factor;  /* --sizes' FACTOR: each size is the one before times it */
   double *matrix; /* alltoallv */
   coll_style_t style;
+  linkstats_view_t links; /* --links, --links-kind */
 } coll_args_t;
 
 /* ---- argument parsing ---- */
@@ -120,8 +120,8 @@ static int read_matrix(const char *path, int ranks, double **out, npu_err_t *err
   }
   *out = calloc((size_t)ranks * ranks, sizeof **out);
   if (!*out) {
-    rc = npu_err_set(err, "%s: expected a matrix of %d x %d byte counts that fits in memory, "
-                     "found too many ranks for one; use fewer", path, ranks, ranks);
+    rc = npu_err_set(err, "%s: expected a %d x %d matrix that fits in memory, found no room "
+                     "for it; use fewer --ranks", path, ranks, ranks);
     goto done;
   }
   for (int i = 0; i < ranks && rc == 0; i++) {
@@ -129,7 +129,7 @@ static int read_matrix(const char *path, int ranks, double **out, npu_err_t *err
     if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != ranks) {
       char found[64];
       if (cJSON_IsArray(row))
-        snprintf(found, sizeof found, "%d", cJSON_GetArraySize(row));
+        snprintf(found, sizeof found, "an array of %d", cJSON_GetArraySize(row));
       else
         snprintf(found, sizeof found, "another value");
       rc = npu_err_set(err, "%s: [%d]: expected an array of %d byte counts, found %s", path, i,
@@ -213,7 +213,8 @@ static void print_rows(FILE *out, const cli_opts_t *opts, const coll_args_t *a,
   if (opts->format == FORMAT_JSON)
     fputs("\n]\n", out);
   if (opts->format == FORMAT_TABLE && nls > 0) {
-    fprintf(out, "\n# most utilised links of the largest size\n");
+    fprintf(out, "\n# %s links of the largest size\n",
+            a->links.rows == LINKSTATS_ALL ? "all used" : "most utilised");
     linkstats_print_table(out, t, ls, nls);
   }
 }
@@ -263,8 +264,9 @@ static void print_nccl_half(FILE *out, double time_s, double algbw, double busbw
   fprintf(out, "  %7s  %6.2f  %6.2f  %5s", time, algbw, busbw, "N/A");
 }
 
-/* nccl-tests' all_reduce_perf (and the other *_perf) output as versions 2.13 to
- * 2.16 print it (src/common.cu): the run line, one device line per rank (the
+/* nccl-tests' all_reduce_perf (and the other *_perf) output as versions 2.13.4
+ * to 2.14.0 print it (src/common.cu; up to 2.16 only the device line's PCI id
+ * differs): the run line, one device line per rank (the
  * simulated chip, rank r on node r / K as device r % K), the two-row column
  * header, a row per size with the out-of-place and in-place halves (the same
  * numbers: the model has no in-place difference), and the summary lines;
@@ -351,7 +353,11 @@ static int parse_args(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
   memset(a, 0, sizeof *a);
   a->dtype = CHIP_DTYPE_FP32;
   a->factor = 2;
-  if (parse_style(opts, a, err))
+  if (opts->links_kind && !opts->links)
+    return npu_err_set(err, "--links-kind: expected --links with it, found none");
+  if (parse_style(opts, a, err) ||
+      linkstats_parse_view(opts->links_rows, opts->links_kind, &a->links, err->msg,
+                           sizeof err->msg))
     return -1;
   if (!opts->op)
     return npu_err_set(err, "npusim coll: expected --op OP, found none");
@@ -445,14 +451,20 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
     free(times);
   }
   if (rc == 0) {
-    link_stat_t top[TOP_LINKS];
-    int ntop = opts->links ? linkstats_top(&stats, rows[last].time_s, top, TOP_LINKS) : 0;
+    link_stat_t *top = NULL;
+    int ntop = 0;
+    if (opts->links) { /* JSON lists every link */
+      linkstats_view_t all = {LINKSTATS_ALL, 0};
+      ntop = linkstats_rank(&stats, rows[last].time_s,
+                            opts->format == FORMAT_JSON ? &all : &a->links, &top);
+    }
     if (a->style == STYLE_NCCL_TESTS)
       print_nccl_tests(out, a, sys, &topo, rows);
     else if (a->style == STYLE_HCCL_TEST)
       print_hccl_test(out, a, rows);
     else
       print_rows(out, opts, a, sys, &topo, rows, top, ntop);
+    free(top);
   }
   linkstats_free(&stats);
   for (int i = 0; i < planned; i++)

@@ -17,6 +17,10 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     return -1;
   }
   int first, last, rc = cli_trace_ranks(opts, trace.ranks, &first, &last, err);
+  linkstats_view_t links;
+  if (rc == 0)
+    rc = linkstats_parse_view(opts->links_rows, opts->links_kind, &links, err->msg,
+                              sizeof err->msg);
   replay_result_t res;
   bool ran = false;
   if (rc == 0) {
@@ -29,7 +33,8 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
       replay_write_chrome(opts->chrome_trace, &trace, &res, &copts, err->msg, sizeof err->msg))
     rc = CMD_CANNOT_WRITE;
   if (rc == 0)
-    replay_print(out, opts->format, &trace, &cfg.sys, &res, cli_fidelity_names[opts->fidelity]);
+    replay_print(out, opts->format, &trace, &cfg.sys, &res, cli_fidelity_names[opts->fidelity],
+                 &links);
   if (ran)
     replay_result_free(&res, &trace);
   trace_free(&trace);

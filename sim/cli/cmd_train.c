@@ -118,9 +118,34 @@ static void print_stages_table(FILE *out, const trace_t *t, const train_info_t *
   }
 }
 
+/* One row per pipeline stage (its first rank's breakdown), the step's figures
+ * repeated on each, so a sweep can stack the rows of many runs. */
+static void print_csv(FILE *out, const system_cfg_t *sys, const workload_cfg_t *w,
+                      const train_info_t *info, const replay_result_t *r, const trace_t *t,
+                      const double figures[5], const train_memory_t *peak, bool fits) {
+  fputs("workload,system,npus,step_time_s,tokens_per_s,tokens_per_s_per_npu,"
+        "model_tflops_per_npu,hw_tflops_per_npu,mfu,peak_memory_GiB,fits,stage,stage_rank", out);
+  for (int c = 0; c < TRAIN_PART_COUNT; c++)
+    fprintf(out, ",%s_s", part_names[c]);
+  fputs(",pipeline_bubble_s,stage_memory_GiB\n", out);
+  for (int s = 0; s < info->stages; s++) {
+    double cat[TRAIN_PART_COUNT], bubble;
+    int rank = stage_rank(t, info, s);
+    breakdown(t, info, r, rank, cat, &bubble);
+    out_csv_field(out, w->model.name, ",");
+    out_csv_field(out, sys->name, ",");
+    fprintf(out, "%ld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%d,%d", info->world, r->step_time_s,
+            figures[0], figures[1], figures[2], figures[3], figures[4], peak->total / GIB,
+            fits ? "true" : "false", s, rank);
+    for (int c = 0; c < TRAIN_PART_COUNT; c++)
+      fprintf(out, ",%.9g", cat[c]);
+    fprintf(out, ",%.9g,%.6g\n", bubble, info->memory[s].total / GIB);
+  }
+}
+
 static void print_result(FILE *out, int format, const system_cfg_t *sys, const workload_cfg_t *w,
                          const train_info_t *info, const replay_result_t *r, const char *fidelity,
-                         const trace_t *t) {
+                         const trace_t *t, const linkstats_view_t *links) {
   double step = r->step_time_s, npus = (double)info->world;
   double tps = info->tokens / step, model_tf = info->model_flops / step / npus / 1e12;
   double hw_tf = info->hw_flops / step / npus / 1e12;
@@ -153,17 +178,20 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     fprintf(out, ",\n  \"memory\": {\"weights_GiB\": %.6g, "
             "\"gradients_GiB\": %.6g, \"optimizer_GiB\": %.6g, \"activations_GiB\": %.6g, "
             "\"temporary_GiB\": %.6g, \"peak_GiB\": %.6g, \"capacity_GiB\": %.6g, \"fits\": %s, "
-            "\"overshoot_GiB\": %.6g}\n}\n", peak.weights / GIB, peak.gradients / GIB,
+            "\"overshoot_GiB\": %.6g},\n  \"links\": ", peak.weights / GIB, peak.gradients / GIB,
             peak.optimizer / GIB, peak.activations / GIB, peak.temporary / GIB, peak.total / GIB,
             cap / GIB, fits ? "true" : "false", fits ? 0 : (peak.total - cap) / GIB);
+    linkstats_view_t all = {LINKSTATS_ALL, 0}; /* JSON lists every link */
+    link_stat_t *ls = NULL;
+    int nls = linkstats_rank(&r->links, step, &all, &ls);
+    linkstats_print_json(out, &r->topo, ls, nls);
+    fputs("\n}\n", out);
+    free(ls);
     return;
   }
   if (format == FORMAT_CSV) {
-    fprintf(out, "workload,system,npus,step_time_s,tokens_per_s,tokens_per_s_per_npu,"
-                 "model_tflops_per_npu,hw_tflops_per_npu,mfu,peak_memory_GiB,fits\n");
-    fprintf(out, "%s,%s,%ld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s\n", w->model.name, sys->name,
-            info->world, step, tps, tps / npus, model_tf, hw_tf, mfu, peak.total / GIB,
-            fits ? "true" : "false");
+    double figures[5] = {tps, tps / npus, model_tf, hw_tf, mfu};
+    print_csv(out, sys, w, info, r, t, figures, &peak, fits);
     return;
   }
   fprintf(out, "# npusim train: %s on %ld NPUs of %s (dp %d, tp %d, pp %d, vpp %d, cp %d, ep %d), "
@@ -186,6 +214,13 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
           peak.temporary / GIB, peak.total / GIB, cap / GIB, fits ? "fits\n" : "");
   if (!fits)
     fprintf(out, "does NOT fit, %.2f GiB over\n", (peak.total - cap) / GIB);
+  if (links) {
+    link_stat_t *ls = NULL;
+    int nls = linkstats_rank(&r->links, step, links, &ls);
+    fprintf(out, "\n# %s links\n", links->rows == LINKSTATS_ALL ? "all used" : "most utilised");
+    linkstats_print_table(out, &r->topo, ls, nls);
+    free(ls);
+  }
 }
 
 typedef struct {
@@ -223,7 +258,12 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     return -1;
   }
   int first, last;
-  if (cli_trace_ranks(opts, trace.ranks, &first, &last, err)) {
+  linkstats_view_t links;
+  if (cli_trace_ranks(opts, trace.ranks, &first, &last, err) ||
+      (opts->links_kind && !opts->links &&
+       npu_err_set(err, "--links-kind: expected --links with it, found none")) ||
+      linkstats_parse_view(opts->links_rows, opts->links_kind, &links, err->msg,
+                           sizeof err->msg)) {
     trace_free(&trace);
     train_info_free(&info);
     cli_free_configs(&cfg);
@@ -245,7 +285,7 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     rc = CMD_CANNOT_WRITE;
   if (rc == 0)
     print_result(out, opts->format, &cfg.sys, &cfg.wl, &info, &res,
-                 cli_fidelity_names[opts->fidelity], &trace);
+                 cli_fidelity_names[opts->fidelity], &trace, opts->links ? &links : NULL);
   if (ran)
     replay_result_free(&res, &trace);
   trace_free(&trace);

@@ -1,6 +1,6 @@
 /* coll_algos.c - the collective algorithms, each as phases of transfers.
  *
- * Volumes follow the textbook/HCCL definitions (hardware-facts.md section 3.2):
+ * Volumes follow the textbook/HCCL definitions (docs/hardware.md section 3.2):
  * ring and mesh move (g-1)/g of the buffer per rank per half; halving-doubling
  * folds the ranks beyond a power of two onto partners first (one extra step
  * each way); Bruck (NB) sends min(2^k, g-2^k) blocks in step k with no extra

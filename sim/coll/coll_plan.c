@@ -2,7 +2,7 @@
  * schedule, on the layout of its group of ranks.
  *
  * Levels: 0 inside a server, 1 between servers (inside a supernode when there
- * is one), 2 between supernodes. Compositions (HCCL's, hardware-facts.md 3.1):
+ * is one), 2 between supernodes. Compositions (HCCL's, docs/hardware.md 3.1):
  *   allreduce      RS down the levels, AR at the top on 1/(ranks below) of the
  *                  data, AG back up; "pipeline" at level 1 overlaps each
  *                  inter-server ring step with the intra-server mesh step of

@@ -1,7 +1,7 @@
 /* coll_select.c - the libraries' automatic choice of algorithm per level, and
  * NCCL's choice of protocol.
  *
- * HCCL (Ascend systems; hardware-facts.md 3.3): level 0 from the scale-up
+ * HCCL (Ascend systems; docs/hardware.md 3.3): level 0 from the scale-up
  * topology; level 1 "pipeline" for a large allreduce with a mesh inside the
  * servers, else the cheapest of ring, NHR and HD under HCCL's own alpha-beta
  * model, pairwise for all-to-all, and 910A's documented legacy rule; level 2
@@ -23,7 +23,7 @@
 #include "coll_engine.h"
 #include "npu_int.h"
 
-/* HCCL's level-1 selector constants (hardware-facts.md 3.3). */
+/* HCCL's level-1 selector constants (docs/hardware.md 3.3). */
 #define HCCL_ALPHA_S 60e-6
 #define HCCL_PIPELINE_MIN_BYTES (1024.0 * 1024.0)
 

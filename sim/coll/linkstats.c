@@ -1,6 +1,7 @@
 /* linkstats.c - per-link bytes, busy time and utilisation; see linkstats.h. */
 #include "linkstats.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,27 +94,63 @@ static double slot_util(const linkstats_t *ls, int slot, double duration_s) {
   return duration_s > 0 ? ls->bytes[slot] / (bw * duration_s) : 0;
 }
 
-int linkstats_top(const linkstats_t *ls, double duration_s, link_stat_t *out, int n) {
+/* Most utilised first; ties by bytes, then link id and direction (slot order). */
+static int by_utilisation(const void *pa, const void *pb) {
+  const link_stat_t *a = pa, *b = pb;
+  if (a->mean_util != b->mean_util)
+    return a->mean_util < b->mean_util ? 1 : -1;
+  if (a->bytes != b->bytes)
+    return a->bytes < b->bytes ? 1 : -1;
+  int sa = 2 * a->link + a->dir, sb = 2 * b->link + b->dir;
+  return (sa > sb) - (sa < sb);
+}
+
+int linkstats_rank(const linkstats_t *ls, double duration_s, const linkstats_view_t *view,
+                   link_stat_t **out) {
   int count = 0;
+  *out = malloc(((size_t)ls->nslots + 1) * sizeof **out);
   for (int slot = 0; slot < ls->nslots; slot++) {
-    if (ls->bytes[slot] <= 0)
+    unsigned kind = 1u << ls->topo->links[slot / 2].kind;
+    if (ls->bytes[slot] <= 0 || (view->kinds && !(view->kinds & kind)))
       continue;
-    link_stat_t s = {slot / 2, slot % 2, ls->bytes[slot], ls->busy_s[slot],
-                     slot_util(ls, slot, duration_s), ls->peak[slot]};
-    /* insertion into the sorted top-n */
-    int pos = count < n ? count : n;
-    while (pos > 0 && (out[pos - 1].mean_util < s.mean_util ||
-                       (out[pos - 1].mean_util == s.mean_util && out[pos - 1].bytes < s.bytes)))
-      pos--;
-    if (pos >= n)
-      continue;
-    int last = count < n ? count : n - 1;
-    memmove(&out[pos + 1], &out[pos], (size_t)(last - pos) * sizeof *out);
-    out[pos] = s;
-    if (count < n)
-      count++;
+    (*out)[count++] = (link_stat_t){slot / 2, slot % 2, ls->bytes[slot], ls->busy_s[slot],
+                                    slot_util(ls, slot, duration_s), ls->peak[slot]};
   }
-  return count;
+  qsort(*out, (size_t)count, sizeof **out, by_utilisation);
+  return view->rows >= 0 && view->rows < count ? view->rows : count;
+}
+
+int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *view,
+                         char *err, size_t err_len) {
+  *view = (linkstats_view_t){LINKSTATS_DEFAULT_ROWS, 0};
+  if (rows && strcmp(rows, "all") == 0) {
+    view->rows = LINKSTATS_ALL;
+  } else if (rows) {
+    char *end;
+    long n = strtol(rows, &end, 10);
+    if (end == rows || *end || n < 1 || n > 1000000000L)
+      return snprintf(err, err_len, "--links: expected a count of rows (1 or more) or all, found "
+                      "\"%.40s\"", rows), -1;
+    view->rows = (int)n;
+  }
+  for (const char *p = kinds; p && *p;) {
+    size_t len = strcspn(p, ",");
+    int k = 0;
+    if (len == 9 && strncmp(p, "scale_out", 9) == 0) {
+      view->kinds |= 1u << TOPO_LINK_NIC | 1u << TOPO_LINK_UPLINK;
+    } else {
+      while (k < TOPO_LINK_KIND_COUNT &&
+             !(strlen(topo_link_kind_names[k]) == len && strncmp(p, topo_link_kind_names[k], len) == 0))
+        k++;
+      if (k == TOPO_LINK_KIND_COUNT)
+        return snprintf(err, err_len, "--links-kind: expected a comma-separated list of scale_up, "
+                        "die, supernode, nic, uplink, scale_out (nic and uplink), found \"%.*s\"",
+                        (int)(len < 40 ? len : 40), p), -1;
+      view->kinds |= 1u << k;
+    }
+    p += len + (p[len] == ',');
+  }
+  return 0;
 }
 
 void linkstats_print_table(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {

@@ -45,11 +45,30 @@ void linkstats_add_interval(linkstats_t *ls, int link, int dir, double start_s, 
                             double bytes);
 void linkstats_close(linkstats_t *ls);
 
-/* The n most utilised link directions (by mean utilisation, then bytes, then
- * link id) over a run of duration_s. Returns how many were written to out. */
-int linkstats_top(const linkstats_t *ls, double duration_s, link_stat_t *out, int n);
+/* Which link directions a report shows: the most utilised `rows` (or all) of
+ * the kinds in `kinds` (a bit per topo_link_kind_t; 0: every kind). */
+typedef struct {
+  int rows;
+  unsigned kinds;
+} linkstats_view_t;
 
-/* The rows of linkstats_top as a table (with a header line) or a JSON array. */
+#define LINKSTATS_ALL (-1)
+#define LINKSTATS_DEFAULT_ROWS 10
+
+/* The view --links [N|all] and --links-kind K[,K] ask for (NULL: not given):
+ * 0, or -1 with "--links...: expected ..., found ..." in err. scale_out is nic
+ * and uplink. */
+int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *view,
+                         char *err, size_t err_len);
+
+/* The link directions that carried bytes, of the view's kinds, most utilised
+ * first (mean utilisation over duration_s, then bytes, then link id and
+ * direction), in *out (malloc'd, the caller frees it; all of them are there).
+ * Returns how many of them the view shows. */
+int linkstats_rank(const linkstats_t *ls, double duration_s, const linkstats_view_t *view,
+                   link_stat_t **out);
+
+/* Rows of linkstats_rank as a table (with a header line) or a JSON array. */
 void linkstats_print_table(FILE *out, const topo_t *t, const link_stat_t *ls, int n);
 void linkstats_print_json(FILE *out, const topo_t *t, const link_stat_t *ls, int n);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config_doc.h"
+#include "out_format.h"
 
 /* A resolved value as JSON text (no objects). */
 static void print_value(FILE *out, const cfg_key_t *key, const cJSON *item) {
@@ -92,21 +93,6 @@ typedef struct {
   char *value; /* JSON text of the value, owned */
 } row_t;
 
-static void print_csv_field(FILE *out, const char *s, const char *end) {
-  if (strpbrk(s, ",\"\n")) {
-    fputc('"', out);
-    for (; *s; s++) {
-      if (*s == '"')
-        fputc('"', out);
-      fputc(*s, out);
-    }
-    fputc('"', out);
-  } else {
-    fputs(s, out);
-  }
-  fputs(end, out);
-}
-
 static void collect_row(const config_doc_t *doc, const cfg_key_t *key, const cJSON *item,
                         bool csv, row_t *row) {
   size_t len = 0;
@@ -153,12 +139,12 @@ void config_doc_print_rows(const config_doc_t *doc, FILE *out, bool csv) {
   for (size_t i = 0; i < n; i++) {
     const row_t *r = &rows[i];
     if (csv) {
-      print_csv_field(out, doc->schema->name, ",");
-      print_csv_field(out, r->key, ",");
-      print_csv_field(out, r->value, ",");
-      print_csv_field(out, r->unit, ",");
-      print_csv_field(out, r->origin, ",");
-      print_csv_field(out, r->source, "\n");
+      out_csv_field(out, doc->schema->name, ",");
+      out_csv_field(out, r->key, ",");
+      out_csv_field(out, r->value, ",");
+      out_csv_field(out, r->unit, ",");
+      out_csv_field(out, r->origin, ",");
+      out_csv_field(out, r->source, "\n");
     } else {
       fprintf(out, "%-*s  %-*s  %-*s  %-*s  %s\n", wk, r->key, wv, r->value, wu, r->unit, wo,
               r->origin, r->source);

@@ -108,9 +108,10 @@ int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank);
 
 void replay_result_free(replay_result_t *r, const trace_t *trace);
 
-/* Output (replay_report.c): the summary as table, JSON or CSV. */
+/* Output (replay_report.c): the summary as table, JSON or CSV; the table shows
+ * the links the view asks for, JSON every link. */
 void replay_print(FILE *out, int format, const trace_t *trace, const system_cfg_t *sys,
-                  const replay_result_t *r, const char *fidelity);
+                  const replay_result_t *r, const char *fidelity, const linkstats_view_t *links);
 
 /* What a Chrome trace shows (replay_chrome.c). */
 typedef struct {

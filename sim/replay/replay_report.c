@@ -9,7 +9,6 @@
 #include "out_format.h"
 #include "replay.h"
 
-#define TOP_LINKS 10
 #define TABLE_RANKS 16 /* beyond this, the table shows min / mean / max */
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -114,13 +113,15 @@ static void print_csv(FILE *out, const replay_result_t *r) {
 }
 
 void replay_print(FILE *out, int format, const trace_t *trace, const system_cfg_t *sys,
-                  const replay_result_t *r, const char *fidelity) {
-  link_stat_t ls[TOP_LINKS];
-  int nls = linkstats_top(&r->links, r->step_time_s, ls, TOP_LINKS);
+                  const replay_result_t *r, const char *fidelity, const linkstats_view_t *links) {
+  linkstats_view_t all = {LINKSTATS_ALL, 0}; /* JSON lists every link */
+  link_stat_t *ls = NULL;
+  int nls = linkstats_rank(&r->links, r->step_time_s, format == FORMAT_JSON ? &all : links, &ls);
   if (format == FORMAT_JSON)
     print_json(out, trace, sys, r, fidelity, ls, nls);
   else if (format == FORMAT_CSV)
     print_csv(out, r);
   else
     print_table(out, trace, sys, r, fidelity, ls, nls);
+  free(ls);
 }

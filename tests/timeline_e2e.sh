@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# timeline_e2e.sh NPUSIM - the Chrome traces npusim writes open in Perfetto as
+# intended (tests/check_chrome_trace.py: the trace-event schema, named and
+# sorted tracks, no two slices of a track overlapping, every flow arrow whole),
+# for replay (flow, with sends and receives) and train (slices named by
+# micro-batch, layer and pass, args with shape and bounding pipe), plain and
+# gzip; --trace-ranks keeps exactly its ranks; the validator fails on a trace
+# with overlapping slices; options a command does not use are refused naming
+# the option. Run from the repository root.
+set -u
+npusim=${1:?usage: timeline_e2e.sh NPUSIM}
+. "$(dirname "$0")/e2e_lib.sh"
+check_trace=tests/check_chrome_trace.py
+
+check "replay flow timeline (gz) is valid" sh -c "$npusim replay --system configs/systems/ascend-910b.json \
+  --trace traces/mixed.json --chrome-trace $tmp/mixed.json.gz >/dev/null && python3 $check_trace $tmp/mixed.json.gz"
+check "replay p2p timeline is valid, with flow arrows" sh -c "$npusim replay --system configs/systems/ascend-910b.json \
+  --trace traces/two_ranks_p2p.json --chrome-trace $tmp/p2p.json >/dev/null && python3 $check_trace $tmp/p2p.json && \
+  grep -q '\"ph\": \"f\"' $tmp/p2p.json"
+check "replay pipeline timeline (plain) is valid" sh -c "$npusim replay --system configs/systems/ascend-910b.json \
+  --trace traces/pipeline_4stage.json --fidelity analytic --chrome-trace $tmp/pp.json --trace-ranks 1-2 >/dev/null && \
+  python3 $check_trace $tmp/pp.json --ranks 1-2"
+
+train="$npusim train --system configs/systems/ascend-910b.json --workload configs/workloads/llama2-7b.json \
+  --set training.global_batch=32"
+check "train timeline keeps --trace-ranks 0-1" sh -c "$train --chrome-trace $tmp/train.json.gz --trace-ranks 0-1 >/dev/null && \
+  python3 $check_trace $tmp/train.json.gz --ranks 0-1"
+check "train slices are named by micro-batch, layer and pass" sh -c \
+  "zcat $tmp/train.json.gz | grep -q '\"name\": \"mb1 L15 bwd matmul\"'"
+check "train compute slices carry shape and bounding pipe" sh -c \
+  "zcat $tmp/train.json.gz | grep -q '\"shape\": \\[4096, 12288, 4096\\], \"dtype\": \"bf16\", \"bound\": \"cube\"'"
+check "train collectives carry bytes and communicator" sh -c \
+  "zcat $tmp/train.json.gz | grep -q '\"bytes\": [0-9.e+]*, \"comm\": \"dp\", \"group\": 0'"
+check "the same run writes the same timeline" sh -c "$train --chrome-trace $tmp/again.json.gz --trace-ranks 0-1 >/dev/null && \
+  cmp $tmp/train.json.gz $tmp/again.json.gz"
+
+# the validator can fail: two overlapping slices on one track, and a lone flow start
+cat >"$tmp/overlap.json" <<'JSON'
+{"traceEvents": [
+{"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "rank 0"}},
+{"name": "thread_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "compute"}},
+{"name": "a", "ph": "X", "ts": 0.000, "dur": 1.001, "pid": 0, "tid": 0},
+{"name": "b", "ph": "X", "ts": 1.000, "dur": 1.000, "pid": 0, "tid": 0},
+{"name": "p2p", "ph": "s", "id": "0>1:0#0", "ts": 0.5, "pid": 0, "tid": 0}
+]}
+JSON
+python3 $check_trace "$tmp/overlap.json" >"$tmp/v.out" 2>&1
+if [ $? -eq 1 ] && grep -q "before the previous slice" "$tmp/v.out" && grep -q "flow 0>1:0#0" "$tmp/v.out"; then
+  ok
+else
+  bad "the validator fails on overlapping slices and a lone flow start"; cat "$tmp/v.out"
+fi
+
+expect_line "train refuses --trace" \
+  "npusim train: unknown option --trace; usage: npusim train --system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] [options]" \
+  $train --trace traces/mixed.json
+expect_line "coll names --chrome-trace, not its value" \
+  "npusim coll: unknown option --chrome-trace; usage: npusim coll --system S.json --op OP --ranks N [--ranks-per-node K] [--sizes MIN:MAX[:FACTOR]] [--algo A] [--fidelity flow|analytic] [--links] [options]" \
+  $npusim coll --system configs/systems/ascend-910b.json --op allreduce --ranks 8 --chrome-trace F
+expect_line "--trace-ranks outside the job" \
+  "--trace-ranks: expected ranks within 0-15, found \"16-17\"" \
+  $npusim replay --system configs/systems/ascend-910b.json --trace traces/mixed.json --chrome-trace $tmp/x.json --trace-ranks 16-17
+check "a refused run leaves no timeline" test ! -e "$tmp/x.json"
+
+finish timeline_e2e
