@@ -6,7 +6,8 @@
 # micro-batch, layer and pass, args with shape and bounding pipe), plain and
 # gzip; --trace-ranks keeps exactly its ranks; the validator fails on a trace
 # with overlapping slices; options a command does not use are refused naming
-# the option. Run from the repository root.
+# the option; progress goes to stderr only, with --progress, never changing
+# stdout. Run from the repository root.
 set -u
 npusim=${1:?usage: timeline_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
@@ -61,5 +62,16 @@ expect_line "--trace-ranks outside the job" \
   "--trace-ranks: expected ranks within 0-15, found \"16-17\"" \
   $npusim replay --system configs/systems/ascend-910b.json --trace traces/mixed.json --chrome-trace $tmp/x.json --trace-ranks 16-17
 check "a refused run leaves no timeline" test ! -e "$tmp/x.json"
+
+# progress: on stderr with --progress (or on a terminal), never on stdout
+$train --format json >"$tmp/quiet.out" 2>"$tmp/quiet.err"
+NPUSIM_PROGRESS_AFTER_S=0 $train --format json --progress --chrome-trace $tmp/p.json --trace-ranks 0-1 \
+  >"$tmp/loud.out" 2>"$tmp/loud.err"
+check "progress leaves stdout unchanged" cmp "$tmp/quiet.out" "$tmp/loud.out"
+check "no progress on a piped stderr without --progress" test ! -s "$tmp/quiet.err"
+check "--progress reports the replay's ops and simulated time" \
+  grep -qE '^npusim train: [0-9]+ of [0-9]+ ops \(100%\), simulated [0-9.]+ s' "$tmp/loud.err"
+check "--progress reports the timeline's ranks" \
+  grep -q '^npusim: writing the timeline: 2 of 2 ranks (100%)' "$tmp/loud.err"
 
 finish timeline_e2e

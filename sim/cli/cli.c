@@ -38,6 +38,7 @@ enum {
   OPT_EMIT_TRACE = 1 << 12, /* --emit-trace */
   OPT_TIMELINE = 1 << 13,   /* --chrome-trace --trace-ranks */
   OPT_LINKS = 1 << 14,      /* --links [N|all] --links-kind K */
+  OPT_PROGRESS = 1 << 15,   /* --progress */
 };
 
 typedef struct {
@@ -89,7 +90,7 @@ static const command_t commands[] = {
      "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TRACE | OPT_TIMELINE |
-         OPT_LINKS,
+         OPT_LINKS | OPT_PROGRESS,
      cmd_replay, FIDELITY_FLOW, false},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
@@ -100,7 +101,7 @@ static const command_t commands[] = {
      "links and takes seconds on the shipped workloads (llama2-70b on 32 NPUs: about 4 s,\n"
      "analytic about 2 s).\n",
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TIMELINE |
-         OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS,
+         OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS | OPT_PROGRESS,
      cmd_train, FIDELITY_ANALYTIC, false},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
@@ -147,6 +148,7 @@ static const struct option all_options[] = {
     {"time-limit", required_argument, NULL, 1022},
     {"emit-trace", required_argument, NULL, 1023},
     {"links-kind", required_argument, NULL, 1041},
+    {"progress", no_argument, NULL, 1042},
     {"style", required_argument, NULL, 1040},
     {NULL, 0, NULL, 0},
 };
@@ -185,6 +187,8 @@ static const struct {
                 "                         table (coll: of the largest size); JSON lists them all\n"
                 "  --links-kind K[,K]     only links of these kinds: scale_up, die, supernode, nic,\n"
                 "                         uplink, scale_out (nic and uplink)\n"},
+    {OPT_PROGRESS, "  --progress             show progress on stderr even when it is not a terminal\n"
+                   "                         (on a terminal it shows for runs over 2 s anyway)\n"},
     {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
                    "                         scripts/measure_ops.py's --ops format\n"},
     {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
@@ -262,7 +266,8 @@ static bool accepts(const command_t *cmd, int c) {
     unsigned bit;
   } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},  {'f', OPT_FORMAT},
              {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
-             {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS}};
+             {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS},
+             {1042, OPT_PROGRESS}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
@@ -360,6 +365,9 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1041:
       opts->links_kind = optarg;
+      break;
+    case 1042:
+      opts->progress = true;
       break;
     case 1010:
       opts->shape = optarg;

@@ -60,6 +60,7 @@ typedef struct {
   const char *list_ops;         /* --list-ops FILE.csv (train) */
   const char *emit_trace;       /* --emit-trace FILE[.gz] (train) */
   double time_limit_s;          /* --time-limit; 0 = none */
+  bool progress;                /* --progress: on stderr even when it is not a terminal */
 } cli_opts_t;
 
 /* The most --time-limit accepts: a year. */

@@ -25,10 +25,15 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   bool ran = false;
   if (rc == 0) {
     replay_opts_t ropts = replay_opts(opts->fidelity == FIDELITY_FLOW, false);
+    progress_t progress;
+    progress_start(&progress, opts->progress, "npusim replay", "ops", 0);
+    ropts.progress = &progress;
     rc = replay_run(&cfg.sys, &trace, opts->trace, &ropts, &res, err->msg, sizeof err->msg);
+    progress_end(&progress);
     ran = rc == 0;
   }
-  replay_chrome_opts_t copts = {.first_rank = first, .last_rank = last, .sys = &cfg.sys};
+  replay_chrome_opts_t copts = {.first_rank = first, .last_rank = last, .sys = &cfg.sys,
+                                .progress = opts->progress};
   if (rc == 0 && opts->chrome_trace &&
       replay_write_chrome(opts->chrome_trace, &trace, &res, &copts, err->msg, sizeof err->msg))
     rc = CMD_CANNOT_WRITE;

@@ -234,13 +234,14 @@ static void name_op(const void *ctx, int pi, int i, char *buf, size_t len) {
 }
 
 /* The step's timeline, its slices named by layer, micro-batch and pass. */
-static int write_timeline(const char *path, const system_cfg_t *sys, const trace_t *trace,
+static int write_timeline(const cli_opts_t *opts, const system_cfg_t *sys, const trace_t *trace,
                           const train_info_t *info, const replay_result_t *res, int first,
                           int last, npu_err_t *err) {
   namer_t namer = {info, trace};
   replay_chrome_opts_t copts = {.first_rank = first, .last_rank = last, .sys = sys,
-                                .name = name_op, .name_ctx = &namer};
-  return replay_write_chrome(path, trace, res, &copts, err->msg, sizeof err->msg);
+                                .name = name_op, .name_ctx = &namer,
+                                .progress = opts->progress};
+  return replay_write_chrome(opts->chrome_trace, trace, res, &copts, err->msg, sizeof err->msg);
 }
 
 int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
@@ -272,15 +273,19 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   bool flow = opts->fidelity == FIDELITY_FLOW;
   replay_result_t res;
   replay_opts_t ropts = replay_opts(flow, true);
+  progress_t progress;
+  progress_start(&progress, opts->progress, "npusim train", "ops", 0);
+  ropts.progress = &progress;
   rc = replay_run(&cfg.sys, &trace, opts->workload_path, &ropts, &res, err->msg,
                   sizeof err->msg);
+  progress_end(&progress);
   bool ran = rc == 0;
   if (ran) /* the files are written whole once the run is done: the deadline ends here */
     time_limit_off();
   if (ran && ((opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) ||
               (opts->emit_trace &&
                trace_write(&trace, &replay_vocab, opts->emit_trace, err->msg, sizeof err->msg)) ||
-              (opts->chrome_trace && write_timeline(opts->chrome_trace, &cfg.sys, &trace, &info,
+              (opts->chrome_trace && write_timeline(opts, &cfg.sys, &trace, &info,
                                                     &res, first, last, err))))
     rc = CMD_CANNOT_WRITE;
   if (rc == 0)

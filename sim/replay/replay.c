@@ -29,10 +29,15 @@ void replay_record_init(replay_record_t *rec, const replay_plan_t *pl) {
   rec->spans = calloc((size_t)t->ranks, sizeof *rec->spans);
   rec->finished = calloc((size_t)t->ranks, sizeof *rec->finished);
   rec->peak_memory_bytes = calloc((size_t)t->ranks, sizeof *rec->peak_memory_bytes);
+  rec->progress = pl->progress;
+  if (rec->progress) /* a second engine's pass counts again */
+    rec->progress->done = rec->progress->total = 0;
   for (int r = 0; r < t->ranks; r++) {
     if (!pl->simulated[r])
       continue;
     int nops = t->programs[t->program_of[r]].nops;
+    if (rec->progress)
+      rec->progress->total += nops;
     rec->spans[r] = calloc((size_t)nops + 1, sizeof **rec->spans);
     rec->finished[r] = calloc((size_t)nops + 1, 1);
   }

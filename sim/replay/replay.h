@@ -33,6 +33,7 @@
 #include "config.h"
 #include "linkstats.h"
 #include "op.h"
+#include "progress.h"
 #include "trace.h"
 
 /* The names a trace may use: compute ops of the chip model, collectives,
@@ -52,6 +53,7 @@ typedef struct {
                            * rounds as one (coll_flow_collapse) */
   bool force_actors;      /* analytic on the SimGrid actors where the sweep would do */
   bool all_ranks;         /* flow with representatives: simulate every rank anyway */
+  progress_t *progress;   /* ops done, on stderr (progress.h); NULL: none */
 } replay_opts_t;
 
 /* The options for a fidelity: the test switches from the environment
@@ -121,6 +123,7 @@ typedef struct {
    * or kind ("mb3 L12 fwd attention_fwd" for a generated step). */
   void (*name)(const void *ctx, int pi, int i, char *buf, size_t len);
   const void *name_ctx;
+  bool progress;                 /* --progress: ranks written, on stderr (progress.h) */
 } replay_chrome_opts_t;
 
 /* A Chrome trace (Perfetto): a process per rank, a thread per stream (named

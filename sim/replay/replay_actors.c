@@ -93,6 +93,8 @@ static void mark_done(actors_t *A, int rank, int op, char state) {
   rank_state_t *s = &A->rs[rank];
   s->done[op] = state;
   A->rec->finished[rank][op] = 1; /* planned: its end is set and comes before the run ends */
+  if (state == OP_DONE)
+    progress_step(A->rec->progress, 1, A->rec->spans[rank][op].end_s);
   if (s->waiters == 0)
     return;
   for (int k = 0; k < s->nstreams; k++)

@@ -150,9 +150,16 @@ int replay_write_chrome(const char *path, const trace_t *t, const replay_result_
     c.cache = op_cache_new(&chip);
   }
   trace_pairing_init(&c.pairing, t);
+  int last = o->last_rank < t->ranks - 1 ? o->last_rank : t->ranks - 1;
+  progress_t progress;
+  progress_start(&progress, o->progress, "npusim: writing the timeline", "ranks",
+                 last - o->first_rank + 1);
   fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", c.out);
-  for (int rank = o->first_rank; rank <= o->last_rank && rank < t->ranks; rank++)
+  for (int rank = o->first_rank; rank <= last; rank++) {
     chrome_rank(&c, rank);
+    progress_step(&progress, 1, -1);
+  }
+  progress_end(&progress);
   fputs("\n]}\n", c.out);
   trace_pairing_free(&c.pairing);
   op_cache_free(c.cache);

@@ -20,6 +20,7 @@ typedef struct {
   char **finished;          /* per simulated rank, per op: 1 once it has its end */
   double *peak_memory_bytes; /* per rank: the high-water mark of its buffers */
   coll_flow_log_t log;      /* flow: every transfer, for the link figures */
+  progress_t *progress;     /* ops done (NULL: none) */
 } replay_record_t;
 
 void replay_record_init(replay_record_t *rec, const replay_plan_t *pl);

@@ -271,7 +271,8 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
                       const topo_t *topo, const char *name, const replay_opts_t *opts,
                       char *err, size_t len) {
   memset(pl, 0, sizeof *pl);
-  *pl = (replay_plan_t){.sys = sys, .trace = trace, .topo = topo, .flow = opts->flow};
+  *pl = (replay_plan_t){.sys = sys, .trace = trace, .topo = topo, .flow = opts->flow,
+                        .progress = opts->progress};
   find_watched(pl);
   trace_pairing_init(&pl->pairing, trace);
   bool *scoped = NULL;

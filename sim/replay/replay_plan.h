@@ -43,6 +43,7 @@ typedef struct {
   const trace_t *trace;
   const topo_t *topo;
   bool flow;
+  progress_t *progress; /* the run's, for the engines (NULL: none) */
   bool *simulated;      /* per rank: runs its own streams (else a representative does) */
   bool reduced;         /* flow: the scope left ranks out */
   double **compute_s;   /* per program, per op: chip-model cost (shaped ops) */

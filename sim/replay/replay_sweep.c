@@ -82,6 +82,7 @@ static void resolve(sweep_t *sw, int rank, int op, double ready_s, double end_s)
   sp->ready_s = ready_s;
   sp->end_s = end_s;
   sw->rec->finished[rank][op] = 1;
+  progress_step(sw->rec->progress, 1, end_s);
   const trace_t *t = sw->pl->trace;
   int streams = t->programs[t->program_of[rank]].nstreams;
   for (int k = sw->first_cur[rank]; k < sw->first_cur[rank] + streams; k++)
