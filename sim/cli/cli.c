@@ -50,6 +50,7 @@ typedef struct {
   int (*run)(const cli_opts_t *opts, FILE *out, npu_err_t *err);
   cli_fidelity_t fidelity; /* its default */
   bool own_output;         /* writes --output itself; its report goes to stdout */
+  unsigned formats;        /* bit per out_format_t it prints; 0: every format */
 } command_t;
 
 static const command_t commands[] = {
@@ -71,7 +72,7 @@ static const command_t commands[] = {
      "repeating the out-of-place numbers (the model has no in-place difference); device\n"
      "lines name the simulated chip. Not with --format json or csv, nor with --links.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND | OPT_LINKS,
-     cmd_coll, FIDELITY_FLOW, false},
+     cmd_coll, FIDELITY_FLOW, false, 0},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
@@ -80,7 +81,7 @@ static const command_t commands[] = {
      "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
      "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
      "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, FIDELITY_FLOW, false},
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, FIDELITY_FLOW, false, 0},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
      "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
      "OUT.json.gz [--trace-ranks 0-7]] [options]",
@@ -91,7 +92,7 @@ static const command_t commands[] = {
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TRACE | OPT_TIMELINE |
          OPT_LINKS | OPT_PROGRESS,
-     cmd_replay, FIDELITY_FLOW, false},
+     cmd_replay, FIDELITY_FLOW, false, 0},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
      "[options]",
@@ -102,7 +103,7 @@ static const command_t commands[] = {
      "analytic about 2 s).\n",
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TIMELINE |
          OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS | OPT_PROGRESS,
-     cmd_train, FIDELITY_ANALYTIC, false},
+     cmd_train, FIDELITY_ANALYTIC, false, 0},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
      "OPS.csv: kernel times as scripts/measure_ops.py writes them (op, shape, dtype,\n"
@@ -114,18 +115,19 @@ static const command_t commands[] = {
      "each key before and after. --output writes a config that extends S.json with the\n"
      "fitted values, each with a \"[cal] fitted to ...\" source note.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_CALIBRATE, cmd_calibrate, FIDELITY_FLOW,
-     true},
+     true, 0},
     {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
      "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
      "table and csv list every key with its value, unit, the file (or default, or --set)\n"
      "it came from and its source note; json prints the canonical resolved config, which\n"
      "loads back to the same config. With both configs, json prints\n"
      "{\"system\": ..., \"workload\": ...}.\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, FIDELITY_FLOW, false},
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, FIDELITY_FLOW, false, 0},
     {"schema", "print the reference of every config key (docs/config.md)",
      "[--format table|json]",
      "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
-     OPT_FORMAT | OPT_OUTPUT, cmd_schema, FIDELITY_FLOW, false},
+     OPT_FORMAT | OPT_OUTPUT, cmd_schema, FIDELITY_FLOW, false,
+     1u << FORMAT_TABLE | 1u << FORMAT_JSON},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -160,8 +162,10 @@ static const struct {
     {OPT_SYSTEM, "  --system FILE          system config (configs/systems/*.json)\n"},
     {OPT_WORKLOAD, "  --workload FILE        workload config (configs/workloads/*.json)\n"},
     {OPT_SET, "  --set PATH=VALUE       override one config key, e.g. "
-              "chip.hbm.bandwidth_GBps=3200 (repeatable)\n"},
-    {OPT_FORMAT, "  --format FMT           table (default), json or csv\n"},
+              "chip.hbm.bandwidth_GBps=3200 (repeatable);\n"
+              "                         system.PATH or workload.PATH names the config (name,\n"
+              "                         description: the system's without it)\n"},
+    {OPT_FORMAT, NULL}, /* the command's formats: print_format_help */
     {OPT_FIDELITY, "  --fidelity F           flow (contention on shared links; the default but "
                    "for train) or analytic (alpha-beta, fast)\n"},
     {OPT_OUTPUT, "  --output FILE          write there instead of stdout (only if the run "
@@ -212,6 +216,32 @@ static void print_main_help(FILE *f) {
              "\ncould not be written (one line too). Docs: README.md, docs/config.md.\n");
 }
 
+static bool prints(const command_t *c, int format) {
+  return c->formats == 0 || (c->formats & (1u << format));
+}
+
+/* "table (default), json or csv": the formats the command prints. */
+static void format_list(const command_t *c, bool mark_default, char *buf, size_t len) {
+  size_t used = 0;
+  int n = 0, total = 0;
+  for (int k = 0; k < FORMAT_COUNT; k++)
+    total += prints(c, k);
+  buf[0] = '\0';
+  for (int k = 0; k < FORMAT_COUNT && used < len; k++)
+    if (prints(c, k)) {
+      n++;
+      used += (size_t)snprintf(buf + used, len - used, "%s%s%s", n == 1 ? "" : n == total ? " or " : ", ",
+                               cli_format_names[k],
+                               mark_default && k == FORMAT_TABLE ? " (default)" : "");
+    }
+}
+
+static void print_format_help(FILE *f, const command_t *c) {
+  char list[96];
+  format_list(c, true, list, sizeof list);
+  fprintf(f, "  --format FMT           %s\n", list);
+}
+
 static void print_command_usage(FILE *f, const command_t *c) {
   fprintf(f, "usage: npusim %s %s\n", c->name, c->usage);
 }
@@ -223,8 +253,12 @@ static void print_command_help(FILE *f, const command_t *c) {
     fprintf(f, "\n%s", c->details);
   fprintf(f, "\noptions:\n");
   for (size_t i = 0; i < sizeof option_help / sizeof option_help[0]; i++)
-    if (c->options & option_help[i].bit)
-      fputs(option_help[i].text, f);
+    if (c->options & option_help[i].bit) {
+      if (option_help[i].text)
+        fputs(option_help[i].text, f);
+      else
+        print_format_help(f, c);
+    }
   fputs("  --time-limit SECONDS   stop with one line and exit status 2, writing nothing, if\n"
         "                         the run takes longer\n"
         "  --help                 this text\n", f);
@@ -327,6 +361,12 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       if (parse_choice("format", optarg, cli_format_names, FORMAT_COUNT, (int *)&opts->format,
                        err))
         return -1;
+      if (!prints(cmd, opts->format)) {
+        char list[96];
+        format_list(cmd, false, list, sizeof list);
+        return npu_err_set(err, "npusim %s: --format: expected %s, found \"%s\"", cmd->name,
+                           list, optarg);
+      }
       break;
     case 'F':
       if (parse_choice("fidelity", optarg, cli_fidelity_names, FIDELITY_COUNT,
@@ -561,7 +601,11 @@ int cli_load_configs(const cli_opts_t *opts, cli_configs_t *cfg, npu_err_t *err)
       goto fail;
   }
   for (int i = 0; i < opts->nsets; i++) {
-    int kind = config_kind_of_path(opts->sets[i], err);
+    /* "system." or "workload." names the config (name and description are in both) */
+    const char *set = opts->sets[i];
+    int kind = strncmp(set, "system.", 7) == 0     ? (set += 7, CONFIG_SYSTEM)
+               : strncmp(set, "workload.", 9) == 0 ? (set += 9, CONFIG_WORKLOAD)
+                                                   : config_kind_of_path(set, err);
     if (kind < 0)
       goto fail;
     config_doc_t *doc = kind == CONFIG_SYSTEM ? cfg->sys_doc : cfg->wl_doc;
@@ -570,7 +614,7 @@ int cli_load_configs(const cli_opts_t *opts, cli_configs_t *cfg, npu_err_t *err)
                   (int)strcspn(opts->sets[i], "="), opts->sets[i]);
       goto fail;
     }
-    if (config_doc_set(doc, opts->sets[i], err))
+    if (config_doc_set(doc, set, err))
       goto fail;
   }
   if (config_doc_resolve(cfg->sys_doc, &cfg->sys, err))

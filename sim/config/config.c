@@ -504,6 +504,9 @@ static int unknown_path_error(const cfg_schema_t *schema, const char *path, npu_
 
 int config_kind_of_path(const char *path, npu_err_t *err) {
   size_t n = strcspn(path, ".="); /* "name=x" names the top-level key name */
+  if (n == 0)
+    return npu_err_set(err, "%s: expected PATH=VALUE with a key before \"%c\", found \"%.40s\"",
+                       CFG_ORIGIN_SET, path[0] ? path[0] : '=', path);
   char root[CFG_PATH_MAX];
   snprintf(root, sizeof root, "%.*s", (int)(n < sizeof root ? n : sizeof root - 1), path);
   for (int kind = 0; kind < CONFIG_KIND_COUNT; kind++) {
