@@ -8,11 +8,19 @@ program of 8 ops passing a message to the next rank, replayed analytic with
 --chrome-trace. Each size doubles the last: linear code takes about twice as
 long per row (the "x prev" column), quadratic code four times. A benchmark: it
 reports, it does not fail.
-Usage: scripts/bench_trace_io.py [--npusim PATH] [--ops 50000,...] [--ranks 2048,...]"""
+--big: instead, one timeline over 4 GiB of JSON (llama2-70b on 32 910B with a
+global batch of 2048: 52 million slices) written as .json.gz; prints the wall
+time, npusim's peak memory, the file's size and its size inflated, and checks it
+with tests/check_chrome_trace.py (--no-check skips that, minutes).
+Usage: scripts/bench_trace_io.py [--npusim PATH] [--ops 50000,...] [--ranks 2048,...]
+       scripts/bench_trace_io.py --big [--dir DIR] [--no-check]"""
 import argparse
+import gzip
 import json
 import os
+import resource
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -67,12 +75,48 @@ def table(title, unit, sizes, make, extra, npusim, tmp):
     print()
 
 
+def big(npusim, directory, check):
+    """A timeline over 4 GiB: written whole, in bounded memory."""
+    path = os.path.join(directory, "big.json.gz")
+    cmd = [npusim, "train", "--system", SYSTEM, "--workload",
+           os.path.join(ROOT, "configs", "workloads", "llama2-70b.json"),
+           "--set", "training.global_batch=2048", "--chrome-trace", path, "--format", "json"]
+    start = time.perf_counter()
+    run = subprocess.run(cmd, capture_output=True)
+    wall = time.perf_counter() - start
+    if run.returncode != 0:
+        raise SystemExit("npusim failed: %s" % run.stderr.decode().strip())
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB
+    inflated = 0
+    with gzip.open(path, "rb") as f:
+        while True:
+            block = f.read(1 << 24)
+            if not block:
+                break
+            inflated += len(block)
+    print("big timeline: llama2-70b, 32 ranks, global batch 2048")
+    print("%10s %12s %12s %14s" % ("wall_s", "peak_GiB", "file_GiB", "inflated_GiB"))
+    print("%10.1f %12.2f %12.2f %14.2f" % (wall, peak, os.path.getsize(path) / 2**30,
+                                          inflated / 2**30))
+    if check:
+        sys.stdout.flush()
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "check_chrome_trace.py"),
+                        path])
+    os.unlink(path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--npusim", default=os.path.join(ROOT, "build", "npusim"))
     ap.add_argument("--ops", default="50000,100000,200000,400000")
     ap.add_argument("--ranks", default="2048,4096,8192,16384")
+    ap.add_argument("--big", action="store_true")
+    ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--no-check", action="store_true")
     args = ap.parse_args()
+    if args.big:
+        big(args.npusim, args.dir, not args.no_check)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         table("trace reader: ops in one program", "ops", [int(x) for x in args.ops.split(",")],
               reader_trace, lambda d: [], args.npusim, tmp)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeline_e2e.sh NPUSIM - the Chrome traces npusim writes open in Perfetto as
+# outputs_e2e.sh NPUSIM - outputs at any size. The Chrome traces npusim writes open in Perfetto as
 # intended (tests/check_chrome_trace.py: the trace-event schema, named and
 # sorted tracks, no two slices of a track overlapping, every flow arrow whole),
 # for replay (flow, with sends and receives) and train (slices named by
@@ -7,9 +7,11 @@
 # gzip; --trace-ranks keeps exactly its ranks; the validator fails on a trace
 # with overlapping slices; options a command does not use are refused naming
 # the option; progress goes to stderr only, with --progress, never changing
-# stdout. Run from the repository root.
+# stdout; link tables show N, all, or the kinds asked for, JSON every link;
+# CSV quotes free text (RFC 4180) and train's has a row per stage. Run from the
+# repository root.
 set -u
-npusim=${1:?usage: timeline_e2e.sh NPUSIM}
+npusim=${1:?usage: outputs_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
 check_trace=tests/check_chrome_trace.py
 
@@ -74,4 +76,27 @@ check "--progress reports the replay's ops and simulated time" \
 check "--progress reports the timeline's ranks" \
   grep -q '^npusim: writing the timeline: 2 of 2 ranks (100%)' "$tmp/loud.err"
 
-finish timeline_e2e
+# link tables: a 2:1 spine's uplinks show when asked for by kind
+coll="$npusim coll --system configs/systems/ascend-910b.json --op allreduce --ranks 64 --sizes 64M:64M \
+  --set cluster.scale_out.oversubscription=2 --set cluster.scale_out.npus_per_leaf=16"
+check "--links 3 shows 3 rows" sh -c "$coll --links 3 | sed -n '/links of the largest/,\$p' | grep -c '^  [a-z]' | grep -qx 3"
+check "--links-kind uplink shows only uplinks" sh -c "$coll --links all --links-kind uplink | \
+  sed -n '/links of the largest/,\$p' | grep '^  [a-z]' | awk '{print \$2}' | sort -u | grep -qx uplink"
+check "--links all in JSON lists every link, of every kind" python3 -c 'import json,subprocess,sys
+rows = json.loads(subprocess.run(sys.argv[1].split() + ["--links", "2", "--format", "json"],
+                  capture_output=True, check=True).stdout)
+links = rows[-1]["links"]
+assert len(links) > 2 and {l["kind"] for l in links} == {"scale_up", "nic", "uplink"}, links[:3]' "$coll"
+expect_line "--links-kind alone" "--links-kind: expected --links with it, found none" $coll --links-kind nic
+
+# CSV: free text quoted; train has a row per pipeline stage with the breakdown
+check "train CSV quotes a name with a comma and a quote; a row per stage" python3 -c 'import csv,io,subprocess,sys
+out = subprocess.run(sys.argv[1].split() + ["--set", "workload.model.name=a,\"b\"", "--format", "csv"],
+                     capture_output=True, check=True, text=True).stdout
+rows = list(csv.DictReader(io.StringIO(out)))
+assert [r["stage"] for r in rows] == ["0", "1"], rows
+assert all(r["workload"] == "a,\"b\"" for r in rows), rows[0]["workload"]
+parts = sum(float(rows[0][k]) for k in rows[0] if k.endswith("_s") and k not in ("step_time_s", "tokens_per_s"))
+assert abs(parts - float(rows[0]["step_time_s"])) < 1e-6 * parts, (parts, rows[0])' "$train"
+
+finish outputs_e2e
