@@ -39,6 +39,8 @@ enum {
   OPT_TIMELINE = 1 << 13,   /* --chrome-trace --trace-ranks */
   OPT_LINKS = 1 << 14,      /* --links [N|all] --links-kind K */
   OPT_PROGRESS = 1 << 15,   /* --progress */
+  OPT_CHAKRA = 1 << 16,     /* --chakra-compute --comm-group --chakra-skip */
+  OPT_EMIT_CHAKRA = 1 << 17, /* --emit-chakra */
 };
 
 typedef struct {
@@ -89,9 +91,11 @@ static const command_t commands[] = {
      "per rank the compute, communication (and how much of it is exposed) and idle time,\n"
      "per communicator the collectives and bytes, the most utilised links and the memory\n"
      "high-water mark against HBM. --chrome-trace writes a Chrome trace (open it in\n"
-     "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n",
+     "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n"
+     "--trace also takes a Chakra execution trace (ASTRA-sim's): PREFIX, or one of its\n"
+     "PREFIX.<rank>.et[.gz] files; the format is told by the content.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TRACE | OPT_TIMELINE |
-         OPT_LINKS | OPT_PROGRESS,
+         OPT_LINKS | OPT_PROGRESS | OPT_CHAKRA,
      cmd_replay, FIDELITY_FLOW, false, 0},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
@@ -102,7 +106,8 @@ static const command_t commands[] = {
      "links and takes seconds on the shipped workloads (llama2-70b on 32 NPUs: about 4 s,\n"
      "analytic about 2 s).\n",
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TIMELINE |
-         OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS | OPT_PROGRESS,
+         OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS | OPT_PROGRESS |
+         OPT_EMIT_CHAKRA,
      cmd_train, FIDELITY_ANALYTIC, false, 0},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
@@ -151,6 +156,10 @@ static const struct option all_options[] = {
     {"emit-trace", required_argument, NULL, 1023},
     {"links-kind", required_argument, NULL, 1041},
     {"progress", no_argument, NULL, 1042},
+    {"chakra-compute", required_argument, NULL, 1043},
+    {"comm-group", required_argument, NULL, 1044},
+    {"chakra-skip", no_argument, NULL, 1045},
+    {"emit-chakra", required_argument, NULL, 1046},
     {"style", required_argument, NULL, 1040},
     {NULL, 0, NULL, 0},
 };
@@ -193,6 +202,14 @@ static const struct {
                 "                         uplink, scale_out (nic and uplink)\n"},
     {OPT_PROGRESS, "  --progress             show progress on stderr even when it is not a terminal\n"
                    "                         (on a terminal it shows for runs over 2 s anyway)\n"},
+    {OPT_CHAKRA, "  --chakra-compute M     Chakra COMP_NODEs: auto (a roofline on the chip where\n"
+                 "                         num_ops is given, else duration_micros), duration,\n"
+                 "                         roofline\n"
+                 "  --comm-group FILE      Chakra process groups, {\"pg_name\": [ranks]}\n"
+                 "  --chakra-skip          keep Chakra nodes npusim does not model as zero-time\n"
+                 "                         delays (counted in the report) instead of refusing\n"},
+    {OPT_EMIT_CHAKRA, "  --emit-chakra PREFIX   also write the step as Chakra ETs, PREFIX.<rank>.et,\n"
+                      "                         and PREFIX.comm_groups.json (ASTRA-sim's inputs)\n"},
     {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
                    "                         scripts/measure_ops.py's --ops format\n"},
     {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
@@ -301,7 +318,8 @@ static bool accepts(const command_t *cmd, int c) {
   } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},  {'f', OPT_FORMAT},
              {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
              {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS},
-             {1042, OPT_PROGRESS}};
+             {1042, OPT_PROGRESS}, {1043, OPT_CHAKRA}, {1044, OPT_CHAKRA}, {1045, OPT_CHAKRA},
+             {1046, OPT_EMIT_CHAKRA}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
@@ -408,6 +426,18 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1042:
       opts->progress = true;
+      break;
+    case 1043:
+      opts->chakra_compute = optarg;
+      break;
+    case 1044:
+      opts->comm_group = optarg;
+      break;
+    case 1045:
+      opts->chakra_skip = true;
+      break;
+    case 1046:
+      opts->emit_chakra = optarg;
       break;
     case 1010:
       opts->shape = optarg;

@@ -61,6 +61,10 @@ typedef struct {
   const char *emit_trace;       /* --emit-trace FILE[.gz] (train) */
   double time_limit_s;          /* --time-limit; 0 = none */
   bool progress;                /* --progress: on stderr even when it is not a terminal */
+  const char *chakra_compute;   /* --chakra-compute auto|duration|roofline (replay) */
+  const char *comm_group;       /* --comm-group FILE (replay, Chakra) */
+  bool chakra_skip;             /* --chakra-skip (replay) */
+  const char *emit_chakra;      /* --emit-chakra PREFIX (train) */
 } cli_opts_t;
 
 /* The most --time-limit accepts: a year. */

@@ -2,8 +2,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chakra.h"
 #include "commands.h"
 #include "replay.h"
+
+/* The trace --trace names: npusim's JSON, or a Chakra ET set (told by the
+ * content), converted with the --chakra-* options; the system gives the
+ * roofline's peaks. */
+static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *trace,
+                      npu_err_t *err) {
+  char prefix[4096];
+  int chakra = chakra_detect(opts->trace, prefix, sizeof prefix, err->msg, sizeof err->msg);
+  if (chakra < 0)
+    return -1;
+  if (!chakra) {
+    if (opts->chakra_compute || opts->comm_group || opts->chakra_skip)
+      return npu_err_set(err, "--chakra-compute, --comm-group, --chakra-skip: expected a Chakra "
+                         "trace with them, found the npusim trace %s", opts->trace);
+    return trace_read(opts->trace, &replay_vocab, trace, err->msg, sizeof err->msg);
+  }
+  chakra_opts_t co = {.comm_groups = opts->comm_group, .skip = opts->chakra_skip};
+  if (opts->chakra_compute) {
+    int m = 0;
+    while (m < CHAKRA_COMPUTE_COUNT && strcmp(opts->chakra_compute, chakra_compute_names[m]))
+      m++;
+    if (m == CHAKRA_COMPUTE_COUNT)
+      return npu_err_set(err, "--chakra-compute: expected auto, duration or roofline, found "
+                         "\"%.40s\"", opts->chakra_compute);
+    co.compute = (chakra_compute_t)m;
+  }
+  /* the roofline at the clock a step holds, the HBM at its efficiency (bf16 cube) */
+  co.flops_per_s = chip_cube_peak_flops(&sys->chip, CHIP_DTYPE_BF16) * sys->chip.sustained_clock;
+  co.mem_bytes_per_s = chip_hbm_effective_bw(&sys->chip);
+  long skipped = 0;
+  if (chakra_read(prefix, &co, &replay_vocab, trace, &skipped, err->msg, sizeof err->msg))
+    return -1;
+  if (skipped)
+    fprintf(stderr, "npusim replay: --chakra-skip: %ld Chakra nodes npusim does not model kept "
+            "as zero-time delays (stream chakra_skipped)\n", skipped);
+  return 0;
+}
 
 int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (!opts->trace)
@@ -12,7 +50,7 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (cli_load_configs(opts, &cfg, err))
     return -1;
   trace_t trace;
-  if (trace_read(opts->trace, &replay_vocab, &trace, err->msg, sizeof err->msg)) {
+  if (read_trace(opts, &cfg.sys, &trace, err)) {
     cli_free_configs(&cfg);
     return -1;
   }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chakra.h"
 #include "commands.h"
 #include "intervals.h"
 #include "jsonfile.h"
@@ -244,6 +245,18 @@ static int write_timeline(const cli_opts_t *opts, const system_cfg_t *sys, const
   return replay_write_chrome(opts->chrome_trace, trace, res, &copts, err->msg, sizeof err->msg);
 }
 
+typedef struct {
+  const trace_t *trace;
+  const replay_result_t *res;
+} spans_t;
+
+/* How long op i of rank r ran, for the Chakra export. */
+static double op_duration(const void *ctx, int rank, int i) {
+  const spans_t *s = ctx;
+  const replay_span_t *sp = &s->res->spans[replay_stand_in(s->res, s->trace, rank)][i];
+  return sp->end_s - sp->start_s;
+}
+
 int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (!opts->workload_path)
     return npu_err_set(err, "npusim train: expected --workload FILE, found none");
@@ -285,6 +298,9 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (ran && ((opts->list_ops && op_list_write(opts->list_ops, &trace, err->msg, sizeof err->msg)) ||
               (opts->emit_trace &&
                trace_write(&trace, &replay_vocab, opts->emit_trace, err->msg, sizeof err->msg)) ||
+              (opts->emit_chakra &&
+               chakra_write(opts->emit_chakra, &trace, &replay_vocab, op_duration,
+                            &(spans_t){&trace, &res}, err->msg, sizeof err->msg)) ||
               (opts->chrome_trace && write_timeline(opts, &cfg.sys, &trace, &info,
                                                     &res, first, last, err))))
     rc = CMD_CANNOT_WRITE;

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""chakra_et.py - writes Chakra execution traces (one PREFIX.<rank>.et per rank)
+from a plain description, for npusim's tests, samples and benchmarks.
+
+The wire format is Chakra's published et_def.proto (field numbers are facts of
+the format; workloads/chakra.c reads the same subset): each file is a
+length-delimited GlobalMetadata (version, field 1) followed by length-delimited
+Node messages: id 1, name 2, type 3, ctrl_deps 4, data_deps 5, duration_micros 7,
+attr 10 (AttributeProto: name 1, int64_val 9, uint64_val 13, bool_val 27,
+string_val 29, double_val 3). Python standard library only.
+
+As a module: write_et(path, nodes, version="0.0.4"), where a node is a dict
+{"id", "name", "type", "ctrl_deps", "data_deps", "duration_micros", "attr": [(name,
+kind, value)]}, kind one of int64, uint64, bool, string, double; node types and
+collective types as NODE_TYPES and COMM_TYPES name them.
+As a script: chakra_et.py allreduce PREFIX --ranks N --layers L [--compute-us U]
+[--bytes B] writes N ranks each running L x (compute U us -> all-reduce of B
+bytes over all ranks), the peer workload of scripts/bench_chakra.py."""
+import argparse
+import gzip
+import struct
+
+NODE_TYPES = {"INVALID_NODE": 0, "METADATA_NODE": 1, "MEM_LOAD_NODE": 2, "MEM_STORE_NODE": 3,
+              "COMP_NODE": 4, "COMM_SEND_NODE": 5, "COMM_RECV_NODE": 6, "COMM_COLL_NODE": 7}
+COMM_TYPES = {"ALL_REDUCE": 0, "REDUCE": 1, "ALL_GATHER": 2, "GATHER": 3, "SCATTER": 4,
+              "BROADCAST": 5, "ALL_TO_ALL": 6, "REDUCE_SCATTER": 7, "BARRIER": 9}
+
+
+def varint(v):
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def key(field, wire):
+    return varint(field << 3 | wire)
+
+
+def length_field(field, data):
+    return key(field, 2) + varint(len(data)) + data
+
+
+def attribute(name, kind, value):
+    body = length_field(1, name.encode())
+    if kind == "int64":
+        body += key(9, 0) + varint(value)
+    elif kind == "uint64":
+        body += key(13, 0) + varint(value)
+    elif kind == "bool":
+        body += key(27, 0) + varint(1 if value else 0)
+    elif kind == "string":
+        body += length_field(29, value.encode())
+    elif kind == "double":
+        body += key(3, 1) + struct.pack("<d", value)
+    else:
+        raise ValueError(kind)
+    return body
+
+
+def node_bytes(n):
+    body = key(1, 0) + varint(n["id"])
+    if n.get("name"):
+        body += length_field(2, n["name"].encode())
+    body += key(3, 0) + varint(NODE_TYPES.get(n["type"], n["type"]) if isinstance(n["type"], str)
+                               else n["type"])
+    for d in n.get("ctrl_deps", []):
+        body += key(4, 0) + varint(d)
+    for d in n.get("data_deps", []):
+        body += key(5, 0) + varint(d)
+    if "duration_micros" in n:
+        body += key(7, 0) + varint(n["duration_micros"])
+    for a in n.get("attr", []):
+        body += length_field(10, attribute(*a))
+    return body
+
+
+def et_bytes(nodes, version="0.0.4"):
+    meta = length_field(1, version.encode())
+    out = varint(len(meta)) + meta
+    for n in nodes:
+        b = node_bytes(n)
+        out += varint(len(b)) + b
+    return out
+
+
+def write_et(path, nodes, version="0.0.4"):
+    data = et_bytes(nodes, version)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "wb") as f:
+        f.write(data)
+
+
+def allreduce_rank(layers, compute_us, nbytes):
+    nodes = []
+    for layer in range(layers):
+        c, a = 2 * layer, 2 * layer + 1
+        nodes.append({"id": c, "name": f"L{layer} compute", "type": "COMP_NODE",
+                      "duration_micros": compute_us, "data_deps": [a - 2] if layer else [],
+                      "attr": [("is_cpu_op", "bool", False)]})
+        nodes.append({"id": a, "name": f"L{layer} all-reduce", "type": "COMM_COLL_NODE",
+                      "data_deps": [c], "attr": [("is_cpu_op", "bool", False),
+                                                 ("comm_type", "int64", COMM_TYPES["ALL_REDUCE"]),
+                                                 ("comm_size", "uint64", nbytes)]})
+    return nodes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["allreduce"])
+    ap.add_argument("prefix")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--compute-us", type=int, default=500)
+    ap.add_argument("--bytes", type=int, default=64 << 20)
+    args = ap.parse_args()
+    data = et_bytes(allreduce_rank(args.layers, args.compute_us, args.bytes))
+    for r in range(args.ranks):
+        with open(f"{args.prefix}.{r}.et", "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()
