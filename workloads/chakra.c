@@ -199,8 +199,10 @@ static int parse_attr(ctx_t *c, buf_t b, attr_t *a) {
       return fail(c, "a complete attribute, found one cut short (a length or varint "
                   "past its end)");
   }
-  if (a->has_double && !a->has_int) /* a number given as a double still counts */
-    a->ival = (int64_t)a->dval;
+  if (a->has_double && !a->has_int) { /* a number given as a double counts where it fits */
+    a->has_int = isfinite(a->dval) && fabs(a->dval) < 9.0e18;
+    a->ival = a->has_int ? (int64_t)a->dval : 0;
+  }
   if (a->has_int && !a->has_double)
     a->dval = (double)a->ival;
   return 0;

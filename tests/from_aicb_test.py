@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""from_aicb_test.py NPUSIM [CONVERTER] - scripts/npusim-from-aicb on the AICB
+samples in traces/aicb/, replayed by npusim (issue #15). Run from the
+repository root; CONVERTER defaults to scripts/npusim-from-aicb.
+
+For each sample the trace must
+- replay: `npusim replay --system configs/systems/ascend-910b.json --trace T
+  --fidelity analytic --format json` exits 0 with one row per rank;
+- hold the communicators the file's header says: tp groups of
+  model_parallel_NPU_group consecutive ranks, dp groups of all_gpus / (tp x pp)
+  ranks tp apart inside a stage, ep groups of ep consecutive data-parallel
+  positions, dp_ep groups of dp / ep positions ep apart; each rank in one group
+  of each;
+- hold per rank the collectives of the file (kind and communicator counted
+  from the comm-type columns: no suffix is tp for forward and input-grad, dp
+  for weight-grad; _EP ep; _DP_EP dp_ep; none of 0 bytes or in a group of one
+  rank), and the pipeline send/recv of pp_comm bytes (ga micro-batches each
+  way) between stages;
+- hold per rank compute ops whose durations add up to the file's forward +
+  input-grad + weight-grad times (ns), and the replay's compute_s must equal
+  that sum on every rank;
+- replay's per-communicator collective count equals the per-rank count x
+  the number of groups.
+The expected figures are recounted here from the file's text, and also written
+out by hand for each sample (EXPECTED), so a converter and a recount that
+drift together still fail.
+
+Bad input (a copy of a sample with one defect each): one line on stderr,
+FILE:LINE: expected ..., exit 2, nothing on stdout, no output file.
+
+Negative controls: the checks run on traces with one defect each (a compute
+op dropped, a collective moved to another communicator, a group changed, a
+send dropped) must report a failure, so the checks can fail.
+"""
+import copy
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SYSTEM = "configs/systems/ascend-910b.json"
+SAMPLES = ["traces/aicb/microAllReduce.txt", "traces/aicb/moe_tp2_pp2_ep2.txt"]
+# Written out by hand from the sample files (see traces/aicb/README.md).
+EXPECTED = {
+    "traces/aicb/microAllReduce.txt": {
+        "ranks": 8, "groups": {"tp": (1, 8)},
+        "collectives": {("allreduce", "tp"): 2},
+        "compute_ns": 2 * (556000 + 1 + 1), "p2p": {},
+    },
+    "traces/aicb/moe_tp2_pp2_ep2.txt": {
+        "ranks": 16,
+        "groups": {"tp": (8, 2), "dp": (4, 4), "ep": (8, 2), "dp_ep": (8, 2)},
+        "collectives": {("allreduce", "tp"): 5, ("allgather", "tp"): 4,
+                        ("reducescatter", "tp"): 4, ("allgather", "dp"): 1,
+                        ("reducescatter", "dp"): 1, ("allreduce", "dp"): 1,
+                        ("alltoall", "ep"): 8, ("allreduce", "ep"): 2,
+                        ("allgather", "dp_ep"): 1, ("reducescatter", "dp_ep"): 1},
+        "compute_ns": 17450031,
+        # stage -> sorted (kind, peer_offset, bytes) of its send/recv
+        "p2p": {0: [("recv", 8, 4194304)] * 2 + [("send", 8, 4194304)] * 2,
+                1: [("recv", -8, 4194304)] * 2 + [("send", -8, 4194304)] * 2},
+    },
+}
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL " + msg)
+
+
+# ---- the file, recounted from its text -------------------------------------
+
+KINDS = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather",
+         "REDUCESCATTER": "reducescatter", "ALLTOALL": "alltoall"}
+
+
+def read_aicb(path):
+    lines = open(path, encoding="utf-8").read().split("\n")
+    tok = lines[0].split()
+    head = {tok[i].rstrip(":"): tok[i + 1] for i in range(1, len(tok) - 1)
+            if tok[i].endswith(":") or tok[i] == "pp_comm"}
+    tp, pp, ep, n = (int(head[k]) for k in ("model_parallel_NPU_group", "pp", "ep", "all_gpus"))
+    dp = n // (tp * pp)
+    rows = [l.split() for l in lines[2:] if l.split()]
+    assert len(rows) == int(lines[1]), path
+    size = {"tp": tp, "dp": dp, "ep": ep, "dp_ep": dp // ep}
+    colls = {}
+    compute = 0
+    for r in rows:
+        for phase, c in (("fwd", 2), ("ig", 5), ("wg", 8)):
+            compute += int(r[c])
+            if r[c + 1] == "NONE" or int(r[c + 2]) == 0:
+                continue
+            base = next(b for b in KINDS if r[c + 1].startswith(b))
+            suffix = r[c + 1][len(base):]
+            comm = {"": "dp" if phase == "wg" else "tp", "_EP": "ep", "_DP_EP": "dp_ep"}[suffix]
+            if size[comm] > 1:
+                colls[(KINDS[base], comm)] = colls.get((KINDS[base], comm), 0) + 1
+    return {"n": n, "tp": tp, "dp": dp, "pp": pp, "ep": ep, "size": size,
+            "ga": int(head["ga"]), "pp_comm": int(float(head.get("pp_comm", 0))),
+            "collectives": colls, "compute_ns": compute}
+
+
+# ---- checks on a trace: lists of problems ------------------------------------
+
+def expand(ranks):
+    if isinstance(ranks, list):
+        return ranks
+    out = []
+    for part in str(ranks).split(","):
+        a, _, b = part.partition("-")
+        out += list(range(int(a), int(b or a) + 1))
+    return out
+
+
+def check_groups(f, trace):
+    """The communicators are exactly the ones the header implies."""
+    bad = []
+    n, tp, dp = f["n"], f["tp"], f["dp"]
+    stage = tp * dp
+    want = {}
+    for r in range(n):
+        s, d, t = r // stage, (r % stage) // tp, r % tp
+        base = s * stage + t
+        want.setdefault("tp", {})[r] = tuple(range(r - t, r - t + tp))
+        want.setdefault("dp", {})[r] = tuple(base + k * tp for k in range(dp))
+        g0 = d - d % f["ep"]
+        want.setdefault("ep", {})[r] = tuple(base + (g0 + j) * tp for j in range(f["ep"]))
+        want.setdefault("dp_ep", {})[r] = tuple(base + (d % f["ep"] + k * f["ep"]) * tp
+                                               for k in range(dp // f["ep"]))
+    used = {k[1] for k in f["collectives"]}
+    names = [c["name"] for c in trace["communicators"]]
+    if sorted(names) != sorted(used):
+        bad.append(f"communicators {sorted(names)}, expected {sorted(used)}")
+    for c in trace["communicators"]:
+        seen = {}
+        for g in c["groups"]:
+            members = tuple(expand(g))
+            for r in members:
+                if r in seen:
+                    bad.append(f"{c['name']}: rank {r} in two groups")
+                seen[r] = members
+        for r in range(n):
+            if c["name"] in want and tuple(sorted(seen.get(r, ()))) != \
+                    tuple(sorted(want[c["name"]][r])):
+                bad.append(f"{c['name']}: rank {r} in {seen.get(r)}, "
+                           f"expected {want[c['name']][r]}")
+                break
+    return bad
+
+
+def program_of(trace, rank):
+    for p in trace["programs"]:
+        if rank in expand(p["ranks"]):
+            return p
+    return None
+
+
+def check_programs(f, trace, hand):
+    """Per rank: compute sum, collective counts, pipeline messages."""
+    bad = []
+    stage_size = f["tp"] * f["dp"]
+    for rank in range(f["n"]):
+        p = program_of(trace, rank)
+        if p is None:
+            bad.append(f"rank {rank}: no program")
+            continue
+        ops = p["ops"]
+        ns = sum(round(op["duration_us"] * 1000) for op in ops if op["kind"] == "compute")
+        if ns != f["compute_ns"] or ns != hand["compute_ns"]:
+            bad.append(f"rank {rank}: compute {ns} ns, file {f['compute_ns']}, "
+                       f"by hand {hand['compute_ns']}")
+        colls = {}
+        for op in ops:
+            if "comm" in op:
+                colls[(op["kind"], op["comm"])] = colls.get((op["kind"], op["comm"]), 0) + 1
+        if colls != f["collectives"] or colls != hand["collectives"]:
+            bad.append(f"rank {rank}: collectives {sorted(colls.items())}, "
+                       f"file {sorted(f['collectives'].items())}")
+        p2p = sorted((op["kind"], op["peer_offset"], op["bytes"]) for op in ops
+                     if op["kind"] in ("send", "recv"))
+        stage = rank // stage_size
+        if f["pp"] > 1:
+            want = []
+            if stage > 0:
+                want += [("recv", -stage_size, f["pp_comm"]), ("send", -stage_size, f["pp_comm"])]
+            if stage < f["pp"] - 1:
+                want += [("recv", stage_size, f["pp_comm"]), ("send", stage_size, f["pp_comm"])]
+            want = sorted(want * f["ga"])
+        else:
+            want = []
+        if p2p != want or (stage in hand["p2p"] and p2p != sorted(hand["p2p"][stage])):
+            bad.append(f"rank {rank}: send/recv {p2p}, expected {want}")
+        if len(bad) > 5:
+            break
+    return bad
+
+
+def check_replay(f, hand, out):
+    bad = []
+    if len(out["per_rank"]) != f["n"] or out["ranks"] != hand["ranks"]:
+        bad.append(f"replay: {len(out['per_rank'])} ranks, expected {f['n']}")
+    for r in out["per_rank"]:
+        want = f["compute_ns"] * 1e-9
+        if abs(r["compute_s"] - want) > 1e-8 * want + 1e-12:
+            bad.append(f"replay: rank {r['rank']} compute_s {r['compute_s']}, expected {want}")
+            break
+    per = {}
+    for (kind, comm), k in f["collectives"].items():
+        per[comm] = per.get(comm, 0) + k
+    got = {c["name"]: c["collectives"] for c in out["communicators"]}
+    want = {c: k * (f["n"] // f["size"][c]) for c, k in per.items()}
+    if got != want:
+        bad.append(f"replay: collectives per communicator {got}, expected {want}")
+    for c, (groups, size) in hand["groups"].items():
+        if f["size"][c] != size or f["n"] // size != groups:
+            bad.append(f"{c}: groups of {f['size'][c]}, expected {groups} of {size}")
+    return bad
+
+
+# ---- running -----------------------------------------------------------------
+
+def convert(conv, src, out, *extra):
+    return subprocess.run([sys.executable, conv, src, "-o", out, *extra],
+                          capture_output=True, text=True)
+
+
+def replay(npusim, trace):
+    return subprocess.run([npusim, "replay", "--system", SYSTEM, "--trace", trace,
+                           "--fidelity", "analytic", "--format", "json"],
+                          capture_output=True, text=True)
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def check_sample(npusim, conv, tmp, sample):
+    name = os.path.basename(sample)
+    out = os.path.join(tmp, name + ".json")
+    r = convert(conv, sample, out)
+    if r.returncode != 0:
+        fail(f"{name}: converter exit {r.returncode}: {r.stderr.strip()}")
+        return None
+    notes = r.stderr.strip().split("\n")
+    if not notes or not all(n.startswith("npusim-from-aicb: note: ") for n in notes) or \
+            not any("vpp" in n for n in notes):
+        fail(f"{name}: expected notes on stderr (vpp among them), found {notes}")
+    f = read_aicb(sample)
+    hand = EXPECTED[sample]
+    trace = load(out)
+    problems = check_groups(f, trace) + check_programs(f, trace, hand)
+    rr = replay(npusim, out)
+    if rr.returncode != 0:
+        problems.append(f"replay exit {rr.returncode}: {rr.stderr.strip()}")
+    else:
+        problems += check_replay(f, hand, json.loads(rr.stdout))
+    for p in problems:
+        fail(f"{name}: {p}")
+    # gzip output and determinism: same trace, same replay
+    gz = os.path.join(tmp, name + ".json.gz")
+    r2 = convert(conv, sample, gz)
+    with open(gz, "rb") as fh:
+        magic = fh.read(2)
+    if r2.returncode != 0 or magic != b"\x1f\x8b" or load(gz) != trace:
+        fail(f"{name}: .json.gz output differs from .json (exit {r2.returncode})")
+    elif rr.returncode == 0:
+        rg = replay(npusim, gz)
+        if rg.stdout != rr.stdout:
+            fail(f"{name}: replay of the .json.gz differs")
+    again = os.path.join(tmp, name + ".again.json")
+    convert(conv, sample, again)
+    if open(again, "rb").read() != open(out, "rb").read():
+        fail(f"{name}: two conversions differ")
+    print(f"ok {name}: {f['n']} ranks, {sum(f['collectives'].values())} collectives and "
+          f"{f['compute_ns']} ns of compute per rank, replayed")
+    return f, hand, trace
+
+
+def negative_controls(f, hand, trace):
+    """Each defect must be reported by the checks above."""
+    def defects():
+        t = copy.deepcopy(trace)
+        ops = t["programs"][0]["ops"]
+        i = next(k for k, op in enumerate(ops) if op["kind"] == "compute" and
+                 op["duration_us"] >= 1)
+        ops[i]["duration_us"] += 0.001
+        yield "a compute op 1 ns longer", t
+        t = copy.deepcopy(trace)
+        op = next(op for op in t["programs"][-1]["ops"] if op.get("comm") == "tp")
+        op["comm"] = op["stream"] = "dp" if any(c["name"] == "dp" for c in t["communicators"]) \
+            else "tp2"
+        yield "a collective on another communicator", t
+        t = copy.deepcopy(trace)
+        c = t["communicators"][0]
+        gs = [expand(g) for g in c["groups"]]
+        if len(gs) > 1:   # two groups swap their last ranks
+            gs[0][-1], gs[1][-1] = gs[1][-1], gs[0][-1]
+        else:             # the one group loses a rank
+            gs[0] = gs[0][:-1]
+        c["groups"] = gs
+        yield "a group changed", t
+        if any(op["kind"] == "send" for p in trace["programs"] for op in p["ops"]):
+            t = copy.deepcopy(trace)
+            ops = t["programs"][0]["ops"]
+            del ops[next(k for k, op in enumerate(ops) if op["kind"] == "send")]
+            yield "a send dropped", t
+    for what, t in defects():
+        if not check_groups(f, t) + check_programs(f, t, hand):
+            fail(f"negative control: the checks miss {what}")
+        else:
+            print(f"ok negative control: {what} is caught")
+
+
+def bad_inputs(conv, tmp):
+    src = "traces/aicb/moe_tp2_pp2_ep2.txt"
+    lines = open(src, encoding="utf-8").read().split("\n")
+
+    def edit(no, old, new):
+        out = list(lines)
+        assert old in out[no - 1], (no, old)
+        out[no - 1] = out[no - 1].replace(old, new, 1)
+        return out
+    cases = [  # (what, lines, line number named, words the message holds)
+        ("missing header field", edit(1, " all_gpus: 16", ""), 1, "all_gpus:"),
+        ("header value not a number", edit(1, "ga: 2", "ga: two"), 1, "ga"),
+        ("bad number", edit(9, "300000", "3e5"), 9, "column 3"),
+        ("negative bytes", edit(10, "8388608", "-8388608"), 10, "column 5"),
+        ("unknown comm type", edit(10, "ALLGATHER", "BROADCAST"), 10, "BROADCAST"),
+        ("unknown suffix", edit(12, "ALLTOALL_EP", "ALLTOALL_XP"), 12, "ALLTOALL_XP"),
+        ("wrong column count", edit(11, "\t100", ""), 11, "12 columns"),
+        ("too few lines", edit(2, "20", "21"), 23, "21 layer lines"),
+        ("count not a number", edit(2, "20", "twenty"), 2, "number of layer lines"),
+        ("unknown run type", edit(1, "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "MICRO"), 1, "MICRO"),
+    ]
+    for what, text, line, words in cases:
+        path = os.path.join(tmp, "bad.txt")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(text))
+        out = os.path.join(tmp, "bad.json")
+        r = convert(conv, path, out)
+        err = r.stderr.rstrip("\n")
+        ok = (r.returncode == 2 and "\n" not in err and
+              err.startswith(f"{path}:{line}: expected ") and words in err and
+              r.stdout == "" and not os.path.exists(out))
+        if ok:
+            print(f"ok bad input ({what}): {err}")
+        else:
+            fail(f"bad input ({what}): exit {r.returncode}, stderr {err!r}, expected one line "
+                 f"'{path}:{line}: expected ...' naming {words!r}, exit 2, no output")
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        print("usage: from_aicb_test.py NPUSIM [CONVERTER]", file=sys.stderr)
+        return 2
+    npusim = sys.argv[1]
+    conv = sys.argv[2] if len(sys.argv) == 3 else "scripts/npusim-from-aicb"
+    with tempfile.TemporaryDirectory() as tmp:
+        for sample in SAMPLES:
+            got = check_sample(npusim, conv, tmp, sample)
+            if got:
+                negative_controls(*got)
+        bad_inputs(conv, tmp)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
