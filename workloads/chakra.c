@@ -501,7 +501,8 @@ static char *rank_program(const char *file, const chakra_opts_t *o, job_t *job, 
 /* ---- the whole trace ---- */
 
 /* The first bytes of a file (gunzipped) look like an ET: not JSON, a varint
- * length, then GlobalMetadata's field 1 (version) or nothing. */
+ * length, then GlobalMetadata's field 1 (version, which Chakra's writers always
+ * set; a stream of zero bytes is not an ET). */
 static bool looks_like_et(const char *path) {
   gzFile gz = gzopen(path, "rb");
   if (!gz)
@@ -515,7 +516,7 @@ static bool looks_like_et(const char *path) {
   uint64_t len;
   if (get_varint(&b, &len))
     return false;
-  return len == 0 || (b.p < b.end && *b.p == 0x0a);
+  return len >= 2 && b.p < b.end && *b.p == 0x0a;
 }
 
 /* PREFIX of a file named PREFIX.<rank>.et or .et.gz; false if not so named. */
