@@ -13,8 +13,8 @@ static double now_s(void) {
 }
 
 void progress_start(progress_t *p, bool forced, const char *what, const char *unit, long total) {
-  *p = (progress_t){.tty = isatty(STDERR_FILENO) == 1, .what = what, .unit = unit,
-                    .total = total, .sim_s = -1};
+  *p = (progress_t){
+      .tty = isatty(STDERR_FILENO) == 1, .what = what, .unit = unit, .total = total, .sim_s = -1};
   p->on = forced || p->tty;
   p->start_s = now_s();
   const char *after = getenv("NPUSIM_PROGRESS_AFTER_S"); /* tests: print at once */
@@ -31,8 +31,8 @@ static void print_line(progress_t *p, double t) {
     snprintf(left, sizeof left, rest < 120 ? ", about %.0f s left" : ", about %.0f min left",
              rest < 120 ? rest : rest / 60);
   }
-  fprintf(stderr, "%s%s: %ld of %ld %s (%.0f%%)%s%s%s", p->tty ? "\r\033[K" : "", p->what,
-          p->done, p->total, p->unit, 100 * frac, sim, left, p->tty ? "" : "\n");
+  fprintf(stderr, "%s%s: %ld of %ld %s (%.0f%%)%s%s%s", p->tty ? "\r\033[K" : "", p->what, p->done,
+          p->total, p->unit, 100 * frac, sim, left, p->tty ? "" : "\n");
   fflush(stderr);
   p->printed = true;
   p->shown = p->done;

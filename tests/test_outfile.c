@@ -51,7 +51,7 @@ static char *sample(size_t *len) {
   size_t n = 300000;
   char *s = malloc(n + 1);
   for (size_t i = 0; i < n; i++)
-    s[i] = (char)('a' + (i * 7919 % 26)) ;
+    s[i] = (char)('a' + (i * 7919 % 26));
   s[n] = '\0';
   *len = n;
   return s;

@@ -22,22 +22,32 @@ const char *const chakra_compute_names[CHAKRA_COMPUTE_COUNT] = {"auto", "duratio
 
 /* Node types and collective types of et_def.proto. */
 enum {
-  NODE_INVALID, NODE_METADATA, NODE_MEM_LOAD, NODE_MEM_STORE, NODE_COMP, NODE_SEND, NODE_RECV,
-  NODE_COLL, NODE_STORAGE, NODE_BATCH, NODE_CHECKPOINT, NODE_TYPE_COUNT
+  NODE_INVALID,
+  NODE_METADATA,
+  NODE_MEM_LOAD,
+  NODE_MEM_STORE,
+  NODE_COMP,
+  NODE_SEND,
+  NODE_RECV,
+  NODE_COLL,
+  NODE_STORAGE,
+  NODE_BATCH,
+  NODE_CHECKPOINT,
+  NODE_TYPE_COUNT
 };
 static const char *const node_type_names[NODE_TYPE_COUNT] = {
-    "INVALID_NODE", "METADATA_NODE",  "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
-    "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE", "STORAGE_NODE", "BATCH_NODE",
-    "CHECKPOINT_NODE"};
+    "INVALID_NODE", "METADATA_NODE",  "MEM_LOAD_NODE",  "MEM_STORE_NODE",
+    "COMP_NODE",    "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE",
+    "STORAGE_NODE", "BATCH_NODE",     "CHECKPOINT_NODE"};
 
 enum { COLL_TYPE_COUNT = 10 };
 static const char *const coll_type_names[COLL_TYPE_COUNT] = {
-    "ALL_REDUCE", "REDUCE", "ALL_GATHER", "GATHER", "SCATTER", "BROADCAST", "ALL_TO_ALL",
-    "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER"};
+    "ALL_REDUCE", "REDUCE",         "ALL_GATHER",           "GATHER", "SCATTER", "BROADCAST",
+    "ALL_TO_ALL", "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER"};
 /* npusim's collective for each, NULL where it has none. */
 static const char *const coll_npusim[COLL_TYPE_COUNT] = {
-    "allreduce", "reduce", "allgather", NULL, NULL, "broadcast", "alltoall", "reducescatter",
-    "reducescatter", NULL};
+    "allreduce", "reduce",        "allgather",     NULL, NULL, "broadcast",
+    "alltoall",  "reducescatter", "reducescatter", NULL};
 
 /* ---- reading the wire format ---- */
 
@@ -97,7 +107,7 @@ static uint64_t get_fixed(const uint8_t *p, int n) {
 /* ---- a node as the reader needs it ---- */
 
 typedef struct {
-  buf_t name;          /* the attribute's name */
+  buf_t name; /* the attribute's name */
   bool has_int, has_double, has_string;
   int64_t ival;
   double dval;
@@ -111,8 +121,8 @@ typedef struct {
   uint64_t *deps;
   int ndeps, cap;
   uint64_t duration_us;
-  attr_t comm_type, comm_size, comm_src, comm_dst, comm_tag, pg_name, num_ops, tensor_size,
-      root, stream, duration_s, kind, algo;
+  attr_t comm_type, comm_size, comm_src, comm_dst, comm_tag, pg_name, num_ops, tensor_size, root,
+      stream, duration_s, kind, algo;
 } node_t;
 
 typedef struct {
@@ -191,13 +201,15 @@ static int parse_attr(ctx_t *c, buf_t b, attr_t *a) {
       ok = skip_field(&b, wire) == 0; /* doc_string, lists, bytes */
     } else {
       char what[96];
-      snprintf(what, sizeof what, "an attribute value of et_def.proto (fields 1-32), found field "
-               "%d", field);
+      snprintf(what, sizeof what,
+               "an attribute value of et_def.proto (fields 1-32), found field "
+               "%d",
+               field);
       return fail(c, what);
     }
     if (!ok)
       return fail(c, "a complete attribute, found one cut short (a length or varint "
-                  "past its end)");
+                     "past its end)");
   }
   if (a->has_double && !a->has_int) { /* a number given as a double counts where it fits */
     a->has_int = isfinite(a->dval) && fabs(a->dval) < 9.0e18;
@@ -212,13 +224,19 @@ static void keep_attr(node_t *n, const attr_t *a) {
   static const struct {
     const char *name;
     size_t offset;
-  } known[] = {{"comm_type", offsetof(node_t, comm_type)}, {"comm_size", offsetof(node_t, comm_size)},
-               {"comm_src", offsetof(node_t, comm_src)},   {"comm_dst", offsetof(node_t, comm_dst)},
-               {"comm_tag", offsetof(node_t, comm_tag)},   {"pg_name", offsetof(node_t, pg_name)},
-               {"num_ops", offsetof(node_t, num_ops)},     {"tensor_size", offsetof(node_t, tensor_size)},
-               {"root", offsetof(node_t, root)},           {"npusim_stream", offsetof(node_t, stream)},
+  } known[] = {{"comm_type", offsetof(node_t, comm_type)},
+               {"comm_size", offsetof(node_t, comm_size)},
+               {"comm_src", offsetof(node_t, comm_src)},
+               {"comm_dst", offsetof(node_t, comm_dst)},
+               {"comm_tag", offsetof(node_t, comm_tag)},
+               {"pg_name", offsetof(node_t, pg_name)},
+               {"num_ops", offsetof(node_t, num_ops)},
+               {"tensor_size", offsetof(node_t, tensor_size)},
+               {"root", offsetof(node_t, root)},
+               {"npusim_stream", offsetof(node_t, stream)},
                {"npusim_duration_s", offsetof(node_t, duration_s)},
-               {"npusim_kind", offsetof(node_t, kind)},    {"npusim_algo", offsetof(node_t, algo)}};
+               {"npusim_kind", offsetof(node_t, kind)},
+               {"npusim_algo", offsetof(node_t, algo)}};
   for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
     if (name_is(&a->name, known[k].name))
       *(attr_t *)((char *)n + known[k].offset) = *a;
@@ -293,7 +311,7 @@ static int parse_node(ctx_t *c, buf_t b, node_t *n) {
     }
     if (rc)
       return fail(c, "a complete node, found one cut short (a length or varint past its "
-                  "end, or a group field)");
+                     "end, or a group field)");
   }
   if (!c->has_id)
     return fail(c, "a node id (field 1), found none");
@@ -303,9 +321,9 @@ static int parse_node(ctx_t *c, buf_t b, node_t *n) {
 /* ---- one rank's program, as trace JSON ---- */
 
 typedef struct {
-  cJSON *groups;         /* the comm-group JSON: {"pg": [ranks]} */
+  cJSON *groups; /* the comm-group JSON: {"pg": [ranks]} */
   int ranks;
-  bool uses_world;       /* a collective without pg_name */
+  bool uses_world; /* a collective without pg_name */
   long skipped;
 } job_t;
 
@@ -327,14 +345,16 @@ static int put_compute(ctx_t *c, FILE *f, const node_t *n, const chakra_opts_t *
   double us = (double)n->duration_us;
   if (n->duration_s.has_double) /* npusim's own export: exact */
     us = n->duration_s.dval * 1e6;
-  bool roofline = o->compute == CHAKRA_COMPUTE_ROOFLINE ||
-                  (o->compute == CHAKRA_COMPUTE_AUTO && n->num_ops.has_int && !n->duration_s.has_double);
+  bool roofline =
+      o->compute == CHAKRA_COMPUTE_ROOFLINE ||
+      (o->compute == CHAKRA_COMPUTE_AUTO && n->num_ops.has_int && !n->duration_s.has_double);
   if (roofline && !n->num_ops.has_int)
     return fail(c, "num_ops on a COMP_NODE for --chakra-compute roofline, found none");
   if (roofline && o->flops_per_s > 0) {
     double flops_s = (double)n->num_ops.ival / o->flops_per_s;
     double mem_s = n->tensor_size.has_int && o->mem_bytes_per_s > 0
-                       ? (double)n->tensor_size.ival / o->mem_bytes_per_s : 0;
+                       ? (double)n->tensor_size.ival / o->mem_bytes_per_s
+                       : 0;
     us = 1e6 * (flops_s > mem_s ? flops_s : mem_s);
   }
   bool delay = n->kind.has_string && name_is(&n->kind.sval, "delay");
@@ -347,11 +367,13 @@ static int put_coll(ctx_t *c, FILE *f, const node_t *n, job_t *job) {
   int64_t t = n->comm_type.has_int ? n->comm_type.ival : -1;
   if (t < 0 || t >= COLL_TYPE_COUNT)
     return fail(c, "comm_type of et_def.proto's CollectiveCommType (0-9) on a "
-                "COMM_COLL_NODE");
+                   "COMM_COLL_NODE");
   if (!coll_npusim[t]) {
     char what[128];
-    snprintf(what, sizeof what, "a collective npusim models (ALL_REDUCE, REDUCE, ALL_GATHER, "
-             "BROADCAST, ALL_TO_ALL, REDUCE_SCATTER), found %s", coll_type_names[t]);
+    snprintf(what, sizeof what,
+             "a collective npusim models (ALL_REDUCE, REDUCE, ALL_GATHER, "
+             "BROADCAST, ALL_TO_ALL, REDUCE_SCATTER), found %s",
+             coll_type_names[t]);
     return fail(c, what);
   }
   if (!n->comm_size.has_int || n->comm_size.ival < 0)
@@ -359,12 +381,15 @@ static int put_coll(ctx_t *c, FILE *f, const node_t *n, job_t *job) {
   fprintf(f, "\"kind\": \"%s\", \"bytes\": %" PRId64 ", \"comm\": ", coll_npusim[t],
           n->comm_size.ival);
   if (n->pg_name.has_string) {
-    char *pg = strndup((const char *)n->pg_name.sval.p, (size_t)(n->pg_name.sval.end - n->pg_name.sval.p));
+    char *pg =
+        strndup((const char *)n->pg_name.sval.p, (size_t)(n->pg_name.sval.end - n->pg_name.sval.p));
     bool known = job->groups && cJSON_GetObjectItemCaseSensitive(job->groups, pg);
     if (!known) {
       char what[200];
-      snprintf(what, sizeof what, "process group \"%.60s\" in the comm-group JSON "
-               "(--comm-group FILE), found %s", pg, job->groups ? "no such group" : "no file");
+      snprintf(what, sizeof what,
+               "process group \"%.60s\" in the comm-group JSON "
+               "(--comm-group FILE), found %s",
+               pg, job->groups ? "no such group" : "no file");
       free(pg);
       return fail(c, what);
     }
@@ -391,8 +416,8 @@ static int put_p2p(ctx_t *c, FILE *f, const node_t *n, int rank, int ranks) {
   const attr_t *peer = send ? &n->comm_dst : &n->comm_src;
   if (!peer->has_int || peer->ival < 0 || peer->ival >= ranks || peer->ival == rank) {
     char what[128];
-    snprintf(what, sizeof what, "%s naming another rank of the %d ranks", send ? "comm_dst" :
-             "comm_src", ranks);
+    snprintf(what, sizeof what, "%s naming another rank of the %d ranks",
+             send ? "comm_dst" : "comm_src", ranks);
     return fail(c, what);
   }
   if (!n->comm_size.has_int || n->comm_size.ival < 0)
@@ -429,7 +454,8 @@ static int put_node(ctx_t *c, FILE *f, const node_t *n, const chakra_opts_t *o, 
   default:
     if (!o->skip) {
       char what[160];
-      snprintf(what, sizeof what, "a node type npusim models (COMP_NODE, COMM_COLL_NODE, "
+      snprintf(what, sizeof what,
+               "a node type npusim models (COMP_NODE, COMM_COLL_NODE, "
                "COMM_SEND_NODE, COMM_RECV_NODE), found %s (--chakra-skip keeps it as a delay)",
                node_type_names[n->type]);
       return fail(c, what);
@@ -454,8 +480,8 @@ static int put_node(ctx_t *c, FILE *f, const node_t *n, const chakra_opts_t *o, 
 }
 
 /* The ops of one rank file as a JSON array body; NULL with err set. */
-static char *rank_program(const char *file, const chakra_opts_t *o, job_t *job, int rank,
-                          char *err, size_t err_len) {
+static char *rank_program(const char *file, const chakra_opts_t *o, job_t *job, int rank, char *err,
+                          size_t err_len) {
   size_t len;
   char why[256];
   char *data = jsonfile_read(file, TRACE_MAX_BYTES, &len, why, sizeof why);
@@ -470,15 +496,17 @@ static char *rank_program(const char *file, const chakra_opts_t *o, job_t *job, 
   FILE *f = open_memstream(&text, &tlen);
   int rc = get_bytes(&b, &msg); /* GlobalMetadata: its version is not checked */
   if (rc)
-    snprintf(err, err_len, "%s: expected a Chakra ET file (a length-delimited GlobalMetadata "
-             "first), found a length past the end of the file", file);
+    snprintf(err, err_len,
+             "%s: expected a Chakra ET file (a length-delimited GlobalMetadata "
+             "first), found a length past the end of the file",
+             file);
   bool first = true;
   for (c.index = 0; rc == 0 && b.p < b.end; c.index++) {
     node_t n;
     c.has_id = false;
     if (get_bytes(&b, &msg)) {
       rc = fail(&c, "a node's length within the file, found a truncated varint or a "
-                "length past the end");
+                    "length past the end");
       break;
     }
     rc = parse_node(&c, msg, &n);
@@ -541,8 +569,11 @@ int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t 
       return 0;
     if (prefix_of(path, prefix, len))
       return 1;
-    return snprintf(err, err_len, "%s: expected a Chakra ET file named PREFIX.<rank>.et or "
-                    ".et.gz (the ranks are read by their prefix), found another name", path), -1;
+    return snprintf(err, err_len,
+                    "%s: expected a Chakra ET file named PREFIX.<rank>.et or "
+                    ".et.gz (the ranks are read by their prefix), found another name",
+                    path),
+           -1;
   }
   char probe[4096];
   for (int gz = 0; gz < 2; gz++) {
@@ -587,7 +618,8 @@ static int load_groups(const chakra_opts_t *o, job_t *job, char *err, size_t err
   char *text = jsonfile_read(o->comm_groups, 64UL << 20, &len, why, sizeof why);
   if (!text)
     return snprintf(err, err_len, "%s: expected a readable comm-group JSON, found %s",
-                    o->comm_groups, why), -1;
+                    o->comm_groups, why),
+           -1;
   job->groups = jsonfile_parse(o->comm_groups, text, len, err, err_len);
   free(text);
   if (!job->groups)
@@ -596,11 +628,15 @@ static int load_groups(const chakra_opts_t *o, job_t *job, char *err, size_t err
   cJSON_ArrayForEach(g, job->groups) {
     if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) == 0)
       return snprintf(err, err_len, "%s: %s: expected an array of ranks, found something else",
-                      o->comm_groups, g->string), -1;
+                      o->comm_groups, g->string),
+             -1;
   }
   if (!cJSON_IsObject(job->groups))
-    return snprintf(err, err_len, "%s: expected an object {\"process group\": [ranks]}, found "
-                    "something else", o->comm_groups), -1;
+    return snprintf(err, err_len,
+                    "%s: expected an object {\"process group\": [ranks]}, found "
+                    "something else",
+                    o->comm_groups),
+           -1;
   return 0;
 }
 
@@ -652,8 +688,11 @@ int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t 
   while (rank_file(prefix, job.ranks, file, sizeof file))
     job.ranks++;
   if (job.ranks == 0)
-    return snprintf(err, err_len, "%s: expected Chakra ET files %s.0.et, %s.1.et, ... (or "
-                    ".et.gz), found none", prefix, prefix, prefix), -1;
+    return snprintf(err, err_len,
+                    "%s: expected Chakra ET files %s.0.et, %s.1.et, ... (or "
+                    ".et.gz), found none",
+                    prefix, prefix, prefix),
+           -1;
   int rc = load_groups(o, &job, err, err_len);
   program_t *progs = calloc((size_t)job.ranks, sizeof *progs);
   int nprogs = 0;
@@ -718,7 +757,9 @@ static void put_varint(out_t *o, uint64_t v) {
   put_raw(o, b, (size_t)n);
 }
 
-static void put_key(out_t *o, int field, int wire) { put_varint(o, (uint64_t)field << 3 | (uint64_t)wire); }
+static void put_key(out_t *o, int field, int wire) {
+  put_varint(o, (uint64_t)field << 3 | (uint64_t)wire);
+}
 
 static void put_len(out_t *o, int field, const void *data, size_t n) {
   put_key(o, field, 2);
@@ -780,21 +821,23 @@ static const char *coll_comm_type(const char *kind, int *type) {
 }
 
 /* The op's Chakra node. prev: the previous op on its stream (-1: none). */
-static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v, const trace_pairing_t *pp,
-                      int rank, int i, int prev, double dur_s) {
+static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
+                      const trace_pairing_t *pp, int rank, int i, int prev, double dur_s) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   const trace_op_t *op = &p->ops[i];
   static const char *const kind_of_type[TRACE_OP_TYPE_COUNT] = {
       NULL, NULL, NULL, NULL, NULL, "record", "wait", "delay", "alloc", "free"};
-  const char *name = op->label ? op->label
+  const char *name = op->label                     ? op->label
                      : op->type == TRACE_OP_SHAPED ? v->compute[op->kind]
                      : op->type == TRACE_OP_COLL   ? v->colls[op->kind]
                                                    : trace_op_type_names[op->type];
   put_key(node, 1, 0);
   put_varint(node, (uint64_t)i);
   put_len(node, 2, name, strlen(name));
-  int type = op->type == TRACE_OP_COLL ? NODE_COLL : op->type == TRACE_OP_SEND ? NODE_SEND
-             : op->type == TRACE_OP_RECV ? NODE_RECV : NODE_COMP;
+  int type = op->type == TRACE_OP_COLL   ? NODE_COLL
+             : op->type == TRACE_OP_SEND ? NODE_SEND
+             : op->type == TRACE_OP_RECV ? NODE_RECV
+                                         : NODE_COMP;
   put_key(node, 3, 0);
   put_varint(node, (uint64_t)type);
   if (prev >= 0) { /* the stream's order */
@@ -911,8 +954,9 @@ int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *voca
       const trace_op_t *op = &t->programs[p].ops[i];
       int ct;
       if (op->type == TRACE_OP_COLL && !coll_comm_type(vocab->colls[op->kind], &ct))
-        return snprintf(err, err_len, "%s: expected collectives Chakra has, found %s",
-                        prefix, vocab->colls[op->kind]), -1;
+        return snprintf(err, err_len, "%s: expected collectives Chakra has, found %s", prefix,
+                        vocab->colls[op->kind]),
+               -1;
     }
   trace_pairing_t pp;
   trace_pairing_init(&pp, t);

@@ -108,12 +108,12 @@ static int follow_links(const char *path, char *out, size_t out_len) {
 
 struct outfile {
   FILE *stream;
-  gzFile gz;          /* compressing into fd, or NULL */
-  int fd;             /* the temporary file, the device, or stdout */
-  bool temporary;     /* fd is pending_tmp, renamed onto target at commit */
-  bool close_fd;      /* fd is ours to close (not stdout) */
+  gzFile gz;      /* compressing into fd, or NULL */
+  int fd;         /* the temporary file, the device, or stdout */
+  bool temporary; /* fd is pending_tmp, renamed onto target at commit */
+  bool close_fd;  /* fd is ours to close (not stdout) */
   size_t chunk;
-  int err;            /* the first errno of a failed write, 0 */
+  int err; /* the first errno of a failed write, 0 */
   unsigned long long bytes;
   sig_guard_t guard;
   char target[PATH_MAX - 48]; /* room for the temporary name's suffix */
@@ -161,8 +161,7 @@ static int open_temporary(outfile_t *f, const struct stat *old) {
    * file; mkstemp would give 0600. */
   f->fd = -1;
   for (unsigned attempt = 0; f->fd < 0 && attempt < 1000; attempt++) {
-    snprintf(pending_tmp, sizeof pending_tmp, "%s.tmp%ld.%u", f->target, (long)getpid(),
-             attempt);
+    snprintf(pending_tmp, sizeof pending_tmp, "%s.tmp%ld.%u", f->target, (long)getpid(), attempt);
     /* O_EXCL: never an existing file, nor one a link points to. */
     f->fd = open(pending_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (f->fd < 0 && errno != EEXIST)
@@ -282,9 +281,13 @@ outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, char *e
   return f;
 }
 
-FILE *outfile_stream(outfile_t *f) { return f->stream; }
+FILE *outfile_stream(outfile_t *f) {
+  return f->stream;
+}
 
-unsigned long long outfile_bytes(const outfile_t *f) { return f->bytes; }
+unsigned long long outfile_bytes(const outfile_t *f) {
+  return f->bytes;
+}
 
 int outfile_commit(outfile_t *f, char *err, size_t err_len) {
   int e = 0;

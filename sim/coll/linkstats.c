@@ -113,15 +113,16 @@ int linkstats_rank(const linkstats_t *ls, double duration_s, const linkstats_vie
     unsigned kind = 1u << ls->topo->links[slot / 2].kind;
     if (ls->bytes[slot] <= 0 || (view->kinds && !(view->kinds & kind)))
       continue;
-    (*out)[count++] = (link_stat_t){slot / 2, slot % 2, ls->bytes[slot], ls->busy_s[slot],
-                                    slot_util(ls, slot, duration_s), ls->peak[slot]};
+    (*out)[count++] = (link_stat_t){
+        slot / 2,      slot % 2, ls->bytes[slot], ls->busy_s[slot], slot_util(ls, slot, duration_s),
+        ls->peak[slot]};
   }
   qsort(*out, (size_t)count, sizeof **out, by_utilisation);
   return view->rows >= 0 && view->rows < count ? view->rows : count;
 }
 
-int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *view,
-                         char *err, size_t err_len) {
+int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *view, char *err,
+                         size_t err_len) {
   *view = (linkstats_view_t){LINKSTATS_DEFAULT_ROWS, 0};
   if (rows && strcmp(rows, "all") == 0) {
     view->rows = LINKSTATS_ALL;
@@ -129,8 +130,11 @@ int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *
     char *end;
     long n = strtol(rows, &end, 10);
     if (end == rows || *end || n < 1 || n > 1000000000L)
-      return snprintf(err, err_len, "--links: expected a count of rows (1 or more) or all, found "
-                      "\"%.40s\"", rows), -1;
+      return snprintf(err, err_len,
+                      "--links: expected a count of rows (1 or more) or all, found "
+                      "\"%.40s\"",
+                      rows),
+             -1;
     view->rows = (int)n;
   }
   for (const char *p = kinds; p && *p;) {
@@ -139,13 +143,15 @@ int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *
     if (len == 9 && strncmp(p, "scale_out", 9) == 0) {
       view->kinds |= 1u << TOPO_LINK_NIC | 1u << TOPO_LINK_UPLINK;
     } else {
-      while (k < TOPO_LINK_KIND_COUNT &&
-             !(strlen(topo_link_kind_names[k]) == len && strncmp(p, topo_link_kind_names[k], len) == 0))
+      while (k < TOPO_LINK_KIND_COUNT && !(strlen(topo_link_kind_names[k]) == len &&
+                                           strncmp(p, topo_link_kind_names[k], len) == 0))
         k++;
       if (k == TOPO_LINK_KIND_COUNT)
-        return snprintf(err, err_len, "--links-kind: expected a comma-separated list of scale_up, "
+        return snprintf(err, err_len,
+                        "--links-kind: expected a comma-separated list of scale_up, "
                         "die, supernode, nic, uplink, scale_out (nic and uplink), found \"%.*s\"",
-                        (int)(len < 40 ? len : 40), p), -1;
+                        (int)(len < 40 ? len : 40), p),
+               -1;
       view->kinds |= 1u << k;
     }
     p += len + (p[len] == ',');
@@ -154,14 +160,14 @@ int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *
 }
 
 void linkstats_print_table(FILE *out, const topo_t *t, const link_stat_t *ls, int n) {
-  fprintf(out, "# %-18s %-10s %4s %14s %12s %9s %9s\n", "link", "kind", "dir", "bytes",
-          "busy_us", "mean_util", "peak_util");
+  fprintf(out, "# %-18s %-10s %4s %14s %12s %9s %9s\n", "link", "kind", "dir", "bytes", "busy_us",
+          "mean_util", "peak_util");
   for (int i = 0; i < n; i++) {
     char name[64];
     topo_link_name(t, ls[i].link, name, sizeof name);
     fprintf(out, "  %-18s %-10s %4s %14.0f %12.2f %9.3f %9.3f\n", name,
-            topo_link_kind_names[t->links[ls[i].link].kind], ls[i].dir ? "b>a" : "a>b",
-            ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util, ls[i].peak_util);
+            topo_link_kind_names[t->links[ls[i].link].kind], ls[i].dir ? "b>a" : "a>b", ls[i].bytes,
+            ls[i].busy_s * 1e6, ls[i].mean_util, ls[i].peak_util);
   }
 }
 
@@ -170,7 +176,8 @@ void linkstats_print_json(FILE *out, const topo_t *t, const link_stat_t *ls, int
   for (int i = 0; i < n; i++) {
     char name[64];
     topo_link_name(t, ls[i].link, name, sizeof name);
-    fprintf(out, "%s\n    {\"link\": \"%s\", \"kind\": \"%s\", \"direction\": \"%s\", "
+    fprintf(out,
+            "%s\n    {\"link\": \"%s\", \"kind\": \"%s\", \"direction\": \"%s\", "
             "\"bytes\": %.0f, \"busy_us\": %.3f, \"mean_util\": %.4f, \"peak_util\": %.4f}",
             i ? "," : "", name, topo_link_kind_names[t->links[ls[i].link].kind],
             ls[i].dir ? "b>a" : "a>b", ls[i].bytes, ls[i].busy_s * 1e6, ls[i].mean_util,

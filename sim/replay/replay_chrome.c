@@ -24,7 +24,9 @@ typedef struct {
 } chrome_t;
 
 /* Seconds as whole nanoseconds. */
-static int64_t ns_of(double s) { return (int64_t)llround(s * 1e9); }
+static int64_t ns_of(double s) {
+  return (int64_t)llround(s * 1e9);
+}
 
 /* Whole nanoseconds as microseconds with three decimals, exactly. */
 static void put_us(FILE *out, int64_t ns) {
@@ -40,13 +42,17 @@ static void event_sep(chrome_t *c) {
 static void metadata(chrome_t *c, const char *kind, int pid, int tid, const char *name,
                      int sort_index) {
   event_sep(c);
-  fprintf(c->out, "{\"name\": \"%s_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": "
-          "{\"name\": ", kind, pid, tid);
+  fprintf(c->out,
+          "{\"name\": \"%s_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": "
+          "{\"name\": ",
+          kind, pid, tid);
   jsonfile_write_string(c->out, name);
   fputs("}}", c->out);
   event_sep(c);
-  fprintf(c->out, "{\"name\": \"%s_sort_index\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
-          "\"args\": {\"sort_index\": %d}}", kind, pid, tid, sort_index);
+  fprintf(c->out,
+          "{\"name\": \"%s_sort_index\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+          "\"args\": {\"sort_index\": %d}}",
+          kind, pid, tid, sort_index);
 }
 
 static const char *op_name(const trace_op_t *op) {
@@ -95,12 +101,13 @@ static void arrow(chrome_t *c, int rank, int i, const trace_op_t *op, int64_t st
   if (peer < c->o->first_rank || peer > c->o->last_rank)
     return;
   event_sep(c);
-  fprintf(c->out, "{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%s\", \"id\": \"%d>%d:%d#%d\", "
-          "\"ts\": ", send ? "s" : "f", src, dst,
-          c->pairing.tag_id[c->t->program_of[rank]][op->tag], c->pairing.seq[rank][i]);
+  fprintf(c->out,
+          "{\"name\": \"p2p\", \"cat\": \"p2p\", \"ph\": \"%s\", \"id\": \"%d>%d:%d#%d\", "
+          "\"ts\": ",
+          send ? "s" : "f", src, dst, c->pairing.tag_id[c->t->program_of[rank]][op->tag],
+          c->pairing.seq[rank][i]);
   put_us(c->out, send ? start : end);
-  fprintf(c->out, ", \"pid\": %d, \"tid\": %d%s}", rank, op->stream,
-          send ? "" : ", \"bp\": \"e\"");
+  fprintf(c->out, ", \"pid\": %d, \"tid\": %d%s}", rank, op->stream, send ? "" : ", \"bp\": \"e\"");
 }
 
 static void chrome_rank(chrome_t *c, int rank) {

@@ -30,7 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FILE *f = fopen(file, "wb");
   if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
     abort();
-  chakra_opts_t o = {.compute = CHAKRA_COMPUTE_AUTO, .flops_per_s = 1e15, .mem_bytes_per_s = 1e12,
+  chakra_opts_t o = {.compute = CHAKRA_COMPUTE_AUTO,
+                     .flops_per_s = 1e15,
+                     .mem_bytes_per_s = 1e12,
                      .skip = size % 2 == 0};
   trace_t t;
   long skipped;
