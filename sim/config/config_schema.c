@@ -360,8 +360,9 @@ static const cfg_key_t workload_keys[] = {
          "the next step's forward, chunk by chunk (Megatron's --overlap-param-gather; false, "
          "its default, leaves it at the end of the step)."),
     BOOL("training.overlap_p2p_comm", WL(training.overlap_p2p_comm), "false",
-         "Pipeline sends run beside the next chunk's compute; false (Megatron's default) "
-         "makes the compute stream wait for each send."),
+         "Pipeline sends run beside the next chunk's compute; false makes the compute "
+         "stream wait for each send (Megatron's default without interleaving; with "
+         "interleaving Megatron overlaps them unless --no-overlap-p2p-communication)."),
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
          "Overlap tensor-parallel communication with compute; not modelled yet, so only "
          "false is accepted."),
