@@ -58,7 +58,7 @@ expect_line "train refuses --trace" \
   "npusim train: unknown option --trace; usage: npusim train --system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] [options]" \
   $train --trace traces/mixed.json
 expect_line "coll names --chrome-trace, not its value" \
-  "npusim coll: unknown option --chrome-trace; usage: npusim coll --system S.json --op OP --ranks N [--ranks-per-node K] [--sizes MIN:MAX[:FACTOR]] [--algo A] [--fidelity flow|analytic] [--links] [options]" \
+  "npusim coll: unknown option --chrome-trace; usage: npusim coll --system S.json --op OP --ranks N [--ranks-per-node K] [--sizes MIN:MAX[:FACTOR]] [--algo A] [--fidelity flow|analytic] [--links [N|all]] [options]" \
   $npusim coll --system configs/systems/ascend-910b.json --op allreduce --ranks 8 --chrome-trace F
 expect_line "--trace-ranks outside the job" \
   "--trace-ranks: expected ranks within 0-15, found \"16-17\"" \

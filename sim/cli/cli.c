@@ -58,14 +58,15 @@ typedef struct {
 static const command_t commands[] = {
     {"coll", "time a collective (allreduce, allgather, ...) on a cluster, as nccl-tests does",
      "--system S.json --op OP --ranks N [--ranks-per-node K] [--sizes MIN:MAX[:FACTOR]] "
-     "[--algo A] [--fidelity flow|analytic] [--links] [options]",
+     "[--algo A] [--fidelity flow|analytic] [--links [N|all]] [options]",
      "OP: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, alltoallv,\n"
      "sendrecv. Sizes are bytes with K, M, G, T suffixes (powers of 1024), as nccl-tests\n"
      "prints them: the per-rank buffer, or the total for allgather, reducescatter and\n"
      "alltoall; default 1K:1G:4. --algo A forces the algorithm between servers (inside\n"
      "the server for a one-server job); --algo A0,A1[,A2] forces one per level (auto\n"
-     "keeps the library's choice); the algorithms are listed below. --links adds the\n"
-     "most utilised links of the largest size.\n"
+     "keeps the library's choice); the algorithms are listed below. --links [N|all] adds\n"
+     "the N (10) most utilised links of the largest size, or all (--links-kind K keeps\n"
+     "those kinds).\n"
      "alltoallv takes --matrix FILE: a JSON array of ranks arrays of bytes (row = sender).\n"
      "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n"
      "--style nccl-tests prints the table and summary lines of nccl-tests' *_perf (2.13 to\n"
