@@ -822,7 +822,8 @@ static const char *coll_comm_type(const char *kind, int *type) {
 
 /* The op's Chakra node. prev: the previous op on its stream (-1: none). */
 static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
-                      const trace_pairing_t *pp, int rank, int i, int prev, double dur_s) {
+                      const trace_pairing_t *pp, int rank, int i, int prev, const int *record_of,
+                      double dur_s) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   const trace_op_t *op = &p->ops[i];
   static const char *const kind_of_type[TRACE_OP_TYPE_COUNT] = {
@@ -844,12 +845,10 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
     put_key(node, 4, 0);
     put_varint(node, (uint64_t)prev);
   }
-  if (op->type == TRACE_OP_WAIT) /* the op that records the event */
-    for (int j = 0; j < p->nops; j++)
-      if (p->ops[j].type == TRACE_OP_RECORD && p->ops[j].event == op->event) {
-        put_key(node, 4, 0);
-        put_varint(node, (uint64_t)j);
-      }
+  if (op->type == TRACE_OP_WAIT && record_of[op->event] >= 0) { /* the event's recorder */
+    put_key(node, 4, 0);
+    put_varint(node, (uint64_t)record_of[op->event]);
+  }
   for (int d = 0; d < op->ndeps; d++) {
     put_key(node, 5, 0);
     put_varint(node, (uint64_t)op->deps[d]);
@@ -902,10 +901,16 @@ static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t 
   int *last = malloc(((size_t)p->nstreams + 1) * sizeof *last);
   for (int s = 0; s < p->nstreams; s++)
     last[s] = -1;
+  int *record_of = malloc(((size_t)p->nevents + 1) * sizeof *record_of); /* one per event */
+  for (int e = 0; e < p->nevents; e++)
+    record_of[e] = -1;
+  for (int i = 0; i < p->nops; i++)
+    if (p->ops[i].type == TRACE_OP_RECORD)
+      record_of[p->ops[i].event] = i;
   for (int i = 0; i < p->nops; i++) {
     msg.n = 0;
     const trace_op_t *op = &p->ops[i];
-    encode_op(&msg, t, v, pp, rank, i, last[op->stream], duration(ctx, rank, i));
+    encode_op(&msg, t, v, pp, rank, i, last[op->stream], record_of, duration(ctx, rank, i));
     last[op->stream] = i;
     put_message(&file, &msg);
     if (file.n > (1u << 20)) { /* bounded memory: flush every MiB */
@@ -915,6 +920,7 @@ static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t 
   }
   fwrite(file.p, 1, file.n, outfile_stream(f));
   free(last);
+  free(record_of);
   free(file.p);
   free(msg.p);
   return outfile_commit(f, err, err_len);
