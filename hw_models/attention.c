@@ -35,6 +35,17 @@
  * Block sizes and instruction counts are those of FlashAttention-2/3 and the
  * Ascend FA kernels (constants below, assumptions).
  *
+ * Decode (attention_decode): one new query token per sequence against its cached
+ * keys and values, as paged split-KV kernels run it (FlashDecoding, vLLM/FlashInfer,
+ * Ascend's incremental FA). The query heads of one KV head form the rows of a
+ * unit (padded to the cube's fractal M: grouped-query attention fills them, plain
+ * multi-head leaves 15 of 16 empty); a unit is one sequence, one KV head and one
+ * split of BLOCK_KV-token blocks; splits are added until the units fill the cores.
+ * Each block's K and V stream from HBM once (no reuse: the cache is read exactly
+ * once per step), so at serving batch sizes the op is bound by HBM; a second
+ * launch combines the splits' partial results. With latent_kv (MLA, absorbed) all
+ * query heads share one cached latent that is read once as key and value.
+ *
  * Not modelled: register pressure, bank conflicts, dropout inside the kernel (the
  * training generator emits dropout as its own op), the GQA sum of dK and dV over
  * the query heads of a group (small next to the main kernel). */
@@ -134,7 +145,57 @@ static double bwd_passes_s(const chip_cfg_t *chip, const attn_t *a, double *byte
   return *bytes / chip_hbm_effective_bw(chip) + 2 * chip->vector.op_overhead_s;
 }
 
+/* Decode: see the header comment. */
+static void decode_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
+  const chip_cube_cfg_t *cube = &chip->cube;
+  double batch = (double)op->dims[0], heads = (double)op->dims[1], ctx = (double)op->dims[2];
+  double d = (double)op->dims[3], kvh = (double)(op->dims[4] > 0 ? op->dims[4] : op->dims[1]);
+  double e = chip_dtype_bytes(op->dtype), group = heads / kvh;
+  double rows = ceil(group / cube->fractal_mkn[0]) * cube->fractal_mkn[0];
+  double blocks = ceil(ctx / BLOCK_KV), bc = fmin(ctx, BLOCK_KV);
+  double pairs = batch * kvh, cores = cube->cores;
+  double splits = fmin(blocks, ceil(cores / pairs)); /* fill the cores with splits */
+  double units = pairs * splits;
+  int64_t waves = npu_ceil_div((int64_t)units, cube->cores);
+  double steps = (double)waves * ceil(blocks / splits);
+  /* one block: S = q K^T and O += P V on the padded rows; K and V through the port
+   * (MLA: the latent is both, read once; its value width taken as the key's, within 12%) */
+  double tensors = op->latent_kv ? 1 : 2;
+  double kv_bytes = tensors * bc * d * e;
+  double cube_c = 2 * rows * bc * d / cube->macs_per_cycle[op->dtype];
+  double mte2_c = kv_bytes / cube->mte2_bytes_per_cycle;
+  double mte1_c = kv_bytes / (cube->mte1_l0a_bytes_per_cycle + cube->mte1_l0b_bytes_per_cycle);
+  double vpc = (double)chip->vector.cores / cube->cores;
+  double lanes = chip->vector.bytes_per_cycle / 4.0 * (vpc > 1 ? vpc : 1);
+  double vec_c = group * bc * (FWD_ALU_PER_SCORE + EXP_PER_SCORE) / lanes;
+  double step = fmax(fmax(cube_c, mte2_c), fmax(mte1_c, vec_c)) + cube->step_overhead_cycles;
+  double hbm = batch * kvh * ctx * tensors * d * e + 2 * batch * heads * d * e;
+  double partial = splits > 1 ? batch * heads * splits * (d + 2) * 4 * 2 : 0; /* fp32 out, in */
+  double memory = mem_time_s(chip, hbm + partial, hbm + partial) * chip->freq_hz;
+  double combine_s = splits > 1 ? chip->vector.op_overhead_s : 0;
+
+  memset(out, 0, sizeof *out);
+  out->flops = 2 * 2 * batch * heads * ctx * d;
+  out->hbm_bytes = hbm + partial;
+  out->cycles = fmax(steps * step, memory) + combine_s * chip->freq_hz;
+  out->util[PIPE_HBM] = memory;
+  out->util[PIPE_CUBE] = steps * cube_c;
+  out->util[PIPE_MTE2] = steps * mte2_c;
+  out->util[PIPE_MTE1] = steps * mte1_c;
+  out->util[PIPE_VECTOR] = steps * vec_c;
+  out->tile[0] = (int)rows;
+  out->tile[1] = (int)bc;
+  out->tile[2] = (int)d;
+  out->tiles = (int64_t)units;
+  out->waves = waves;
+  out->cores = units < cores ? (int)units : cube->cores;
+}
+
 void attention_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
+  if (op->kind == OP_ATTN_DECODE) {
+    decode_op(chip, op, out);
+    return;
+  }
   attn_t a;
   describe(chip, op, &a);
   step_t s;

@@ -9,7 +9,8 @@
 
 const char *const op_kind_names[OP_KIND_COUNT] = {
     "matmul", "attention_fwd", "attention_bwd", "add", "mul", "gelu", "swiglu", "softmax",
-    "layernorm", "rmsnorm", "rope", "cross_entropy", "adam", "cast", "copy", "reduce_sum"};
+    "layernorm", "rmsnorm", "rope", "cross_entropy", "adam", "cast", "copy", "reduce_sum",
+    "attention_decode"};
 
 const char *const pipe_names[PIPE_COUNT] = {"mte2", "mte1", "cube", "fixpipe",
                                             "vector", "mte3", "hbm", "launch"};
@@ -29,7 +30,9 @@ chip_dtype_t op_default_out_dtype(op_kind_t kind, chip_dtype_t dtype) {
   return dtype == CHIP_DTYPE_FP32 ? CHIP_DTYPE_BF16 : CHIP_DTYPE_FP32;
 }
 
-bool op_on_cube(op_kind_t k) { return k == OP_MATMUL || k == OP_ATTN_FWD || k == OP_ATTN_BWD; }
+bool op_on_cube(op_kind_t k) {
+  return k == OP_MATMUL || k == OP_ATTN_FWD || k == OP_ATTN_BWD || k == OP_ATTN_DECODE;
+}
 
 int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t err_len) {
   int64_t v[5] = {0};
@@ -63,7 +66,7 @@ int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t 
 
 /* Dims each kind needs (positive) and how many it may have. */
 static int needed_dims(op_kind_t k) {
-  return k == OP_MATMUL ? 3 : (k == OP_ATTN_FWD || k == OP_ATTN_BWD) ? 4 : 1;
+  return k == OP_MATMUL ? 3 : op_on_cube(k) ? 4 : 1;
 }
 
 int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_len) {

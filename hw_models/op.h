@@ -33,6 +33,8 @@ typedef enum {
   OP_CAST,          /* to out_dtype */
   OP_COPY,
   OP_REDUCE_SUM,    /* rows reduced to one row */
+  OP_ATTN_DECODE,   /* one new query token per sequence over its cached keys and values (paged,
+                     * split-KV): dims batch, heads, context, head_dim (+kv heads) */
   OP_KIND_COUNT
 } op_kind_t;
 
@@ -45,6 +47,8 @@ typedef struct {
   int64_t dims[5];        /* see op_kind_t; unused dims are 0 */
   bool trans_a, trans_b;  /* matmul operand layouts */
   bool causal;            /* attention mask */
+  bool latent_kv;         /* attention_decode: one cached latent per token serves as key and
+                           * value (MLA, absorbed), not two tensors */
 } op_desc_t;
 
 /* The pipes a cost can be bound by. */

@@ -96,7 +96,8 @@ static uint64_t hash_op(const op_desc_t *op) {
   uint64_t fields[9] = {(uint64_t)op->kind, (uint64_t)op->dtype, (uint64_t)op->out_dtype,
                         (uint64_t)op->dims[0], (uint64_t)op->dims[1], (uint64_t)op->dims[2],
                         (uint64_t)op->dims[3], (uint64_t)op->dims[4],
-                        (uint64_t)(op->trans_a | op->trans_b << 1 | op->causal << 2)};
+                        (uint64_t)(op->trans_a | op->trans_b << 1 | op->causal << 2 |
+                                    op->latent_kv << 3)};
   for (int i = 0; i < 9; i++)
     h = npu_hash_u64(h, fields[i]);
   return h;
@@ -105,7 +106,8 @@ static uint64_t hash_op(const op_desc_t *op) {
 static bool same_op(const op_desc_t *a, const op_desc_t *b) {
   return a->kind == b->kind && a->dtype == b->dtype && a->out_dtype == b->out_dtype &&
          memcmp(a->dims, b->dims, sizeof a->dims) == 0 && a->trans_a == b->trans_a &&
-         a->trans_b == b->trans_b && a->causal == b->causal;
+         a->trans_b == b->trans_b && a->causal == b->causal &&
+         a->latent_kv == b->latent_kv;
 }
 
 static entry_t *find(entry_t *slots, size_t cap, const op_desc_t *op) {

@@ -10,6 +10,20 @@ const char *const workload_recompute_names[RECOMPUTE_COUNT] = {"none", "selectiv
 const char *const workload_precision_names[PRECISION_COUNT] = {"bf16", "fp16", "fp8"};
 const char *const workload_optimizer_names[OPTIMIZER_COUNT] = {"adam"};
 const char *const workload_par_dim_names[PAR_DIM_COUNT] = {"tp", "cp", "dp", "pp"};
+const char *const serve_preempt_names[SERVE_PREEMPT_COUNT] = {"recompute", "swap"};
+const char *const serve_dtype_names[SERVE_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "int8"};
+const char *const serve_len_dist_names[SERVE_LEN_COUNT] = {"fixed", "uniform", "lognormal"};
+
+int serve_dtype_bytes(serve_dtype_t d) { return d == SERVE_DTYPE_FP8 || d == SERVE_DTYPE_INT8 ? 1 : 2; }
+
+long serve_pool_npus(const serve_pool_t *p) { return (long)p->tp * p->pp * p->dp; }
+
+long serve_total_npus(const serving_cfg_t *s) {
+  if (!s->disaggregated)
+    return serve_pool_npus(&s->colocated) * s->colocated.instances;
+  return serve_pool_npus(&s->prefill) * s->prefill.instances +
+         serve_pool_npus(&s->decode) * s->decode.instances;
+}
 
 long workload_world_size(const workload_cfg_t *w) {
   const parallel_cfg_t *p = &w->parallel;

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "serve_cfg.h"
+
 #define WORKLOAD_NAME_MAX 64
 
 typedef enum { ACTIVATION_GELU, ACTIVATION_SWIGLU, ACTIVATION_COUNT } activation_t;
@@ -29,7 +31,18 @@ typedef struct {
   int expert_ffn_hidden;    /* FFN width of one expert */
   double capacity_factor;   /* expert capacity relative to a uniform split */
   int shared_experts;       /* experts every token passes through */
+  int dense_layers;         /* the first layers keep a dense MLP (DeepSeek-V3: 3) */
 } moe_cfg_t;
+
+/* Multi-head latent attention (DeepSeek-V2/V3): keys and values are rebuilt
+ * from one compressed latent per token, which is all the KV cache holds. */
+typedef struct {
+  int q_lora_rank;          /* query compression; 0: queries projected directly */
+  int kv_lora_rank;         /* the latent cached per token */
+  int qk_nope_head_dim;     /* per head, the part of q and k without rotary */
+  int qk_rope_head_dim;     /* per head, the rotary part (its key shared by all heads) */
+  int v_head_dim;
+} mla_cfg_t;
 
 typedef struct {
   char name[WORKLOAD_NAME_MAX];
@@ -47,6 +60,8 @@ typedef struct {
   double dropout;           /* attention and hidden dropout probability; 0 = none */
   bool has_moe;
   moe_cfg_t moe;
+  bool has_mla;
+  mla_cfg_t mla;
 } model_cfg_t;
 
 typedef struct {
@@ -75,10 +90,14 @@ typedef struct {
   bool overlap_tp_comm;     /* TP communication overlapped with compute */
 } training_cfg_t;
 
+/* A workload trains (training section) or serves (serving section). */
 typedef struct {
   model_cfg_t model;
   parallel_cfg_t parallel;
+  bool has_training;
   training_cfg_t training;
+  bool has_serving;
+  serving_cfg_t serving;
 } workload_cfg_t;
 
 /* Names as written in JSON, indexed by the enums above. */

@@ -29,7 +29,7 @@ typedef struct {
 
 meas_class_t meas_class_of(op_kind_t kind) {
   return kind == OP_MATMUL ? MEAS_MATMUL
-         : (kind == OP_ATTN_FWD || kind == OP_ATTN_BWD) ? MEAS_ATTENTION : MEAS_VECTOR;
+         : (kind == OP_ATTN_FWD || kind == OP_ATTN_BWD || kind == OP_ATTN_DECODE) ? MEAS_ATTENTION : MEAS_VECTOR;
 }
 
 /* Splits one line into fields (RFC 4180: a field may be quoted, "" inside quotes

@@ -41,6 +41,7 @@ enum {
   OPT_PROGRESS = 1 << 15,   /* --progress */
   OPT_CHAKRA = 1 << 16,     /* --chakra-compute --comm-group --chakra-skip */
   OPT_EMIT_CHAKRA = 1 << 17, /* --emit-chakra */
+  OPT_SERVE = 1 << 18,      /* --slo --timeseries */
 };
 
 typedef struct {
@@ -79,7 +80,8 @@ static const command_t commands[] = {
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
-     "batch,heads,seq,head_dim[,kv_heads] (--causal); vector ops [rows,]cols: add, mul,\n"
+     "batch,heads,seq,head_dim[,kv_heads] (--causal); attention_decode\n"
+     "batch,heads,context,head_dim[,kv_heads] (one query token per sequence); vector ops [rows,]cols: add, mul,\n"
      "gelu, swiglu, softmax, layernorm, rmsnorm, rope, cross_entropy, adam, cast (to fp32,\n"
      "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
      "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
@@ -110,6 +112,19 @@ static const command_t commands[] = {
          OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS | OPT_PROGRESS |
          OPT_EMIT_CHAKRA,
      cmd_train, FIDELITY_ANALYTIC, false, 0},
+    {"serve", "simulate inference serving: TTFT, TPOT, throughput, goodput, KV cache",
+     "--system S.json --workload W.json [--slo ttft_ms=T,tpot_ms=P] [--timeseries OUT.csv] "
+     "[--chrome-trace OUT] [options]",
+     "The workload's serving section (docs/serve.md) places instances of the model on the\n"
+     "system, co-located or as prefill and decode pools, and replays its requests (a trace\n"
+     "or the generator) through continuous batching; every iteration is costed by the chip\n"
+     "model and the collectives at its batch's shape. Prints TTFT, TPOT (time per output\n"
+     "token after the first) and end-to-end latency (mean, p50, p90, p99), throughput per\n"
+     "NPU and per instance, goodput under --slo, each pool's memory and KV cache, and the\n"
+     "breakdown of a decode step.\n",
+     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_TIMELINE | OPT_SERVE |
+         OPT_PROGRESS,
+     cmd_serve, FIDELITY_ANALYTIC, false, 0},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
      "OPS.csv: kernel times as scripts/measure_ops.py writes them (op, shape, dtype,\n"
@@ -161,6 +176,8 @@ static const struct option all_options[] = {
     {"comm-group", required_argument, NULL, 1044},
     {"chakra-skip", no_argument, NULL, 1045},
     {"emit-chakra", required_argument, NULL, 1046},
+    {"slo", required_argument, NULL, 1047},
+    {"timeseries", required_argument, NULL, 1048},
     {"style", required_argument, NULL, 1040},
     {NULL, 0, NULL, 0},
 };
@@ -211,6 +228,10 @@ static const struct {
                  "                         delays (counted in the report) instead of refusing\n"},
     {OPT_EMIT_CHAKRA, "  --emit-chakra PREFIX   also write the step as Chakra ETs, PREFIX.<rank>.et,\n"
                       "                         and PREFIX.comm_groups.json (ASTRA-sim's inputs)\n"},
+    {OPT_SERVE, "  --slo ttft_ms=T,tpot_ms=P  goodput counts the requests within both (either may\n"
+                "                         be left out)\n"
+                "  --timeseries FILE      also write a CSV row per iteration: batch, tokens, KV\n"
+                "                         blocks in use, queue (npusim-plot serve draws it)\n"},
     {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
                    "                         scripts/measure_ops.py's --ops format\n"},
     {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
@@ -320,7 +341,7 @@ static bool accepts(const command_t *cmd, int c) {
              {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
              {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS},
              {1042, OPT_PROGRESS}, {1043, OPT_CHAKRA}, {1044, OPT_CHAKRA}, {1045, OPT_CHAKRA},
-             {1046, OPT_EMIT_CHAKRA}};
+             {1046, OPT_EMIT_CHAKRA}, {1047, OPT_SERVE}, {1048, OPT_SERVE}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
@@ -439,6 +460,12 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1046:
       opts->emit_chakra = optarg;
+      break;
+    case 1047:
+      opts->slo = optarg;
+      break;
+    case 1048:
+      opts->timeseries = optarg;
       break;
     case 1010:
       opts->shape = optarg;

@@ -65,6 +65,8 @@ typedef struct {
   const char *comm_group;       /* --comm-group FILE (replay, Chakra) */
   bool chakra_skip;             /* --chakra-skip (replay) */
   const char *emit_chakra;      /* --emit-chakra PREFIX (train) */
+  const char *slo;              /* --slo ttft_ms=T,tpot_ms=P (serve) */
+  const char *timeseries;       /* --timeseries FILE.csv (serve) */
 } cli_opts_t;
 
 /* The most --time-limit accepts: a year. */

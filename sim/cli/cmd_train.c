@@ -263,6 +263,19 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_configs_t cfg;
   if (cli_load_configs(opts, &cfg, err))
     return -1;
+  const model_cfg_t *m = &cfg.wl.model;
+  const char *refused = !cfg.wl.has_training     ? "training: expected a training section "
+                                                   "(a serving workload runs with npusim serve)"
+                        : m->has_mla              ? "model.mla: expected no such section (the "
+                                                   "training generator has no latent attention)"
+                        : m->moe.dense_layers > 0 ? "model.moe.dense_layers: expected 0 (the "
+                                                   "training generator makes every layer MoE)"
+                                                 : NULL;
+  if (refused) {
+    npu_err_set(err, "%s: %s", opts->workload_path, refused);
+    cli_free_configs(&cfg);
+    return -1;
+  }
   trace_t trace;
   train_info_t info;
   int rc = train_generate(&cfg.wl, &replay_vocab, cfg.sys.node.npus, &trace, &info, err->msg,

@@ -27,6 +27,9 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 /* npusim train: a training step of a workload on a system. */
 int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
+/* npusim serve: requests through serving instances: latency, throughput, goodput. */
+int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
 /* npusim calibrate: chip parameters fitted to measured kernels. Writes the
  * fitted config to opts->output_path itself; out gets the report. */
 int cmd_calibrate(const cli_opts_t *opts, FILE *out, npu_err_t *err);

@@ -226,8 +226,66 @@ static int check_batch(const config_doc_t *doc, const workload_cfg_t *w, npu_err
   return 0;
 }
 
+/* One serving pool's split against the model. */
+static int check_pool(const config_doc_t *doc, const char *path, const model_cfg_t *m,
+                      const serve_pool_t *p, npu_err_t *err) {
+  char key[64];
+  snprintf(key, sizeof key, "%s.tp", path);
+  if (m->heads % p->tp)
+    return fail(doc, key, err, "a divisor of model.heads = %d, found %d", m->heads, p->tp);
+  snprintf(key, sizeof key, "%s.pp", path);
+  if (p->pp > m->layers)
+    return fail(doc, key, err, "at most model.layers = %d, found %d", m->layers, p->pp);
+  snprintf(key, sizeof key, "%s.ep", path);
+  if (p->ep > 1 && !m->has_moe)
+    return fail(doc, key, err, "1 for a dense model (no model.moe), found %d", p->ep);
+  if (m->has_moe && m->moe.experts % p->ep)
+    return fail(doc, key, err, "a divisor of model.moe.experts = %d, found %d", m->moe.experts,
+                p->ep);
+  if ((p->tp * p->dp) % p->ep)
+    return fail(doc, key, err, "a divisor of tp x dp = %d (the experts of a stage spread over "
+                "its ranks), found %d", p->tp * p->dp, p->ep);
+  return 0;
+}
+
+static int check_lengths(const config_doc_t *doc, const char *path, const serve_len_cfg_t *l,
+                         npu_err_t *err) {
+  char key[64];
+  snprintf(key, sizeof key, "%s.max", path);
+  if (l->max < l->mean || l->min > l->mean)
+    return fail(doc, key, err, "min <= mean <= max, found min %d, mean %d, max %d", l->min,
+                l->mean, l->max);
+  return 0;
+}
+
+static int check_serving(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
+  const serving_cfg_t *s = &w->serving;
+  if (s->has_prefill != s->disaggregated)
+    return fail(doc, s->has_prefill ? "serving.decode" : "serving.prefill", err,
+                "both serving.prefill and serving.decode (disaggregated) or neither, found only "
+                "%s", s->has_prefill ? "prefill" : "decode");
+  if (s->disaggregated ? check_pool(doc, "serving.prefill", &w->model, &s->prefill, err) ||
+                             check_pool(doc, "serving.decode", &w->model, &s->decode, err)
+                       : check_pool(doc, "serving.parallel", &w->model, &s->colocated, err))
+    return -1;
+  if (check_lengths(doc, "serving.requests.prompt", &s->prompt, err) ||
+      check_lengths(doc, "serving.requests.output", &s->output, err))
+    return -1;
+  if (s->max_batched_tokens < s->max_num_seqs && !s->chunked_prefill)
+    return fail(doc, "serving.scheduler.max_batched_tokens", err,
+                "at least max_num_seqs = %d (a decode iteration's tokens), found %d",
+                s->max_num_seqs, s->max_batched_tokens);
+  return 0;
+}
+
 static int check_workload(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
-  if (check_model(doc, &w->model, err) || check_parallel(doc, w, err) || check_batch(doc, w, err))
+  if (!w->has_training && !w->has_serving)
+    return fail(doc, "training", err, "a training or a serving section, found neither");
+  if (check_model(doc, &w->model, err))
+    return -1;
+  if (w->has_training && (check_parallel(doc, w, err) || check_batch(doc, w, err)))
+    return -1;
+  if (w->has_serving && check_serving(doc, w, err))
     return -1;
   return 0;
 }
@@ -243,6 +301,8 @@ static const chip_dtype_t precision_dtype[PRECISION_COUNT] = {CHIP_DTYPE_BF16, C
 
 int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
                      const config_doc_t *wl_doc, const workload_cfg_t *wl, npu_err_t *err) {
+  if (!wl->has_training)
+    return 0; /* serving: npusim serve places its pools itself */
   long world = workload_world_size(wl);
   int per_node = sys->node.npus;
   if (world > per_node && world % per_node)

@@ -76,6 +76,24 @@
 #define INT3(p, field, lo, hi, dflt, text)                                                    \
   { .path = p, .type = CFG_INT3, .unit = "", .min = lo, .max = hi, .def = dflt,               \
     .offset = FIELD(int *, field), .doc = text }
+/* A serving pool's split (serve_cfg.h). */
+#define POOL_PLAN(obj, pool)                                                                  \
+  INT(obj ".tp", WL(pool.tp), 1, 1e5, "1", "Tensor-parallel size; divides heads."),           \
+  INT(obj ".pp", WL(pool.pp), 1, 1e5, "1", "Pipeline stages; at most layers."),               \
+  INT(obj ".dp", WL(pool.dp), 1, 1e5, "1",                                                    \
+      "Attention data-parallel groups of tp NPUs, each with its own batch and KV cache."),    \
+  INT(obj ".ep", WL(pool.ep), 1, 1e6, "1",                                                    \
+      "Expert-parallel size: the experts spread over this many of the tp x dp ranks.")
+/* A request-length distribution of the generator. */
+#define LENGTHS(obj, field, what)                                                             \
+  OBJ(obj, what " lengths of generated requests."),                                           \
+  ENUM(obj ".distribution", serve_len_dist_names, SERVE_LEN_COUNT, WL(field.dist), "\"fixed\"", \
+       "fixed (the mean), uniform over [min, max], or lognormal (mean, sigma) clipped."),     \
+  INT(obj ".mean", WL(field.mean), 1, 1e8, "512", what " tokens, mean."),                     \
+  INT(obj ".min", WL(field.min), 1, 1e8, "1", what " tokens, at least."),                     \
+  INT(obj ".max", WL(field.max), 1, 1e8, "=" obj ".mean", what " tokens, at most."),          \
+  NUM(obj ".sigma", "", 1, WL(field.sigma), 0, 10, "0.5", "Log-normal shape.")
+
 /* The four numbers of a link_cfg_t in the object obj; bw names its bandwidth key. */
 #define LINK(obj, bw, field, what)                                                            \
   POS(obj "." bw, "GB/s", GIGA, SYS(field.bw_bytes_per_s), 0.01, 1e6, NULL,                        \
@@ -302,6 +320,22 @@ static const cfg_key_t workload_keys[] = {
         "Expert capacity relative to an even split of tokens."),
     INT("model.moe.shared_experts", WL(model.moe.shared_experts), 0, 1e6, "0",
         "Experts every token passes through."),
+    INT("model.moe.dense_layers", WL(model.moe.dense_layers), 0, 1e5, "0",
+        "The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3); serving only, "
+        "train refuses a value above 0."),
+    SECTION("model.mla", WL(model.has_mla),
+            "Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds one latent of "
+            "kv_lora_rank + qk_rope_head_dim per token and layer; serving only."),
+    INT("model.mla.q_lora_rank", WL(model.mla.q_lora_rank), 0, 1e6, "0",
+        "Query compression rank; 0 projects queries directly."),
+    INT("model.mla.kv_lora_rank", WL(model.mla.kv_lora_rank), 1, 1e6, NULL,
+        "Rank of the compressed key/value latent (DeepSeek-V3: 512)."),
+    INT("model.mla.qk_nope_head_dim", WL(model.mla.qk_nope_head_dim), 1, 1e5, NULL,
+        "Per head, the query/key part without rotary (DeepSeek-V3: 128)."),
+    INT("model.mla.qk_rope_head_dim", WL(model.mla.qk_rope_head_dim), 1, 1e5, NULL,
+        "Per head, the rotary part; its key is shared by all heads (DeepSeek-V3: 64)."),
+    INT("model.mla.v_head_dim", WL(model.mla.v_head_dim), 1, 1e5, NULL,
+        "Per head, the value width (DeepSeek-V3: 128)."),
 
     OBJ("parallel", "How the model is split over NPUs."),
     INT("parallel.dp", WL(parallel.dp), 1, 1e7, "1", "Data-parallel replicas."),
@@ -337,7 +371,8 @@ static const cfg_key_t workload_keys[] = {
      .offset = offsetof(workload_cfg_t, parallel.order),
      .doc = "Rank order, innermost first (Megatron: tp-cp-dp-pp; EP lies within dp)."},
 
-    OBJ("training", "How the model is trained."),
+    SECTION("training", WL(has_training),
+            "How the model is trained (npusim train); a workload has this or serving."),
     INT("training.micro_batch", WL(training.micro_batch), 1, 1e7, "1",
         "Samples per micro-batch per data-parallel replica."),
     INT("training.global_batch", WL(training.global_batch), 1, 1e9, NULL,
@@ -366,6 +401,69 @@ static const cfg_key_t workload_keys[] = {
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
          "Overlap tensor-parallel communication with compute; not modelled yet, so only "
          "false is accepted."),
+
+    SECTION("serving", WL(has_serving),
+            "How the model is served (npusim serve; docs/serve.md): instances, scheduler, KV "
+            "cache, requests."),
+    INT("serving.instances", WL(serving.colocated.instances), 1, 1e6, "1",
+        "Instances that both prefill and decode (without the prefill and decode sections)."),
+    OBJ("serving.parallel", "How one co-located instance is split."),
+    POOL_PLAN("serving.parallel", serving.colocated),
+    SECTION("serving.prefill", WL(serving.has_prefill),
+            "Disaggregated prefill pool: its instances prefill only and send each request's KV "
+            "cache to a decode instance; needs the decode section."),
+    INT("serving.prefill.instances", WL(serving.prefill.instances), 1, 1e6, "1",
+        "Prefill instances."),
+    POOL_PLAN("serving.prefill", serving.prefill),
+    SECTION("serving.decode", WL(serving.disaggregated),
+            "Disaggregated decode pool: its instances decode requests prefilled elsewhere."),
+    INT("serving.decode.instances", WL(serving.decode.instances), 1, 1e6, "1",
+        "Decode instances."),
+    POOL_PLAN("serving.decode", serving.decode),
+    ENUM("serving.weight_dtype", serve_dtype_names, SERVE_DTYPE_COUNT, WL(serving.weight_dtype),
+         "\"bf16\"", "Weights and matmul inputs (fp8 and int8 need the chip's rate for them)."),
+
+    OBJ("serving.scheduler", "Continuous batching, as vLLM schedules (per attention group)."),
+    INT("serving.scheduler.max_num_seqs", WL(serving.max_num_seqs), 1, 1e6, "256",
+        "Sequences in one iteration (vLLM's max_num_seqs)."),
+    INT("serving.scheduler.max_batched_tokens", WL(serving.max_batched_tokens), 1, 1e8, "8192",
+        "Tokens, prefill and decode, in one iteration (vLLM's max_num_batched_tokens); with "
+        "chunked_prefill it is the chunk budget."),
+    BOOL("serving.scheduler.chunked_prefill", WL(serving.chunked_prefill), "true",
+         "Sarathi-style: decodes first, then prefill chunks fill the token budget; false runs "
+         "whole prompts in prefill-only iterations, before any decode (vLLM V0)."),
+    OFF("serving.scheduler.iteration_overhead_us", "us", MICRO, WL(serving.iteration_overhead_s),
+        0.1, 1e6, "0",
+        "Host time per iteration outside the device's kernels (scheduling, input preparation) "
+        "that the engine does not hide; 0 assumes it overlaps (an assumption per engine)."),
+
+    OBJ("serving.kv_cache", "The paged KV cache."),
+    INT("serving.kv_cache.block_tokens", WL(serving.block_tokens), 1, 1e5, "16",
+        "Tokens per KV block (vLLM 16, Ascend 128)."),
+    ENUM("serving.kv_cache.dtype", serve_dtype_names, SERVE_DTYPE_COUNT, WL(serving.kv_dtype),
+         "\"bf16\"", "KV cache element type."),
+    OFF("serving.kv_cache.capacity_GiB", "GiB", GIB, WL(serving.kv_capacity_bytes), 0.001, 1e6,
+        "0", "KV cache per NPU; 0 derives it: HBM x memory_utilization - weights - activations."),
+    NUM("serving.kv_cache.memory_utilization", "", 1, WL(serving.memory_utilization), 0.01, 1,
+        "0.9", "Share of HBM the engine takes (vLLM's gpu_memory_utilization)."),
+    ENUM("serving.kv_cache.preemption", serve_preempt_names, SERVE_PREEMPT_COUNT,
+         WL(serving.preemption), "\"recompute\"",
+         "When blocks run out: drop the youngest sequence's cache and prefill it again "
+         "(recompute), or copy it to host memory and back (swap)."),
+    POS("serving.kv_cache.swap_bandwidth_GBps", "GBps", GIGA, WL(serving.swap_bytes_per_s), 0.01,
+        1e5, "25", "Host link per NPU for swapping (PCIe Gen5 x16: about 25 effective) [A]."),
+
+    OBJ("serving.requests", "The requests: a trace file, or a generator (Poisson arrivals)."),
+    STR("serving.requests.trace", WL(serving.trace_path), SERVE_PATH_MAX - 1, "\"\"",
+        "JSONL or CSV of arrival_s, prompt_tokens, output_tokens (relative paths from the "
+        "workload file); empty: generate them."),
+    OFF("serving.requests.rate_per_s", "1/s", 1, WL(serving.rate_per_s), 1e-9, 1e9, "0",
+        "Mean arrival rate of the generator (Poisson); 0: all arrive at time 0 (offline)."),
+    INT("serving.requests.count", WL(serving.count), 1, 1e8, "1000", "Requests generated."),
+    INT("serving.requests.seed", WL(serving.seed), 0, 2147483647, "1",
+        "Seed of the generator: the same seed, the same requests."),
+    LENGTHS("serving.requests.prompt", serving.prompt, "Prompt"),
+    LENGTHS("serving.requests.output", serving.output, "Output"),
 };
 
 static const cfg_schema_t schemas[CONFIG_KIND_COUNT] = {

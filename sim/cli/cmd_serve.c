@@ -1,0 +1,199 @@
+/* cmd_serve.c - `npusim serve`: the workload's serving section becomes pools
+ * of instances placed on the system (prefill, or co-located, first; then
+ * decode), each pool with its cost model (sim/serve/serve_cost.c); the
+ * requests (a trace or the generator) run through them (serve_sim.c) and the
+ * report, time series and Chrome trace come from serve_report.c. This file
+ * loads, checks and wires. */
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "progress.h"
+#include "serve_report.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* The trace path: relative paths are from the workload file's folder. */
+static void trace_path(const char *wl_path, const char *trace, char *out, size_t len) {
+  if (trace[0] == '/') {
+    snprintf(out, len, "%s", trace);
+    return;
+  }
+  char *copy = strdup(wl_path);
+  snprintf(out, len, "%s/%s", copy ? dirname(copy) : ".", trace);
+  free(copy);
+}
+
+static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve_requests_t *r,
+                         npu_err_t *err) {
+  const serving_cfg_t *s = &wl->serving;
+  char path[2 * SERVE_PATH_MAX];
+  if (s->trace_path[0]) {
+    trace_path(opts->workload_path, s->trace_path, path, sizeof path);
+    if (serve_requests_read(path, r, err->msg, sizeof err->msg))
+      return -1;
+  } else {
+    snprintf(path, sizeof path, "%s", opts->workload_path);
+    if (s->prompt.max + s->output.max > wl->model.seq_len)
+      return npu_err_set(err, "%s: serving.requests.prompt.max: expected prompt.max + "
+                         "output.max at most the context, model.seq_len = %d, found %d + %d",
+                         opts->workload_path, wl->model.seq_len, s->prompt.max, s->output.max);
+    if (serve_requests_generate(s, r, err->msg, sizeof err->msg))
+      return -1;
+  }
+  if (serve_requests_check_context(r, path, wl->model.seq_len, err->msg, sizeof err->msg)) {
+    serve_requests_free(r);
+    return -1;
+  }
+  return 0;
+}
+
+typedef struct {
+  serve_sim_pool_t pools[2];
+  int npools;
+  op_cache_t *ops;
+  topo_t topo;
+  bool has_topo;
+} deployment_t;
+
+static void deployment_free(deployment_t *d) {
+  for (int k = 0; k < d->npools; k++)
+    serve_cost_free(d->pools[k].cost);
+  op_cache_free(d->ops);
+  if (d->has_topo)
+    topo_free(&d->topo);
+}
+
+/* Places the pools on the system and builds their cost models. */
+static int deploy(const cli_opts_t *opts, const cli_configs_t *cfg, deployment_t *d,
+                  npu_err_t *err) {
+  const serving_cfg_t *s = &cfg->wl.serving;
+  const system_cfg_t *sys = &cfg->sys;
+  memset(d, 0, sizeof *d);
+  if (s->disaggregated) {
+    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_PREFILL, &s->prefill, NULL, 0};
+    d->pools[1] = (serve_sim_pool_t){SERVE_POOL_DECODE, &s->decode, NULL,
+                                     (int)(serve_pool_npus(&s->prefill) * s->prefill.instances)};
+    d->npools = 2;
+  } else {
+    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_COLOCATED, &s->colocated, NULL, 0};
+    d->npools = 1;
+  }
+  long npus = serve_total_npus(s);
+  char why[512];
+  if (npus > 1000000 || topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package,
+                                   (int)npus, 0, &d->topo, why, sizeof why))
+    return npu_err_set(err, "%s: serving: expected a deployment that fits %s, found %ld NPUs (%s)",
+                       opts->workload_path, opts->system_path, npus,
+                       npus > 1000000 ? "over a million" : why);
+  d->has_topo = true;
+  if (!(d->ops = op_cache_new(&sys->chip)))
+    return npu_err_set(err, "npusim serve: out of memory");
+  static const char *const paths[] = {"serving.parallel", "serving.prefill", "serving.decode"};
+  for (int k = 0; k < d->npools; k++) {
+    serve_sim_pool_t *p = &d->pools[k];
+    p->cost = serve_cost_new(sys, &cfg->wl, opts->workload_path, paths[p->kind], p->plan,
+                             &d->topo, p->first_rank, d->ops, err);
+    if (!p->cost)
+      return -1;
+  }
+  return 0;
+}
+
+/* The longest request must fit one attention group's KV cache, and without
+ * chunked prefill its prompt must fit one iteration. */
+static int check_fits(const cli_opts_t *opts, const serving_cfg_t *s, const deployment_t *d,
+                      const serve_requests_t *r, npu_err_t *err) {
+  long longest = 0, prompt = 0;
+  for (long i = 0; i < r->n; i++) {
+    long t = (long)r->v[i].prompt_tokens + r->v[i].output_tokens;
+    longest = t > longest ? t : longest;
+    prompt = r->v[i].prompt_tokens > prompt ? r->v[i].prompt_tokens : prompt;
+  }
+  if (!s->chunked_prefill && prompt > s->max_batched_tokens)
+    return npu_err_set(err, "%s: serving.scheduler.max_batched_tokens: expected at least the "
+                       "longest prompt (%ld tokens) when chunked_prefill is false, found %d",
+                       opts->workload_path, prompt, s->max_batched_tokens);
+  static const char *const paths[] = {"serving.parallel", "serving.prefill", "serving.decode"};
+  for (int k = 0; k < d->npools; k++) {
+    const serve_memory_t *m = serve_cost_memory(d->pools[k].cost);
+    long tokens = d->pools[k].kind == SERVE_POOL_PREFILL ? prompt : longest;
+    long need = (tokens + s->block_tokens - 1) / s->block_tokens;
+    if (need > m->kv_blocks)
+      return npu_err_set(err, "%s: %s: expected the KV cache of the longest request (%ld tokens, "
+                         "%.3f GiB per NPU) to fit an attention group's KV capacity (%.3f GiB "
+                         "per NPU), found %.3f GiB over", opts->workload_path,
+                         paths[d->pools[k].kind], tokens,
+                         (double)need * s->block_tokens * m->kv_per_token / GIB,
+                         (double)m->kv_blocks * s->block_tokens * m->kv_per_token / GIB,
+                         (double)(need - m->kv_blocks) * s->block_tokens * m->kv_per_token / GIB);
+  }
+  return 0;
+}
+
+static int write_files(const cli_opts_t *opts, const serve_report_ctx_t *ctx,
+                       const serve_sim_result_t *res, npu_err_t *err) {
+  if (opts->timeseries &&
+      serve_write_timeseries(opts->timeseries, ctx, res, err->msg, sizeof err->msg))
+    return CMD_CANNOT_WRITE;
+  if (opts->chrome_trace &&
+      serve_write_chrome(opts->chrome_trace, ctx, res, err->msg, sizeof err->msg))
+    return CMD_CANNOT_WRITE;
+  return 0;
+}
+
+int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
+  if (!opts->workload_path)
+    return npu_err_set(err, "npusim serve: expected --workload FILE, found none");
+  if (opts->trace_ranks)
+    return npu_err_set(err, "npusim serve: --trace-ranks: expected no such option (a serving "
+                       "timeline shows instances), found %s", opts->trace_ranks);
+  serve_slo_t slo = {0, 0};
+  if (opts->slo && serve_slo_parse(opts->slo, &slo, err->msg, sizeof err->msg))
+    return -1;
+  cli_configs_t cfg;
+  if (cli_load_configs(opts, &cfg, err))
+    return -1;
+  if (!cfg.wl.has_serving) {
+    npu_err_set(err, "%s: serving: expected a serving section (a training workload runs with "
+                "npusim train)", opts->workload_path);
+    cli_free_configs(&cfg);
+    return -1;
+  }
+  serve_requests_t reqs = {0};
+  deployment_t dep;
+  int rc = load_requests(opts, &cfg.wl, &reqs, err);
+  if (rc == 0)
+    rc = deploy(opts, &cfg, &dep, err);
+  else
+    memset(&dep, 0, sizeof dep);
+  if (rc == 0)
+    rc = check_fits(opts, &cfg.wl.serving, &dep, &reqs, err);
+  if (rc == 0) {
+    progress_t progress;
+    progress_start(&progress, opts->progress, "npusim serve", "requests", reqs.n);
+    serve_sim_opts_t sopts = {opts->timeseries || opts->chrome_trace, &progress};
+    serve_sim_result_t res;
+    rc = serve_sim_run(&cfg.wl.serving, dep.pools, dep.npools, &dep.topo, &reqs, &sopts, &res,
+                       err->msg, sizeof err->msg);
+    progress_end(&progress);
+    if (rc == 0) {
+      serve_report_ctx_t ctx = {cfg.sys.name, cfg.wl.model.name, dep.pools, dep.npools, &slo,
+                                cfg.wl.serving.block_tokens};
+      serve_summary_t sum;
+      long instances = 0;
+      for (int k = 0; k < dep.npools; k++)
+        instances += dep.pools[k].plan->instances;
+      if (serve_summarise(&res, serve_total_npus(&cfg.wl.serving), instances, &slo, &sum))
+        rc = npu_err_set(err, "npusim serve: out of memory");
+      else if ((rc = write_files(opts, &ctx, &res, err)) == 0)
+        serve_report(out, opts->format, &ctx, &res, &sum);
+      serve_sim_result_free(&res);
+    }
+  }
+  deployment_free(&dep);
+  serve_requests_free(&reqs);
+  cli_free_configs(&cfg);
+  return rc;
+}

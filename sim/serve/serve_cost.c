@@ -1,0 +1,539 @@
+/* serve_cost.c - the cost of one serving iteration and the memory of an
+ * instance; see serve_cost.h. */
+#include "serve_cost.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_engine.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define ATTN_STEP_TOKENS 16 /* attention shapes are costed in steps of this many tokens */
+/* Activation workspace per batched token, in hidden-size elements of 2 bytes,
+ * besides the MLP's own: the residual, the normed input, the attention output
+ * and the projection's output live at once [A: vLLM's profiling run measures it]. */
+#define ACT_HIDDEN_PER_TOKEN 4.0
+
+const char *const serve_part_names[SERVE_PART_COUNT] = {"attention", "matmul", "communication",
+                                                        "other"};
+
+/* ---- a memo: 64-bit keys to costs, open addressing ---- */
+
+typedef struct {
+  uint64_t key; /* stored + 1, so 0 marks a free slot */
+  serve_parts_t parts;
+} memo_slot_t;
+
+typedef struct {
+  memo_slot_t *slots;
+  size_t cap, count;
+} memo_t;
+
+static uint64_t mix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+
+static memo_slot_t *memo_find(memo_t *m, uint64_t key) {
+  size_t i = (size_t)mix(key) & (m->cap - 1);
+  while (m->slots[i].key && m->slots[i].key != key + 1)
+    i = (i + 1) & (m->cap - 1);
+  return &m->slots[i];
+}
+
+/* The cost under key, or NULL (then *slot is where to store it). */
+static const serve_parts_t *memo_get(memo_t *m, uint64_t key) {
+  if (!m->slots) {
+    m->cap = 256;
+    m->slots = calloc(m->cap, sizeof *m->slots);
+    if (!m->slots)
+      abort(); /* a few KiB: nothing sensible to do without them */
+  }
+  memo_slot_t *s = memo_find(m, key);
+  return s->key ? &s->parts : NULL;
+}
+
+static void memo_put(memo_t *m, uint64_t key, const serve_parts_t *p) {
+  if ((m->count + 1) * 2 > m->cap) {
+    memo_t bigger = {calloc(m->cap * 2, sizeof *m->slots), m->cap * 2, m->count};
+    if (!bigger.slots)
+      abort();
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->slots[i].key)
+        *memo_find(&bigger, m->slots[i].key - 1) = m->slots[i];
+    free(m->slots);
+    *m = bigger;
+  }
+  memo_slot_t *s = memo_find(m, key);
+  if (!s->key)
+    m->count++;
+  s->key = key + 1;
+  s->parts = *p;
+}
+
+/* ---- the instance ---- */
+
+struct serve_cost {
+  const system_cfg_t *sys;
+  const model_cfg_t *m;
+  const serving_cfg_t *s;
+  serve_pool_t pool;
+  const topo_t *topo;
+  int first;
+  op_cache_t *ops;
+  chip_dtype_t wdt, adt, kvdt;
+  int heads_l, kvh_l, head_dim;
+  int *tp_members, *ep_members;
+  int *stage_layers, *stage_dense; /* per stage: layers, of which dense-MLP layers */
+  serve_memory_t mem;
+  memo_t group, moe, attn, ends;
+};
+
+static chip_dtype_t serve_chip_dtype(serve_dtype_t d) {
+  static const chip_dtype_t map[SERVE_DTYPE_COUNT] = {CHIP_DTYPE_BF16, CHIP_DTYPE_FP16,
+                                                      CHIP_DTYPE_FP8, CHIP_DTYPE_INT8};
+  return map[d];
+}
+
+static double op_s(serve_cost_t *c, op_desc_t op) {
+  op.out_dtype = op_default_out_dtype(op.kind, op.dtype);
+  return op_cost(c->ops, &op)->time_s;
+}
+
+/* A matmul on the weights: M tokens, N outputs, K inputs, batch of them. */
+static double mm(serve_cost_t *c, double M, double N, double K, double batch) {
+  if (M < 1 || N < 1 || K < 1)
+    return 0;
+  return op_s(c, (op_desc_t){.kind = OP_MATMUL, .dtype = c->wdt,
+                             .dims = {(int64_t)M, (int64_t)N, (int64_t)K, (int64_t)batch}});
+}
+
+static double vec(serve_cost_t *c, op_kind_t kind, double rows, double cols) {
+  if (rows < 1 || cols < 1)
+    return 0;
+  return op_s(c, (op_desc_t){.kind = kind, .dtype = c->adt,
+                             .dims = {(int64_t)rows, (int64_t)cols}});
+}
+
+/* A collective over members (analytic: alone on its links). */
+static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, double bytes) {
+  if (g < 2 || bytes <= 0)
+    return 0;
+  coll_req_t req = {.op = op, .bytes = bytes};
+  coll_plan_t plan;
+  char err[256];
+  if (coll_plan_group(c->topo, &c->sys->coll, members, g, &req, &plan, err, sizeof err))
+    return 0; /* not reached: auto selection always plans a group */
+  double t = coll_analytic_time(c->topo, &c->sys->coll, &plan.sched, NULL);
+  coll_plan_free(&plan);
+  return t;
+}
+
+/* ---- the parts of a layer ---- */
+
+/* One group's attention block and MLP (or, in a MoE layer, the router and the
+ * shared experts) for T tokens, without the attention kernel. */
+static void group_layer(serve_cost_t *c, double T, bool moe, serve_parts_t *p) {
+  const model_cfg_t *m = c->m;
+  double h = m->hidden, hl = c->heads_l, tp = c->pool.tp, e = chip_dtype_bytes(c->adt);
+  p->s[SERVE_PART_OTHER] += 2 * vec(c, OP_RMSNORM, T, h);
+  if (m->has_mla) {
+    const mla_cfg_t *a = &m->mla;
+    double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
+    double q = a->q_lora_rank
+                   ? mm(c, T, a->q_lora_rank, h, 1) + mm(c, T, hl * qk, a->q_lora_rank, 1)
+                   : mm(c, T, hl * qk, h, 1);
+    p->s[SERVE_PART_MATMUL] += q + mm(c, T, a->kv_lora_rank + a->qk_rope_head_dim, h, 1) +
+                               mm(c, T, a->kv_lora_rank, a->qk_nope_head_dim, hl) + /* absorb */
+                               mm(c, T, a->v_head_dim, a->kv_lora_rank, hl) +
+                               mm(c, T, h, hl * a->v_head_dim, 1);
+    p->s[SERVE_PART_OTHER] += vec(c, OP_RMSNORM, T, a->kv_lora_rank) +
+                              (a->q_lora_rank ? vec(c, OP_RMSNORM, T, a->q_lora_rank) : 0) +
+                              vec(c, OP_ROPE, T, (hl + 1) * a->qk_rope_head_dim);
+  } else {
+    double d = c->head_dim, kv = c->kvh_l;
+    p->s[SERVE_PART_MATMUL] += mm(c, T, (hl + 2 * kv) * d, h, 1) + mm(c, T, h, hl * d, 1);
+    p->s[SERVE_PART_OTHER] += vec(c, OP_ROPE, T, (hl + kv) * d);
+  }
+  double ar = coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, T * h * e);
+  p->s[SERVE_PART_COMM] += ar;
+  double width = moe ? (double)m->moe.shared_experts * m->moe.expert_ffn_hidden / tp
+                     : m->ffn_hidden / tp;
+  bool gated = m->activation == ACTIVATION_SWIGLU;
+  if (width >= 1) {
+    p->s[SERVE_PART_MATMUL] += mm(c, T, (gated ? 2 : 1) * width, h, 1) + mm(c, T, h, width, 1);
+    p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, T, width);
+  }
+  if (moe)
+    p->s[SERVE_PART_MATMUL] += mm(c, T, m->moe.experts, h, 1); /* router */
+  else
+    p->s[SERVE_PART_COMM] += ar;
+}
+
+static const serve_parts_t *group_layer_memo(serve_cost_t *c, int T, bool moe) {
+  uint64_t key = (uint64_t)T * 2 + moe;
+  const serve_parts_t *p = memo_get(&c->group, key);
+  if (!p) {
+    serve_parts_t v = {{0}};
+    group_layer(c, T, moe, &v);
+    memo_put(&c->group, key, &v);
+    p = memo_get(&c->group, key);
+  }
+  return p;
+}
+
+/* The experts of a MoE layer for the instance's T tokens (of every group). */
+static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
+  const model_cfg_t *m = c->m;
+  const moe_cfg_t *x = &m->moe;
+  double h = m->hidden, e = chip_dtype_bytes(c->adt), ep = c->pool.ep;
+  double ranks = (double)c->pool.tp * c->pool.dp;
+  double per_rank = ceil(T / ranks); /* each rank dispatches its share of the tokens */
+  if (ep > 1) {
+    double a2a = coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * x->top_k * h * e);
+    p->s[SERVE_PART_COMM] += 2 * a2a; /* dispatch and combine */
+  } else if (c->pool.tp > 1) {
+    p->s[SERVE_PART_COMM] += coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp,
+                                    ceil(T / c->pool.dp) * h * e);
+  }
+  double local = x->experts / ep;                       /* experts on a rank */
+  double width = ceil(x->expert_ffn_hidden * ep / ranks); /* their share when replicated */
+  double rows = ceil(T * x->top_k / x->experts);        /* tokens per expert, even routing */
+  bool gated = m->activation == ACTIVATION_SWIGLU;
+  p->s[SERVE_PART_MATMUL] += mm(c, rows, (gated ? 2 : 1) * width, h, local) +
+                             mm(c, rows, h, width, local);
+  p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, rows * local, width);
+}
+
+static const serve_parts_t *moe_memo(serve_cost_t *c, long T) {
+  const serve_parts_t *p = memo_get(&c->moe, (uint64_t)T);
+  if (!p) {
+    serve_parts_t v = {{0}};
+    moe_layer(c, (double)T, &v);
+    memo_put(&c->moe, (uint64_t)T, &v);
+    p = memo_get(&c->moe, (uint64_t)T);
+  }
+  return p;
+}
+
+static int64_t steps_up(double tokens) {
+  return (int64_t)(ceil(tokens / ATTN_STEP_TOKENS) * ATTN_STEP_TOKENS);
+}
+
+/* Causal fused attention of a prompt of seq tokens, one layer. */
+static double prefill_attn_s(serve_cost_t *c, int64_t seq) {
+  if (seq <= 0)
+    return 0;
+  const model_cfg_t *m = c->m;
+  int64_t d = m->has_mla ? m->mla.qk_nope_head_dim + m->mla.qk_rope_head_dim : c->head_dim;
+  int64_t kv = m->has_mla ? c->heads_l : c->kvh_l;
+  return op_s(c, (op_desc_t){.kind = OP_ATTN_FWD, .dtype = c->adt, .causal = true,
+                             .dims = {1, c->heads_l, seq, d, kv}});
+}
+
+/* A chunk of tokens after past ones: the rows of the causal square it adds. */
+static double chunk_attn_s(serve_cost_t *c, int chunk, int past) {
+  int64_t n = steps_up(chunk), o = past > 0 ? steps_up(past) : 0;
+  uint64_t key = (uint64_t)n << 32 | (uint64_t)o;
+  const serve_parts_t *p = memo_get(&c->attn, key << 1 | 1);
+  if (p)
+    return p->s[SERVE_PART_ATTENTION];
+  double t = o == 0 ? prefill_attn_s(c, n)
+                    : prefill_attn_s(c, o + n) - prefill_attn_s(c, o) + c->sys->chip.cube.op_overhead_s;
+  serve_parts_t v = {{[SERVE_PART_ATTENTION] = t}};
+  memo_put(&c->attn, key << 1 | 1, &v);
+  return t;
+}
+
+/* Decode attention of n sequences of mean context ctx, one layer. */
+static double decode_attn_s(serve_cost_t *c, int n, double ctx) {
+  if (n <= 0)
+    return 0;
+  int64_t mean = steps_up(ctx / n);
+  uint64_t key = (uint64_t)n << 32 | (uint64_t)mean;
+  const serve_parts_t *p = memo_get(&c->attn, key << 1);
+  if (p)
+    return p->s[SERVE_PART_ATTENTION];
+  const model_cfg_t *m = c->m;
+  op_desc_t op = {.kind = OP_ATTN_DECODE, .dtype = c->kvdt == CHIP_DTYPE_FP16 ? CHIP_DTYPE_FP16
+                                                                              : CHIP_DTYPE_BF16,
+                  .dims = {n, c->heads_l, mean, c->head_dim, c->kvh_l}};
+  if (m->has_mla) {
+    op.dims[3] = m->mla.kv_lora_rank + m->mla.qk_rope_head_dim;
+    op.dims[4] = 1;
+    op.latent_kv = true;
+  }
+  /* an 8-bit cache streams half the bytes: cost it as bf16 over half the context */
+  if (chip_dtype_bytes(c->kvdt) == 1)
+    op.dims[2] = steps_up((double)mean / 2);
+  serve_parts_t v = {{[SERVE_PART_ATTENTION] = op_s(c, op)}};
+  memo_put(&c->attn, key << 1, &v);
+  return v.s[SERVE_PART_ATTENTION];
+}
+
+/* One group's attention kernels for its batch, one layer. */
+static double group_attn_s(serve_cost_t *c, const serve_group_batch_t *g) {
+  double t = decode_attn_s(c, g->decodes, g->decode_ctx);
+  /* the prefills of a batch run as one variable-length kernel: one launch */
+  for (int i = 0; i < g->prefills; i++)
+    t += chunk_attn_s(c, g->chunk[i], g->past[i]) - (i ? c->sys->chip.cube.op_overhead_s : 0);
+  return t;
+}
+
+/* The embedding (first stage) for T tokens, or the LM head and sampling (last
+ * stage) for S sequences. */
+static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
+  uint64_t key = (uint64_t)n * 2 + head;
+  const serve_parts_t *p = memo_get(&c->ends, key);
+  if (p)
+    return p;
+  serve_parts_t v = {{0}};
+  double h = c->m->hidden, vocab_l = ceil((double)c->m->vocab / c->pool.tp);
+  double e = chip_dtype_bytes(c->adt);
+  if (head) {
+    v.s[SERVE_PART_MATMUL] = mm(c, n, vocab_l, h, 1);
+    v.s[SERVE_PART_COMM] = coll_s(c, COLL_ALLGATHER, c->tp_members, c->pool.tp,
+                                  (double)n * c->m->vocab * e);
+    v.s[SERVE_PART_OTHER] = vec(c, OP_SOFTMAX, n, c->m->vocab) + vec(c, OP_RMSNORM, n, h);
+  } else {
+    v.s[SERVE_PART_OTHER] = vec(c, OP_COPY, n, h);
+    v.s[SERVE_PART_COMM] = coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, n * h * e);
+  }
+  memo_put(&c->ends, key, &v);
+  return memo_get(&c->ends, key);
+}
+
+static void add_parts(serve_parts_t *to, const serve_parts_t *p, double times) {
+  for (int k = 0; k < SERVE_PART_COUNT; k++)
+    to->s[k] += p->s[k] * times;
+}
+
+static double parts_sum(const serve_parts_t *p) {
+  double t = 0;
+  for (int k = 0; k < SERVE_PART_COUNT; k++)
+    t += p->s[k];
+  return t;
+}
+
+static int group_tokens(const serve_group_batch_t *g) {
+  int t = g->decodes;
+  for (int i = 0; i < g->prefills; i++)
+    t += g->chunk[i];
+  return t;
+}
+
+/* The slowest group's layer (attention kernel included), into p. */
+static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bool moe,
+                          serve_parts_t *p) {
+  double worst = -1;
+  for (int g = 0; g < c->pool.dp; g++) {
+    int T = group_tokens(&groups[g]);
+    if (T == 0 && worst >= 0)
+      continue;
+    serve_parts_t v = *group_layer_memo(c, T, moe);
+    v.s[SERVE_PART_ATTENTION] += group_attn_s(c, &groups[g]);
+    if (parts_sum(&v) > worst) {
+      worst = parts_sum(&v);
+      *p = v;
+    }
+  }
+}
+
+void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, double *stage_s,
+                          serve_parts_t *parts) {
+  memset(parts, 0, sizeof *parts);
+  long total = 0;
+  int most = 0, samples = 0;
+  for (int g = 0; g < c->pool.dp; g++) {
+    int T = group_tokens(&groups[g]);
+    total += T;
+    most = T > most ? T : most;
+    samples = groups[g].samples > samples ? groups[g].samples : samples;
+  }
+  serve_parts_t dense, moe;
+  slowest_group(c, groups, false, &dense);
+  if (c->m->has_moe) {
+    slowest_group(c, groups, true, &moe);
+    add_parts(&moe, moe_memo(c, total), 1);
+  }
+  double e = chip_dtype_bytes(c->adt);
+  for (int s = 0; s < c->pool.pp; s++) {
+    serve_parts_t st = {{0}};
+    int nmoe = c->m->has_moe ? c->stage_layers[s] - c->stage_dense[s] : 0;
+    add_parts(&st, &dense, c->stage_layers[s] - nmoe);
+    if (nmoe)
+      add_parts(&st, &moe, nmoe);
+    if (s == 0) {
+      add_parts(&st, ends_memo(c, false, most), 1);
+      st.s[SERVE_PART_OTHER] += c->s->iteration_overhead_s;
+    }
+    if (s == c->pool.pp - 1 && samples > 0)
+      add_parts(&st, ends_memo(c, true, samples), 1);
+    if (s < c->pool.pp - 1) {
+      int stage = c->pool.tp * c->pool.dp;
+      st.s[SERVE_PART_COMM] += serve_p2p_s(c->topo, c->first + s * stage,
+                                           c->first + (s + 1) * stage, most * c->m->hidden * e);
+    }
+    stage_s[s] = parts_sum(&st);
+    add_parts(parts, &st, 1);
+  }
+}
+
+/* ---- memory ---- */
+
+/* Weights of one layer on one NPU, in elements. */
+static double layer_weights(const serve_cost_t *c, bool moe) {
+  const model_cfg_t *m = c->m;
+  double h = m->hidden, hl = c->heads_l, tp = c->pool.tp;
+  double attn;
+  if (m->has_mla) {
+    const mla_cfg_t *a = &m->mla;
+    double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
+    attn = (a->q_lora_rank ? h * a->q_lora_rank + a->q_lora_rank * hl * qk : h * hl * qk) +
+           h * (a->kv_lora_rank + a->qk_rope_head_dim) +
+           a->kv_lora_rank * hl * (a->qk_nope_head_dim + a->v_head_dim) + hl * a->v_head_dim * h;
+  } else {
+    attn = h * (hl + 2 * c->kvh_l) * c->head_dim + hl * c->head_dim * h;
+  }
+  double mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
+  if (!moe)
+    return attn + mats * h * m->ffn_hidden / tp;
+  const moe_cfg_t *x = &m->moe;
+  double ranks = (double)c->pool.tp * c->pool.dp;
+  return attn + mats * h * x->expert_ffn_hidden * (x->experts / ranks + x->shared_experts / tp) +
+         h * x->experts;
+}
+
+static int fill_memory(serve_cost_t *c, const char *wl_path, const char *pool_path,
+                       npu_err_t *err) {
+  const model_cfg_t *m = c->m;
+  const serving_cfg_t *s = c->s;
+  double we = chip_dtype_bytes(c->wdt), kve = chip_dtype_bytes(c->kvdt);
+  double embed = (double)m->vocab * m->hidden / c->pool.tp;
+  double most = 0;
+  int layers = 0;
+  for (int st = 0; st < c->pool.pp; st++) {
+    int nmoe = m->has_moe ? c->stage_layers[st] - c->stage_dense[st] : 0;
+    double w = (c->stage_layers[st] - nmoe) * layer_weights(c, false) + nmoe * layer_weights(c, true);
+    bool first = st == 0, last = st == c->pool.pp - 1;
+    w += (first ? embed : 0) + (last && !(first && m->tied_embeddings) ? embed : 0);
+    most = fmax(most, w);
+    layers = c->stage_layers[st] > layers ? c->stage_layers[st] : layers;
+  }
+  serve_memory_t *mem = &c->mem;
+  mem->weights = most * we;
+  double mlp = (m->has_moe ? fmax(m->ffn_hidden, m->moe.expert_ffn_hidden) : m->ffn_hidden) /
+               c->pool.tp;
+  mem->activations = s->max_batched_tokens * (ACT_HIDDEN_PER_TOKEN * m->hidden + 3 * mlp) * 2 +
+                     (double)s->max_num_seqs * m->vocab / c->pool.tp * 4;
+  mem->usable = (double)c->sys->chip.hbm.capacity_bytes * s->memory_utilization;
+  mem->kv_per_token = m->has_mla ? layers * (double)(m->mla.kv_lora_rank + m->mla.qk_rope_head_dim) * kve
+                                 : 2.0 * layers * c->kvh_l * c->head_dim * kve;
+  mem->kv_capacity = s->kv_capacity_bytes > 0 ? s->kv_capacity_bytes
+                                              : mem->usable - mem->weights - mem->activations;
+  if (mem->kv_capacity <= 0 || mem->weights + mem->activations > mem->usable)
+    return npu_err_set(err, "%s: %s: expected the weights (%.2f GiB per NPU) and activations "
+                       "(%.2f GiB) to fit chip.hbm x serving.kv_cache.memory_utilization (%.2f "
+                       "GiB) with room for a KV cache, found %.2f GiB over", wl_path, pool_path,
+                       mem->weights / GIB, mem->activations / GIB, mem->usable / GIB,
+                       (mem->weights + mem->activations - mem->usable) / GIB);
+  mem->kv_blocks = (long)floor(mem->kv_capacity / mem->kv_per_token / s->block_tokens);
+  return 0;
+}
+
+/* ---- building ---- */
+
+serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl,
+                             const char *wl_path, const char *pool_path,
+                             const serve_pool_t *pool, const topo_t *topo, int first_rank,
+                             op_cache_t *ops, npu_err_t *err) {
+  serve_cost_t *c = calloc(1, sizeof *c);
+  int pp = pool->pp, ranks = pool->tp * pool->dp;
+  if (c) {
+    c->tp_members = calloc((size_t)ranks, sizeof(int));
+    c->ep_members = calloc((size_t)ranks, sizeof(int));
+    c->stage_layers = calloc((size_t)pp, sizeof(int));
+    c->stage_dense = calloc((size_t)pp, sizeof(int));
+  }
+  if (!c || !c->tp_members || !c->ep_members || !c->stage_layers || !c->stage_dense) {
+    serve_cost_free(c);
+    npu_err_set(err, "%s: out of memory for the serving model", wl_path);
+    return NULL;
+  }
+  const model_cfg_t *m = &wl->model;
+  c->sys = sys;
+  c->m = m;
+  c->s = &wl->serving;
+  c->pool = *pool;
+  c->topo = topo;
+  c->first = first_rank;
+  c->ops = ops;
+  c->wdt = serve_chip_dtype(wl->serving.weight_dtype);
+  c->adt = CHIP_DTYPE_BF16;
+  c->kvdt = serve_chip_dtype(wl->serving.kv_dtype);
+  c->heads_l = m->heads / pool->tp;
+  c->kvh_l = (m->kv_heads + pool->tp - 1) / pool->tp;
+  c->head_dim = m->hidden / m->heads;
+  for (int i = 0; i < ranks; i++)
+    c->tp_members[i] = c->ep_members[i] = first_rank + i;
+  for (int s = 0, start = 0; s < pp; s++) {
+    c->stage_layers[s] = m->layers / pp + (s < m->layers % pp);
+    int dense = m->moe.dense_layers - start;
+    c->stage_dense[s] = dense < 0 ? 0 : dense > c->stage_layers[s] ? c->stage_layers[s] : dense;
+    start += c->stage_layers[s];
+  }
+  if (sys->chip.cube.macs_per_cycle[c->wdt] <= 0) {
+    npu_err_set(err, "%s: serving.weight_dtype: expected a type the cube of %s computes, found "
+                "%s", wl_path, sys->chip.name, serve_dtype_names[wl->serving.weight_dtype]);
+    serve_cost_free(c);
+    return NULL;
+  }
+  if (fill_memory(c, wl_path, pool_path, err)) {
+    serve_cost_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+void serve_cost_free(serve_cost_t *c) {
+  if (!c)
+    return;
+  free(c->tp_members);
+  free(c->ep_members);
+  free(c->stage_layers);
+  free(c->stage_dense);
+  free(c->group.slots);
+  free(c->moe.slots);
+  free(c->attn.slots);
+  free(c->ends.slots);
+  free(c);
+}
+
+const serve_memory_t *serve_cost_memory(const serve_cost_t *c) { return &c->mem; }
+
+double serve_p2p_s(const topo_t *topo, int a, int b, double bytes) {
+  if (a == b)
+    return 0;
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int n = topo_route(topo, a, b, hops);
+  double bw = INFINITY;
+  for (int i = 0; i < n; i++)
+    bw = fmin(bw, topo_link_bw(topo, hops[i].link));
+  return topo_path_alpha_s(topo, hops, n) + bytes / bw;
+}
+
+double serve_cost_kv_transfer_s(const serve_cost_t *src, const topo_t *topo, int src_first,
+                                int dst_first, int dst_npus, double tokens) {
+  double bytes = tokens * src->mem.kv_per_token, worst = 0;
+  int stage = src->pool.tp * src->pool.dp;
+  /* each stage's first group: its tp NPUs hold the request's cache */
+  for (int s = 0; s < src->pool.pp; s++)
+    for (int i = 0; i < src->pool.tp; i++) {
+      int a = src_first + s * stage + i;
+      worst = fmax(worst, serve_p2p_s(topo, a, dst_first + (a - src_first) % dst_npus, bytes));
+    }
+  return worst;
+}

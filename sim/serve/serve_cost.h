@@ -1,0 +1,96 @@
+/* serve_cost.h - what one serving iteration costs on one instance: the model's
+ * layers at the batch's shape, costed by the chip model (hw_models/op_cost.h)
+ * and the collectives' analytic engine (sim/coll/), and the memory an instance
+ * needs (weights, activations, KV cache).
+ *
+ * An instance is tp x pp x dp NPUs (serve_cfg.h). Each of its dp attention
+ * groups (tp NPUs) runs its own batch: norms, projections, attention over its
+ * paged KV cache (decode: attention_decode; prefill chunks: causal fused
+ * attention of the chunk against what came before), the TP all-reduces, and a
+ * dense MLP; a MoE layer gathers the tokens of all groups: router, all-to-all
+ * dispatch over ep ranks, the experts' grouped matmuls (balanced routing), the
+ * all-to-all combine. The groups step in lockstep, so an iteration's layer
+ * costs its slowest group plus the MoE part. The first stage adds the
+ * embedding, the last the LM head and sampling (with the TP gather of the
+ * logits); pipeline stages pass activations point to point.
+ *
+ * Every cost is memoised: matmul, norm and collective parts by token count,
+ * attention by (sequences, mean context) and by (chunk, context before) in
+ * 16-token steps, the MoE part by the instance's token count. A run of 10^5
+ * requests then costs few distinct shapes.
+ *
+ * Not modelled: expert load imbalance (routing is taken as even), speculative
+ * decoding (MTP), prefix caching, CUDA-graph padding of batch sizes, the
+ * host's own time beyond serving.scheduler.iteration_overhead_us. */
+#ifndef NPUSIM_SERVE_COST_H
+#define NPUSIM_SERVE_COST_H
+
+#include "config.h"
+#include "op_cost.h"
+#include "topo.h"
+
+/* Where an iteration's time goes. */
+typedef enum {
+  SERVE_PART_ATTENTION, /* attention kernels over the KV cache */
+  SERVE_PART_MATMUL,    /* projections, MLP, experts, LM head */
+  SERVE_PART_COMM,      /* TP, EP and PP communication */
+  SERVE_PART_OTHER,     /* norms, rotary, activations, sampling, host overhead */
+  SERVE_PART_COUNT
+} serve_part_t;
+
+extern const char *const serve_part_names[SERVE_PART_COUNT];
+
+typedef struct {
+  double s[SERVE_PART_COUNT];
+} serve_parts_t;
+
+/* One attention group's work in an iteration. */
+typedef struct {
+  int decodes;        /* sequences generating one token */
+  double decode_ctx;  /* their context tokens, summed (the new token's included) */
+  int prefills;       /* sequences with a prefill chunk */
+  const int *chunk;   /* per prefill: its tokens in this iteration */
+  const int *past;    /* per prefill: its tokens already in the cache */
+  int samples;        /* sequences that sample a token at the end */
+} serve_group_batch_t;
+
+/* Memory of one NPU of the instance, bytes. */
+typedef struct {
+  double weights;
+  double activations;       /* workspace at max_batched_tokens */
+  double kv_capacity;       /* left for the KV cache (or as configured) */
+  double kv_per_token;      /* one token of one sequence, on each NPU of its group */
+  long kv_blocks;           /* blocks of block_tokens per attention group */
+  double usable;            /* HBM x memory_utilization */
+} serve_memory_t;
+
+typedef struct serve_cost serve_cost_t;
+
+/* The cost model of one instance of pool, whose ranks start at first_rank of
+ * topo. NULL with a one-line reason in err (naming wl_path) when the instance
+ * does not fit: weights over HBM, or a group that cannot be planned. */
+serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl,
+                             const char *wl_path, const char *pool_path,
+                             const serve_pool_t *pool, const topo_t *topo, int first_rank,
+                             op_cache_t *ops, npu_err_t *err);
+void serve_cost_free(serve_cost_t *c);
+
+const serve_memory_t *serve_cost_memory(const serve_cost_t *c);
+
+/* Costs an iteration of the groups' batches (pool->dp of them): each pipeline
+ * stage's time to stage_s (pool->pp entries) and where the time went, summed
+ * over the stages, to parts. */
+void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, double *stage_s,
+                          serve_parts_t *parts);
+
+/* Seconds to send a KV cache of tokens from an instance of this pool (first
+ * rank src_first) to one of another (first rank dst_first): every NPU of the
+ * source's first group sends its share to its peer, the slowest path counts. */
+double serve_cost_kv_transfer_s(const serve_cost_t *src, const topo_t *topo, int src_first,
+                                int dst_first, int dst_npus, double tokens);
+
+/* Point-to-point time of bytes from rank a to rank b (their path's latency and
+ * its slowest link). */
+double serve_p2p_s(const topo_t *topo, int a, int b, double bytes);
+
+#endif

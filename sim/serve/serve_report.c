@@ -1,0 +1,330 @@
+/* serve_report.c - summaries and outputs of a serving run; see serve_report.h. */
+#include "serve_report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonfile.h"
+#include "outfile.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_len) {
+  *slo = (serve_slo_t){0, 0};
+  const char *p = text;
+  while (*p) {
+    char key[16];
+    size_t n = strcspn(p, "=,");
+    if (n >= sizeof key || p[n] != '=')
+      return snprintf(err, err_len, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text),
+             -1;
+    memcpy(key, p, n);
+    key[n] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(p + n + 1, &end);
+    if (end == p + n + 1 || (*end && *end != ',') || errno || !(v > 0) || !isfinite(v))
+      return snprintf(err, err_len, "--slo: %s: expected a positive number of ms, found \"%s\"",
+                      key, text), -1;
+    if (strcmp(key, "ttft_ms") == 0)
+      slo->ttft_s = v / 1e3;
+    else if (strcmp(key, "tpot_ms") == 0)
+      slo->tpot_s = v / 1e3;
+    else
+      return snprintf(err, err_len, "--slo: expected ttft_ms or tpot_ms, found \"%s\"", key), -1;
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Percentile q of sorted v[n] with linear interpolation between ranks. */
+static double percentile(const double *v, long n, double q) {
+  if (n == 0)
+    return 0;
+  double pos = q * (double)(n - 1);
+  long lo = (long)floor(pos);
+  long hi = lo + 1 < n ? lo + 1 : lo;
+  return v[lo] + (v[hi] - v[lo]) * (pos - (double)lo);
+}
+
+static void distribution(double *v, long n, serve_dist_t *d) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  double sum = 0;
+  for (long i = 0; i < n; i++)
+    sum += v[i];
+  *d = (serve_dist_t){n ? sum / (double)n : 0, percentile(v, n, 0.5), percentile(v, n, 0.9),
+                      percentile(v, n, 0.99)};
+}
+
+static double tpot_of(const serve_req_result_t *q) {
+  return q->output_tokens > 1 ? (q->finish_s - q->first_token_s) / (q->output_tokens - 1) : 0;
+}
+
+int serve_summarise(const serve_sim_result_t *r, long npus, long instances,
+                    const serve_slo_t *slo, serve_summary_t *out) {
+  memset(out, 0, sizeof *out);
+  double *ttft = malloc((size_t)(r->nreq + 1) * sizeof *ttft);
+  double *tpot = malloc((size_t)(r->nreq + 1) * sizeof *tpot);
+  double *e2e = malloc((size_t)(r->nreq + 1) * sizeof *e2e);
+  if (!ttft || !tpot || !e2e) {
+    free(ttft);
+    free(tpot);
+    free(e2e);
+    return -1;
+  }
+  long n = 0, ntpot = 0;
+  double in_tokens = 0, out_tokens = 0;
+  for (long i = 0; i < r->nreq; i++) {
+    const serve_req_result_t *q = &r->req[i];
+    if (isnan(q->finish_s))
+      continue;
+    ttft[n] = q->first_token_s - q->arrival_s;
+    e2e[n] = q->finish_s - q->arrival_s;
+    if (q->output_tokens > 1)
+      tpot[ntpot++] = tpot_of(q);
+    in_tokens += q->prompt_tokens;
+    out_tokens += q->output_tokens;
+    bool good = (slo->ttft_s <= 0 || ttft[n] <= slo->ttft_s) &&
+                (slo->tpot_s <= 0 || tpot_of(q) <= slo->tpot_s);
+    out->good += good;
+    n++;
+  }
+  out->completed = n;
+  out->npus = npus;
+  out->instances = instances;
+  double span = r->makespan_s > 0 ? r->makespan_s : 1;
+  out->requests_per_s = (double)n / span;
+  out->input_tokens_per_s = in_tokens / span;
+  out->output_tokens_per_s = out_tokens / span;
+  out->output_tokens_per_s_per_npu = out->output_tokens_per_s / (double)npus;
+  out->input_tokens_per_s_per_npu = out->input_tokens_per_s / (double)npus;
+  out->output_tokens_per_s_per_instance = out->output_tokens_per_s / (double)instances;
+  out->goodput_per_s = (double)out->good / span;
+  out->goodput_per_s_per_npu = out->goodput_per_s / (double)npus;
+  distribution(ttft, n, &out->ttft_s);
+  distribution(tpot, ntpot, &out->tpot_s);
+  distribution(e2e, n, &out->e2e_s);
+  free(ttft);
+  free(tpot);
+  free(e2e);
+  return 0;
+}
+
+/* ---- the report ---- */
+
+static const char *const dist_names[3] = {"ttft", "tpot", "e2e"};
+
+static const serve_dist_t *dist_of(const serve_summary_t *s, int k) {
+  return k == 0 ? &s->ttft_s : k == 1 ? &s->tpot_s : &s->e2e_s;
+}
+
+/* Mean decode step (ms) and its parts, over decode-only iterations. */
+static double decode_step(const serve_sim_result_t *r, double parts[SERVE_PART_COUNT]) {
+  double total = 0, n = r->decode_iterations ? (double)r->decode_iterations : 1;
+  for (int k = 0; k < SERVE_PART_COUNT; k++) {
+    parts[k] = r->decode_parts.s[k] / n;
+    total += parts[k];
+  }
+  return total;
+}
+
+static void report_table(FILE *out, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
+                         const serve_summary_t *s) {
+  fprintf(out, "npusim serve: %s on %s, %ld NPUs in %ld instances\n", ctx->workload, ctx->system,
+          s->npus, s->instances);
+  fprintf(out, "\n%-9s %-7s %-6s %-4s %-4s %-4s %11s %11s %11s %13s %10s\n", "pool", "inst",
+          "tp", "pp", "dp", "ep", "weights_GiB", "activ_GiB", "kv_GiB", "kv_tokens/grp",
+          "KiB/token");
+  for (int k = 0; k < ctx->npools; k++) {
+    const serve_sim_pool_t *p = &ctx->pools[k];
+    const serve_memory_t *m = serve_cost_memory(p->cost);
+    fprintf(out, "%-9s %-7d %-6d %-4d %-4d %-4d %11.2f %11.2f %11.2f %13ld %10.1f\n",
+            serve_pool_kind_names[p->kind], p->plan->instances, p->plan->tp, p->plan->pp,
+            p->plan->dp, p->plan->ep, m->weights / GIB, m->activations / GIB,
+            m->kv_capacity / GIB, m->kv_blocks * ctx->block_tokens, m->kv_per_token / 1024);
+  }
+  fprintf(out, "\nrequests %ld completed in %.3f s; %ld iterations, %ld preemptions",
+          s->completed, r->makespan_s, r->iterations, r->preemptions);
+  if (r->kv_transfers)
+    fprintf(out, ", %ld KV transfers (mean %.3f ms)", r->kv_transfers,
+            r->kv_transfer_s / (double)r->kv_transfers * 1e3);
+  fprintf(out, "\n\n%-14s %10s %10s %10s %10s\n", "latency (ms)", "mean", "p50", "p90", "p99");
+  for (int k = 0; k < 3; k++) {
+    const serve_dist_t *d = dist_of(s, k);
+    fprintf(out, "%-14s %10.2f %10.2f %10.2f %10.2f\n", dist_names[k], d->mean * 1e3,
+            d->p50 * 1e3, d->p90 * 1e3, d->p99 * 1e3);
+  }
+  fprintf(out, "\nthroughput  %.1f output tokens/s (%.1f per NPU, %.1f per instance), %.1f input "
+               "tokens/s (%.1f per NPU), %.3f requests/s\n",
+          s->output_tokens_per_s, s->output_tokens_per_s_per_npu,
+          s->output_tokens_per_s_per_instance, s->input_tokens_per_s,
+          s->input_tokens_per_s_per_npu, s->requests_per_s);
+  if (ctx->slo->ttft_s > 0 || ctx->slo->tpot_s > 0)
+    fprintf(out, "goodput     %.3f requests/s (%.4f per NPU): %ld of %ld within ttft <= %g ms, "
+                 "tpot <= %g ms\n", s->goodput_per_s, s->goodput_per_s_per_npu, s->good,
+            s->completed, ctx->slo->ttft_s * 1e3, ctx->slo->tpot_s * 1e3);
+  double parts[SERVE_PART_COUNT], step = decode_step(r, parts);
+  if (r->decode_iterations) {
+    fprintf(out, "\ndecode step  %.3f ms at a mean batch of %.1f per instance:", step * 1e3,
+            r->decode_batch_sum / (double)r->decode_iterations);
+    for (int k = 0; k < SERVE_PART_COUNT; k++)
+      fprintf(out, " %s %.3f (%.0f%%)", serve_part_names[k], parts[k] * 1e3,
+              step > 0 ? parts[k] / step * 100 : 0);
+    fprintf(out, "\n");
+  }
+}
+
+static void report_json(FILE *out, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
+                        const serve_summary_t *s) {
+  fprintf(out, "{\n  \"system\": ");
+  jsonfile_write_string(out, ctx->system);
+  fprintf(out, ",\n  \"workload\": ");
+  jsonfile_write_string(out, ctx->workload);
+  fprintf(out, ",\n  \"npus\": %ld,\n  \"instances\": %ld,\n  \"pools\": [", s->npus,
+          s->instances);
+  for (int k = 0; k < ctx->npools; k++) {
+    const serve_sim_pool_t *p = &ctx->pools[k];
+    const serve_memory_t *m = serve_cost_memory(p->cost);
+    fprintf(out, "%s\n    {\"kind\": \"%s\", \"instances\": %d, \"tp\": %d, \"pp\": %d, \"dp\": "
+                 "%d, \"ep\": %d, \"weights_GiB\": %.6g, \"activations_GiB\": %.6g, "
+                 "\"kv_cache_GiB\": %.6g, \"kv_bytes_per_token\": %.9g, \"kv_blocks_per_group\": "
+                 "%ld}", k ? "," : "", serve_pool_kind_names[p->kind], p->plan->instances,
+            p->plan->tp, p->plan->pp, p->plan->dp, p->plan->ep, m->weights / GIB,
+            m->activations / GIB, m->kv_capacity / GIB, m->kv_per_token, m->kv_blocks);
+  }
+  fprintf(out, "\n  ],\n  \"requests\": %ld,\n  \"completed\": %ld,\n  \"makespan_s\": %.9g,\n"
+               "  \"iterations\": %ld,\n  \"preemptions\": %ld,\n  \"kv_transfers\": %ld,\n"
+               "  \"kv_transfer_mean_s\": %.9g,\n", r->nreq, s->completed, r->makespan_s,
+          r->iterations, r->preemptions, r->kv_transfers,
+          r->kv_transfers ? r->kv_transfer_s / (double)r->kv_transfers : 0);
+  for (int k = 0; k < 3; k++) {
+    const serve_dist_t *d = dist_of(s, k);
+    fprintf(out, "  \"%s_s\": {\"mean\": %.9g, \"p50\": %.9g, \"p90\": %.9g, \"p99\": %.9g},\n",
+            dist_names[k], d->mean, d->p50, d->p90, d->p99);
+  }
+  fprintf(out, "  \"requests_per_s\": %.9g,\n  \"input_tokens_per_s\": %.9g,\n"
+               "  \"output_tokens_per_s\": %.9g,\n  \"input_tokens_per_s_per_npu\": %.9g,\n"
+               "  \"output_tokens_per_s_per_npu\": %.9g,\n"
+               "  \"output_tokens_per_s_per_instance\": %.9g,\n",
+          s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s,
+          s->input_tokens_per_s_per_npu, s->output_tokens_per_s_per_npu,
+          s->output_tokens_per_s_per_instance);
+  fprintf(out, "  \"slo\": {\"ttft_s\": %.9g, \"tpot_s\": %.9g},\n  \"good_requests\": %ld,\n"
+               "  \"goodput_per_s\": %.9g,\n  \"goodput_per_s_per_npu\": %.9g,\n",
+          ctx->slo->ttft_s, ctx->slo->tpot_s, s->good, s->goodput_per_s,
+          s->goodput_per_s_per_npu);
+  double parts[SERVE_PART_COUNT], step = decode_step(r, parts);
+  fprintf(out, "  \"decode_step\": {\"iterations\": %ld, \"mean_batch\": %.9g, \"time_s\": %.9g",
+          r->decode_iterations,
+          r->decode_iterations ? r->decode_batch_sum / (double)r->decode_iterations : 0, step);
+  for (int k = 0; k < SERVE_PART_COUNT; k++)
+    fprintf(out, ", \"%s_s\": %.9g", serve_part_names[k], parts[k]);
+  fprintf(out, "}\n}\n");
+}
+
+static void report_csv(FILE *out, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
+                       const serve_summary_t *s) {
+  fprintf(out, "system,workload,npus,instances,requests,completed,makespan_s,preemptions");
+  for (int k = 0; k < 3; k++)
+    fprintf(out, ",%s_mean_s,%s_p50_s,%s_p90_s,%s_p99_s", dist_names[k], dist_names[k],
+            dist_names[k], dist_names[k]);
+  fprintf(out, ",output_tokens_per_s,output_tokens_per_s_per_npu,input_tokens_per_s_per_npu,"
+               "goodput_per_s,goodput_per_s_per_npu,decode_step_s,decode_mean_batch\n");
+  out_csv_field(out, ctx->system, ",");
+  out_csv_field(out, ctx->workload, ",");
+  fprintf(out, "%ld,%ld,%ld,%ld,%.9g,%ld", s->npus, s->instances, r->nreq, s->completed,
+          r->makespan_s, r->preemptions);
+  for (int k = 0; k < 3; k++) {
+    const serve_dist_t *d = dist_of(s, k);
+    fprintf(out, ",%.9g,%.9g,%.9g,%.9g", d->mean, d->p50, d->p90, d->p99);
+  }
+  double parts[SERVE_PART_COUNT], step = decode_step(r, parts);
+  fprintf(out, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", s->output_tokens_per_s,
+          s->output_tokens_per_s_per_npu, s->input_tokens_per_s_per_npu, s->goodput_per_s,
+          s->goodput_per_s_per_npu, step,
+          r->decode_iterations ? r->decode_batch_sum / (double)r->decode_iterations : 0);
+}
+
+void serve_report(FILE *out, out_format_t format, const serve_report_ctx_t *ctx,
+                  const serve_sim_result_t *r, const serve_summary_t *s) {
+  if (format == FORMAT_JSON)
+    report_json(out, ctx, r, s);
+  else if (format == FORMAT_CSV)
+    report_csv(out, ctx, r, s);
+  else
+    report_table(out, ctx, r, s);
+}
+
+/* ---- files ---- */
+
+/* The pool and index within it of instance i (pools in order). */
+static const serve_sim_pool_t *instance_pool(const serve_report_ctx_t *ctx, int i, int *index) {
+  for (int k = 0; k < ctx->npools; k++) {
+    if (i < ctx->pools[k].plan->instances) {
+      *index = i;
+      return &ctx->pools[k];
+    }
+    i -= ctx->pools[k].plan->instances;
+  }
+  *index = i;
+  return &ctx->pools[ctx->npools - 1];
+}
+
+int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
+                           const serve_sim_result_t *r, char *err, size_t err_len) {
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+  if (!f)
+    return -1;
+  FILE *o = outfile_stream(f);
+  fprintf(o, "start_s,end_s,pool,instance,engine,decodes,prefills,tokens,kv_used_blocks,"
+             "kv_used_fraction,waiting\n");
+  for (long i = 0; i < r->nlog; i++) {
+    const serve_iter_log_t *l = &r->log[i];
+    int index;
+    const serve_sim_pool_t *p = instance_pool(ctx, l->instance, &index);
+    const serve_memory_t *m = serve_cost_memory(p->cost);
+    double blocks = (double)m->kv_blocks * p->plan->dp;
+    fprintf(o, "%.9f,%.9f,%s,%d,%d,%d,%d,%d,%ld,%.6f,%ld\n", l->start_s, l->end_s,
+            serve_pool_kind_names[p->kind], index, l->engine, l->decodes, l->prefills, l->tokens,
+            l->kv_used_blocks, blocks > 0 ? (double)l->kv_used_blocks / blocks : 0, l->waiting);
+  }
+  return outfile_commit(f, err, err_len);
+}
+
+int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx,
+                       const serve_sim_result_t *r, char *err, size_t err_len) {
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+  if (!f)
+    return -1;
+  FILE *o = outfile_stream(f);
+  fprintf(o, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+  int total = 0;
+  for (int k = 0; k < ctx->npools; k++)
+    total += ctx->pools[k].plan->instances;
+  for (int i = 0; i < total; i++) {
+    int index;
+    const serve_sim_pool_t *p = instance_pool(ctx, i, &index);
+    fprintf(o, "%s{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": "
+               "{\"name\": \"%s %d\"}},\n{\"ph\": \"M\", \"pid\": %d, \"name\": "
+               "\"process_sort_index\", \"args\": {\"sort_index\": %d}}", i ? ",\n" : "", i,
+            serve_pool_kind_names[p->kind], index, i, i);
+  }
+  for (long i = 0; i < r->nlog; i++) {
+    const serve_iter_log_t *l = &r->log[i];
+    const char *name = l->prefills == 0 ? "decode" : l->decodes == 0 ? "prefill" : "mixed";
+    fprintf(o, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"name\": \"%s\", \"ts\": "
+               "%.3f, \"dur\": %.3f, \"args\": {\"decodes\": %d, \"prefills\": %d, \"tokens\": "
+               "%d, \"kv_used_blocks\": %ld, \"waiting\": %ld}}", l->instance, l->engine, name,
+            l->start_s * 1e6, (l->end_s - l->start_s) * 1e6, l->decodes, l->prefills, l->tokens,
+            l->kv_used_blocks, l->waiting);
+  }
+  fprintf(o, "\n]}\n");
+  return outfile_commit(f, err, err_len);
+}

@@ -1,0 +1,62 @@
+/* serve_report.h - what a serving run says: latency percentiles (TTFT, TPOT,
+ * end to end), throughput, goodput under SLOs, memory and KV cache per pool,
+ * the breakdown of a decode step; as a table, JSON or CSV, and as a time
+ * series (CSV) and a Chrome trace of iterations per instance. */
+#ifndef NPUSIM_SERVE_REPORT_H
+#define NPUSIM_SERVE_REPORT_H
+
+#include <stdio.h>
+
+#include "out_format.h"
+#include "serve_sim.h"
+
+/* Service-level objectives; a limit of 0 is not checked. */
+typedef struct {
+  double ttft_s, tpot_s;
+} serve_slo_t;
+
+/* Parses "ttft_ms=T,tpot_ms=P" (either may be left out). Returns 0, or -1
+ * with "--slo: expected ..., found ..." in err. */
+int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_len);
+
+typedef struct {
+  double mean, p50, p90, p99;
+} serve_dist_t;
+
+typedef struct {
+  long completed;
+  serve_dist_t ttft_s, tpot_s, e2e_s;
+  double requests_per_s, input_tokens_per_s, output_tokens_per_s;
+  double output_tokens_per_s_per_npu, output_tokens_per_s_per_instance;
+  double input_tokens_per_s_per_npu;
+  long good;                  /* requests within the SLOs */
+  double goodput_per_s, goodput_per_s_per_npu;
+  long npus, instances;
+} serve_summary_t;
+
+/* Summarises a run of npus NPUs in instances instances. Returns 0, or -1 on
+ * out of memory. */
+int serve_summarise(const serve_sim_result_t *r, long npus, long instances,
+                    const serve_slo_t *slo, serve_summary_t *out);
+
+/* What the report shows besides the summary. */
+typedef struct {
+  const char *system, *workload;
+  const serve_sim_pool_t *pools;
+  int npools;
+  const serve_slo_t *slo;
+  int block_tokens;
+} serve_report_ctx_t;
+
+void serve_report(FILE *out, out_format_t format, const serve_report_ctx_t *ctx,
+                  const serve_sim_result_t *r, const serve_summary_t *s);
+
+/* The iteration log as CSV, and as a Chrome trace (a process per instance, a
+ * thread per virtual engine); all or nothing (outfile.h). Return 0, or -1
+ * with "PATH: cannot write: ..." in err. */
+int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
+                           const serve_sim_result_t *r, char *err, size_t err_len);
+int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx,
+                       const serve_sim_result_t *r, char *err, size_t err_len);
+
+#endif

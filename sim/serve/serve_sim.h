@@ -1,0 +1,94 @@
+/* serve_sim.h - serving as a request-level discrete-event simulation.
+ *
+ * Requests arrive (serve_requests.h) and go to the instance with the fewest
+ * outstanding requests: a co-located instance, or a prefill instance when the
+ * deployment is disaggregated. Inside an instance each attention group has its
+ * own queue, running batch and pool of KV blocks; each of its pp virtual
+ * engines (vLLM's, one batch in flight per pipeline stage) schedules an
+ * iteration as soon as its last one ends:
+ *   - the running sequences decode first (one token each), a new KV block
+ *     when one fills; with no block free the youngest running sequence is
+ *     preempted (recompute: its cache dropped and its prompt and output so far
+ *     prefilled again later; swap: its blocks copied to host and back, at the
+ *     host link's rate, inside the iterations that do it);
+ *   - then prefill, Sarathi-style chunks filling the token budget
+ *     (chunked_prefill), or whole prompts in prefill-only iterations before any
+ *     decode (vLLM V0);
+ *   - the iteration costs what serve_cost says for that batch, each pipeline
+ *     stage being busy for its share (a stage still busy with another virtual
+ *     engine's batch delays this one: the pipeline's bubbles).
+ * The end of a prefill samples the first token. Disaggregated, a prefill
+ * instance then sends the request's KV cache to the decode instance with the
+ * fewest outstanding requests, over the links that join them, one transfer at
+ * a time per sending and per receiving instance; the decode instance admits it
+ * once blocks are free. A request ends with its last output token.
+ *
+ * Nothing here knows about SimGrid: time is a double, events a heap, and the
+ * same inputs give the same events in the same order. */
+#ifndef NPUSIM_SERVE_SIM_H
+#define NPUSIM_SERVE_SIM_H
+
+#include <stdbool.h>
+
+#include "progress.h"
+#include "serve_cost.h"
+#include "serve_requests.h"
+
+typedef enum { SERVE_POOL_COLOCATED, SERVE_POOL_PREFILL, SERVE_POOL_DECODE } serve_pool_kind_t;
+
+extern const char *const serve_pool_kind_names[SERVE_POOL_DECODE + 1];
+
+/* A pool as the simulation runs it: its split, its cost model (all its
+ * instances cost alike) and where its instances start. */
+typedef struct {
+  serve_pool_kind_t kind;
+  const serve_pool_t *plan;
+  serve_cost_t *cost;
+  int first_rank; /* of its first instance; instance i starts i x npus later */
+} serve_sim_pool_t;
+
+/* What happened to a request. */
+typedef struct {
+  double arrival_s, first_token_s, finish_s;
+  int prompt_tokens, output_tokens;
+  int preemptions;
+} serve_req_result_t;
+
+/* One iteration of one virtual engine, for timelines. */
+typedef struct {
+  int instance;         /* over all pools, prefill (or co-located) first */
+  int engine;           /* virtual engine (pipeline slot) */
+  double start_s, end_s;
+  int decodes, prefills, tokens;
+  long kv_used_blocks;  /* the instance's, after the iteration */
+  long waiting;         /* requests queued at the instance */
+} serve_iter_log_t;
+
+typedef struct {
+  serve_req_result_t *req;
+  long nreq;
+  double makespan_s;          /* first arrival to last token */
+  long iterations, preemptions, kv_transfers;
+  double kv_transfer_s;       /* summed over transfers */
+  serve_parts_t decode_parts; /* summed over decode-only iterations */
+  long decode_iterations;
+  double decode_batch_sum;    /* sequences of those iterations, summed */
+  serve_iter_log_t *log;      /* when asked for */
+  long nlog;
+} serve_sim_result_t;
+
+typedef struct {
+  bool log_iterations;        /* fill result.log */
+  progress_t *progress;       /* a step per finished request; may be NULL */
+} serve_sim_opts_t;
+
+/* Runs the requests through the pools (one co-located pool, or prefill then
+ * decode) laid out on topo. Returns 0, or -1 with the reason in err (out of
+ * memory). */
+int serve_sim_run(const serving_cfg_t *cfg, const serve_sim_pool_t *pools, int npools,
+                  const topo_t *topo, const serve_requests_t *reqs, const serve_sim_opts_t *opts,
+                  serve_sim_result_t *out, char *err, size_t err_len);
+
+void serve_sim_result_free(serve_sim_result_t *r);
+
+#endif

@@ -1,0 +1,94 @@
+/* serve_cfg.h - an inference deployment as the architect describes it: how
+ * each instance of the model is split, how many instances there are (one
+ * co-located pool, or disaggregated prefill and decode pools), how each
+ * instance schedules its requests (continuous batching, chunked prefill), its
+ * KV cache, and the requests that arrive.
+ *
+ * Plain configuration structs filled by the config loader (sim/config/), the
+ * `serving` section of a workload config. Nothing here knows about the chip or
+ * SimGrid; the request list is built from this in serve_requests.c and costed
+ * in sim/serve/. */
+#ifndef NPUSIM_SERVE_CFG_H
+#define NPUSIM_SERVE_CFG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SERVE_PATH_MAX 1024
+
+/* What a scheduler does when a running sequence needs a KV block and none is
+ * free: drop the youngest sequence's cache and prefill it again later
+ * (recompute), or move it to host memory and back (swap). */
+typedef enum { SERVE_PREEMPT_RECOMPUTE, SERVE_PREEMPT_SWAP, SERVE_PREEMPT_COUNT } serve_preempt_t;
+
+/* Data types of the weights (matmul inputs) and of the KV cache. */
+typedef enum {
+  SERVE_DTYPE_BF16,
+  SERVE_DTYPE_FP16,
+  SERVE_DTYPE_FP8,
+  SERVE_DTYPE_INT8,
+  SERVE_DTYPE_COUNT
+} serve_dtype_t;
+
+/* How request lengths are drawn: all equal to the mean, uniform over
+ * [min, max], or log-normal with the mean and sigma, clipped to [min, max]. */
+typedef enum { SERVE_LEN_FIXED, SERVE_LEN_UNIFORM, SERVE_LEN_LOGNORMAL, SERVE_LEN_COUNT } serve_len_dist_t;
+
+/* One pool of identical instances and how each is split: an instance holds
+ * tp x pp x dp NPUs; attention runs data-parallel over dp groups of tp (each
+ * group with its own batch and KV cache), the experts of a MoE layer are spread
+ * over ep of the instance's ranks. */
+typedef struct {
+  int instances;
+  int tp, pp, dp, ep;
+} serve_pool_t;
+
+typedef struct {
+  serve_len_dist_t dist;
+  int mean, min, max;       /* tokens */
+  double sigma;             /* log-normal shape */
+} serve_len_cfg_t;
+
+typedef struct {
+  /* the pools: co-located (every instance prefills and decodes), or, when
+   * disaggregated, prefill instances hand each request's KV cache to decode
+   * instances over the fabric */
+  serve_pool_t colocated;
+  bool disaggregated;      /* the decode section is there (and so the prefill one) */
+  bool has_prefill;
+  serve_pool_t prefill, decode;
+  serve_dtype_t weight_dtype;
+  /* scheduler (vLLM-style continuous batching) */
+  int max_num_seqs;         /* sequences in one iteration's batch, per attention group */
+  int max_batched_tokens;   /* tokens (prefill + decode) in one iteration, per group */
+  bool chunked_prefill;     /* Sarathi: prefill chunks ride along with the decodes */
+  double iteration_overhead_s; /* host time per iteration: scheduling, input prep, sampling glue */
+  /* KV cache */
+  int block_tokens;
+  serve_dtype_t kv_dtype;
+  double kv_capacity_bytes; /* per NPU; 0: HBM x memory_utilization - weights - activations */
+  double memory_utilization; /* share of HBM the engine may use */
+  serve_preempt_t preemption;
+  double swap_bytes_per_s;  /* host link for swapping, per NPU */
+  /* requests: a trace file, or a generator */
+  char trace_path[SERVE_PATH_MAX];
+  double rate_per_s;        /* Poisson arrivals; 0: all arrive at time 0 */
+  int count;
+  int seed;
+  serve_len_cfg_t prompt, output;
+} serving_cfg_t;
+
+extern const char *const serve_preempt_names[SERVE_PREEMPT_COUNT];
+extern const char *const serve_dtype_names[SERVE_DTYPE_COUNT];
+extern const char *const serve_len_dist_names[SERVE_LEN_COUNT];
+
+/* Bytes of one element of a serving dtype. */
+int serve_dtype_bytes(serve_dtype_t d);
+
+/* NPUs one instance of the pool holds, and all instances of it. */
+long serve_pool_npus(const serve_pool_t *p);
+
+/* NPUs of the whole deployment. */
+long serve_total_npus(const serving_cfg_t *s);
+
+#endif
