@@ -353,8 +353,11 @@ static int compose(coll_sched_t *s, const topo_t *t, const coll_cfg_t *cfg,
   case COLL_REDUCE:
     return compose_rooted(s, t, algo, n, req->root, req->op == COLL_REDUCE);
   case COLL_ALLTOALL:
-  case COLL_ALLTOALLV:
-    return compose_alltoall(s, t, algo, req);
+  case COLL_ALLTOALLV: {
+    coll_req_t one_loop = *req; /* a staging buffer's share (alltoallv runs in one loop) */
+    one_loop.bytes = n;
+    return compose_alltoall(s, t, algo, &one_loop);
+  }
   case COLL_SENDRECV:
     return compose_sendrecv(s, t, n);
   default:

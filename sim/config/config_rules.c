@@ -239,9 +239,6 @@ static int check_pool(const config_doc_t *doc, const char *path, const model_cfg
   snprintf(key, sizeof key, "%s.ep", path);
   if (p->ep > 1 && !m->has_moe)
     return fail(doc, key, err, "1 for a dense model (no model.moe), found %d", p->ep);
-  if (m->has_moe && m->moe.experts % p->ep)
-    return fail(doc, key, err, "a divisor of model.moe.experts = %d, found %d", m->moe.experts,
-                p->ep);
   if ((p->tp * p->dp) % p->ep)
     return fail(doc, key, err, "a divisor of tp x dp = %d (the experts of a stage spread over "
                 "its ranks), found %d", p->tp * p->dp, p->ep);

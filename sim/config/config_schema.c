@@ -83,7 +83,8 @@
   INT(obj ".dp", WL(pool.dp), 1, 1e5, "1",                                                    \
       "Attention data-parallel groups of tp NPUs, each with its own batch and KV cache."),    \
   INT(obj ".ep", WL(pool.ep), 1, 1e6, "1",                                                    \
-      "Expert-parallel size: the experts spread over this many of the tp x dp ranks.")
+      "Expert-parallel size: the experts spread over this many of the tp x dp ranks, "      \
+      "ceil(experts / ep) on each (above experts, the spare ranks hold redundant copies).")
 /* A request-length distribution of the generator. */
 #define LENGTHS(obj, field, what)                                                             \
   OBJ(obj, what " lengths of generated requests."),                                           \

@@ -193,13 +193,17 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   double ranks = (double)c->pool.tp * c->pool.dp;
   double per_rank = ceil(T / ranks); /* each rank dispatches its share of the tokens */
   if (ep > 1) {
-    double a2a = coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * x->top_k * h * e);
-    p->s[SERVE_PART_COMM] += 2 * a2a; /* dispatch and combine */
+    /* a token goes once to each rank holding one of its experts (top_k ranks at most),
+     * dispatched in the weights' type when they are 8-bit (W8A8), combined in bf16 */
+    double copies = fmin(x->top_k, ep), we = chip_dtype_bytes(c->wdt);
+    p->s[SERVE_PART_COMM] +=
+        coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * copies * h * fmin(we, e)) +
+        coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * copies * h * e);
   } else if (c->pool.tp > 1) {
     p->s[SERVE_PART_COMM] += coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp,
                                     ceil(T / c->pool.dp) * h * e);
   }
-  double local = x->experts / ep;                       /* experts on a rank */
+  double local = ceil(x->experts / ep);                 /* experts on the fullest rank */
   double width = ceil(x->expert_ffn_hidden * ep / ranks); /* their share when replicated */
   double rows = ceil(T * x->top_k / x->experts);        /* tokens per expert, even routing */
   bool gated = m->activation == ACTIVATION_SWIGLU;
@@ -403,7 +407,8 @@ static double layer_weights(const serve_cost_t *c, bool moe) {
     return attn + mats * h * m->ffn_hidden / tp;
   const moe_cfg_t *x = &m->moe;
   double ranks = (double)c->pool.tp * c->pool.dp;
-  return attn + mats * h * x->expert_ffn_hidden * (x->experts / ranks + x->shared_experts / tp) +
+  double local = ceil((double)x->experts / c->pool.ep) * c->pool.ep / ranks;
+  return attn + mats * h * x->expert_ffn_hidden * (local + x->shared_experts / tp) +
          h * x->experts;
 }
 
