@@ -14,5 +14,6 @@ extern CU_TestInfo replay_tests[];
 extern CU_TestInfo train_tests[];
 extern CU_TestInfo calibrate_tests[];
 extern CU_TestInfo outfile_tests[];
+extern CU_TestInfo serve_tests[];
 
 #endif

@@ -17,6 +17,7 @@ int main(void) {
       {.pName = "train", .pTests = train_tests},
       {.pName = "calibrate", .pTests = calibrate_tests},
       {.pName = "outfile", .pTests = outfile_tests},
+      {.pName = "serve", .pTests = serve_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

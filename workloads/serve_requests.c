@@ -12,6 +12,8 @@
 
 #include "jsonfile.h"
 
+#define NPU_JSONL_ERR 512
+
 /* ---- the generator: splitmix64, so every platform draws the same numbers ---- */
 
 typedef struct {
@@ -94,11 +96,11 @@ static int set_field(serve_request_t *q, int col, double v, const char *found, c
 
 static int jsonl_row(const char *path, int line, char *text, serve_request_t *q, char *err,
                      size_t err_len) {
-  char name[64];
-  snprintf(name, sizeof name, "%s:%d", path, line);
-  cJSON *o = jsonfile_parse(name, text, strlen(text), err, err_len);
-  if (!o)
-    return -1;
+  char why[NPU_JSONL_ERR];
+  cJSON *o = jsonfile_parse("", text, strlen(text), why, sizeof why);
+  if (!o) /* why is ":1:COL: expected ..." for this one line */
+    return snprintf(err, err_len, "%s:%d%s", path, line,
+                    why + (strncmp(why, ":1:", 3) == 0 ? 2 : 0)), -1;
   int rc = 0;
   if (!cJSON_IsObject(o)) {
     snprintf(err, err_len, "%s:%d: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "
@@ -132,8 +134,12 @@ static int csv_header(const char *path, char *text, int cols[NCOLS], int *ncols,
     tok += strspn(tok, " \t\"");
     tok[strcspn(tok, " \t\"\r")] = '\0';
     for (int c = 0; c < NCOLS; c++)
-      if (strcmp(tok, col_names[c]) == 0)
+      if (strcmp(tok, col_names[c]) == 0) {
+        if (cols[c] >= 0)
+          return snprintf(err, err_len, "%s:1: %s: expected each column named once, found it "
+                          "twice", path, col_names[c]), -1;
         cols[c] = i;
+      }
   }
   *ncols = i;
   for (int c = 0; c < NCOLS; c++)

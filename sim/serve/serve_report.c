@@ -316,13 +316,22 @@ int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx,
                "\"process_sort_index\", \"args\": {\"sort_index\": %d}}", i ? ",\n" : "", i,
             serve_pool_kind_names[p->kind], index, i, i);
   }
+  for (int i = 0; i < total; i++) {
+    int index;
+    const serve_sim_pool_t *p = instance_pool(ctx, i, &index);
+    for (int e = 0; e < p->plan->pp; e++)
+      fprintf(o, ",\n{\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"name\": \"thread_name\", "
+                 "\"args\": {\"name\": \"engine %d\"}}", i, e, e);
+  }
   for (long i = 0; i < r->nlog; i++) {
     const serve_iter_log_t *l = &r->log[i];
     const char *name = l->prefills == 0 ? "decode" : l->decodes == 0 ? "prefill" : "mixed";
+    /* whole nanoseconds, the duration their difference: back-to-back slices never overlap */
+    double start_ns = round(l->start_s * 1e9), end_ns = round(l->end_s * 1e9);
     fprintf(o, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"name\": \"%s\", \"ts\": "
                "%.3f, \"dur\": %.3f, \"args\": {\"decodes\": %d, \"prefills\": %d, \"tokens\": "
                "%d, \"kv_used_blocks\": %ld, \"waiting\": %ld}}", l->instance, l->engine, name,
-            l->start_s * 1e6, (l->end_s - l->start_s) * 1e6, l->decodes, l->prefills, l->tokens,
+            start_ns / 1e3, (end_ns - start_ns) / 1e3, l->decodes, l->prefills, l->tokens,
             l->kv_used_blocks, l->waiting);
   }
   fprintf(o, "\n]}\n");

@@ -239,44 +239,37 @@ static void remove_running(group_t *g, long r) {
   g->running.n = k;
 }
 
-/* Frees the youngest running sequence not yet in this batch; false if none. */
-static bool preempt_one(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi) {
-  for (long i = g->running.n - 1; i >= 0; i--) {
-    long r = g->running.v[i];
-    if (scheduled(g, r))
-      continue;
-    seq_t *q = &s->seqs[r];
-    remove_running(g, r);
-    q->running = false;
-    in->free_blocks[gi] += q->blocks;
-    if (s->cfg->preemption == SERVE_PREEMPT_SWAP) {
-      en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
-      s->oom |= !dq_push(&g->swapped, r, true);
-    } else {
-      q->cached = 0;
-      q->target = s->reqs->v[r].prompt_tokens + q->generated;
-      s->oom |= !dq_push(&g->waiting, r, true);
-    }
-    q->blocks = 0;
-    s->out->req[r].preemptions++;
-    s->out->preemptions++;
-    return true;
-  }
-  return false;
-}
-
-/* Preempts r itself (recompute: swapping the only sequence would not help). */
-static void preempt_self(sim_t *s, inst_t *in, group_t *g, int gi, long r) {
+/* Takes r out of the running batch and frees its blocks: swapped to host (its
+ * cache kept, the copy's time on this iteration), or to be prefilled again. */
+static void preempt(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long r, bool swap) {
   seq_t *q = &s->seqs[r];
   remove_running(g, r);
   q->running = false;
   in->free_blocks[gi] += q->blocks;
   q->blocks = 0;
-  q->cached = 0;
-  q->target = s->reqs->v[r].prompt_tokens + q->generated;
-  s->oom |= !dq_push(&g->waiting, r, true);
+  if (swap) {
+    en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
+    s->oom |= !dq_push(&g->swapped, r, true);
+  } else {
+    q->cached = 0;
+    q->target = s->reqs->v[r].prompt_tokens + q->generated;
+    s->oom |= !dq_push(&g->waiting, r, true);
+  }
   s->out->req[r].preemptions++;
   s->out->preemptions++;
+}
+
+/* Preempts the youngest running sequence that is neither in this batch nor
+ * self; false if there is none. */
+static bool preempt_younger(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long self) {
+  for (long i = g->running.n - 1; i >= 0; i--) {
+    long r = g->running.v[i];
+    if (r == self || scheduled(g, r))
+      continue;
+    preempt(s, in, en, g, gi, r, s->cfg->preemption == SERVE_PREEMPT_SWAP);
+    return true;
+  }
+  return false;
 }
 
 /* Takes blocks so that r holds enough for tokens; false when none are free. */
@@ -315,10 +308,14 @@ static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int
     if (!decoding(q))
       continue;
     while (!take_blocks(s, in, gi, q, q->cached + 1))
-      if (!preempt_one(s, in, en, g, gi))
+      if (!preempt_younger(s, in, en, g, gi, r))
         break;
+    while (g->running.v[i] != r) /* a victim before r moved it down */
+      i--;
     if (q->blocks < blocks_for(s, q->cached + 1)) {
-      preempt_self(s, in, g, gi, r); /* nothing younger left to preempt */
+      /* nothing younger left: r itself goes, recomputed (swapping it out to swap it
+       * back in would free nothing) */
+      preempt(s, in, en, g, gi, r, false);
       i--;
       continue;
     }

@@ -1,0 +1,561 @@
+/* test_serve.c - serving: the request generator (same seed, same requests;
+ * lengths within bounds; the log-normal's mean; Poisson arrivals at the asked
+ * rate), traces read back as written (JSONL, CSV in any column order, gzip)
+ * and refused in one line, --slo parsing, and the event loop's laws on a small
+ * deployment built from the shipped configs as `npusim serve` builds it: every
+ * request completes, in causal order, with an iteration per output token at
+ * least, under KV pressure too (recompute and swap preemption). */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "op_cost.h"
+#include "serve_cost.h"
+#include "serve_report.h"
+#include "serve_requests.h"
+#include "serve_sim.h"
+#include "suites.h"
+#include "test_util.h"
+#include "topo.h"
+
+/* ---- the generator ---- */
+
+static serving_cfg_t gen_cfg(int count, int seed, double rate) {
+  serving_cfg_t c;
+  memset(&c, 0, sizeof c);
+  c.count = count;
+  c.seed = seed;
+  c.rate_per_s = rate;
+  c.prompt = (serve_len_cfg_t){SERVE_LEN_LOGNORMAL, 1024, 256, 4096, 0.8};
+  c.output = (serve_len_cfg_t){SERVE_LEN_UNIFORM, 256, 8, 64, 0};
+  return c;
+}
+
+static void generate(const serving_cfg_t *c, serve_requests_t *r) {
+  char err[256] = "";
+  CU_ASSERT_EQUAL_FATAL(serve_requests_generate(c, r, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(r->n, c->count);
+}
+
+static void test_generate_same_seed_same_requests(void) {
+  serving_cfg_t c = gen_cfg(2000, 7, 5);
+  serve_requests_t a, b, d;
+  generate(&c, &a);
+  generate(&c, &b);
+  c.seed = 8;
+  generate(&c, &d);
+  bool same = true, differs = false;
+  for (long i = 0; i < a.n; i++) {
+    same &= a.v[i].arrival_s == b.v[i].arrival_s && a.v[i].prompt_tokens == b.v[i].prompt_tokens &&
+            a.v[i].output_tokens == b.v[i].output_tokens && a.v[i].line == 0;
+    differs |= a.v[i].arrival_s != d.v[i].arrival_s ||
+               a.v[i].prompt_tokens != d.v[i].prompt_tokens ||
+               a.v[i].output_tokens != d.v[i].output_tokens;
+  }
+  CU_ASSERT(same);
+  CU_ASSERT(differs);
+  /* each stream differs on its own: not only one of them depends on the seed */
+  long prompt_diff = 0, output_diff = 0, arrival_diff = 0;
+  for (long i = 1; i < a.n; i++) {
+    prompt_diff += a.v[i].prompt_tokens != d.v[i].prompt_tokens;
+    output_diff += a.v[i].output_tokens != d.v[i].output_tokens;
+    arrival_diff += a.v[i].arrival_s != d.v[i].arrival_s;
+  }
+  CU_ASSERT(prompt_diff > a.n / 2);
+  CU_ASSERT(output_diff > a.n / 2);
+  CU_ASSERT(arrival_diff > a.n / 2);
+  serve_requests_free(&a);
+  serve_requests_free(&b);
+  serve_requests_free(&d);
+  CU_ASSERT_PTR_NULL(a.v);
+  CU_ASSERT_EQUAL(a.n, 0);
+}
+
+static void test_generate_lengths_within_bounds(void) {
+  serving_cfg_t c = gen_cfg(5000, 3, 0);
+  serve_requests_t r;
+  generate(&c, &r);
+  int pmin = 1 << 30, pmax = 0, omin = 1 << 30, omax = 0;
+  for (long i = 0; i < r.n; i++) {
+    pmin = r.v[i].prompt_tokens < pmin ? r.v[i].prompt_tokens : pmin;
+    pmax = r.v[i].prompt_tokens > pmax ? r.v[i].prompt_tokens : pmax;
+    omin = r.v[i].output_tokens < omin ? r.v[i].output_tokens : omin;
+    omax = r.v[i].output_tokens > omax ? r.v[i].output_tokens : omax;
+  }
+  CU_ASSERT(pmin >= 256 && pmax <= 4096);
+  /* log-normal, mean 1024, sigma 0.8 (mu = ln 1024 - 0.32): P(x < 256) is about
+   * 9% and P(x > 4096) about 1.6%, so 5000 draws are clipped at both ends */
+  CU_ASSERT_EQUAL(pmin, 256);
+  CU_ASSERT_EQUAL(pmax, 4096);
+  /* uniform over [8, 64]: 57 values, 5000 draws reach both ends (an off-by-one
+   * that never draws max, or draws max + 1, fails here) */
+  CU_ASSERT_EQUAL(omin, 8);
+  CU_ASSERT_EQUAL(omax, 64);
+  serve_requests_free(&r);
+}
+
+static void test_generate_fixed_is_the_mean(void) {
+  serving_cfg_t c = gen_cfg(500, 11, 2);
+  c.prompt = (serve_len_cfg_t){SERVE_LEN_FIXED, 700, 1, 700, 0.5};
+  c.output = (serve_len_cfg_t){SERVE_LEN_FIXED, 33, 1, 33, 0.5};
+  serve_requests_t r;
+  generate(&c, &r);
+  long bad = 0;
+  for (long i = 0; i < r.n; i++)
+    bad += r.v[i].prompt_tokens != 700 || r.v[i].output_tokens != 33;
+  CU_ASSERT_EQUAL(bad, 0);
+  serve_requests_free(&r);
+}
+
+/* The log-normal is drawn with mu = ln(mean) - sigma^2 / 2, so its mean is the
+ * configured mean (clipping far out of the way). Standard error over 20000
+ * draws at sigma 0.5 is about 0.4%: 5% is a wide margin. */
+static void test_generate_lognormal_mean(void) {
+  serving_cfg_t c = gen_cfg(20000, 5, 0);
+  c.prompt = (serve_len_cfg_t){SERVE_LEN_LOGNORMAL, 2000, 1, 100000000, 0.5};
+  serve_requests_t r;
+  generate(&c, &r);
+  double sum = 0;
+  for (long i = 0; i < r.n; i++)
+    sum += r.v[i].prompt_tokens;
+  CU_ASSERT_DOUBLE_EQUAL(sum / (double)r.n, 2000, 100);
+  serve_requests_free(&r);
+}
+
+static void test_generate_poisson_arrivals(void) {
+  const double rate = 40;
+  serving_cfg_t c = gen_cfg(20000, 2, rate);
+  serve_requests_t r;
+  generate(&c, &r);
+  CU_ASSERT_EQUAL(r.v[0].arrival_s, 0);
+  long backwards = 0, gaps_over_mean = 0;
+  for (long i = 1; i < r.n; i++) {
+    backwards += r.v[i].arrival_s < r.v[i - 1].arrival_s;
+    gaps_over_mean += r.v[i].arrival_s - r.v[i - 1].arrival_s > 1 / rate;
+  }
+  CU_ASSERT_EQUAL(backwards, 0);
+  double mean_gap = (r.v[r.n - 1].arrival_s - r.v[0].arrival_s) / (double)(r.n - 1);
+  CU_ASSERT(fabs(mean_gap - 1 / rate) < 0.1 / rate);
+  /* exponential gaps: P(gap > mean) = 1/e = 0.368, not the half of a
+   * symmetric law nor all of them (fixed spacing) */
+  double share = (double)gaps_over_mean / (double)(r.n - 1);
+  CU_ASSERT(share > 0.33 && share < 0.40);
+  serve_requests_free(&r);
+}
+
+static void test_generate_rate_zero_all_at_once(void) {
+  serving_cfg_t c = gen_cfg(300, 9, 0);
+  serve_requests_t r;
+  generate(&c, &r);
+  long late = 0;
+  for (long i = 0; i < r.n; i++)
+    late += r.v[i].arrival_s != 0;
+  CU_ASSERT_EQUAL(late, 0);
+  serve_requests_free(&r);
+}
+
+/* ---- traces ---- */
+
+/* Reads text written as dir/name; returns serve_requests_read's status, err set. */
+static int read_trace(const char *dir, const char *name, const char *text, serve_requests_t *r,
+                      char *err, size_t err_len) {
+  write_file(dir, name, text);
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  err[0] = '\0';
+  return serve_requests_read(path, r, err, err_len);
+}
+
+/* The error line expected for dir/name: "DIR/NAME" then suffix. */
+static const char *want(const char *dir, const char *name, const char *suffix) {
+  static char buf[1024];
+  snprintf(buf, sizeof buf, "%s/%s%s", dir, name, suffix);
+  return buf;
+}
+
+static void test_read_jsonl(void) {
+  const char *dir = make_temp_dir();
+  serve_requests_t r;
+  char err[1024];
+  /* a blank line inside counts for the line numbers; keys in any order, extra keys ignored */
+  CU_ASSERT_EQUAL_FATAL(
+      read_trace(dir, "t.jsonl",
+                 "{\"arrival_s\": 0, \"prompt_tokens\": 100, \"output_tokens\": 5}\n"
+                 "\n"
+                 "{\"output_tokens\": 1, \"prompt_tokens\": 7, \"arrival_s\": 0.25, \"id\": \"x\"}\n"
+                 "{\"arrival_s\": 0.25, \"prompt_tokens\": 3e3, \"output_tokens\": 12}",
+                 &r, err, sizeof err),
+      0);
+  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_EQUAL_FATAL(r.n, 3);
+  CU_ASSERT(r.v[0].arrival_s == 0 && r.v[0].prompt_tokens == 100 && r.v[0].output_tokens == 5);
+  CU_ASSERT(r.v[1].arrival_s == 0.25 && r.v[1].prompt_tokens == 7 && r.v[1].output_tokens == 1);
+  CU_ASSERT(r.v[2].prompt_tokens == 3000 && r.v[2].output_tokens == 12);
+  CU_ASSERT_EQUAL(r.v[0].line, 1);
+  CU_ASSERT_EQUAL(r.v[1].line, 3);
+  CU_ASSERT_EQUAL(r.v[2].line, 4);
+  serve_requests_free(&r);
+  remove_temp_dir(dir);
+}
+
+static void test_read_csv_any_column_order(void) {
+  const char *dir = make_temp_dir();
+  serve_requests_t r;
+  char err[1024];
+  /* columns reordered, an extra column, spaces, CRLF line ends */
+  CU_ASSERT_EQUAL_FATAL(read_trace(dir, "t.csv",
+                                   "output_tokens, user, arrival_s ,prompt_tokens\r\n"
+                                   "9,alice,0.5,120\r\n"
+                                   " 1 ,bob, 1.5 , 64\r\n",
+                                   &r, err, sizeof err),
+                        0);
+  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_EQUAL_FATAL(r.n, 2);
+  CU_ASSERT(r.v[0].arrival_s == 0.5 && r.v[0].prompt_tokens == 120 && r.v[0].output_tokens == 9);
+  CU_ASSERT(r.v[1].arrival_s == 1.5 && r.v[1].prompt_tokens == 64 && r.v[1].output_tokens == 1);
+  CU_ASSERT_EQUAL(r.v[0].line, 2);
+  CU_ASSERT_EQUAL(r.v[1].line, 3);
+  serve_requests_free(&r);
+  remove_temp_dir(dir);
+}
+
+static void test_read_gzip(void) {
+  const char *dir = make_temp_dir();
+  char path[512], err[1024];
+  snprintf(path, sizeof path, "%s/t.csv.gz", dir);
+  gzFile g = gzopen(path, "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+  gzputs(g, "arrival_s,prompt_tokens,output_tokens\n0,10,2\n3,20,4\n");
+  CU_ASSERT_EQUAL(gzclose(g), Z_OK);
+  serve_requests_t r;
+  CU_ASSERT_EQUAL_FATAL(serve_requests_read(path, &r, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(r.n, 2);
+  CU_ASSERT(r.v[1].arrival_s == 3 && r.v[1].prompt_tokens == 20 && r.v[1].output_tokens == 4);
+  serve_requests_free(&r);
+  remove_temp_dir(dir);
+}
+
+static void test_read_errors(void) {
+  const char *dir = make_temp_dir();
+  serve_requests_t r;
+  char err[1024];
+  static const struct {
+    const char *name, *text, *suffix;
+  } cases[] = {
+      {"empty.jsonl", "", ": expected at least one request, found none"},
+      {"header.csv", "arrival_s,prompt_tokens,output_tokens\n",
+       ": expected at least one request, found none"},
+      {"order.jsonl",
+       "{\"arrival_s\": 1, \"prompt_tokens\": 1, \"output_tokens\": 1}\n"
+       "{\"arrival_s\": 2, \"prompt_tokens\": 1, \"output_tokens\": 1}\n"
+       "{\"arrival_s\": 1.5, \"prompt_tokens\": 1, \"output_tokens\": 1}\n",
+       ":3: arrival_s: expected arrivals in time order (at least 2, line 2's), found 1.5"},
+      {"string.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": \"8\", \"output_tokens\": 1}\n",
+       ":1: prompt_tokens: expected a number, found \"8\""},
+      {"missing.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 8}\n",
+       ":1: output_tokens: expected a number, found no such key"},
+      {"frac.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 8, \"output_tokens\": 2.5}\n",
+       ":1: output_tokens: expected a whole number of tokens in [1, 1e8], found 2.5"},
+      {"negative.csv", "arrival_s,prompt_tokens,output_tokens\n-0.5,8,1\n",
+       ":2: arrival_s: expected a time >= 0 in seconds, found -0.5"},
+      {"column.csv", "arrival_s,prompt,output_tokens\n0,8,1\n",
+       ":1: expected a CSV header naming arrival_s, prompt_tokens and output_tokens (or JSONL "
+       "objects), found no prompt_tokens column"},
+      {"fields.csv", "arrival_s,prompt_tokens,output_tokens\n0,8,1\n1,8\n",
+       ":3: expected 3 fields as in the header, found 2"},
+      {"word.csv", "arrival_s,prompt_tokens,output_tokens\n0,8,lots\n",
+       ":2: output_tokens: expected a number, found \"lots\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    r.v = (serve_request_t *)&r; /* must be reset, not freed */
+    r.n = 99;
+    CU_ASSERT_EQUAL(read_trace(dir, cases[i].name, cases[i].text, &r, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, want(dir, cases[i].name, cases[i].suffix));
+    CU_ASSERT_PTR_NULL(r.v);
+    CU_ASSERT_EQUAL(r.n, 0);
+  }
+  CU_ASSERT_EQUAL(serve_requests_read("/nonexistent/npusim/t.jsonl", &r, err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, "/nonexistent/npusim/t.jsonl: expected a request trace (JSONL or "
+                              "CSV), found No such file or directory");
+  remove_temp_dir(dir);
+}
+
+static void test_check_context(void) {
+  serve_request_t v[] = {{0, 100, 28, 1}, {0, 100, 29, 2}};
+  serve_requests_t r = {v, 2};
+  char err[512] = "";
+  serve_requests_t first = {v, 1};
+  CU_ASSERT_EQUAL(serve_requests_check_context(&first, "t.jsonl", 128, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(serve_requests_check_context(&r, "t.jsonl", 128, err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, "t.jsonl:2: prompt_tokens + output_tokens: expected at most the "
+                              "context, model.seq_len = 128, found 100 + 29");
+  v[1].line = 0; /* generated: named by index */
+  CU_ASSERT_EQUAL(serve_requests_check_context(&r, "w.json", 128, err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, "w.json: generated request 1: prompt_tokens + output_tokens: "
+                              "expected at most the context, model.seq_len = 128, found 100 + 29");
+}
+
+/* ---- --slo ---- */
+
+static void test_slo_parse(void) {
+  serve_slo_t slo;
+  char err[256] = "";
+  CU_ASSERT_EQUAL(serve_slo_parse("ttft_ms=200,tpot_ms=50", &slo, err, sizeof err), 0);
+  CU_ASSERT_DOUBLE_EQUAL(slo.ttft_s, 0.2, 1e-15);
+  CU_ASSERT_DOUBLE_EQUAL(slo.tpot_s, 0.05, 1e-15);
+  CU_ASSERT_EQUAL(serve_slo_parse("tpot_ms=2.5", &slo, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(slo.ttft_s, 0); /* left out: not checked */
+  CU_ASSERT_DOUBLE_EQUAL(slo.tpot_s, 0.0025, 1e-15);
+  static const struct {
+    const char *text, *err;
+  } bad[] = {
+      {"latency_ms=3", "--slo: expected ttft_ms or tpot_ms, found \"latency_ms\""},
+      {"ttft_ms=0", "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=0\""},
+      {"tpot_ms=-4", "--slo: tpot_ms: expected a positive number of ms, found \"tpot_ms=-4\""},
+      {"ttft_ms=5,tpot_ms=fast",
+       "--slo: tpot_ms: expected a positive number of ms, found \"ttft_ms=5,tpot_ms=fast\""},
+      {"ttft_ms=nan", "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=nan\""},
+      {"ttft_ms=inf", "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=inf\""},
+      {"ttft_ms", "--slo: expected ttft_ms=T,tpot_ms=P, found \"ttft_ms\""},
+      {"ttft_ms=1;tpot_ms=2",
+       "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=1;tpot_ms=2\""},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = '\0';
+    CU_ASSERT_EQUAL(serve_slo_parse(bad[i].text, &slo, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, bad[i].err);
+  }
+}
+
+/* ---- the event loop on a deployment from the shipped configs ---- */
+
+typedef struct {
+  system_cfg_t sys;
+  workload_cfg_t wl;
+  topo_t topo;
+  op_cache_t *ops;
+  serve_sim_pool_t pools[2];
+  int npools;
+  serve_requests_t reqs;
+  serve_sim_result_t res;
+} deployment_t;
+
+/* serve-llama3-8b.json on ascend-910b.json with the overrides, deployed and
+ * run as cmd_serve.c does. */
+static void deploy_and_run(const char *const *sets, bool log, deployment_t *d) {
+  memset(d, 0, sizeof *d);
+  d->sys = load_system("ascend-910b.json", NULL);
+  const char *why =
+      load_text(CONFIG_WORKLOAD, WORKLOADS_DIR, "{\"extends\": \"serve-llama3-8b.json\"}", sets,
+                &d->wl);
+  if (*why)
+    fprintf(stderr, "\n  %s\n", why);
+  CU_ASSERT_STRING_EQUAL_FATAL(why, "");
+  const serving_cfg_t *s = &d->wl.serving;
+  CU_ASSERT_FATAL(d->wl.has_serving);
+  char err[1024] = "";
+  CU_ASSERT_EQUAL_FATAL(serve_requests_generate(s, &d->reqs, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      serve_requests_check_context(&d->reqs, "w.json", d->wl.model.seq_len, err, sizeof err), 0);
+  if (s->disaggregated) {
+    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_PREFILL, &s->prefill, NULL, 0};
+    d->pools[1] = (serve_sim_pool_t){SERVE_POOL_DECODE, &s->decode, NULL,
+                                     (int)(serve_pool_npus(&s->prefill) * s->prefill.instances)};
+    d->npools = 2;
+  } else {
+    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_COLOCATED, &s->colocated, NULL, 0};
+    d->npools = 1;
+  }
+  CU_ASSERT_EQUAL_FATAL(topo_build(&d->sys.node, &d->sys.cluster, d->sys.chip.dies_per_package,
+                                   (int)serve_total_npus(s), 0, &d->topo, err, sizeof err),
+                        0);
+  d->ops = op_cache_new(&d->sys.chip);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(d->ops);
+  static const char *const paths[] = {"serving.parallel", "serving.prefill", "serving.decode"};
+  for (int k = 0; k < d->npools; k++) {
+    npu_err_t e = {{0}};
+    d->pools[k].cost = serve_cost_new(&d->sys, &d->wl, "w.json", paths[d->pools[k].kind],
+                                      d->pools[k].plan, &d->topo, d->pools[k].first_rank, d->ops,
+                                      &e);
+    if (!d->pools[k].cost)
+      fprintf(stderr, "\n  %s\n", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d->pools[k].cost);
+  }
+  serve_sim_opts_t opts = {log, NULL};
+  CU_ASSERT_EQUAL_FATAL(serve_sim_run(s, d->pools, d->npools, &d->topo, &d->reqs, &opts, &d->res,
+                                      err, sizeof err),
+                        0);
+}
+
+static void deployment_free(deployment_t *d) {
+  serve_sim_result_free(&d->res);
+  for (int k = 0; k < d->npools; k++)
+    serve_cost_free(d->pools[k].cost);
+  op_cache_free(d->ops);
+  topo_free(&d->topo);
+  serve_requests_free(&d->reqs);
+}
+
+/* The laws of any run: every request done, each after it arrived and its first
+ * token before its last; an iteration of the engine per output token at least;
+ * the counters add up. Returns how many requests did not complete. */
+static long check_run(const deployment_t *d) {
+  const serve_sim_result_t *r = &d->res;
+  CU_ASSERT_EQUAL(r->nreq, d->reqs.n);
+  long unfinished = 0, causal = 0, one_token = 0, copied = 0, preempt = 0;
+  for (long i = 0; i < r->nreq; i++)
+    preempt += r->req[i].preemptions;
+  int longest_output = 0;
+  double last = 0;
+  for (long i = 0; i < r->nreq; i++) {
+    const serve_req_result_t *q = &r->req[i];
+    if (!isfinite(q->finish_s) || !isfinite(q->first_token_s)) {
+      unfinished++;
+      continue;
+    }
+    causal += q->first_token_s >= q->arrival_s && q->finish_s >= q->first_token_s &&
+              q->first_token_s > q->arrival_s; /* a prefill takes time */
+    one_token += q->output_tokens != 1 || q->finish_s == q->first_token_s;
+    copied += q->arrival_s == d->reqs.v[i].arrival_s &&
+              q->prompt_tokens == d->reqs.v[i].prompt_tokens &&
+              q->output_tokens == d->reqs.v[i].output_tokens;
+    longest_output = q->output_tokens > longest_output ? q->output_tokens : longest_output;
+    last = fmax(last, q->finish_s);
+  }
+  CU_ASSERT_EQUAL(unfinished, 0);
+  CU_ASSERT_EQUAL(causal, r->nreq - unfinished);
+  CU_ASSERT_EQUAL(one_token, r->nreq - unfinished);
+  CU_ASSERT_EQUAL(copied, r->nreq - unfinished);
+  CU_ASSERT_EQUAL(preempt, r->preemptions);
+  CU_ASSERT(r->iterations >= longest_output);
+  CU_ASSERT(r->decode_iterations <= r->iterations);
+  if (unfinished == 0)
+    CU_ASSERT_DOUBLE_EQUAL(r->makespan_s, last - d->reqs.v[0].arrival_s, 1e-12 * last);
+  return unfinished;
+}
+
+static void test_sim_every_request_completes(void) {
+  const char *sets[] = {"serving.requests.count=120", "serving.requests.rate_per_s=20", NULL};
+  deployment_t d;
+  deploy_and_run(sets, true, &d);
+  check_run(&d);
+  /* the default KV cache (tens of GiB) holds this load: nothing preempted */
+  CU_ASSERT_EQUAL(d.res.preemptions, 0);
+  CU_ASSERT_EQUAL(d.res.kv_transfers, 0);
+  /* the log: a row per iteration, each ending after it starts, in time order
+   * on its one engine (pp 1) */
+  CU_ASSERT_EQUAL(d.res.nlog, d.res.iterations);
+  long bad = 0;
+  for (long i = 0; i < d.res.nlog; i++) {
+    const serve_iter_log_t *l = &d.res.log[i];
+    bad += !(l->end_s > l->start_s) || l->instance != 0 || l->engine != 0 ||
+           l->decodes + l->prefills == 0 || l->tokens < l->decodes + l->prefills ||
+           (i > 0 && l->start_s < d.res.log[i - 1].end_s);
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+  deployment_free(&d);
+}
+
+static void test_sim_is_deterministic(void) {
+  const char *sets[] = {"serving.requests.count=60", "serving.requests.rate_per_s=30", NULL};
+  deployment_t a, b;
+  deploy_and_run(sets, false, &a);
+  deploy_and_run(sets, false, &b);
+  CU_ASSERT_EQUAL_FATAL(a.res.nreq, b.res.nreq);
+  CU_ASSERT(memcmp(a.res.req, b.res.req, (size_t)a.res.nreq * sizeof *a.res.req) == 0);
+  CU_ASSERT_EQUAL(a.res.iterations, b.res.iterations);
+  CU_ASSERT_EQUAL(a.res.makespan_s, b.res.makespan_s);
+  CU_ASSERT_PTR_NULL(a.res.log);
+  deployment_free(&a);
+  deployment_free(&b);
+}
+
+/* 40 requests at once, each a 32-token prompt and 480 output tokens (512 tokens,
+ * 32 blocks of 16), into a 0.1 GiB cache: 51 blocks of 16 tokens at 128 KiB a
+ * token. All 40 prompts fit when admitted, their decodes cannot: sequences are
+ * preempted, and still every one completes. */
+static const char *const tight_kv[] = {
+    "serving.requests.count=40", "serving.requests.rate_per_s=0",
+    "serving.requests.prompt.distribution=fixed", "serving.requests.prompt.mean=32",
+    "serving.requests.prompt.max=32", "serving.requests.output.distribution=fixed",
+    "serving.requests.output.mean=480", "serving.requests.output.max=480",
+    "serving.kv_cache.capacity_GiB=0.1", NULL, NULL, NULL};
+
+static void tight_kv_run(const char *extra, const char *extra2) {
+  const char *sets[sizeof tight_kv / sizeof tight_kv[0]];
+  memcpy(sets, tight_kv, sizeof sets);
+  sets[9] = extra;
+  sets[10] = extra2;
+  deployment_t d;
+  deploy_and_run(sets, false, &d);
+  const serve_memory_t *m = serve_cost_memory(d.pools[0].cost);
+  /* each NPU holds its stage's layers: 32 / pp x K,V x 8 kv_heads x 128 x bf16 */
+  CU_ASSERT_EQUAL(m->kv_per_token, 32 / d.wl.serving.colocated.pp * 2 * 8 * 128 * 2);
+  CU_ASSERT_EQUAL(m->kv_blocks, (long)(0.1 * 1024 * 1024 * 1024 / (16 * m->kv_per_token)));
+  CU_ASSERT(d.res.preemptions > 0);
+  long unfinished = check_run(&d);
+  if (unfinished)
+    fprintf(stderr, "\n  %s%s%s: %ld of %ld requests never finished\n", extra ? extra : "",
+            extra2 ? " " : "", extra2 ? extra2 : "", unfinished, d.res.nreq);
+  /* one sequence's 480 tokens need 480 iterations: 40 of them in at most 51
+   * blocks cannot all run at once, so the run takes more iterations than one
+   * request alone */
+  CU_ASSERT(d.res.iterations > 480);
+  deployment_free(&d);
+}
+
+static void test_sim_preemption_recompute(void) { tight_kv_run(NULL, NULL); }
+
+static void test_sim_preemption_swap(void) { tight_kv_run("serving.kv_cache.preemption=swap", NULL); }
+
+static void test_sim_preemption_pipeline(void) {
+  tight_kv_run("serving.parallel.pp=2", NULL);
+}
+
+/* Disaggregated: every request with more than one output token has its KV
+ * cache sent once to the decode pool; a one-token request ends at its prefill. */
+static void test_sim_disaggregated_transfers(void) {
+  const char *sets[] = {"serving.requests.count=80", "serving.requests.rate_per_s=15",
+                        "serving.requests.output.distribution=uniform",
+                        "serving.requests.output.min=1", "serving.requests.output.mean=2",
+                        "serving.requests.output.max=4",
+                        "serving.prefill.instances=1", "serving.decode.instances=2", NULL};
+  deployment_t d;
+  deploy_and_run(sets, false, &d);
+  CU_ASSERT_FATAL(d.wl.serving.disaggregated);
+  check_run(&d);
+  long multi = 0, single = 0;
+  for (long i = 0; i < d.reqs.n; i++) {
+    multi += d.reqs.v[i].output_tokens > 1;
+    single += d.reqs.v[i].output_tokens == 1;
+  }
+  CU_ASSERT(single > 0 && multi > 0); /* the draw exercises both */
+  CU_ASSERT_EQUAL(d.res.kv_transfers, multi);
+  CU_ASSERT(d.res.kv_transfer_s > 0);
+  deployment_free(&d);
+}
+
+CU_TestInfo serve_tests[] = {
+    {"generator: same seed, same requests; another seed, others", test_generate_same_seed_same_requests},
+    {"generator: lengths within [min, max], reaching both", test_generate_lengths_within_bounds},
+    {"generator: fixed lengths are the mean", test_generate_fixed_is_the_mean},
+    {"generator: log-normal lengths average the mean", test_generate_lognormal_mean},
+    {"generator: Poisson arrivals at the rate", test_generate_poisson_arrivals},
+    {"generator: rate 0 arrives all at once", test_generate_rate_zero_all_at_once},
+    {"trace: JSONL", test_read_jsonl},
+    {"trace: CSV in any column order", test_read_csv_any_column_order},
+    {"trace: gzip", test_read_gzip},
+    {"trace: errors in one line", test_read_errors},
+    {"trace: context check", test_check_context},
+    {"--slo parsing", test_slo_parse},
+    {"sim: every request completes, in causal order", test_sim_every_request_completes},
+    {"sim: the same inputs give the same results", test_sim_is_deterministic},
+    {"sim: tight KV, recompute preemption completes", test_sim_preemption_recompute},
+    {"sim: tight KV, swap preemption completes", test_sim_preemption_swap},
+    {"sim: tight KV, two pipeline stages completes", test_sim_preemption_pipeline},
+    {"sim: disaggregated KV transfers", test_sim_disaggregated_transfers},
+    CU_TEST_INFO_NULL,
+};
