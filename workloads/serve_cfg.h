@@ -38,9 +38,15 @@ typedef enum { SERVE_LEN_FIXED, SERVE_LEN_UNIFORM, SERVE_LEN_LOGNORMAL, SERVE_LE
  * tp x pp x dp NPUs; attention runs data-parallel over dp groups of tp (each
  * group with its own batch and KV cache), the experts of a MoE layer are spread
  * over ep of the instance's ranks. */
+/* How a MoE layer's tokens reach their experts' ranks: an all-to-all straight
+ * to every rank (direct), or, across servers, once per destination server over
+ * the scale-out rail and then on inside it (DeepEP's normal kernels). */
+typedef enum { SERVE_DISPATCH_DIRECT, SERVE_DISPATCH_SERVER_DEDUP, SERVE_DISPATCH_COUNT } serve_dispatch_t;
+
 typedef struct {
   int instances;
   int tp, pp, dp, ep;
+  serve_dispatch_t ep_dispatch;
 } serve_pool_t;
 
 typedef struct {
@@ -62,6 +68,8 @@ typedef struct {
   int max_num_seqs;         /* sequences in one iteration's batch, per attention group */
   int max_batched_tokens;   /* tokens (prefill + decode) in one iteration, per group */
   bool chunked_prefill;     /* Sarathi: prefill chunks ride along with the decodes */
+  bool two_batch_overlap;   /* MoE layers run as two micro-batches, one's all-to-alls
+                             * under the other's compute (SGLang TBO, DeepSeek, CloudMatrix) */
   double iteration_overhead_s; /* host time per iteration: scheduling, input prep, sampling glue */
   /* KV cache */
   int block_tokens;
@@ -81,6 +89,7 @@ typedef struct {
 extern const char *const serve_preempt_names[SERVE_PREEMPT_COUNT];
 extern const char *const serve_dtype_names[SERVE_DTYPE_COUNT];
 extern const char *const serve_len_dist_names[SERVE_LEN_COUNT];
+extern const char *const serve_dispatch_names[SERVE_DISPATCH_COUNT];
 
 /* Bytes of one element of a serving dtype. */
 int serve_dtype_bytes(serve_dtype_t d);

@@ -13,6 +13,7 @@ const char *const workload_par_dim_names[PAR_DIM_COUNT] = {"tp", "cp", "dp", "pp
 const char *const serve_preempt_names[SERVE_PREEMPT_COUNT] = {"recompute", "swap"};
 const char *const serve_dtype_names[SERVE_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "int8"};
 const char *const serve_len_dist_names[SERVE_LEN_COUNT] = {"fixed", "uniform", "lognormal"};
+const char *const serve_dispatch_names[SERVE_DISPATCH_COUNT] = {"direct", "server_dedup"};
 
 int serve_dtype_bytes(serve_dtype_t d) { return d == SERVE_DTYPE_FP8 || d == SERVE_DTYPE_INT8 ? 1 : 2; }
 

@@ -32,6 +32,8 @@ typedef struct {
   double capacity_factor;   /* expert capacity relative to a uniform split */
   int shared_experts;       /* experts every token passes through */
   int dense_layers;         /* the first layers keep a dense MLP (DeepSeek-V3: 3) */
+  int groups;               /* routing groups of experts; 0: none */
+  int top_groups;           /* groups a token's experts may come from (DeepSeek-V3: 4 of 8) */
 } moe_cfg_t;
 
 /* Multi-head latent attention (DeepSeek-V2/V3): keys and values are rebuilt

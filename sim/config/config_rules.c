@@ -138,6 +138,12 @@ static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t 
   if (m->heads % m->kv_heads)
     return fail(doc, "model.kv_heads", err, "a divisor of model.heads = %d, found %d", m->heads,
                 m->kv_heads);
+  if (m->has_moe && (m->moe.groups ? m->moe.experts % m->moe.groups : m->moe.top_groups))
+    return fail(doc, "model.moe.groups", err, "a divisor of model.moe.experts = %d (with "
+                "top_groups, groups > 0), found %d", m->moe.experts, m->moe.groups);
+  if (m->has_moe && (m->moe.top_groups > m->moe.groups || (m->moe.groups && !m->moe.top_groups)))
+    return fail(doc, "model.moe.top_groups", err, "1 to model.moe.groups = %d, found %d",
+                m->moe.groups, m->moe.top_groups);
   if (m->has_moe && m->moe.top_k > m->moe.experts)
     return fail(doc, "model.moe.top_k", err, "at most model.moe.experts = %d, found %d",
                 m->moe.experts, m->moe.top_k);

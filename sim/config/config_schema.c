@@ -84,7 +84,12 @@
       "Attention data-parallel groups of tp NPUs, each with its own batch and KV cache."),    \
   INT(obj ".ep", WL(pool.ep), 1, 1e6, "1",                                                    \
       "Expert-parallel size: the experts spread over this many of the tp x dp ranks, "      \
-      "ceil(experts / ep) on each (above experts, the spare ranks hold redundant copies).")
+      "ceil(experts / ep) on each (above experts, the spare ranks hold redundant copies)."), \
+  ENUM(obj ".ep_dispatch", serve_dispatch_names, SERVE_DISPATCH_COUNT, WL(pool.ep_dispatch),  \
+       "\"direct\"",                                                                        \
+       "How tokens reach their experts' ranks: direct (an all-to-all to every rank), or "    \
+       "server_dedup (across servers once per destination server over the rail, then on "    \
+       "inside it: DeepEP's normal kernels).")
 /* A request-length distribution of the generator. */
 #define LENGTHS(obj, field, what)                                                             \
   OBJ(obj, what " lengths of generated requests."),                                           \
@@ -321,6 +326,12 @@ static const cfg_key_t workload_keys[] = {
         "Expert capacity relative to an even split of tokens."),
     INT("model.moe.shared_experts", WL(model.moe.shared_experts), 0, 1e6, "0",
         "Experts every token passes through."),
+    INT("model.moe.groups", WL(model.moe.groups), 0, 1e6, "0",
+        "Routing groups the experts are split into (DeepSeek-V3's n_group: 8); 0: none. "
+        "Serving only."),
+    INT("model.moe.top_groups", WL(model.moe.top_groups), 0, 1e6, "0",
+        "Groups a token's experts may come from (DeepSeek-V3's topk_group: 4): with experts "
+        "placed by group, this caps the servers a token is sent to."),
     INT("model.moe.dense_layers", WL(model.moe.dense_layers), 0, 1e5, "0",
         "The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3); serving only, "
         "train refuses a value above 0."),
@@ -433,6 +444,11 @@ static const cfg_key_t workload_keys[] = {
     BOOL("serving.scheduler.chunked_prefill", WL(serving.chunked_prefill), "true",
          "Sarathi-style: decodes first, then prefill chunks fill the token budget; false runs "
          "whole prompts in prefill-only iterations, before any decode (vLLM V0)."),
+    BOOL("serving.scheduler.two_batch_overlap", WL(serving.two_batch_overlap), "false",
+         "MoE layers run as two micro-batches, the expert all-to-alls of one under the other's "
+         "compute (SGLang's two-batch overlap, DeepSeek's dual micro-batch, CloudMatrix-Infer's "
+         "microbatch pipeline): a layer takes the longer of its compute and its communication, "
+         "and the weights are read once per micro-batch."),
     OFF("serving.scheduler.iteration_overhead_us", "us", MICRO, WL(serving.iteration_overhead_s),
         0.1, 1e6, "0",
         "Host time per iteration outside the device's kernels (scheduling, input preparation) "

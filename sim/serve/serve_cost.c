@@ -87,6 +87,8 @@ struct serve_cost {
   chip_dtype_t wdt, adt, kvdt;
   int heads_l, kvh_l, head_dim;
   int *tp_members, *ep_members;
+  int *rail_members, *server_members; /* the EP group's servers (same local rank), the first */
+  int nservers, per_server;
   int *stage_layers, *stage_dense; /* per stage: layers, of which dense-MLP layers */
   serve_memory_t mem;
   memo_t group, moe, attn, ends;
@@ -133,6 +135,12 @@ static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, d
 }
 
 /* ---- the parts of a layer ---- */
+
+static void add_parts(serve_parts_t *to, const serve_parts_t *p, double times) {
+  for (int k = 0; k < SERVE_PART_COUNT; k++)
+    to->s[k] += p->s[k] * times;
+}
+
 
 /* One group's attention block and MLP (or, in a MoE layer, the router and the
  * shared experts) for T tokens, without the attention kernel. */
@@ -185,24 +193,66 @@ static const serve_parts_t *group_layer_memo(serve_cost_t *c, int T, bool moe) {
   return p;
 }
 
-/* The experts of a MoE layer for the instance's T tokens (of every group). */
+/* The experts of a MoE layer for the instance's T tokens (of every group), one batch. */
+static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p);
+
+/* The experts of a MoE layer for T tokens; with two-batch overlap as two
+ * micro-batches of half the tokens each (the experts' weights read twice). */
+static void moe_layer_batches(serve_cost_t *c, double T, serve_parts_t *p) {
+  if (!c->s->two_batch_overlap) {
+    moe_layer(c, T, p);
+    return;
+  }
+  serve_parts_t half = {{0}};
+  moe_layer(c, ceil(T / 2), &half);
+  add_parts(p, &half, 2);
+}
+
+/* Expected distinct holders among n equal holders of `items` things when k
+ * distinct things are picked at random: n (1 - C(items - items/n, k) / C(items, k)). */
+static double distinct_holders(double n, double items, double k) {
+  if (n <= 1)
+    return 1;
+  double per = items / n, miss = 1;
+  for (int i = 0; i < (int)k && miss > 0; i++)
+    miss *= fmax(items - per - i, 0) / (items - i);
+  return n * (1 - miss);
+}
+
+/* The dispatch (in dtype bytes e_in) and combine (e_out) all-to-alls of a MoE
+ * layer for per_rank tokens on each rank. */
+static double moe_a2a_s(serve_cost_t *c, double per_rank, double e_in, double e_out) {
+  const moe_cfg_t *x = &c->m->moe;
+  double h = c->m->hidden, ep = c->pool.ep;
+  /* a token goes once to each rank holding one of its experts */
+  double ranks = distinct_holders(ep, x->experts, x->top_k);
+  if (c->pool.ep_dispatch != SERVE_DISPATCH_SERVER_DEDUP || c->nservers < 2)
+    return coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * ranks * h * e_in) +
+           coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * ranks * h * e_out);
+  /* DeepEP's normal kernels: once per destination server over the rail, then on to
+   * the ranks inside the server; group-limited routing caps the servers reached */
+  double servers = x->groups ? distinct_holders(c->nservers, x->groups, x->top_groups)
+                             : distinct_holders(c->nservers, x->experts, x->top_k);
+  double t = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    double e = pass ? e_out : e_in;
+    t += coll_s(c, COLL_ALLTOALL, c->rail_members, c->nservers, per_rank * servers * h * e) +
+         coll_s(c, COLL_ALLTOALL, c->server_members, c->per_server, per_rank * ranks * h * e);
+  }
+  return t;
+}
+
 static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   const model_cfg_t *m = c->m;
   const moe_cfg_t *x = &m->moe;
   double h = m->hidden, e = chip_dtype_bytes(c->adt), ep = c->pool.ep;
   double ranks = (double)c->pool.tp * c->pool.dp;
   double per_rank = ceil(T / ranks); /* each rank dispatches its share of the tokens */
-  if (ep > 1) {
-    /* a token goes once to each rank holding one of its experts (top_k ranks at most),
-     * dispatched in the weights' type when they are 8-bit (W8A8), combined in bf16 */
-    double copies = fmin(x->top_k, ep), we = chip_dtype_bytes(c->wdt);
-    p->s[SERVE_PART_COMM] +=
-        coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * copies * h * fmin(we, e)) +
-        coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * copies * h * e);
-  } else if (c->pool.tp > 1) {
+  if (ep > 1) /* dispatched in the weights' type when they are 8-bit (W8A8), combined in bf16 */
+    p->s[SERVE_PART_COMM] += moe_a2a_s(c, per_rank, fmin(chip_dtype_bytes(c->wdt), e), e);
+  else if (c->pool.tp > 1)
     p->s[SERVE_PART_COMM] += coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp,
                                     ceil(T / c->pool.dp) * h * e);
-  }
   double local = ceil(x->experts / ep);                 /* experts on the fullest rank */
   double width = ceil(x->expert_ffn_hidden * ep / ranks); /* their share when replicated */
   double rows = ceil(T * x->top_k / x->experts);        /* tokens per expert, even routing */
@@ -216,7 +266,7 @@ static const serve_parts_t *moe_memo(serve_cost_t *c, long T) {
   const serve_parts_t *p = memo_get(&c->moe, (uint64_t)T);
   if (!p) {
     serve_parts_t v = {{0}};
-    moe_layer(c, (double)T, &v);
+    moe_layer_batches(c, (double)T, &v);
     memo_put(&c->moe, (uint64_t)T, &v);
     p = memo_get(&c->moe, (uint64_t)T);
   }
@@ -310,10 +360,6 @@ static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
   return memo_get(&c->ends, key);
 }
 
-static void add_parts(serve_parts_t *to, const serve_parts_t *p, double times) {
-  for (int k = 0; k < SERVE_PART_COUNT; k++)
-    to->s[k] += p->s[k] * times;
-}
 
 static double parts_sum(const serve_parts_t *p) {
   double t = 0;
@@ -337,7 +383,11 @@ static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bo
     int T = group_tokens(&groups[g]);
     if (T == 0 && worst >= 0)
       continue;
-    serve_parts_t v = *group_layer_memo(c, T, moe);
+    serve_parts_t v = {{0}};
+    if (moe && c->s->two_batch_overlap) /* two micro-batches: the weights read twice */
+      add_parts(&v, group_layer_memo(c, (T + 1) / 2, moe), 2);
+    else
+      v = *group_layer_memo(c, T, moe);
     v.s[SERVE_PART_ATTENTION] += group_attn_s(c, &groups[g]);
     if (parts_sum(&v) > worst) {
       worst = parts_sum(&v);
@@ -362,6 +412,12 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
   if (c->m->has_moe) {
     slowest_group(c, groups, true, &moe);
     add_parts(&moe, moe_memo(c, total), 1);
+    if (c->s->two_batch_overlap) {
+      /* one micro-batch's communication runs under the other's compute: the layer
+       * takes the longer of the two, the rest of the communication is exposed */
+      double comm = moe.s[SERVE_PART_COMM], compute = parts_sum(&moe) - comm;
+      moe.s[SERVE_PART_COMM] = fmax(comm - compute, 0);
+    }
   }
   double e = chip_dtype_bytes(c->adt);
   for (int s = 0; s < c->pool.pp; s++) {
@@ -484,6 +540,21 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl,
   c->head_dim = m->hidden / m->heads;
   for (int i = 0; i < ranks; i++)
     c->tp_members[i] = c->ep_members[i] = first_rank + i;
+  /* the EP group by server: the first rank's peers on the other servers (its rail),
+   * and the ranks of the first server */
+  c->per_server = pool->ep < topo->ranks_per_node ? pool->ep : topo->ranks_per_node;
+  c->nservers = (pool->ep + c->per_server - 1) / c->per_server;
+  c->rail_members = calloc((size_t)c->nservers, sizeof(int));
+  c->server_members = calloc((size_t)c->per_server, sizeof(int));
+  if (!c->rail_members || !c->server_members) {
+    serve_cost_free(c);
+    npu_err_set(err, "%s: out of memory for the serving model", wl_path);
+    return NULL;
+  }
+  for (int i = 0; i < c->nservers; i++)
+    c->rail_members[i] = first_rank + i * c->per_server;
+  for (int i = 0; i < c->per_server; i++)
+    c->server_members[i] = first_rank + i;
   for (int s = 0, start = 0; s < pp; s++) {
     c->stage_layers[s] = m->layers / pp + (s < m->layers % pp);
     int dense = m->moe.dense_layers - start;
@@ -508,6 +579,8 @@ void serve_cost_free(serve_cost_t *c) {
     return;
   free(c->tp_members);
   free(c->ep_members);
+  free(c->rail_members);
+  free(c->server_members);
   free(c->stage_layers);
   free(c->stage_dense);
   free(c->group.slots);

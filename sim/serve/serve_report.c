@@ -125,14 +125,22 @@ static const serve_dist_t *dist_of(const serve_summary_t *s, int k) {
   return k == 0 ? &s->ttft_s : k == 1 ? &s->tpot_s : &s->e2e_s;
 }
 
-/* Mean decode step (ms) and its parts, over decode-only iterations. */
-static double decode_step(const serve_sim_result_t *r, double parts[SERVE_PART_COUNT]) {
-  double total = 0, n = r->decode_iterations ? (double)r->decode_iterations : 1;
+/* The mean step of a kind and its parts; its mean batch to *batch. */
+static double mean_step(const serve_step_stats_t *st, double parts[SERVE_PART_COUNT],
+                        double *batch) {
+  double total = 0, n = st->iterations ? (double)st->iterations : 1;
   for (int k = 0; k < SERVE_PART_COUNT; k++) {
-    parts[k] = r->decode_parts.s[k] / n;
+    parts[k] = st->parts.s[k] / n;
     total += parts[k];
   }
+  *batch = st->batch_sum / n;
   return total;
+}
+
+static const char *const step_names[2] = {"decode", "prefill"};
+
+static const serve_step_stats_t *step_of(const serve_sim_result_t *r, int k) {
+  return k == 0 ? &r->decode : &r->prefill;
 }
 
 static void report_table(FILE *out, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
@@ -170,13 +178,15 @@ static void report_table(FILE *out, const serve_report_ctx_t *ctx, const serve_s
     fprintf(out, "goodput     %.3f requests/s (%.4f per NPU): %ld of %ld within ttft <= %g ms, "
                  "tpot <= %g ms\n", s->goodput_per_s, s->goodput_per_s_per_npu, s->good,
             s->completed, ctx->slo->ttft_s * 1e3, ctx->slo->tpot_s * 1e3);
-  double parts[SERVE_PART_COUNT], step = decode_step(r, parts);
-  if (r->decode_iterations) {
-    fprintf(out, "\ndecode step  %.3f ms at a mean batch of %.1f per instance:", step * 1e3,
-            r->decode_batch_sum / (double)r->decode_iterations);
-    for (int k = 0; k < SERVE_PART_COUNT; k++)
-      fprintf(out, " %s %.3f (%.0f%%)", serve_part_names[k], parts[k] * 1e3,
-              step > 0 ? parts[k] / step * 100 : 0);
+  for (int k = 0; k < 2; k++) {
+    double parts[SERVE_PART_COUNT], batch, step = mean_step(step_of(r, k), parts, &batch);
+    if (step_of(r, k)->iterations == 0)
+      continue;
+    fprintf(out, "%s%s step %8.3f ms at a mean batch of %.1f %s per instance:", k ? "" : "\n",
+            step_names[k], step * 1e3, batch, k ? "tokens" : "sequences");
+    for (int j = 0; j < SERVE_PART_COUNT; j++)
+      fprintf(out, " %s %.3f (%.0f%%)", serve_part_names[j], parts[j] * 1e3,
+              step > 0 ? parts[j] / step * 100 : 0);
     fprintf(out, "\n");
   }
 }
@@ -220,13 +230,16 @@ static void report_json(FILE *out, const serve_report_ctx_t *ctx, const serve_si
                "  \"goodput_per_s\": %.9g,\n  \"goodput_per_s_per_npu\": %.9g,\n",
           ctx->slo->ttft_s, ctx->slo->tpot_s, s->good, s->goodput_per_s,
           s->goodput_per_s_per_npu);
-  double parts[SERVE_PART_COUNT], step = decode_step(r, parts);
-  fprintf(out, "  \"decode_step\": {\"iterations\": %ld, \"mean_batch\": %.9g, \"time_s\": %.9g",
-          r->decode_iterations,
-          r->decode_iterations ? r->decode_batch_sum / (double)r->decode_iterations : 0, step);
-  for (int k = 0; k < SERVE_PART_COUNT; k++)
-    fprintf(out, ", \"%s_s\": %.9g", serve_part_names[k], parts[k]);
-  fprintf(out, "}\n}\n");
+  for (int k = 0; k < 2; k++) {
+    double parts[SERVE_PART_COUNT], batch, step = mean_step(step_of(r, k), parts, &batch);
+    fprintf(out, "%s  \"%s_step\": {\"iterations\": %ld, \"%s\": %.9g, \"time_s\": %.9g",
+            k ? ",\n" : "", step_names[k], step_of(r, k)->iterations,
+            k ? "mean_tokens" : "mean_batch", batch, step);
+    for (int j = 0; j < SERVE_PART_COUNT; j++)
+      fprintf(out, ", \"%s_s\": %.9g", serve_part_names[j], parts[j]);
+    fprintf(out, "}");
+  }
+  fprintf(out, "\n}\n");
 }
 
 static void report_csv(FILE *out, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
@@ -236,7 +249,8 @@ static void report_csv(FILE *out, const serve_report_ctx_t *ctx, const serve_sim
     fprintf(out, ",%s_mean_s,%s_p50_s,%s_p90_s,%s_p99_s", dist_names[k], dist_names[k],
             dist_names[k], dist_names[k]);
   fprintf(out, ",output_tokens_per_s,output_tokens_per_s_per_npu,input_tokens_per_s_per_npu,"
-               "goodput_per_s,goodput_per_s_per_npu,decode_step_s,decode_mean_batch\n");
+               "goodput_per_s,goodput_per_s_per_npu,decode_step_s,decode_mean_batch,prefill_step_s,"
+               "prefill_mean_tokens\n");
   out_csv_field(out, ctx->system, ",");
   out_csv_field(out, ctx->workload, ",");
   fprintf(out, "%ld,%ld,%ld,%ld,%.9g,%ld", s->npus, s->instances, r->nreq, s->completed,
@@ -245,11 +259,11 @@ static void report_csv(FILE *out, const serve_report_ctx_t *ctx, const serve_sim
     const serve_dist_t *d = dist_of(s, k);
     fprintf(out, ",%.9g,%.9g,%.9g,%.9g", d->mean, d->p50, d->p90, d->p99);
   }
-  double parts[SERVE_PART_COUNT], step = decode_step(r, parts);
-  fprintf(out, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", s->output_tokens_per_s,
+  double parts[SERVE_PART_COUNT], batch, step = mean_step(&r->decode, parts, &batch);
+  double pparts[SERVE_PART_COUNT], ptokens, pstep = mean_step(&r->prefill, pparts, &ptokens);
+  fprintf(out, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", s->output_tokens_per_s,
           s->output_tokens_per_s_per_npu, s->input_tokens_per_s_per_npu, s->goodput_per_s,
-          s->goodput_per_s_per_npu, step,
-          r->decode_iterations ? r->decode_batch_sum / (double)r->decode_iterations : 0);
+          s->goodput_per_s_per_npu, step, batch, pstep, ptokens);
 }
 
 void serve_report(FILE *out, out_format_t format, const serve_report_ctx_t *ctx,

@@ -472,11 +472,12 @@ static void try_start(sim_t *s, int i, int e, double now) {
   en->start_s = now;
   serve_sim_result_t *o = s->out;
   o->iterations++;
-  if (prefills == 0) {
+  serve_step_stats_t *kind = prefills == 0 ? &o->decode : decodes == 0 ? &o->prefill : NULL;
+  if (kind) {
     for (int k = 0; k < SERVE_PART_COUNT; k++)
-      o->decode_parts.s[k] += parts.s[k];
-    o->decode_iterations++;
-    o->decode_batch_sum += decodes;
+      kind->parts.s[k] += parts.s[k];
+    kind->iterations++;
+    kind->batch_sum += prefills == 0 ? decodes : tokens;
   }
   if (s->opts->log_iterations) {
     if (o->nlog == s->log_cap && !grow((void **)&o->log, &s->log_cap, sizeof *o->log)) {

@@ -54,6 +54,13 @@ typedef struct {
   int preemptions;
 } serve_req_result_t;
 
+/* Iterations of one kind, summed: where their time went and their batches. */
+typedef struct {
+  serve_parts_t parts;
+  long iterations;
+  double batch_sum;
+} serve_step_stats_t;
+
 /* One iteration of one virtual engine, for timelines. */
 typedef struct {
   int instance;         /* over all pools, prefill (or co-located) first */
@@ -70,9 +77,8 @@ typedef struct {
   double makespan_s;          /* first arrival to last token */
   long iterations, preemptions, kv_transfers;
   double kv_transfer_s;       /* summed over transfers */
-  serve_parts_t decode_parts; /* summed over decode-only iterations */
-  long decode_iterations;
-  double decode_batch_sum;    /* sequences of those iterations, summed */
+  serve_step_stats_t decode;  /* decode-only iterations (batch: sequences) */
+  serve_step_stats_t prefill; /* prefill-only iterations (batch: tokens) */
   serve_iter_log_t *log;      /* when asked for */
   long nlog;
 } serve_sim_result_t;
