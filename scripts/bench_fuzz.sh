@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_fuzz.sh [SECONDS] - runs the libFuzzer targets (config loader, trace
-# reader and Chakra ET reader, ASan+UBSan) for SECONDS each (default 600), side by side, from copies
+# reader, Chakra ET reader and serving request traces, ASan+UBSan) for SECONDS each (default 600), side by side, from copies
 # of the saved corpora, and prints a table: executions, executions per second,
 # corpus growth and whether a crash was found. Then replays the random-trace
 # fuzzer (scripts/fuzz_traces.py) over seeds 0..9999 on the Release build.
@@ -15,7 +15,8 @@ secs=${1:-600}
 scripts/apt_missing.sh clang libclang-rt-14-dev libcunit1-dev >/dev/null
 CC=clang cmake -S . -B build-fuzz -DNPUSIM_FUZZ=ON -DNPUSIM_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_config fuzz_trace fuzz_chakra >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_config fuzz_trace fuzz_chakra fuzz_serve \
+  >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 run_target() { # name corpus max_len
@@ -31,10 +32,11 @@ run_target() { # name corpus max_len
 run_target fuzz_config corpus 8192 &
 run_target fuzz_trace corpus_trace 16384 &
 run_target fuzz_chakra corpus_chakra 4096 &
+run_target fuzz_serve corpus_serve 4096 &
 wait
 status=0
 printf '%-12s %8s %12s %10s %14s %s\n' target seconds executions exec/s corpus crash
-for t in fuzz_config fuzz_trace fuzz_chakra; do
+for t in fuzz_config fuzz_trace fuzz_chakra fuzz_serve; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$t.log")
   crash=no

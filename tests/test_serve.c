@@ -182,12 +182,13 @@ static void test_read_jsonl(void) {
   char err[1024];
   /* a blank line inside counts for the line numbers; keys in any order, extra keys ignored */
   CU_ASSERT_EQUAL_FATAL(
-      read_trace(dir, "t.jsonl",
-                 "{\"arrival_s\": 0, \"prompt_tokens\": 100, \"output_tokens\": 5}\n"
-                 "\n"
-                 "{\"output_tokens\": 1, \"prompt_tokens\": 7, \"arrival_s\": 0.25, \"id\": \"x\"}\n"
-                 "{\"arrival_s\": 0.25, \"prompt_tokens\": 3e3, \"output_tokens\": 12}",
-                 &r, err, sizeof err),
+      read_trace(
+          dir, "t.jsonl",
+          "{\"arrival_s\": 0, \"prompt_tokens\": 100, \"output_tokens\": 5}\n"
+          "\n"
+          "{\"output_tokens\": 1, \"prompt_tokens\": 7, \"arrival_s\": 0.25, \"id\": \"x\"}\n"
+          "{\"arrival_s\": 0.25, \"prompt_tokens\": 3e3, \"output_tokens\": 12}",
+          &r, err, sizeof err),
       0);
   CU_ASSERT_STRING_EQUAL(err, "");
   CU_ASSERT_EQUAL_FATAL(r.n, 3);
@@ -348,9 +349,8 @@ typedef struct {
 static void deploy_and_run(const char *const *sets, bool log, deployment_t *d) {
   memset(d, 0, sizeof *d);
   d->sys = load_system("ascend-910b.json", NULL);
-  const char *why =
-      load_text(CONFIG_WORKLOAD, WORKLOADS_DIR, "{\"extends\": \"serve-llama3-8b.json\"}", sets,
-                &d->wl);
+  const char *why = load_text(CONFIG_WORKLOAD, WORKLOADS_DIR,
+                              "{\"extends\": \"serve-llama3-8b.json\"}", sets, &d->wl);
   if (*why)
     fprintf(stderr, "\n  %s\n", why);
   CU_ASSERT_STRING_EQUAL_FATAL(why, "");
@@ -360,34 +360,25 @@ static void deploy_and_run(const char *const *sets, bool log, deployment_t *d) {
   CU_ASSERT_EQUAL_FATAL(serve_requests_generate(s, &d->reqs, err, sizeof err), 0);
   CU_ASSERT_EQUAL_FATAL(
       serve_requests_check_context(&d->reqs, "w.json", d->wl.model.seq_len, err, sizeof err), 0);
-  if (s->disaggregated) {
-    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_PREFILL, &s->prefill, NULL, 0};
-    d->pools[1] = (serve_sim_pool_t){SERVE_POOL_DECODE, &s->decode, NULL,
-                                     (int)(serve_pool_npus(&s->prefill) * s->prefill.instances)};
-    d->npools = 2;
-  } else {
-    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_COLOCATED, &s->colocated, NULL, 0};
-    d->npools = 1;
-  }
+  d->npools = serve_sim_pools(s, d->pools);
   CU_ASSERT_EQUAL_FATAL(topo_build(&d->sys.node, &d->sys.cluster, d->sys.chip.dies_per_package,
                                    (int)serve_total_npus(s), 0, &d->topo, err, sizeof err),
                         0);
   d->ops = op_cache_new(&d->sys.chip);
   CU_ASSERT_PTR_NOT_NULL_FATAL(d->ops);
-  static const char *const paths[] = {"serving.parallel", "serving.prefill", "serving.decode"};
   for (int k = 0; k < d->npools; k++) {
     npu_err_t e = {{0}};
-    d->pools[k].cost = serve_cost_new(&d->sys, &d->wl, "w.json", paths[d->pools[k].kind],
-                                      d->pools[k].plan, &d->topo, d->pools[k].first_rank, d->ops,
-                                      &e);
+    d->pools[k].cost =
+        serve_cost_new(&d->sys, &d->wl, "w.json", serve_pool_paths[d->pools[k].kind],
+                       d->pools[k].plan, &d->topo, d->pools[k].first_rank, d->ops, &e);
     if (!d->pools[k].cost)
       fprintf(stderr, "\n  %s\n", e.msg);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d->pools[k].cost);
   }
   serve_sim_opts_t opts = {log, NULL};
-  CU_ASSERT_EQUAL_FATAL(serve_sim_run(s, d->pools, d->npools, &d->topo, &d->reqs, &opts, &d->res,
-                                      err, sizeof err),
-                        0);
+  CU_ASSERT_EQUAL_FATAL(
+      serve_sim_run(s, d->pools, d->npools, &d->topo, &d->reqs, &opts, &d->res, err, sizeof err),
+      0);
 }
 
 static void deployment_free(deployment_t *d) {
@@ -477,12 +468,18 @@ static void test_sim_is_deterministic(void) {
  * 32 blocks of 16), into a 0.1 GiB cache: 51 blocks of 16 tokens at 128 KiB a
  * token. All 40 prompts fit when admitted, their decodes cannot: sequences are
  * preempted, and still every one completes. */
-static const char *const tight_kv[] = {
-    "serving.requests.count=40", "serving.requests.rate_per_s=0",
-    "serving.requests.prompt.distribution=fixed", "serving.requests.prompt.mean=32",
-    "serving.requests.prompt.max=32", "serving.requests.output.distribution=fixed",
-    "serving.requests.output.mean=480", "serving.requests.output.max=480",
-    "serving.kv_cache.capacity_GiB=0.1", NULL, NULL, NULL};
+static const char *const tight_kv[] = {"serving.requests.count=40",
+                                       "serving.requests.rate_per_s=0",
+                                       "serving.requests.prompt.distribution=fixed",
+                                       "serving.requests.prompt.mean=32",
+                                       "serving.requests.prompt.max=32",
+                                       "serving.requests.output.distribution=fixed",
+                                       "serving.requests.output.mean=480",
+                                       "serving.requests.output.max=480",
+                                       "serving.kv_cache.capacity_GiB=0.1",
+                                       NULL,
+                                       NULL,
+                                       NULL};
 
 static void tight_kv_run(const char *extra, const char *extra2) {
   const char *sets[sizeof tight_kv / sizeof tight_kv[0]];
@@ -507,9 +504,13 @@ static void tight_kv_run(const char *extra, const char *extra2) {
   deployment_free(&d);
 }
 
-static void test_sim_preemption_recompute(void) { tight_kv_run(NULL, NULL); }
+static void test_sim_preemption_recompute(void) {
+  tight_kv_run(NULL, NULL);
+}
 
-static void test_sim_preemption_swap(void) { tight_kv_run("serving.kv_cache.preemption=swap", NULL); }
+static void test_sim_preemption_swap(void) {
+  tight_kv_run("serving.kv_cache.preemption=swap", NULL);
+}
 
 static void test_sim_preemption_pipeline(void) {
   tight_kv_run("serving.parallel.pp=2", NULL);
@@ -518,11 +519,15 @@ static void test_sim_preemption_pipeline(void) {
 /* Disaggregated: every request with more than one output token has its KV
  * cache sent once to the decode pool; a one-token request ends at its prefill. */
 static void test_sim_disaggregated_transfers(void) {
-  const char *sets[] = {"serving.requests.count=80", "serving.requests.rate_per_s=15",
+  const char *sets[] = {"serving.requests.count=80",
+                        "serving.requests.rate_per_s=15",
                         "serving.requests.output.distribution=uniform",
-                        "serving.requests.output.min=1", "serving.requests.output.mean=2",
+                        "serving.requests.output.min=1",
+                        "serving.requests.output.mean=2",
                         "serving.requests.output.max=4",
-                        "serving.prefill.instances=1", "serving.decode.instances=2", NULL};
+                        "serving.prefill.instances=1",
+                        "serving.decode.instances=2",
+                        NULL};
   deployment_t d;
   deploy_and_run(sets, false, &d);
   CU_ASSERT_FATAL(d.wl.serving.disaggregated);
@@ -539,7 +544,8 @@ static void test_sim_disaggregated_transfers(void) {
 }
 
 CU_TestInfo serve_tests[] = {
-    {"generator: same seed, same requests; another seed, others", test_generate_same_seed_same_requests},
+    {"generator: same seed, same requests; another seed, others",
+     test_generate_same_seed_same_requests},
     {"generator: lengths within [min, max], reaching both", test_generate_lengths_within_bounds},
     {"generator: fixed lengths are the mean", test_generate_fixed_is_the_mean},
     {"generator: log-normal lengths average the mean", test_generate_lognormal_mean},

@@ -32,7 +32,12 @@ typedef enum {
 
 /* How request lengths are drawn: all equal to the mean, uniform over
  * [min, max], or log-normal with the mean and sigma, clipped to [min, max]. */
-typedef enum { SERVE_LEN_FIXED, SERVE_LEN_UNIFORM, SERVE_LEN_LOGNORMAL, SERVE_LEN_COUNT } serve_len_dist_t;
+typedef enum {
+  SERVE_LEN_FIXED,
+  SERVE_LEN_UNIFORM,
+  SERVE_LEN_LOGNORMAL,
+  SERVE_LEN_COUNT
+} serve_len_dist_t;
 
 /* One pool of identical instances and how each is split: an instance holds
  * tp x pp x dp NPUs; attention runs data-parallel over dp groups of tp (each
@@ -41,7 +46,11 @@ typedef enum { SERVE_LEN_FIXED, SERVE_LEN_UNIFORM, SERVE_LEN_LOGNORMAL, SERVE_LE
 /* How a MoE layer's tokens reach their experts' ranks: an all-to-all straight
  * to every rank (direct), or, across servers, once per destination server over
  * the scale-out rail and then on inside it (DeepEP's normal kernels). */
-typedef enum { SERVE_DISPATCH_DIRECT, SERVE_DISPATCH_SERVER_DEDUP, SERVE_DISPATCH_COUNT } serve_dispatch_t;
+typedef enum {
+  SERVE_DISPATCH_DIRECT,
+  SERVE_DISPATCH_SERVER_DEDUP,
+  SERVE_DISPATCH_COUNT
+} serve_dispatch_t;
 
 typedef struct {
   int instances;
@@ -51,8 +60,8 @@ typedef struct {
 
 typedef struct {
   serve_len_dist_t dist;
-  int mean, min, max;       /* tokens */
-  double sigma;             /* log-normal shape */
+  int mean, min, max; /* tokens */
+  double sigma;       /* log-normal shape */
 } serve_len_cfg_t;
 
 typedef struct {
@@ -60,27 +69,27 @@ typedef struct {
    * disaggregated, prefill instances hand each request's KV cache to decode
    * instances over the fabric */
   serve_pool_t colocated;
-  bool disaggregated;      /* the decode section is there (and so the prefill one) */
+  bool disaggregated; /* the decode section is there (and so the prefill one) */
   bool has_prefill;
   serve_pool_t prefill, decode;
   serve_dtype_t weight_dtype;
   /* scheduler (vLLM-style continuous batching) */
-  int max_num_seqs;         /* sequences in one iteration's batch, per attention group */
-  int max_batched_tokens;   /* tokens (prefill + decode) in one iteration, per group */
-  bool chunked_prefill;     /* Sarathi: prefill chunks ride along with the decodes */
-  bool two_batch_overlap;   /* MoE layers run as two micro-batches, one's all-to-alls
-                             * under the other's compute (SGLang TBO, DeepSeek, CloudMatrix) */
+  int max_num_seqs;            /* sequences in one iteration's batch, per attention group */
+  int max_batched_tokens;      /* tokens (prefill + decode) in one iteration, per group */
+  bool chunked_prefill;        /* Sarathi: prefill chunks ride along with the decodes */
+  bool two_batch_overlap;      /* MoE layers run as two micro-batches, one's all-to-alls
+                                * under the other's compute (SGLang TBO, DeepSeek, CloudMatrix) */
   double iteration_overhead_s; /* host time per iteration: scheduling, input prep, sampling glue */
   /* KV cache */
   int block_tokens;
   serve_dtype_t kv_dtype;
-  double kv_capacity_bytes; /* per NPU; 0: HBM x memory_utilization - weights - activations */
+  double kv_capacity_bytes;  /* per NPU; 0: HBM x memory_utilization - weights - activations */
   double memory_utilization; /* share of HBM the engine may use */
   serve_preempt_t preemption;
-  double swap_bytes_per_s;  /* host link for swapping, per NPU */
+  double swap_bytes_per_s; /* host link for swapping, per NPU */
   /* requests: a trace file, or a generator */
   char trace_path[SERVE_PATH_MAX];
-  double rate_per_s;        /* Poisson arrivals; 0: all arrive at time 0 */
+  double rate_per_s; /* Poisson arrivals; 0: all arrive at time 0 */
   int count;
   int seed;
   serve_len_cfg_t prompt, output;

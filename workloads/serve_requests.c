@@ -28,7 +28,9 @@ static uint64_t rng_next(rng_t *r) {
 }
 
 /* Uniform in (0, 1): 53 random bits, never 0. */
-static double rng_unit(rng_t *r) { return ((double)(rng_next(r) >> 11) + 0.5) / 9007199254740992.0; }
+static double rng_unit(rng_t *r) {
+  return ((double)(rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
+}
 
 static double rng_normal(rng_t *r) {
   double u = rng_unit(r), v = rng_unit(r);
@@ -56,7 +58,8 @@ int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, cha
   out->v = calloc((size_t)cfg->count, sizeof *out->v);
   if (!out->v)
     return snprintf(err, err_len, "serving.requests.count: out of memory for %d requests",
-                    cfg->count), -1;
+                    cfg->count),
+           -1;
   rng_t arrivals = {(uint64_t)cfg->seed * 3 + 1}, prompts = {(uint64_t)cfg->seed * 3 + 2},
         outputs = {(uint64_t)cfg->seed * 3 + 3};
   double t = 0;
@@ -79,14 +82,20 @@ static int set_field(serve_request_t *q, int col, double v, const char *found, c
                      int line, char *err, size_t err_len) {
   if (col == COL_ARRIVAL) {
     if (!isfinite(v) || v < 0)
-      return snprintf(err, err_len, "%s:%d: arrival_s: expected a time >= 0 in seconds, found "
-                      "%.40s", path, line, found), -1;
+      return snprintf(err, err_len,
+                      "%s:%d: arrival_s: expected a time >= 0 in seconds, found "
+                      "%.40s",
+                      path, line, found),
+             -1;
     q->arrival_s = v;
     return 0;
   }
   if (!isfinite(v) || v < 1 || v > 1e8 || v != floor(v))
-    return snprintf(err, err_len, "%s:%d: %s: expected a whole number of tokens in [1, 1e8], "
-                    "found %.40s", path, line, col_names[col], found), -1;
+    return snprintf(err, err_len,
+                    "%s:%d: %s: expected a whole number of tokens in [1, 1e8], "
+                    "found %.40s",
+                    path, line, col_names[col], found),
+           -1;
   if (col == COL_PROMPT)
     q->prompt_tokens = (int)v;
   else
@@ -100,11 +109,14 @@ static int jsonl_row(const char *path, int line, char *text, serve_request_t *q,
   cJSON *o = jsonfile_parse("", text, strlen(text), why, sizeof why);
   if (!o) /* why is ":1:COL: expected ..." for this one line */
     return snprintf(err, err_len, "%s:%d%s", path, line,
-                    why + (strncmp(why, ":1:", 3) == 0 ? 2 : 0)), -1;
+                    why + (strncmp(why, ":1:", 3) == 0 ? 2 : 0)),
+           -1;
   int rc = 0;
   if (!cJSON_IsObject(o)) {
-    snprintf(err, err_len, "%s:%d: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "
-             "..., \"output_tokens\": ...}, found another value", path, line);
+    snprintf(err, err_len,
+             "%s:%d: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "
+             "..., \"output_tokens\": ...}, found another value",
+             path, line);
     rc = -1;
   }
   for (int c = 0; c < NCOLS && !rc; c++) {
@@ -136,17 +148,22 @@ static int csv_header(const char *path, char *text, int cols[NCOLS], int *ncols,
     for (int c = 0; c < NCOLS; c++)
       if (strcmp(tok, col_names[c]) == 0) {
         if (cols[c] >= 0)
-          return snprintf(err, err_len, "%s:1: %s: expected each column named once, found it "
-                          "twice", path, col_names[c]), -1;
+          return snprintf(err, err_len,
+                          "%s:1: %s: expected each column named once, found it "
+                          "twice",
+                          path, col_names[c]),
+                 -1;
         cols[c] = i;
       }
   }
   *ncols = i;
   for (int c = 0; c < NCOLS; c++)
     if (cols[c] < 0)
-      return snprintf(err, err_len, "%s:1: expected a CSV header naming arrival_s, "
+      return snprintf(err, err_len,
+                      "%s:1: expected a CSV header naming arrival_s, "
                       "prompt_tokens and output_tokens (or JSONL objects), found no %s column",
-                      path, col_names[c]), -1;
+                      path, col_names[c]),
+             -1;
   return 0;
 }
 
@@ -164,7 +181,8 @@ static int csv_row(const char *path, int line, char *text, const int cols[NCOLS]
   }
   if (n != ncols)
     return snprintf(err, err_len, "%s:%d: expected %d fields as in the header, found %d", path,
-                    line, ncols, n), -1;
+                    line, ncols, n),
+           -1;
   for (int c = 0; c < NCOLS; c++) {
     char *f = fields[cols[c]];
     f += strspn(f, " \t");
@@ -174,14 +192,17 @@ static int csv_row(const char *path, int line, char *text, const int cols[NCOLS]
     double v = strtod(f, &end);
     if (end == f || *end || errno == ERANGE)
       return snprintf(err, err_len, "%s:%d: %s: expected a number, found \"%.40s\"", path, line,
-                      col_names[c], f), -1;
+                      col_names[c], f),
+             -1;
     if (set_field(q, c, v, f, path, line, err, err_len))
       return -1;
   }
   return 0;
 }
 
-static bool blank(const char *s) { return s[strspn(s, " \t\r")] == '\0'; }
+static bool blank(const char *s) {
+  return s[strspn(s, " \t\r")] == '\0';
+}
 
 /* Parses the text line by line into out (which grows). */
 static int parse_lines(const char *path, char *text, serve_requests_t *out, char *err,
@@ -216,9 +237,11 @@ static int parse_lines(const char *path, char *text, serve_requests_t *out, char
                   : csv_row(path, line, p, cols, ncols, q, err, err_len))
           return -1;
         if (out->n > 0 && q->arrival_s < out->v[out->n - 1].arrival_s)
-          return snprintf(err, err_len, "%s:%d: arrival_s: expected arrivals in time order (at "
-                          "least %.9g, line %d's), found %.9g", path, line,
-                          out->v[out->n - 1].arrival_s, out->v[out->n - 1].line, q->arrival_s),
+          return snprintf(err, err_len,
+                          "%s:%d: arrival_s: expected arrivals in time order (at "
+                          "least %.9g, line %d's), found %.9g",
+                          path, line, out->v[out->n - 1].arrival_s, out->v[out->n - 1].line,
+                          q->arrival_s),
                  -1;
         out->n++;
       }
@@ -238,7 +261,8 @@ int serve_requests_read(const char *path, serve_requests_t *out, char *err, size
   char *text = jsonfile_read(path, SERVE_TRACE_MAX_BYTES, &len, why, sizeof why);
   if (!text)
     return snprintf(err, err_len, "%s: expected a request trace (JSONL or CSV), found %s", path,
-                    why), -1;
+                    why),
+           -1;
   if (strlen(text) != len) {
     free(text);
     return snprintf(err, err_len, "%s: expected a text file, found a NUL byte", path), -1;
@@ -261,9 +285,11 @@ int serve_requests_check_context(const serve_requests_t *r, const char *path, in
       snprintf(where, sizeof where, "%s:%d", path, q->line);
     else
       snprintf(where, sizeof where, "%s: generated request %ld", path, i);
-    return snprintf(err, err_len, "%s: prompt_tokens + output_tokens: expected at most the "
-                    "context, model.seq_len = %d, found %d + %d", where, context,
-                    q->prompt_tokens, q->output_tokens), -1;
+    return snprintf(err, err_len,
+                    "%s: prompt_tokens + output_tokens: expected at most the "
+                    "context, model.seq_len = %d, found %d + %d",
+                    where, context, q->prompt_tokens, q->output_tokens),
+           -1;
   }
   return 0;
 }

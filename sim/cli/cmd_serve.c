@@ -36,7 +36,8 @@ static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve
   } else {
     snprintf(path, sizeof path, "%s", opts->workload_path);
     if (s->prompt.max + s->output.max > wl->model.seq_len)
-      return npu_err_set(err, "%s: serving.requests.prompt.max: expected prompt.max + "
+      return npu_err_set(err,
+                         "%s: serving.requests.prompt.max: expected prompt.max + "
                          "output.max at most the context, model.seq_len = %d, found %d + %d",
                          opts->workload_path, wl->model.seq_len, s->prompt.max, s->output.max);
     if (serve_requests_generate(s, r, err->msg, sizeof err->msg))
@@ -71,29 +72,20 @@ static int deploy(const cli_opts_t *opts, const cli_configs_t *cfg, deployment_t
   const serving_cfg_t *s = &cfg->wl.serving;
   const system_cfg_t *sys = &cfg->sys;
   memset(d, 0, sizeof *d);
-  if (s->disaggregated) {
-    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_PREFILL, &s->prefill, NULL, 0};
-    d->pools[1] = (serve_sim_pool_t){SERVE_POOL_DECODE, &s->decode, NULL,
-                                     (int)(serve_pool_npus(&s->prefill) * s->prefill.instances)};
-    d->npools = 2;
-  } else {
-    d->pools[0] = (serve_sim_pool_t){SERVE_POOL_COLOCATED, &s->colocated, NULL, 0};
-    d->npools = 1;
-  }
+  d->npools = serve_sim_pools(s, d->pools);
   long npus = serve_total_npus(s);
   char why[512];
-  if (npus > 1000000 || topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package,
-                                   (int)npus, 0, &d->topo, why, sizeof why))
+  if (npus > 1000000 || topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, (int)npus,
+                                   0, &d->topo, why, sizeof why))
     return npu_err_set(err, "%s: serving: expected a deployment that fits %s, found %ld NPUs (%s)",
                        opts->workload_path, opts->system_path, npus,
                        npus > 1000000 ? "over a million" : why);
   d->has_topo = true;
   if (!(d->ops = op_cache_new(&sys->chip)))
     return npu_err_set(err, "npusim serve: out of memory");
-  static const char *const paths[] = {"serving.parallel", "serving.prefill", "serving.decode"};
   for (int k = 0; k < d->npools; k++) {
     serve_sim_pool_t *p = &d->pools[k];
-    p->cost = serve_cost_new(sys, &cfg->wl, opts->workload_path, paths[p->kind], p->plan,
+    p->cost = serve_cost_new(sys, &cfg->wl, opts->workload_path, serve_pool_paths[p->kind], p->plan,
                              &d->topo, p->first_rank, d->ops, err);
     if (!p->cost)
       return -1;
@@ -112,19 +104,20 @@ static int check_fits(const cli_opts_t *opts, const serving_cfg_t *s, const depl
     prompt = r->v[i].prompt_tokens > prompt ? r->v[i].prompt_tokens : prompt;
   }
   if (!s->chunked_prefill && prompt > s->max_batched_tokens)
-    return npu_err_set(err, "%s: serving.scheduler.max_batched_tokens: expected at least the "
+    return npu_err_set(err,
+                       "%s: serving.scheduler.max_batched_tokens: expected at least the "
                        "longest prompt (%ld tokens) when chunked_prefill is false, found %d",
                        opts->workload_path, prompt, s->max_batched_tokens);
-  static const char *const paths[] = {"serving.parallel", "serving.prefill", "serving.decode"};
   for (int k = 0; k < d->npools; k++) {
     const serve_memory_t *m = serve_cost_memory(d->pools[k].cost);
     long tokens = d->pools[k].kind == SERVE_POOL_PREFILL ? prompt : longest;
     long need = (tokens + s->block_tokens - 1) / s->block_tokens;
     if (need > m->kv_blocks)
-      return npu_err_set(err, "%s: %s: expected the KV cache of the longest request (%ld tokens, "
+      return npu_err_set(err,
+                         "%s: %s: expected the KV cache of the longest request (%ld tokens, "
                          "%.3f GiB per NPU) to fit an attention group's KV capacity (%.3f GiB "
-                         "per NPU), found %.3f GiB over", opts->workload_path,
-                         paths[d->pools[k].kind], tokens,
+                         "per NPU), found %.3f GiB over",
+                         opts->workload_path, serve_pool_paths[d->pools[k].kind], tokens,
                          (double)need * s->block_tokens * m->kv_per_token / GIB,
                          (double)m->kv_blocks * s->block_tokens * m->kv_per_token / GIB,
                          (double)(need - m->kv_blocks) * s->block_tokens * m->kv_per_token / GIB);
@@ -147,8 +140,10 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (!opts->workload_path)
     return npu_err_set(err, "npusim serve: expected --workload FILE, found none");
   if (opts->trace_ranks)
-    return npu_err_set(err, "npusim serve: --trace-ranks: expected no such option (a serving "
-                       "timeline shows instances), found %s", opts->trace_ranks);
+    return npu_err_set(err,
+                       "npusim serve: --trace-ranks: expected no such option (a serving "
+                       "timeline shows instances), found %s",
+                       opts->trace_ranks);
   serve_slo_t slo = {0, 0};
   if (opts->slo && serve_slo_parse(opts->slo, &slo, err->msg, sizeof err->msg))
     return -1;
@@ -156,8 +151,10 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (cli_load_configs(opts, &cfg, err))
     return -1;
   if (!cfg.wl.has_serving) {
-    npu_err_set(err, "%s: serving: expected a serving section (a training workload runs with "
-                "npusim train)", opts->workload_path);
+    npu_err_set(err,
+                "%s: serving: expected a serving section (a training workload runs with "
+                "npusim train)",
+                opts->workload_path);
     cli_free_configs(&cfg);
     return -1;
   }
@@ -179,8 +176,8 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                        err->msg, sizeof err->msg);
     progress_end(&progress);
     if (rc == 0) {
-      serve_report_ctx_t ctx = {cfg.sys.name, cfg.wl.model.name, dep.pools, dep.npools, &slo,
-                                cfg.wl.serving.block_tokens};
+      serve_report_ctx_t ctx = {cfg.sys.name, cfg.wl.model.name,          dep.pools, dep.npools,
+                                &slo,         cfg.wl.serving.block_tokens};
       serve_summary_t sum;
       long instances = 0;
       for (int k = 0; k < dep.npools; k++)

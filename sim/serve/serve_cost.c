@@ -109,15 +109,16 @@ static double op_s(serve_cost_t *c, op_desc_t op) {
 static double mm(serve_cost_t *c, double M, double N, double K, double batch) {
   if (M < 1 || N < 1 || K < 1)
     return 0;
-  return op_s(c, (op_desc_t){.kind = OP_MATMUL, .dtype = c->wdt,
+  return op_s(c, (op_desc_t){.kind = OP_MATMUL,
+                             .dtype = c->wdt,
                              .dims = {(int64_t)M, (int64_t)N, (int64_t)K, (int64_t)batch}});
 }
 
 static double vec(serve_cost_t *c, op_kind_t kind, double rows, double cols) {
   if (rows < 1 || cols < 1)
     return 0;
-  return op_s(c, (op_desc_t){.kind = kind, .dtype = c->adt,
-                             .dims = {(int64_t)rows, (int64_t)cols}});
+  return op_s(c,
+              (op_desc_t){.kind = kind, .dtype = c->adt, .dims = {(int64_t)rows, (int64_t)cols}});
 }
 
 /* A collective over members (analytic: alone on its links). */
@@ -140,7 +141,6 @@ static void add_parts(serve_parts_t *to, const serve_parts_t *p, double times) {
   for (int k = 0; k < SERVE_PART_COUNT; k++)
     to->s[k] += p->s[k] * times;
 }
-
 
 /* One group's attention block and MLP (or, in a MoE layer, the router and the
  * shared experts) for T tokens, without the attention kernel. */
@@ -168,8 +168,8 @@ static void group_layer(serve_cost_t *c, double T, bool moe, serve_parts_t *p) {
   }
   double ar = coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, T * h * e);
   p->s[SERVE_PART_COMM] += ar;
-  double width = moe ? (double)m->moe.shared_experts * m->moe.expert_ffn_hidden / tp
-                     : m->ffn_hidden / tp;
+  double width =
+      moe ? (double)m->moe.shared_experts * m->moe.expert_ffn_hidden / tp : m->ffn_hidden / tp;
   bool gated = m->activation == ACTIVATION_SWIGLU;
   if (width >= 1) {
     p->s[SERVE_PART_MATMUL] += mm(c, T, (gated ? 2 : 1) * width, h, 1) + mm(c, T, h, width, 1);
@@ -251,14 +251,14 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   if (ep > 1) /* dispatched in the weights' type when they are 8-bit (W8A8), combined in bf16 */
     p->s[SERVE_PART_COMM] += moe_a2a_s(c, per_rank, fmin(chip_dtype_bytes(c->wdt), e), e);
   else if (c->pool.tp > 1)
-    p->s[SERVE_PART_COMM] += coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp,
-                                    ceil(T / c->pool.dp) * h * e);
-  double local = ceil(x->experts / ep);                 /* experts on the fullest rank */
+    p->s[SERVE_PART_COMM] +=
+        coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, ceil(T / c->pool.dp) * h * e);
+  double local = ceil(x->experts / ep);                   /* experts on the fullest rank */
   double width = ceil(x->expert_ffn_hidden * ep / ranks); /* their share when replicated */
-  double rows = ceil(T * x->top_k / x->experts);        /* tokens per expert, even routing */
+  double rows = ceil(T * x->top_k / x->experts);          /* tokens per expert, even routing */
   bool gated = m->activation == ACTIVATION_SWIGLU;
-  p->s[SERVE_PART_MATMUL] += mm(c, rows, (gated ? 2 : 1) * width, h, local) +
-                             mm(c, rows, h, width, local);
+  p->s[SERVE_PART_MATMUL] +=
+      mm(c, rows, (gated ? 2 : 1) * width, h, local) + mm(c, rows, h, width, local);
   p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, rows * local, width);
 }
 
@@ -284,7 +284,9 @@ static double prefill_attn_s(serve_cost_t *c, int64_t seq) {
   const model_cfg_t *m = c->m;
   int64_t d = m->has_mla ? m->mla.qk_nope_head_dim + m->mla.qk_rope_head_dim : c->head_dim;
   int64_t kv = m->has_mla ? c->heads_l : c->kvh_l;
-  return op_s(c, (op_desc_t){.kind = OP_ATTN_FWD, .dtype = c->adt, .causal = true,
+  return op_s(c, (op_desc_t){.kind = OP_ATTN_FWD,
+                             .dtype = c->adt,
+                             .causal = true,
                              .dims = {1, c->heads_l, seq, d, kv}});
 }
 
@@ -295,8 +297,9 @@ static double chunk_attn_s(serve_cost_t *c, int chunk, int past) {
   const serve_parts_t *p = memo_get(&c->attn, key << 1 | 1);
   if (p)
     return p->s[SERVE_PART_ATTENTION];
-  double t = o == 0 ? prefill_attn_s(c, n)
-                    : prefill_attn_s(c, o + n) - prefill_attn_s(c, o) + c->sys->chip.cube.op_overhead_s;
+  double t =
+      o == 0 ? prefill_attn_s(c, n)
+             : prefill_attn_s(c, o + n) - prefill_attn_s(c, o) + c->sys->chip.cube.op_overhead_s;
   serve_parts_t v = {{[SERVE_PART_ATTENTION] = t}};
   memo_put(&c->attn, key << 1 | 1, &v);
   return t;
@@ -312,8 +315,8 @@ static double decode_attn_s(serve_cost_t *c, int n, double ctx) {
   if (p)
     return p->s[SERVE_PART_ATTENTION];
   const model_cfg_t *m = c->m;
-  op_desc_t op = {.kind = OP_ATTN_DECODE, .dtype = c->kvdt == CHIP_DTYPE_FP16 ? CHIP_DTYPE_FP16
-                                                                              : CHIP_DTYPE_BF16,
+  op_desc_t op = {.kind = OP_ATTN_DECODE,
+                  .dtype = c->kvdt == CHIP_DTYPE_FP16 ? CHIP_DTYPE_FP16 : CHIP_DTYPE_BF16,
                   .dims = {n, c->heads_l, mean, c->head_dim, c->kvh_l}};
   if (m->has_mla) {
     op.dims[3] = m->mla.kv_lora_rank + m->mla.qk_rope_head_dim;
@@ -349,8 +352,8 @@ static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
   double e = chip_dtype_bytes(c->adt);
   if (head) {
     v.s[SERVE_PART_MATMUL] = mm(c, n, vocab_l, h, 1);
-    v.s[SERVE_PART_COMM] = coll_s(c, COLL_ALLGATHER, c->tp_members, c->pool.tp,
-                                  (double)n * c->m->vocab * e);
+    v.s[SERVE_PART_COMM] =
+        coll_s(c, COLL_ALLGATHER, c->tp_members, c->pool.tp, (double)n * c->m->vocab * e);
     v.s[SERVE_PART_OTHER] = vec(c, OP_SOFTMAX, n, c->m->vocab) + vec(c, OP_RMSNORM, n, h);
   } else {
     v.s[SERVE_PART_OTHER] = vec(c, OP_COPY, n, h);
@@ -359,7 +362,6 @@ static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
   memo_put(&c->ends, key, &v);
   return memo_get(&c->ends, key);
 }
-
 
 static double parts_sum(const serve_parts_t *p) {
   double t = 0;
@@ -464,8 +466,7 @@ static double layer_weights(const serve_cost_t *c, bool moe) {
   const moe_cfg_t *x = &m->moe;
   double ranks = (double)c->pool.tp * c->pool.dp;
   double local = ceil((double)x->experts / c->pool.ep) * c->pool.ep / ranks;
-  return attn + mats * h * x->expert_ffn_hidden * (local + x->shared_experts / tp) +
-         h * x->experts;
+  return attn + mats * h * x->expert_ffn_hidden * (local + x->shared_experts / tp) + h * x->experts;
 }
 
 static int fill_memory(serve_cost_t *c, const char *wl_path, const char *pool_path,
@@ -478,7 +479,8 @@ static int fill_memory(serve_cost_t *c, const char *wl_path, const char *pool_pa
   int layers = 0;
   for (int st = 0; st < c->pool.pp; st++) {
     int nmoe = m->has_moe ? c->stage_layers[st] - c->stage_dense[st] : 0;
-    double w = (c->stage_layers[st] - nmoe) * layer_weights(c, false) + nmoe * layer_weights(c, true);
+    double w =
+        (c->stage_layers[st] - nmoe) * layer_weights(c, false) + nmoe * layer_weights(c, true);
     bool first = st == 0, last = st == c->pool.pp - 1;
     w += (first ? embed : 0) + (last && !(first && m->tied_embeddings) ? embed : 0);
     most = fmax(most, w);
@@ -486,31 +488,32 @@ static int fill_memory(serve_cost_t *c, const char *wl_path, const char *pool_pa
   }
   serve_memory_t *mem = &c->mem;
   mem->weights = most * we;
-  double mlp = (m->has_moe ? fmax(m->ffn_hidden, m->moe.expert_ffn_hidden) : m->ffn_hidden) /
-               c->pool.tp;
+  double mlp =
+      (m->has_moe ? fmax(m->ffn_hidden, m->moe.expert_ffn_hidden) : m->ffn_hidden) / c->pool.tp;
   mem->activations = s->max_batched_tokens * (ACT_HIDDEN_PER_TOKEN * m->hidden + 3 * mlp) * 2 +
                      (double)s->max_num_seqs * m->vocab / c->pool.tp * 4;
   mem->usable = (double)c->sys->chip.hbm.capacity_bytes * s->memory_utilization;
-  mem->kv_per_token = m->has_mla ? layers * (double)(m->mla.kv_lora_rank + m->mla.qk_rope_head_dim) * kve
-                                 : 2.0 * layers * c->kvh_l * c->head_dim * kve;
+  mem->kv_per_token = m->has_mla
+                          ? layers * (double)(m->mla.kv_lora_rank + m->mla.qk_rope_head_dim) * kve
+                          : 2.0 * layers * c->kvh_l * c->head_dim * kve;
   mem->kv_capacity = s->kv_capacity_bytes > 0 ? s->kv_capacity_bytes
                                               : mem->usable - mem->weights - mem->activations;
   if (mem->kv_capacity <= 0 || mem->weights + mem->activations > mem->usable)
-    return npu_err_set(err, "%s: %s: expected the weights (%.2f GiB per NPU) and activations "
+    return npu_err_set(err,
+                       "%s: %s: expected the weights (%.2f GiB per NPU) and activations "
                        "(%.2f GiB) to fit chip.hbm x serving.kv_cache.memory_utilization (%.2f "
-                       "GiB) with room for a KV cache, found %.2f GiB over", wl_path, pool_path,
-                       mem->weights / GIB, mem->activations / GIB, mem->usable / GIB,
-                       (mem->weights + mem->activations - mem->usable) / GIB);
+                       "GiB) with room for a KV cache, found %.2f GiB over",
+                       wl_path, pool_path, mem->weights / GIB, mem->activations / GIB,
+                       mem->usable / GIB, (mem->weights + mem->activations - mem->usable) / GIB);
   mem->kv_blocks = (long)floor(mem->kv_capacity / mem->kv_per_token / s->block_tokens);
   return 0;
 }
 
 /* ---- building ---- */
 
-serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl,
-                             const char *wl_path, const char *pool_path,
-                             const serve_pool_t *pool, const topo_t *topo, int first_rank,
-                             op_cache_t *ops, npu_err_t *err) {
+serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, const char *wl_path,
+                             const char *pool_path, const serve_pool_t *pool, const topo_t *topo,
+                             int first_rank, op_cache_t *ops, npu_err_t *err) {
   serve_cost_t *c = calloc(1, sizeof *c);
   int pp = pool->pp, ranks = pool->tp * pool->dp;
   if (c) {
@@ -562,8 +565,10 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl,
     start += c->stage_layers[s];
   }
   if (sys->chip.cube.macs_per_cycle[c->wdt] <= 0) {
-    npu_err_set(err, "%s: serving.weight_dtype: expected a type the cube of %s computes, found "
-                "%s", wl_path, sys->chip.name, serve_dtype_names[wl->serving.weight_dtype]);
+    npu_err_set(err,
+                "%s: serving.weight_dtype: expected a type the cube of %s computes, found "
+                "%s",
+                wl_path, sys->chip.name, serve_dtype_names[wl->serving.weight_dtype]);
     serve_cost_free(c);
     return NULL;
   }
@@ -590,7 +595,9 @@ void serve_cost_free(serve_cost_t *c) {
   free(c);
 }
 
-const serve_memory_t *serve_cost_memory(const serve_cost_t *c) { return &c->mem; }
+const serve_memory_t *serve_cost_memory(const serve_cost_t *c) {
+  return &c->mem;
+}
 
 double serve_p2p_s(const topo_t *topo, int a, int b, double bytes) {
   if (a == b)

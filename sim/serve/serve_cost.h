@@ -46,22 +46,22 @@ typedef struct {
 
 /* One attention group's work in an iteration. */
 typedef struct {
-  int decodes;        /* sequences generating one token */
-  double decode_ctx;  /* their context tokens, summed (the new token's included) */
-  int prefills;       /* sequences with a prefill chunk */
-  const int *chunk;   /* per prefill: its tokens in this iteration */
-  const int *past;    /* per prefill: its tokens already in the cache */
-  int samples;        /* sequences that sample a token at the end */
+  int decodes;       /* sequences generating one token */
+  double decode_ctx; /* their context tokens, summed (the new token's included) */
+  int prefills;      /* sequences with a prefill chunk */
+  const int *chunk;  /* per prefill: its tokens in this iteration */
+  const int *past;   /* per prefill: its tokens already in the cache */
+  int samples;       /* sequences that sample a token at the end */
 } serve_group_batch_t;
 
 /* Memory of one NPU of the instance, bytes. */
 typedef struct {
   double weights;
-  double activations;       /* workspace at max_batched_tokens */
-  double kv_capacity;       /* left for the KV cache (or as configured) */
-  double kv_per_token;      /* one token of one sequence, on each NPU of its group */
-  long kv_blocks;           /* blocks of block_tokens per attention group */
-  double usable;            /* HBM x memory_utilization */
+  double activations;  /* workspace at max_batched_tokens */
+  double kv_capacity;  /* left for the KV cache (or as configured) */
+  double kv_per_token; /* one token of one sequence, on each NPU of its group */
+  long kv_blocks;      /* blocks of block_tokens per attention group */
+  double usable;       /* HBM x memory_utilization */
 } serve_memory_t;
 
 typedef struct serve_cost serve_cost_t;
@@ -69,10 +69,9 @@ typedef struct serve_cost serve_cost_t;
 /* The cost model of one instance of pool, whose ranks start at first_rank of
  * topo. NULL with a one-line reason in err (naming wl_path) when the instance
  * does not fit: weights over HBM, or a group that cannot be planned. */
-serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl,
-                             const char *wl_path, const char *pool_path,
-                             const serve_pool_t *pool, const topo_t *topo, int first_rank,
-                             op_cache_t *ops, npu_err_t *err);
+serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, const char *wl_path,
+                             const char *pool_path, const serve_pool_t *pool, const topo_t *topo,
+                             int first_rank, op_cache_t *ops, npu_err_t *err);
 void serve_cost_free(serve_cost_t *c);
 
 const serve_memory_t *serve_cost_memory(const serve_cost_t *c);

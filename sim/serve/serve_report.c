@@ -18,8 +18,7 @@ int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_le
     char key[16];
     size_t n = strcspn(p, "=,");
     if (n >= sizeof key || p[n] != '=')
-      return snprintf(err, err_len, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text),
-             -1;
+      return snprintf(err, err_len, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text), -1;
     memcpy(key, p, n);
     key[n] = '\0';
     char *end;
@@ -27,7 +26,8 @@ int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_le
     double v = strtod(p + n + 1, &end);
     if (end == p + n + 1 || (*end && *end != ',') || errno || !(v > 0) || !isfinite(v))
       return snprintf(err, err_len, "--slo: %s: expected a positive number of ms, found \"%s\"",
-                      key, text), -1;
+                      key, text),
+             -1;
     if (strcmp(key, "ttft_ms") == 0)
       slo->ttft_s = v / 1e3;
     else if (strcmp(key, "tpot_ms") == 0)
@@ -67,8 +67,8 @@ static double tpot_of(const serve_req_result_t *q) {
   return q->output_tokens > 1 ? (q->finish_s - q->first_token_s) / (q->output_tokens - 1) : 0;
 }
 
-int serve_summarise(const serve_sim_result_t *r, long npus, long instances,
-                    const serve_slo_t *slo, serve_summary_t *out) {
+int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
+                    serve_summary_t *out) {
   memset(out, 0, sizeof *out);
   double *ttft = malloc((size_t)(r->nreq + 1) * sizeof *ttft);
   double *tpot = malloc((size_t)(r->nreq + 1) * sizeof *tpot);
@@ -147,37 +147,39 @@ static void report_table(FILE *out, const serve_report_ctx_t *ctx, const serve_s
                          const serve_summary_t *s) {
   fprintf(out, "npusim serve: %s on %s, %ld NPUs in %ld instances\n", ctx->workload, ctx->system,
           s->npus, s->instances);
-  fprintf(out, "\n%-9s %-7s %-6s %-4s %-4s %-4s %11s %11s %11s %13s %10s\n", "pool", "inst",
-          "tp", "pp", "dp", "ep", "weights_GiB", "activ_GiB", "kv_GiB", "kv_tokens/grp",
-          "KiB/token");
+  fprintf(out, "\n%-9s %-7s %-6s %-4s %-4s %-4s %11s %11s %11s %13s %10s\n", "pool", "inst", "tp",
+          "pp", "dp", "ep", "weights_GiB", "activ_GiB", "kv_GiB", "kv_tokens/grp", "KiB/token");
   for (int k = 0; k < ctx->npools; k++) {
     const serve_sim_pool_t *p = &ctx->pools[k];
     const serve_memory_t *m = serve_cost_memory(p->cost);
     fprintf(out, "%-9s %-7d %-6d %-4d %-4d %-4d %11.2f %11.2f %11.2f %13ld %10.1f\n",
             serve_pool_kind_names[p->kind], p->plan->instances, p->plan->tp, p->plan->pp,
-            p->plan->dp, p->plan->ep, m->weights / GIB, m->activations / GIB,
-            m->kv_capacity / GIB, m->kv_blocks * ctx->block_tokens, m->kv_per_token / 1024);
+            p->plan->dp, p->plan->ep, m->weights / GIB, m->activations / GIB, m->kv_capacity / GIB,
+            m->kv_blocks * ctx->block_tokens, m->kv_per_token / 1024);
   }
-  fprintf(out, "\nrequests %ld completed in %.3f s; %ld iterations, %ld preemptions",
-          s->completed, r->makespan_s, r->iterations, r->preemptions);
+  fprintf(out, "\nrequests %ld of %ld completed in %.3f s; %ld iterations, %ld preemptions",
+          s->completed, r->nreq, r->makespan_s, r->iterations, r->preemptions);
   if (r->kv_transfers)
     fprintf(out, ", %ld KV transfers (mean %.3f ms)", r->kv_transfers,
             r->kv_transfer_s / (double)r->kv_transfers * 1e3);
   fprintf(out, "\n\n%-14s %10s %10s %10s %10s\n", "latency (ms)", "mean", "p50", "p90", "p99");
   for (int k = 0; k < 3; k++) {
     const serve_dist_t *d = dist_of(s, k);
-    fprintf(out, "%-14s %10.2f %10.2f %10.2f %10.2f\n", dist_names[k], d->mean * 1e3,
-            d->p50 * 1e3, d->p90 * 1e3, d->p99 * 1e3);
+    fprintf(out, "%-14s %10.2f %10.2f %10.2f %10.2f\n", dist_names[k], d->mean * 1e3, d->p50 * 1e3,
+            d->p90 * 1e3, d->p99 * 1e3);
   }
-  fprintf(out, "\nthroughput  %.1f output tokens/s (%.1f per NPU, %.1f per instance), %.1f input "
-               "tokens/s (%.1f per NPU), %.3f requests/s\n",
+  fprintf(out,
+          "\nthroughput  %.1f output tokens/s (%.1f per NPU, %.1f per instance), %.1f input "
+          "tokens/s (%.1f per NPU), %.3f requests/s\n",
           s->output_tokens_per_s, s->output_tokens_per_s_per_npu,
-          s->output_tokens_per_s_per_instance, s->input_tokens_per_s,
-          s->input_tokens_per_s_per_npu, s->requests_per_s);
+          s->output_tokens_per_s_per_instance, s->input_tokens_per_s, s->input_tokens_per_s_per_npu,
+          s->requests_per_s);
   if (ctx->slo->ttft_s > 0 || ctx->slo->tpot_s > 0)
-    fprintf(out, "goodput     %.3f requests/s (%.4f per NPU): %ld of %ld within ttft <= %g ms, "
-                 "tpot <= %g ms\n", s->goodput_per_s, s->goodput_per_s_per_npu, s->good,
-            s->completed, ctx->slo->ttft_s * 1e3, ctx->slo->tpot_s * 1e3);
+    fprintf(out,
+            "goodput     %.3f requests/s (%.4f per NPU): %ld of %ld within ttft <= %g ms, "
+            "tpot <= %g ms\n",
+            s->goodput_per_s, s->goodput_per_s_per_npu, s->good, s->completed,
+            ctx->slo->ttft_s * 1e3, ctx->slo->tpot_s * 1e3);
   for (int k = 0; k < 2; k++) {
     double parts[SERVE_PART_COUNT], batch, step = mean_step(step_of(r, k), parts, &batch);
     if (step_of(r, k)->iterations == 0)
@@ -197,39 +199,42 @@ static void report_json(FILE *out, const serve_report_ctx_t *ctx, const serve_si
   jsonfile_write_string(out, ctx->system);
   fprintf(out, ",\n  \"workload\": ");
   jsonfile_write_string(out, ctx->workload);
-  fprintf(out, ",\n  \"npus\": %ld,\n  \"instances\": %ld,\n  \"pools\": [", s->npus,
-          s->instances);
+  fprintf(out, ",\n  \"npus\": %ld,\n  \"instances\": %ld,\n  \"pools\": [", s->npus, s->instances);
   for (int k = 0; k < ctx->npools; k++) {
     const serve_sim_pool_t *p = &ctx->pools[k];
     const serve_memory_t *m = serve_cost_memory(p->cost);
-    fprintf(out, "%s\n    {\"kind\": \"%s\", \"instances\": %d, \"tp\": %d, \"pp\": %d, \"dp\": "
-                 "%d, \"ep\": %d, \"weights_GiB\": %.6g, \"activations_GiB\": %.6g, "
-                 "\"kv_cache_GiB\": %.6g, \"kv_bytes_per_token\": %.9g, \"kv_blocks_per_group\": "
-                 "%ld}", k ? "," : "", serve_pool_kind_names[p->kind], p->plan->instances,
-            p->plan->tp, p->plan->pp, p->plan->dp, p->plan->ep, m->weights / GIB,
-            m->activations / GIB, m->kv_capacity / GIB, m->kv_per_token, m->kv_blocks);
+    fprintf(out,
+            "%s\n    {\"kind\": \"%s\", \"instances\": %d, \"tp\": %d, \"pp\": %d, \"dp\": "
+            "%d, \"ep\": %d, \"weights_GiB\": %.6g, \"activations_GiB\": %.6g, "
+            "\"kv_cache_GiB\": %.6g, \"kv_bytes_per_token\": %.9g, \"kv_blocks_per_group\": "
+            "%ld}",
+            k ? "," : "", serve_pool_kind_names[p->kind], p->plan->instances, p->plan->tp,
+            p->plan->pp, p->plan->dp, p->plan->ep, m->weights / GIB, m->activations / GIB,
+            m->kv_capacity / GIB, m->kv_per_token, m->kv_blocks);
   }
-  fprintf(out, "\n  ],\n  \"requests\": %ld,\n  \"completed\": %ld,\n  \"makespan_s\": %.9g,\n"
-               "  \"iterations\": %ld,\n  \"preemptions\": %ld,\n  \"kv_transfers\": %ld,\n"
-               "  \"kv_transfer_mean_s\": %.9g,\n", r->nreq, s->completed, r->makespan_s,
-          r->iterations, r->preemptions, r->kv_transfers,
+  fprintf(out,
+          "\n  ],\n  \"requests\": %ld,\n  \"completed\": %ld,\n  \"makespan_s\": %.9g,\n"
+          "  \"iterations\": %ld,\n  \"preemptions\": %ld,\n  \"kv_transfers\": %ld,\n"
+          "  \"kv_transfer_mean_s\": %.9g,\n",
+          r->nreq, s->completed, r->makespan_s, r->iterations, r->preemptions, r->kv_transfers,
           r->kv_transfers ? r->kv_transfer_s / (double)r->kv_transfers : 0);
   for (int k = 0; k < 3; k++) {
     const serve_dist_t *d = dist_of(s, k);
     fprintf(out, "  \"%s_s\": {\"mean\": %.9g, \"p50\": %.9g, \"p90\": %.9g, \"p99\": %.9g},\n",
             dist_names[k], d->mean, d->p50, d->p90, d->p99);
   }
-  fprintf(out, "  \"requests_per_s\": %.9g,\n  \"input_tokens_per_s\": %.9g,\n"
-               "  \"output_tokens_per_s\": %.9g,\n  \"input_tokens_per_s_per_npu\": %.9g,\n"
-               "  \"output_tokens_per_s_per_npu\": %.9g,\n"
-               "  \"output_tokens_per_s_per_instance\": %.9g,\n",
+  fprintf(out,
+          "  \"requests_per_s\": %.9g,\n  \"input_tokens_per_s\": %.9g,\n"
+          "  \"output_tokens_per_s\": %.9g,\n  \"input_tokens_per_s_per_npu\": %.9g,\n"
+          "  \"output_tokens_per_s_per_npu\": %.9g,\n"
+          "  \"output_tokens_per_s_per_instance\": %.9g,\n",
           s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s,
           s->input_tokens_per_s_per_npu, s->output_tokens_per_s_per_npu,
           s->output_tokens_per_s_per_instance);
-  fprintf(out, "  \"slo\": {\"ttft_s\": %.9g, \"tpot_s\": %.9g},\n  \"good_requests\": %ld,\n"
-               "  \"goodput_per_s\": %.9g,\n  \"goodput_per_s_per_npu\": %.9g,\n",
-          ctx->slo->ttft_s, ctx->slo->tpot_s, s->good, s->goodput_per_s,
-          s->goodput_per_s_per_npu);
+  fprintf(out,
+          "  \"slo\": {\"ttft_s\": %.9g, \"tpot_s\": %.9g},\n  \"good_requests\": %ld,\n"
+          "  \"goodput_per_s\": %.9g,\n  \"goodput_per_s_per_npu\": %.9g,\n",
+          ctx->slo->ttft_s, ctx->slo->tpot_s, s->good, s->goodput_per_s, s->goodput_per_s_per_npu);
   for (int k = 0; k < 2; k++) {
     double parts[SERVE_PART_COUNT], batch, step = mean_step(step_of(r, k), parts, &batch);
     fprintf(out, "%s  \"%s_step\": {\"iterations\": %ld, \"%s\": %.9g, \"time_s\": %.9g",
@@ -312,8 +317,8 @@ int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
   return outfile_commit(f, err, err_len);
 }
 
-int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx,
-                       const serve_sim_result_t *r, char *err, size_t err_len) {
+int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
+                       char *err, size_t err_len) {
   outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
   if (!f)
     return -1;
@@ -325,28 +330,32 @@ int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx,
   for (int i = 0; i < total; i++) {
     int index;
     const serve_sim_pool_t *p = instance_pool(ctx, i, &index);
-    fprintf(o, "%s{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": "
-               "{\"name\": \"%s %d\"}},\n{\"ph\": \"M\", \"pid\": %d, \"name\": "
-               "\"process_sort_index\", \"args\": {\"sort_index\": %d}}", i ? ",\n" : "", i,
-            serve_pool_kind_names[p->kind], index, i, i);
+    fprintf(o,
+            "%s{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": "
+            "{\"name\": \"%s %d\"}},\n{\"ph\": \"M\", \"pid\": %d, \"name\": "
+            "\"process_sort_index\", \"args\": {\"sort_index\": %d}}",
+            i ? ",\n" : "", i, serve_pool_kind_names[p->kind], index, i, i);
   }
   for (int i = 0; i < total; i++) {
     int index;
     const serve_sim_pool_t *p = instance_pool(ctx, i, &index);
     for (int e = 0; e < p->plan->pp; e++)
-      fprintf(o, ",\n{\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"name\": \"thread_name\", "
-                 "\"args\": {\"name\": \"engine %d\"}}", i, e, e);
+      fprintf(o,
+              ",\n{\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"name\": \"thread_name\", "
+              "\"args\": {\"name\": \"engine %d\"}}",
+              i, e, e);
   }
   for (long i = 0; i < r->nlog; i++) {
     const serve_iter_log_t *l = &r->log[i];
     const char *name = l->prefills == 0 ? "decode" : l->decodes == 0 ? "prefill" : "mixed";
     /* whole nanoseconds, the duration their difference: back-to-back slices never overlap */
     double start_ns = round(l->start_s * 1e9), end_ns = round(l->end_s * 1e9);
-    fprintf(o, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"name\": \"%s\", \"ts\": "
-               "%.3f, \"dur\": %.3f, \"args\": {\"decodes\": %d, \"prefills\": %d, \"tokens\": "
-               "%d, \"kv_used_blocks\": %ld, \"waiting\": %ld}}", l->instance, l->engine, name,
-            start_ns / 1e3, (end_ns - start_ns) / 1e3, l->decodes, l->prefills, l->tokens,
-            l->kv_used_blocks, l->waiting);
+    fprintf(o,
+            ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"name\": \"%s\", \"ts\": "
+            "%.3f, \"dur\": %.3f, \"args\": {\"decodes\": %d, \"prefills\": %d, \"tokens\": "
+            "%d, \"kv_used_blocks\": %ld, \"waiting\": %ld}}",
+            l->instance, l->engine, name, start_ns / 1e3, (end_ns - start_ns) / 1e3, l->decodes,
+            l->prefills, l->tokens, l->kv_used_blocks, l->waiting);
   }
   fprintf(o, "\n]}\n");
   return outfile_commit(f, err, err_len);

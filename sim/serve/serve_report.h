@@ -29,15 +29,15 @@ typedef struct {
   double requests_per_s, input_tokens_per_s, output_tokens_per_s;
   double output_tokens_per_s_per_npu, output_tokens_per_s_per_instance;
   double input_tokens_per_s_per_npu;
-  long good;                  /* requests within the SLOs */
+  long good; /* requests within the SLOs */
   double goodput_per_s, goodput_per_s_per_npu;
   long npus, instances;
 } serve_summary_t;
 
 /* Summarises a run of npus NPUs in instances instances. Returns 0, or -1 on
  * out of memory. */
-int serve_summarise(const serve_sim_result_t *r, long npus, long instances,
-                    const serve_slo_t *slo, serve_summary_t *out);
+int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
+                    serve_summary_t *out);
 
 /* What the report shows besides the summary. */
 typedef struct {
@@ -56,7 +56,7 @@ void serve_report(FILE *out, out_format_t format, const serve_report_ctx_t *ctx,
  * with "PATH: cannot write: ..." in err. */
 int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
                            const serve_sim_result_t *r, char *err, size_t err_len);
-int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx,
-                       const serve_sim_result_t *r, char *err, size_t err_len);
+int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
+                       char *err, size_t err_len);
 
 #endif

@@ -5,8 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const serve_pool_kind_names[SERVE_POOL_DECODE + 1] = {"colocated", "prefill",
-                                                                   "decode"};
+const char *const serve_pool_kind_names[SERVE_POOL_DECODE + 1] = {"colocated", "prefill", "decode"};
+
+const char *const serve_pool_paths[SERVE_POOL_DECODE + 1] = {"serving.parallel", "serving.prefill",
+                                                             "serving.decode"};
+
+int serve_sim_pools(const serving_cfg_t *cfg, serve_sim_pool_t pools[2]) {
+  if (!cfg->disaggregated) {
+    pools[0] = (serve_sim_pool_t){SERVE_POOL_COLOCATED, &cfg->colocated, NULL, 0};
+    return 1;
+  }
+  pools[0] = (serve_sim_pool_t){SERVE_POOL_PREFILL, &cfg->prefill, NULL, 0};
+  pools[1] = (serve_sim_pool_t){SERVE_POOL_DECODE, &cfg->decode, NULL,
+                                (int)(serve_pool_npus(&cfg->prefill) * cfg->prefill.instances)};
+  return 2;
+}
 
 /* ---- growable queues of request ids ---- */
 
@@ -46,7 +59,9 @@ static bool dq_push(deque_t *q, long x, bool front) {
   return true;
 }
 
-static long dq_front(const deque_t *q) { return q->v[q->head]; }
+static long dq_front(const deque_t *q) {
+  return q->v[q->head];
+}
 
 static void dq_pop(deque_t *q) {
   q->head = (q->head + 1) % q->cap;
@@ -72,18 +87,18 @@ typedef struct {
   int target;              /* tokens to have cached before it decodes */
   int cached;              /* tokens in its KV cache */
   int generated;
-  long blocks;             /* KV blocks held */
+  long blocks; /* KV blocks held */
   bool running, done;
 } seq_t;
 
 typedef struct {
   deque_t waiting, swapped;
   list_t running;
-  list_t sched;            /* this iteration's sequences */
-  int *chunk, *past;       /* per scheduled: prefill tokens (0: a decode), tokens before */
+  list_t sched;      /* this iteration's sequences */
+  int *chunk, *past; /* per scheduled: prefill tokens (0: a decode), tokens before */
   long chunk_cap;
   serve_group_batch_t batch;
-  long load;               /* waiting + running + swapped */
+  long load; /* waiting + running + swapped */
 } group_t;
 
 typedef struct {
@@ -95,8 +110,8 @@ typedef struct {
 typedef struct {
   const serve_sim_pool_t *pool;
   int first_rank, npus;
-  engine_t *engines;       /* pp */
-  long *free_blocks;       /* per attention group */
+  engine_t *engines; /* pp */
+  long *free_blocks; /* per attention group */
   double *stage_free, *stage_s;
   long outstanding;
   double egress_free, ingress_free;
@@ -106,7 +121,7 @@ enum { EV_ITER_DONE, EV_KV_DONE };
 
 typedef struct {
   double t;
-  long order;              /* ties: first pushed, first out */
+  long order; /* ties: first pushed, first out */
   int type, inst, engine;
   long req;
 } event_t;
@@ -170,7 +185,9 @@ static long blocks_for(const sim_t *s, long tokens) {
   return (tokens + s->cfg->block_tokens - 1) / s->cfg->block_tokens;
 }
 
-static bool decoding(const seq_t *q) { return q->generated > 0 && q->cached >= q->target; }
+static bool decoding(const seq_t *q) {
+  return q->generated > 0 && q->cached >= q->target;
+}
 
 /* The instance of kind with the fewest outstanding requests (the first on a tie). */
 static int pick_instance(const sim_t *s, serve_pool_kind_t kind) {
@@ -209,7 +226,8 @@ static double kv_bytes(const inst_t *in, long tokens) {
 static void sched_add(sim_t *s, group_t *g, long r, int chunk, int past) {
   if (g->sched.n == g->chunk_cap) {
     long cap = g->chunk_cap ? g->chunk_cap * 2 : 16;
-    int *c = realloc(g->chunk, (size_t)cap * sizeof *c), *p = c ? realloc(g->past, (size_t)cap * sizeof *p) : NULL;
+    int *c = realloc(g->chunk, (size_t)cap * sizeof *c),
+        *p = c ? realloc(g->past, (size_t)cap * sizeof *p) : NULL;
     if (c)
       g->chunk = c;
     if (!c || !p) {
@@ -299,10 +317,9 @@ static bool admit(sim_t *s, inst_t *in, group_t *g, int gi, long r, int chunk, i
 
 /* The running sequences that decode, each a new block when its last is full
  * (preempting the youngest when none is free). */
-static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi,
-                             int *budget) {
+static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, int *budget) {
   const serving_cfg_t *cfg = s->cfg;
-  for (long i = 0; i < g->running.n && g->sched.n < cfg->max_num_seqs && *budget > 0; i++) {
+  for (long i = 0; i < g->running.n && g->sched.n<cfg->max_num_seqs && * budget> 0; i++) {
     long r = g->running.v[i];
     seq_t *q = &s->seqs[r];
     if (!decoding(q))
@@ -343,7 +360,7 @@ static void schedule_swap_ins(sim_t *s, inst_t *in, engine_t *en, group_t *g, in
 static void schedule_prefills(sim_t *s, inst_t *in, group_t *g, int gi, int *budget) {
   const serving_cfg_t *cfg = s->cfg;
   bool whole = !cfg->chunked_prefill;
-  for (long i = 0; i < g->running.n && *budget > 0 && !whole; i++) {
+  for (long i = 0; i<g->running.n && * budget> 0 && !whole; i++) {
     long r = g->running.v[i];
     seq_t *q = &s->seqs[r];
     if (decoding(q) || scheduled(g, r))
@@ -360,9 +377,9 @@ static void schedule_prefills(sim_t *s, inst_t *in, group_t *g, int gi, int *bud
     int left = q->target - q->cached;
     if (decoding(q)) /* arrived with its cache (disaggregated): decodes */
       left = 0;
-    else if (left > *budget && whole)
-      break;
-    int chunk = left < *budget ? left : *budget;
+    else if (left > *budget && whole && (g->sched.n > 0 || q->generated == 0))
+      break; /* a recomputed sequence longer than the budget goes alone, whole */
+    int chunk = left < *budget || whole ? left : *budget;
     if (!admit(s, in, g, gi, r, chunk, budget))
       break;
     dq_pop(&g->waiting);
@@ -483,12 +500,11 @@ static void try_start(sim_t *s, int i, int e, double now) {
     if (o->nlog == s->log_cap && !grow((void **)&o->log, &s->log_cap, sizeof *o->log)) {
       s->oom = true;
     } else {
-      o->log[o->nlog++] = (serve_iter_log_t){i, e, now, t, decodes, prefills, tokens, 0,
-                                             waiting_at(in)};
+      o->log[o->nlog++] =
+          (serve_iter_log_t){i, e, now, t, decodes, prefills, tokens, 0, waiting_at(in)};
     }
   }
-  s->oom |= !heap_push(&s->events, (event_t){.t = t, .type = EV_ITER_DONE, .inst = i,
-                                             .engine = e});
+  s->oom |= !heap_push(&s->events, (event_t){.t = t, .type = EV_ITER_DONE, .inst = i, .engine = e});
 }
 
 static void kick(sim_t *s, int i, double now) {
@@ -502,14 +518,14 @@ static void send_kv(sim_t *s, int i, long r, double now) {
   int d = pick_instance(s, SERVE_POOL_DECODE);
   inst_t *src = &s->insts[i], *dst = &s->insts[d];
   double start = fmax(now, fmax(src->egress_free, dst->ingress_free));
-  double dur = serve_cost_kv_transfer_s(src->pool->cost, s->topo, src->first_rank,
-                                        dst->first_rank, dst->npus, s->seqs[r].cached);
+  double dur = serve_cost_kv_transfer_s(src->pool->cost, s->topo, src->first_rank, dst->first_rank,
+                                        dst->npus, s->seqs[r].cached);
   src->egress_free = dst->ingress_free = start + dur;
   s->out->kv_transfers++;
   s->out->kv_transfer_s += dur;
   dst->outstanding++; /* reserved now, so the next transfers spread */
-  s->oom |= !heap_push(&s->events, (event_t){.t = start + dur, .type = EV_KV_DONE, .inst = d,
-                                             .req = r});
+  s->oom |=
+      !heap_push(&s->events, (event_t){.t = start + dur, .type = EV_KV_DONE, .inst = d, .req = r});
 }
 
 static void finish(sim_t *s, inst_t *in, group_t *g, seq_t *q, long r, double now) {
@@ -617,8 +633,8 @@ static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
   for (long r = 0; r < s->reqs->n; r++) {
     const serve_request_t *q = &s->reqs->v[r];
     s->seqs[r].target = q->prompt_tokens;
-    s->out->req[r] = (serve_req_result_t){q->arrival_s, NAN, NAN, q->prompt_tokens,
-                                          q->output_tokens, 0};
+    s->out->req[r] =
+        (serve_req_result_t){q->arrival_s, NAN, NAN, q->prompt_tokens, q->output_tokens, 0};
   }
   return 0;
 }

@@ -47,6 +47,14 @@ typedef struct {
   int first_rank; /* of its first instance; instance i starts i x npus later */
 } serve_sim_pool_t;
 
+/* Lays out the pools of a deployment (costs left NULL): prefill then decode
+ * when disaggregated, else the co-located pool, on consecutive ranks. Returns
+ * their number. */
+int serve_sim_pools(const serving_cfg_t *cfg, serve_sim_pool_t pools[2]);
+
+/* The config path of a pool kind's split ("serving.parallel", ...). */
+extern const char *const serve_pool_paths[SERVE_POOL_DECODE + 1];
+
 /* What happened to a request. */
 typedef struct {
   double arrival_s, first_token_s, finish_s;
@@ -63,18 +71,18 @@ typedef struct {
 
 /* One iteration of one virtual engine, for timelines. */
 typedef struct {
-  int instance;         /* over all pools, prefill (or co-located) first */
-  int engine;           /* virtual engine (pipeline slot) */
+  int instance; /* over all pools, prefill (or co-located) first */
+  int engine;   /* virtual engine (pipeline slot) */
   double start_s, end_s;
   int decodes, prefills, tokens;
-  long kv_used_blocks;  /* the instance's, after the iteration */
-  long waiting;         /* requests queued at the instance */
+  long kv_used_blocks; /* the instance's, after the iteration */
+  long waiting;        /* requests queued at the instance */
 } serve_iter_log_t;
 
 typedef struct {
   serve_req_result_t *req;
   long nreq;
-  double makespan_s;          /* first arrival to last token */
+  double makespan_s; /* first arrival to last token */
   long iterations, preemptions, kv_transfers;
   double kv_transfer_s;       /* summed over transfers */
   serve_step_stats_t decode;  /* decode-only iterations (batch: sequences) */
@@ -84,8 +92,8 @@ typedef struct {
 } serve_sim_result_t;
 
 typedef struct {
-  bool log_iterations;        /* fill result.log */
-  progress_t *progress;       /* a step per finished request; may be NULL */
+  bool log_iterations;  /* fill result.log */
+  progress_t *progress; /* a step per finished request; may be NULL */
 } serve_sim_opts_t;
 
 /* Runs the requests through the pools (one co-located pool, or prefill then
