@@ -8,8 +8,10 @@ Checks:
   - every event has the fields its phase needs, of the right types
     (X: name, ts, dur >= 0, pid, tid; M: process/thread name or sort index
     with args; s/f: id, ts, pid, tid; f has bp "e");
-  - slices of one track (pid, tid) never overlap and come in time order
-    (times are compared exactly, as decimals, the way they are written);
+  - slices of one track (pid, tid) come in time order and never overlap in
+    part: a slice starts after the previous one ends or lies inside it (a
+    nested slice, such as a collective's straggler wait); times are compared
+    exactly, as decimals, the way they are written;
   - every flow arrow's start has its finish and the other way round;
   - every pid and (pid, tid) with slices is named.
 Prints one line per problem (at most 20) and exits 1 if there is any; 0 and
@@ -88,15 +90,17 @@ def check(evs, ranks=None):
                 bad(f"{where}: expected args to be an object")
             key = (e["pid"], e["tid"])
             pids.add(e["pid"])
-            last = tracks.get(key)
-            if last is not None:
-                if e["ts"] < last[0]:
-                    bad(f"{where} ({e['name']}): ts {e['ts']} before the previous slice's "
-                        f"{last[0]} on pid {key[0]} tid {key[1]}")
-                elif e["ts"] < last[1]:
-                    bad(f"{where} ({e['name']}): starts at {e['ts']}, before the previous slice "
-                        f"on pid {key[0]} tid {key[1]} ends ({last[1]})")
-            tracks[key] = (e["ts"], e["ts"] + e["dur"])
+            stack = tracks.setdefault(key, [])  # the open slices, outermost first
+            start, end = e["ts"], e["ts"] + e["dur"]
+            if stack and start < stack[-1][0]:
+                bad(f"{where} ({e['name']}): ts {start} before the previous slice's "
+                    f"{stack[-1][0]} on pid {key[0]} tid {key[1]}")
+            while stack and start >= stack[-1][1]:
+                stack.pop()
+            if stack and end > stack[-1][1]:
+                bad(f"{where} ({e['name']}): starts at {start}, before the previous slice "
+                    f"on pid {key[0]} tid {key[1]} ends ({stack[-1][1]}), and ends after it")
+            stack.append((start, end))
             nslices += 1
         elif ph == "M":
             args = e.get("args")

@@ -28,39 +28,57 @@ static const char *const part_names[TRAIN_PART_COUNT] = {
     [TRAIN_PART_CP] = "exposed_cp_comm",
     [TRAIN_PART_OPTIMIZER] = "optimizer"};
 
+/* The breakdown's extra category: time a rank waits at a collective for a
+ * slower peer (start to ready of a TP, DP, EP or CP collective), claimed after
+ * every part; a wait for a pipeline neighbour stays in the bubble. */
+#define PART_WAIT TRAIN_PART_COUNT
+#define NCATEGORIES (TRAIN_PART_COUNT + 1)
+
 /* Each instant of the step goes to one category, so the parts add up to the
  * step: compute first, then the communication kinds in this order (what the
- * compute stream most likely waits on first); idle time is the bubble. */
-static const train_part_t claim_order[TRAIN_PART_COUNT] = {
+ * compute stream most likely waits on first), then waiting for stragglers;
+ * idle time is the bubble. */
+static const int claim_order[NCATEGORIES] = {
     TRAIN_PART_COMPUTE, TRAIN_PART_OPTIMIZER, TRAIN_PART_TP, TRAIN_PART_CP,
-    TRAIN_PART_EP,      TRAIN_PART_PP,        TRAIN_PART_DP};
+    TRAIN_PART_EP,      TRAIN_PART_PP,        TRAIN_PART_DP, PART_WAIT};
 
 typedef struct {
-  double *out, busy;
+  double part[TRAIN_PART_COUNT];
+  double straggler_wait, bubble;
+} breakdown_t;
+
+typedef struct {
+  double out[NCATEGORIES], busy;
 } claim_t;
 
-/* A stretch of the timeline goes to the first open part in claim order. */
+/* A stretch of the timeline goes to the first open category in claim order. */
 static void claim_stretch(void *ctx, double dt, const int *open, double rate) {
   (void)rate;
   claim_t *cl = ctx;
   int c = 0;
-  while (c < TRAIN_PART_COUNT && !open[claim_order[c]])
+  while (c < NCATEGORIES && !open[claim_order[c]])
     c++;
-  if (c < TRAIN_PART_COUNT) {
+  if (c < NCATEGORIES) {
     cl->out[claim_order[c]] += dt;
     cl->busy += dt;
   }
 }
 
+static bool waits_for_peers(train_part_t part) {
+  return part == TRAIN_PART_TP || part == TRAIN_PART_DP || part == TRAIN_PART_EP ||
+         part == TRAIN_PART_CP;
+}
+
 /* Sweeps a rank's timeline: compute and optimizer time as they run, each kind
- * of communication where no compute hides it, and the idle rest (the bubble). */
+ * of communication where no compute hides it, the waits at collectives for
+ * slower peers, and the idle rest (the bubble). */
 static void breakdown(const trace_t *t, const train_info_t *info, const replay_result_t *r,
-                      int rank, double out[TRAIN_PART_COUNT], double *bubble) {
+                      int rank, breakdown_t *b) {
   int pi = t->program_of[rank];
   const trace_program_t *p = &t->programs[pi];
   const train_part_t *parts = info->programs[pi].parts;
-  interval_edge_t *e = malloc(((size_t)p->nops * 2 + 1) * sizeof *e);
-  int n = 0, open[TRAIN_PART_COUNT];
+  interval_edge_t *e = malloc(((size_t)p->nops * 4 + 1) * sizeof *e);
+  int n = 0, open[NCATEGORIES];
   for (int i = 0; i < p->nops; i++) {
     train_part_t part = parts[i];
     const replay_span_t *sp = &r->spans[replay_stand_in(r, t, rank)][i];
@@ -70,11 +88,14 @@ static void breakdown(const trace_t *t, const train_info_t *info, const replay_r
     double start = compute ? sp->start_s : sp->ready_s;
     if (part != TRAIN_PART_NONE && sp->end_s > start)
       intervals_add(e, &n, start, sp->end_s, (int)part, 0);
+    if (waits_for_peers(part) && sp->ready_s > sp->start_s)
+      intervals_add(e, &n, sp->start_s, sp->ready_s, PART_WAIT, 0);
   }
-  memset(out, 0, TRAIN_PART_COUNT * sizeof *out);
-  claim_t cl = {out, 0};
-  intervals_sweep(e, n, TRAIN_PART_COUNT, open, claim_stretch, &cl);
-  *bubble = r->step_time_s - cl.busy;
+  claim_t cl = {{0}, 0};
+  intervals_sweep(e, n, NCATEGORIES, open, claim_stretch, &cl);
+  memcpy(b->part, cl.out, sizeof b->part);
+  b->straggler_wait = cl.out[PART_WAIT];
+  b->bubble = r->step_time_s - cl.busy;
   free(e);
 }
 
@@ -91,12 +112,13 @@ static void print_stages_json(FILE *out, const trace_t *t, const train_info_t *i
                               const replay_result_t *r) {
   fprintf(out, ",\n  \"stages\": [");
   for (int s = 0; s < info->stages; s++) {
-    double cat[TRAIN_PART_COUNT], bubble;
-    breakdown(t, info, r, stage_rank(t, info, s), cat, &bubble);
+    breakdown_t b;
+    breakdown(t, info, r, stage_rank(t, info, s), &b);
     fprintf(out, "%s\n    {\"stage\": %d", s ? "," : "", s);
     for (int c = 0; c < TRAIN_PART_COUNT; c++)
-      fprintf(out, ", \"%s\": %.9g", part_names[c], cat[c]);
-    fprintf(out, ", \"pipeline_bubble\": %.9g}", bubble);
+      fprintf(out, ", \"%s\": %.9g", part_names[c], b.part[c]);
+    fprintf(out, ", \"straggler_wait\": %.9g, \"pipeline_bubble\": %.9g}", b.straggler_wait,
+            b.bubble);
   }
   fprintf(out, "\n  ]");
 }
@@ -107,15 +129,15 @@ static void print_stages_table(FILE *out, const trace_t *t, const train_info_t *
   if (info->stages == 1)
     return;
   fprintf(out, "\nper pipeline stage, its first rank (ms):\n  stage %11s %10s %10s %10s "
-               "%10s %10s %10s %10s\n", "compute", "tp", "dp", "pp", "ep", "cp", "optimizer",
-          "bubble");
+               "%10s %10s %10s %10s %10s\n", "compute", "tp", "dp", "pp", "ep", "cp", "optimizer",
+          "wait", "bubble");
   for (int s = 0; s < info->stages; s++) {
-    double cat[TRAIN_PART_COUNT], bubble;
-    breakdown(t, info, r, stage_rank(t, info, s), cat, &bubble);
+    breakdown_t b;
+    breakdown(t, info, r, stage_rank(t, info, s), &b);
     fprintf(out, "  %5d ", s);
     for (int c = 0; c < TRAIN_PART_COUNT; c++)
-      fprintf(out, " %10.1f", cat[c] * 1e3);
-    fprintf(out, " %10.1f\n", bubble * 1e3);
+      fprintf(out, " %10.1f", b.part[c] * 1e3);
+    fprintf(out, " %10.1f %10.1f\n", b.straggler_wait * 1e3, b.bubble * 1e3);
   }
 }
 
@@ -128,19 +150,19 @@ static void print_csv(FILE *out, const system_cfg_t *sys, const workload_cfg_t *
         "model_tflops_per_npu,hw_tflops_per_npu,mfu,peak_memory_GiB,fits,stage,stage_rank", out);
   for (int c = 0; c < TRAIN_PART_COUNT; c++)
     fprintf(out, ",%s_s", part_names[c]);
-  fputs(",pipeline_bubble_s,stage_memory_GiB\n", out);
+  fputs(",straggler_wait_s,pipeline_bubble_s,stage_memory_GiB\n", out);
   for (int s = 0; s < info->stages; s++) {
-    double cat[TRAIN_PART_COUNT], bubble;
+    breakdown_t b;
     int rank = stage_rank(t, info, s);
-    breakdown(t, info, r, rank, cat, &bubble);
+    breakdown(t, info, r, rank, &b);
     out_csv_field(out, w->model.name, ",");
     out_csv_field(out, sys->name, ",");
     fprintf(out, "%ld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%d,%d", info->world, r->step_time_s,
             figures[0], figures[1], figures[2], figures[3], figures[4], peak->total / GIB,
             fits ? "true" : "false", s, rank);
     for (int c = 0; c < TRAIN_PART_COUNT; c++)
-      fprintf(out, ",%.9g", cat[c]);
-    fprintf(out, ",%.9g,%.6g\n", bubble, info->memory[s].total / GIB);
+      fprintf(out, ",%.9g", b.part[c]);
+    fprintf(out, ",%.9g,%.9g,%.6g\n", b.straggler_wait, b.bubble, info->memory[s].total / GIB);
   }
 }
 
@@ -153,8 +175,8 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
   chip_dtype_t dt = w->training.precision == PRECISION_FP16 ? CHIP_DTYPE_FP16
                     : w->training.precision == PRECISION_FP8 ? CHIP_DTYPE_FP8 : CHIP_DTYPE_BF16;
   double mfu = model_tf * 1e12 / chip_cube_peak_flops(&sys->chip, dt);
-  double cat[TRAIN_PART_COUNT], bubble;
-  breakdown(t, info, r, 0, cat, &bubble);
+  breakdown_t b;
+  breakdown(t, info, r, 0, &b);
   train_memory_t peak = info->memory[0];
   for (int s = 1; s < info->stages; s++)
     if (info->memory[s].total > peak.total)
@@ -173,8 +195,9 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
             fidelity, info->world, r->simulated_ranks, info->microbatches, step, tps, tps / npus,
             model_tf, hw_tf, mfu);
     for (int c = 0; c < TRAIN_PART_COUNT; c++)
-      fprintf(out, "%s\"%s\": %.9g", c ? ", " : "", part_names[c], cat[c]);
-    fprintf(out, ", \"pipeline_bubble\": %.9g}", bubble);
+      fprintf(out, "%s\"%s\": %.9g", c ? ", " : "", part_names[c], b.part[c]);
+    fprintf(out, ", \"straggler_wait\": %.9g, \"pipeline_bubble\": %.9g}", b.straggler_wait,
+            b.bubble);
     print_stages_json(out, t, info, r);
     fprintf(out, ",\n  \"memory\": {\"weights_GiB\": %.6g, "
             "\"gradients_GiB\": %.6g, \"optimizer_GiB\": %.6g, \"activations_GiB\": %.6g, "
@@ -206,8 +229,9 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
           100 * mfu, hw_tf);
   fprintf(out, "\nwhere rank 0's step went (ms):\n");
   for (int c = 0; c < TRAIN_PART_COUNT; c++)
-    fprintf(out, "  %-18s %10.3f\n", part_names[c], cat[c] * 1e3);
-  fprintf(out, "  %-18s %10.3f\n", "pipeline_bubble", bubble * 1e3);
+    fprintf(out, "  %-18s %10.3f\n", part_names[c], b.part[c] * 1e3);
+  fprintf(out, "  %-18s %10.3f\n", "straggler_wait", b.straggler_wait * 1e3);
+  fprintf(out, "  %-18s %10.3f\n", "pipeline_bubble", b.bubble * 1e3);
   print_stages_table(out, t, info, r);
   fprintf(out, "\nmemory per NPU, fullest stage (GiB): weights %.2f, gradients %.2f, optimizer "
           "%.2f, activations %.2f, temporary %.2f = %.2f of %.1f: %s", peak.weights / GIB,

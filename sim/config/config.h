@@ -22,12 +22,14 @@
 #include "cluster.h"
 #include "coll_cfg.h"
 #include "npu_err.h"
+#include "variation.h"
 #include "workload.h"
 
 /* A whole system: one node type and the fabric that joins nodes. */
 typedef struct {
   char name[CHIP_NAME_MAX];
   chip_cfg_t chip;
+  variation_cfg_t variation; /* stragglers: per-rank speed, per-op jitter */
   node_cfg_t node;
   cluster_cfg_t cluster;
   coll_cfg_t coll;

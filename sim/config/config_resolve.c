@@ -75,7 +75,7 @@ static int check_string(const config_doc_t *doc, const cfg_key_t *key, const cJS
     return type_error(doc, key, item, "", err);
   if (key->convert) {
     /* Parse into a scratch buffer: the real field is written by fill_key. */
-    int64_t scratch[16];
+    _Alignas(16) unsigned char scratch[CFG_CONVERT_MAX_BYTES];
     if (key->convert(item->valuestring, scratch) != 0)
       return type_error(doc, key, item, "", err);
   }

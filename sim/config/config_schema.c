@@ -126,6 +126,12 @@ static int convert_order(const char *text, void *field) {
   return workload_parse_order(text, (par_dim_t *)field);
 }
 
+_Static_assert(sizeof(variation_ranges_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
+
+static int convert_ranges(const char *text, void *field) {
+  return variation_parse_ranges(text, (variation_ranges_t *)field);
+}
+
 static const cfg_key_t system_keys[] = {
     STR("name", SYS(name), CHIP_NAME_MAX - 1, NULL, "Name of the system, shown in reports."),
     NOTE("description", 1000, "Free text: what this system is."),
@@ -216,6 +222,23 @@ static const cfg_key_t system_keys[] = {
         "Peak HBM bandwidth."),
     NUM("chip.hbm.efficiency", "", 1, SYS(chip.hbm.efficiency), 0.01, 1, NULL,
         "Fraction of peak HBM bandwidth that streaming kernels achieve."),
+
+    OBJ("chip.variation", "Stragglers: NPUs away from the chip model's speed (variation.h)."),
+    {.path = "chip.variation.speed_factors", .type = CFG_STR, .unit = "", .min = 0, .max = 1023,
+     .def = "\"\"", .convert = convert_ranges,
+     .convert_expect = "ranks and speed factors, \"R[-R]:FACTOR,...\" (0 < FACTOR <= 100)",
+     .offset = offsetof(system_cfg_t, variation.ranges),
+     .doc = "Ranks at a speed factor: \"3:0.5\" runs rank 3's compute at half speed, "
+            "\"0-7:0.9,12:0.5\" ranks 0 to 7 at 0.9 and 12 at 0.5 (later ranges win, over "
+            "speed_sigma's draw)."},
+    OFF("chip.variation.speed_sigma", "", 1, SYS(variation.speed_sigma), 1e-6, 1, "0",
+        "Each rank's speed factor drawn once from 1 + sigma N(0, 1) (clipped at 0.01), "
+        "seeded; 0: every rank at 1."),
+    OFF("chip.variation.jitter_sigma", "", 1, SYS(variation.jitter_sigma), 1e-6, 10, "0",
+        "Every compute op of every rank stretched by 1 + sigma |N(0, 1)|, seeded (OS noise, "
+        "clock dips); 0: none."),
+    INT("chip.variation.seed", SYS(variation.seed), 0, 2147483647, "1",
+        "Seed of speed_sigma's and jitter_sigma's draws: the same seed, the same factors."),
 
     OBJ("node", "One server: its NPUs and the scale-up fabric joining them."),
     INT("node.npus", SYS(node.npus), 1, 4096, NULL, "Ranks (dies) per server."),

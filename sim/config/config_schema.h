@@ -24,6 +24,8 @@ typedef enum {
 
 #define CFG_NO_FIELD ((size_t)-1)
 
+#define CFG_CONVERT_MAX_BYTES 2048
+
 typedef struct {
   const char *path;              /* dotted JSON path, e.g. "chip.hbm.bandwidth_GBps" */
   cfg_type_t type;
@@ -38,7 +40,8 @@ typedef struct {
   const char *const *choices;    /* CFG_ENUM names, indexed by the enum, or NULL: */
   const char *(*choice_name)(int i); /* the name of value i (a column of a table) */
   int nchoices;
-  int (*convert)(const char *text, void *field); /* CFG_STR parser, or NULL */
+  int (*convert)(const char *text, void *field); /* CFG_STR parser into a field of at most
+                                                  * CFG_CONVERT_MAX_BYTES, or NULL */
   const char *convert_expect;    /* what convert accepts, for error messages */
   size_t offset;                 /* field in the target struct, or CFG_NO_FIELD */
   const char *doc;               /* meaning, one sentence */

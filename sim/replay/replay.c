@@ -96,7 +96,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     replay_result_free(out, trace);
     return rc;
   }
-  out->representatives = (opts->representatives && !opts->flow) || plan.reduced;
+  out->representatives = (opts->representatives && !opts->flow && !plan.speed) || plan.reduced;
   replay_record_t rec;
   replay_record_init(&rec, &plan);
   if (!opts->flow && opts->contention)

@@ -41,6 +41,10 @@ typedef struct {
   sg_bar_t barrier;        /* INST_ANALYTIC: the members meet here */
   double latest_s;         /* analytic fidelity: the latest arrival at the current use */
   unsigned read;           /* members that have read it */
+  replay_span_t **pending; /* INST_FLOW: the current use's members so far, whose ready_s
+                            * becomes its latest arrival once all are there */
+  unsigned npending;
+  double pending_latest_s;
 } inst_run_t;
 
 typedef struct {
@@ -171,6 +175,22 @@ static void start_switches(actors_t *A, const inst_t *x, inst_run_t *run) {
   }
 }
 
+/* A flow collective's data moves when its members are there: no member ends a
+ * use before the last has arrived at it (each one's result needs every input),
+ * so arrivals come use by use, and the last one's time is every member's
+ * ready_s: the wait before it is waiting for a slower peer. */
+static void note_arrival(inst_run_t *run, const inst_t *x, replay_span_t *sp) {
+  if (sp->start_s > run->pending_latest_s)
+    run->pending_latest_s = sp->start_s;
+  run->pending[run->npending++] = sp;
+  if (run->npending < x->members)
+    return;
+  for (unsigned k = 0; k < run->npending; k++)
+    run->pending[k]->ready_s = run->pending_latest_s;
+  run->npending = 0;
+  run->pending_latest_s = 0;
+}
+
 static void run_collective(actors_t *A, int rank, int i, replay_span_t *sp) {
   int k = A->pl->inst_of[rank][i];
   const inst_t *x = &A->pl->insts[k];
@@ -196,6 +216,7 @@ static void run_collective(actors_t *A, int rank, int i, replay_span_t *sp) {
     sg_actor_sleep_for(x->analytic_s);
     return;
   }
+  note_arrival(run, x, sp);
   if (overhead > 0)
     sg_actor_sleep_for(overhead);
   const trace_comm_t *cm = &A->pl->trace->comms[x->comm];
@@ -265,7 +286,7 @@ static void run_op(actors_t *A, int rank, int pi, int i) {
   case TRACE_OP_SHAPED:
   case TRACE_OP_COMPUTE:
   case TRACE_OP_DELAY:
-    sg_actor_sleep_for(replay_timed_s(A->pl, pi, i));
+    sg_actor_sleep_for(replay_timed_s(A->pl, rank, pi, i));
     break;
   case TRACE_OP_COLL:
     run_collective(A, rank, i, &A->rec->spans[rank][i]);
@@ -311,7 +332,7 @@ static int run_batch(actors_t *A, int rank, int pi, int i) {
   const trace_program_t *p = &A->pl->trace->programs[pi];
   replay_span_t *sp = A->rec->spans[rank];
   int stream = p->ops[i].stream, last = i;
-  double t = sp[i].start_s + replay_timed_s(A->pl, pi, i);
+  double t = sp[i].start_s + replay_timed_s(A->pl, rank, pi, i);
   sp[i].end_s = t;
   for (int j = i + 1; j < p->nops; j++) {
     if (p->ops[j].stream != stream)
@@ -319,7 +340,7 @@ static int run_batch(actors_t *A, int rank, int pi, int i) {
     if (!replay_timed_only(p->ops[j].type) || !ready_at(A, rank, p, j, t))
       break;
     sp[j].start_s = sp[j].ready_s = t;
-    t += replay_timed_s(A->pl, pi, j);
+    t += replay_timed_s(A->pl, rank, pi, j);
     sp[j].end_s = t;
     last = j;
   }
@@ -425,6 +446,7 @@ static void init_state(actors_t *A) {
       char channel[48];
       snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
       A->runs[i].flow = coll_flow_prepare(pl->topo, &x->plan.sched, channel);
+      A->runs[i].pending = calloc((size_t)x->members + 1, sizeof *A->runs[i].pending);
       if (x->collapsed)
         coll_flow_collapse(A->runs[i].flow, pl->topo);
     } else if (x->members > 0) {
@@ -449,6 +471,7 @@ static void free_state(actors_t *A) {
   free(A->rs);
   for (int i = 0; A->runs && i < A->pl->ninsts; i++) {
     coll_flow_free(A->runs[i].flow);
+    free(A->runs[i].pending);
     if (A->runs[i].barrier)
       sg_barrier_destroy(A->runs[i].barrier);
   }

@@ -110,6 +110,17 @@ static void arrow(chrome_t *c, int rank, int i, const trace_op_t *op, int64_t st
   fprintf(c->out, ", \"pid\": %d, \"tid\": %d%s}", rank, op->stream, send ? "" : ", \"bp\": \"e\"");
 }
 
+/* The part of a collective spent waiting for its last member (a straggler). */
+static void wait_slice(chrome_t *c, int rank, int stream, int64_t start, int64_t ready) {
+  event_sep(c);
+  fputs("{\"name\": \"straggler wait\", \"cat\": \"straggler_wait\", \"ph\": \"X\", "
+        "\"ts\": ", c->out);
+  put_us(c->out, start);
+  fputs(", \"dur\": ", c->out);
+  put_us(c->out, ready - start);
+  fprintf(c->out, ", \"pid\": %d, \"tid\": %d}", rank, stream);
+}
+
 static void chrome_rank(chrome_t *c, int rank) {
   const trace_t *t = c->t;
   int pi = t->program_of[rank];
@@ -140,6 +151,9 @@ static void chrome_rank(chrome_t *c, int rank) {
     fputc('}', c->out);
     if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
       arrow(c, rank, i, op, start, end);
+    int64_t ready = ns_of(spans[i].ready_s);
+    if (op->type == TRACE_OP_COLL && ready > start) /* nested: waiting for a slower peer */
+      wait_slice(c, rank, op->stream, start, ready < end ? ready : end);
   }
 }
 

@@ -187,6 +187,21 @@ static void add_interference(replay_plan_t *pl) {
 
 /* ---- which ranks, which engine ---- */
 
+/* Each rank's speed factor; ranges must name ranks of the job. */
+static int plan_speeds(replay_plan_t *pl, const char *name, char *err, size_t len) {
+  const variation_cfg_t *v = &pl->sys->variation;
+  int ranks = pl->trace->ranks;
+  for (int i = 0; i < v->ranges.n; i++)
+    if (v->ranges.v[i].last >= ranks)
+      return snprintf(err, len, "%s: chip.variation.speed_factors: expected ranks below the "
+                      "job's %d, found %d", name, ranks, v->ranges.v[i].last), -1;
+  if (!(pl->speed = malloc((size_t)ranks * sizeof *pl->speed)))
+    return snprintf(err, len, "%s: out of memory for %d ranks' speeds", name, ranks), -1;
+  for (int r = 0; r < ranks; r++)
+    pl->speed[r] = variation_speed(v, r);
+  return 0;
+}
+
 /* Representatives need their send/recv peers to be representatives too. */
 static int choose_simulated(replay_plan_t *pl, bool representatives, const char *name,
                             char *err, size_t len) {
@@ -277,10 +292,14 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
   trace_pairing_init(&pl->pairing, trace);
   bool *scoped = NULL;
   int nscoped = 0;
-  int rc = choose_simulated(pl, opts->representatives && !opts->flow, name, err, len);
+  /* stragglers break the symmetry representatives rely on: every rank runs */
+  bool varied = variation_active(&sys->variation);
+  int rc = varied ? plan_speeds(pl, name, err, len) : 0;
+  if (rc == 0)
+    rc = choose_simulated(pl, opts->representatives && !opts->flow && !varied, name, err, len);
   if (rc == 0)
     rc = cost_shaped(pl, name, err, len);
-  if (rc == 0 && opts->flow && opts->representatives && !opts->all_ranks)
+  if (rc == 0 && opts->flow && opts->representatives && !opts->all_ranks && !varied)
     rc = apply_scope(pl, name, &scoped, &nscoped, err, len);
   if (rc == 0)
     rc = plan_collectives(pl, name, err, len);
@@ -298,6 +317,7 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
 }
 
 void replay_plan_free(replay_plan_t *pl) {
+  free(pl->speed);
   const trace_t *t = pl->trace;
   if (!t)
     return;

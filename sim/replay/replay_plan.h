@@ -56,6 +56,7 @@ typedef struct {
   size_t nslots;
   int **inst_of;        /* per simulated rank, per op: its collective (COLL ops) */
   bool sweep;           /* analytic and no memory ops: replay_sweep.c, no simulator */
+  double *speed;        /* per rank: its speed factor (variation.h); NULL: all at 1, no jitter */
   double **comm_s;      /* analytic, per simulated rank, per op: a communication op's
                          * duration with contention (replay_contend.c writes it between
                          * runs); NULL: each alone */
@@ -82,10 +83,14 @@ static inline bool replay_timed_only(int type) {
   return type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE || type == TRACE_OP_DELAY;
 }
 
-/* Seconds a timed-only op takes (interference of an "overlaps" included). */
-static inline double replay_timed_s(const replay_plan_t *pl, int pi, int i) {
+/* Seconds a timed-only op of rank takes (interference of an "overlaps"
+ * included); compute ops run at the rank's speed, with its jitter. */
+static inline double replay_timed_s(const replay_plan_t *pl, int rank, int pi, int i) {
   const trace_op_t *op = &pl->trace->programs[pi].ops[i];
-  return op->type == TRACE_OP_SHAPED ? pl->compute_s[pi][i] : op->duration_us * 1e-6;
+  double s = op->type == TRACE_OP_SHAPED ? pl->compute_s[pi][i] : op->duration_us * 1e-6;
+  if (!pl->speed || op->type == TRACE_OP_DELAY)
+    return s;
+  return s / pl->speed[rank] * variation_jitter(&pl->sys->variation, rank, i);
 }
 
 /* Analytic send/recv: path latency plus the bytes over the slowest link. */

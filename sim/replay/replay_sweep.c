@@ -233,7 +233,7 @@ static void advance(sweep_t *sw, cursor_t *c) {
         arrive_p2p(sw, c->rank, c->pi, i, start);
       else
         resolve(sw, c->rank, i, start,
-                start + (replay_timed_only(op->type) ? replay_timed_s(pl, c->pi, i) : 0));
+                start + (replay_timed_only(op->type) ? replay_timed_s(pl, c->rank, c->pi, i) : 0));
     }
     if (!done[i])
       break;
