@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "faults.h"
 #include "link.h"
 
 typedef enum {
@@ -59,6 +60,7 @@ typedef struct {
 
 typedef struct {
   int nodes;                /* servers; 0 = the smallest number that fits the job */
+  link_faults_t faults;     /* slow and dead links (faults.h) */
   scale_out_cfg_t scale_out;
   bool has_supernode;
   supernode_cfg_t supernode;

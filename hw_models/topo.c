@@ -77,6 +77,8 @@ static void add_scale_up(topo_t *t, int server) {
   }
 }
 
+static int apply_faults(topo_t *t, char *err, size_t err_len);
+
 int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
                int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
@@ -158,6 +160,82 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
       up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / so->spines;
       add_link(out, TOPO_LINK_UPLINK, leaf, spine, -1, up);
     }
+  if (apply_faults(out, err, err_len)) {
+    topo_free(out);
+    return -1;
+  }
+  return 0;
+}
+
+/* A fault names a link kind, or one link. */
+static bool fault_matches(const topo_t *t, int link, const char *name) {
+  if (strcmp(name, topo_link_kind_names[t->links[link].kind]) == 0)
+    return true;
+  char buf[64];
+  topo_link_name(t, link, buf, sizeof buf);
+  return strcmp(name, buf) == 0;
+}
+
+/* The ranks a dead link leaves without a path, or NULL when it has a detour:
+ * a full-mesh link of a server of 3 or more NPUs, a spine uplink with another
+ * spine. */
+static const char *cut_off(const topo_t *t, int link, char *buf, size_t len) {
+  const topo_link_t *l = &t->links[link];
+  if (l->kind == TOPO_LINK_SCALE_UP && t->node.scale_up.kind == SCALE_UP_FULL_MESH &&
+      t->node.npus >= 3)
+    return NULL;
+  if (l->kind == TOPO_LINK_UPLINK && t->cluster.scale_out.spines > 1)
+    return NULL;
+  if (l->kind == TOPO_LINK_NIC && t->nodes == 1)
+    return NULL; /* a one-server job never uses its NICs */
+  int first = l->owner * t->node.npus + l->a; /* NIC, port, supernode port: its NPU */
+  if (l->kind == TOPO_LINK_UPLINK)
+    snprintf(buf, len, "every rank under leaf %d from the other leaves", l->owner);
+  else if (l->b >= 0)
+    snprintf(buf, len, "ranks %d and %d of server %d from each other", l->a, l->b, l->owner);
+  else
+    snprintf(buf, len, "rank %d", first);
+  return buf;
+}
+
+/* Applies the faults; a fault naming no link, or a dead link without a
+ * detour, is refused in err. */
+static int apply_faults(topo_t *t, char *err, size_t err_len) {
+  const link_faults_t *f = &t->cluster.faults;
+  for (int i = 0; i < f->n; i++) {
+    int matched = 0;
+    for (int link = 0; link < t->nlinks; link++) {
+      if (!fault_matches(t, link, f->v[i].link))
+        continue;
+      matched++;
+      if (f->v[i].factor > 0) {
+        t->links[link].cfg.bw_bytes_per_s *= f->v[i].factor;
+        continue;
+      }
+      char who[96];
+      if (cut_off(t, link, who, sizeof who))
+        return snprintf(err, err_len, "cluster.faults.links: expected dead links that leave a "
+                        "path (a full-mesh link, a spine uplink), found %s dead, which cuts off "
+                        "%s", f->v[i].link, who), -1;
+      t->links[link].failed = true;
+    }
+    if (!matched)
+      return snprintf(err, err_len, "cluster.faults.links: expected a link kind (scale_up, die, "
+                      "supernode, nic, uplink) or a link of this job (e.g. s0.nic0), found "
+                      "\"%s\"", f->v[i].link), -1;
+  }
+  int spines = t->cluster.scale_out.spines; /* every two leaves keep a common spine */
+  for (int la = 0; la < t->leaves; la++)
+    for (int lb = la + 1; lb < t->leaves; lb++) {
+      bool joined = false;
+      for (int s = 0; s < spines && !joined; s++)
+        joined = !t->links[t->first_uplink + la * spines + s].failed &&
+                 !t->links[t->first_uplink + lb * spines + s].failed;
+      if (!joined)
+        return snprintf(err, err_len, "cluster.faults.links: expected two leaves to keep a "
+                        "spine both reach, found none for leaves %d and %d, which cuts the ranks "
+                        "under one off from the other's", la, lb), -1;
+    }
   return 0;
 }
 
@@ -219,6 +297,10 @@ static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) 
   hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, src), 0};
   if (la != lb) {
     int spines = t->cluster.scale_out.spines, s = spine_of(t, src, dst);
+    for (int k = 0; k < spines; k++, s = (s + 1) % spines) /* ECMP over the live spines */
+      if (!t->links[t->first_uplink + la * spines + s].failed &&
+          !t->links[t->first_uplink + lb * spines + s].failed)
+        break;
     hops[n++] = (topo_hop_t){t->first_uplink + la * spines + s, 0};
     hops[n++] = (topo_hop_t){t->first_uplink + lb * spines + s, 1};
   }
@@ -247,9 +329,25 @@ static int route_scale_up(const topo_t *t, int server, int a, int b, topo_hop_t 
   int base = t->first_scale_up + server * t->per_server_scale_up, n = node->npus;
   int lo = a < b ? a : b, hi = a < b ? b : a, dir = a < b ? 0 : 1;
   switch (node->scale_up.kind) {
-  case SCALE_UP_FULL_MESH:
-    hops[0] = (topo_hop_t){base + pair_index(lo, hi, n), dir};
-    return 1;
+  case SCALE_UP_FULL_MESH: {
+    int direct = base + pair_index(lo, hi, n);
+    if (!t->links[direct].failed) {
+      hops[0] = (topo_hop_t){direct, dir};
+      return 1;
+    }
+    for (int c = 0; c < n; c++) { /* HCCL's detour: through the first NPU joined to both */
+      if (c == a || c == b)
+        continue;
+      int ac = base + pair_index(a < c ? a : c, a < c ? c : a, n);
+      int cb = base + pair_index(c < b ? c : b, c < b ? b : c, n);
+      if (!t->links[ac].failed && !t->links[cb].failed) {
+        hops[0] = (topo_hop_t){ac, a < c ? 0 : 1};
+        hops[1] = (topo_hop_t){cb, c < b ? 0 : 1};
+        return 2;
+      }
+    }
+    return 0; /* no detour inside: out through the NICs */
+  }
   case SCALE_UP_TWO_GROUP_MESH: {
     int g = n / 2;
     if (lo / g != hi / g)

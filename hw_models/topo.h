@@ -18,10 +18,15 @@
  * can collide on a spine while another idles; one spine (the default) merges
  * them, perfect balance.
  *
+ * Faults (faults.h) slow links down or kill them; routes go around dead ones:
+ * a full-mesh pair through a third NPU, a spine's flows onto the next live
+ * spine.
+ *
  * Nothing here knows about SimGrid: sim/ turns the graph into a platform. */
 #ifndef NPUSIM_TOPO_H
 #define NPUSIM_TOPO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "chip.h"
@@ -43,6 +48,7 @@ typedef struct {
   int owner;           /* server (scale-up, die, supernode, nic) or leaf (uplink) */
   int a, b;            /* local NPU indices of the ends (pair links), else a = NPU */
   link_cfg_t cfg;      /* merged line rate, latency, efficiency, overhead */
+  bool failed;         /* dead (cluster.faults): routes avoid it */
 } topo_link_t;
 
 /* One hop: a link and the direction it is crossed in (0: a -> b, 1: b -> a). */
@@ -70,10 +76,12 @@ typedef struct {
   int first_supernode, first_nic, first_uplink;
 } topo_t;
 
-/* Builds the graph for ranks placed ranks_per_node per server (0 = node.npus).
- * Returns 0, or -1 with a one-line reason in err when the job does not fit the
- * system: "FIELD: expected ..., found ...", FIELD being the parameter at fault
- * (ranks or ranks_per_node); the caller adds where its value came from. */
+/* Builds the graph for ranks placed ranks_per_node per server (0 = node.npus),
+ * with cluster->faults applied. Returns 0, or -1 with a one-line reason in err
+ * when the job does not fit the system, or a fault names no link of it or cuts
+ * ranks off: "FIELD: expected ..., found ...", FIELD being the parameter at
+ * fault (ranks, ranks_per_node or cluster.faults.links); the caller adds where
+ * its value came from. */
 int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
                int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len);
 

@@ -127,6 +127,11 @@ static int convert_order(const char *text, void *field) {
 }
 
 _Static_assert(sizeof(variation_ranges_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
+_Static_assert(sizeof(link_faults_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
+
+static int convert_faults(const char *text, void *field) {
+  return faults_parse(text, (link_faults_t *)field);
+}
 
 static int convert_ranges(const char *text, void *field) {
   return variation_parse_ranges(text, (variation_ranges_t *)field);
@@ -263,6 +268,16 @@ static const cfg_key_t system_keys[] = {
     OBJ("cluster", "How servers are joined."),
     INT("cluster.nodes", SYS(cluster.nodes), 0, 1e6, "0",
         "Servers in the cluster; 0 = the smallest number that fits the job."),
+    OBJ("cluster.faults", "Links slower than built, or dead, for the whole run (faults.h)."),
+    {.path = "cluster.faults.links", .type = CFG_STR, .unit = "", .min = 0, .max = 1023,
+     .def = "\"\"", .convert = convert_faults,
+     .convert_expect = "links and the bandwidth left, \"LINK:FACTOR,...\" (0 <= FACTOR <= 1)",
+     .offset = offsetof(system_cfg_t, cluster.faults),
+     .doc = "Each LINK is a kind (scale_up, die, supernode, nic, uplink: all of them) or one "
+            "link by its name in the job (s0.mesh1-5, s2.nic3, leaf0.spine1, as --links "
+            "prints them); FACTOR is the bandwidth left, 0 a dead link. Dead links are routed "
+            "around (a full-mesh pair through a third NPU, a spine's flows onto the other "
+            "spines); a dead link that cuts ranks off is refused, naming them."},
     OBJ("cluster.scale_out", "NICs and the switched network between servers."),
     ENUM("cluster.scale_out.topology", topology_scale_out_names, SCALE_OUT_COUNT,
          SYS(cluster.scale_out.kind), NULL,

@@ -1,0 +1,33 @@
+/* faults.c - parsing link faults; applying them is topo.c's (topo_build). */
+#include "faults.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int faults_parse(const char *text, link_faults_t *out) {
+  int n = 0;
+  const char *p = text;
+  while (*p) {
+    size_t len = strcspn(p, ":,");
+    if (len == 0 || len >= FAULTS_NAME_MAX || p[len] != ':' || n == FAULTS_MAX)
+      return -1;
+    for (size_t i = 0; i < len; i++)
+      if (!isalnum((unsigned char)p[i]) && p[i] != '.' && p[i] != '-' && p[i] != '_')
+        return -1;
+    memcpy(out->v[n].link, p, len);
+    out->v[n].link[len] = '\0';
+    char *end;
+    errno = 0;
+    double f = strtod(p + len + 1, &end);
+    if (end == p + len + 1 || errno || !(f >= 0 && f <= 1) || (*end && *end != ','))
+      return -1;
+    out->v[n++].factor = f;
+    p = end;
+    if (*p == ',' && !*++p)
+      return -1;
+  }
+  out->n = n;
+  return 0;
+}

@@ -1,0 +1,37 @@
+/* faults.h - links that are slower than built, or dead.
+ *
+ * A fault names a link kind (scale_up, die, supernode, nic, uplink: every link
+ * of it) or one link by its name in the job's topology (topo_link_name:
+ * "s0.mesh1-5", "s2.nic3", "leaf0.spine1") and the fraction of its bandwidth
+ * left: 0.5 for a link training down to half its lanes, 0 for a dead one.
+ * A dead link's traffic takes the paths that remain, as the fabric reroutes:
+ * a full-mesh pair through a third NPU of the server (HCCL's detour), a
+ * spine uplink's flows hashed onto the other spines (ECMP). Any other dead
+ * link cuts ranks off, and the job is refused, naming them.
+ *
+ * Faults hold for the whole run. Nothing here knows about SimGrid: the flow
+ * platform and the analytic costs both read the faulted topology, so the two
+ * fidelities see the same fabric. */
+#ifndef NPUSIM_FAULTS_H
+#define NPUSIM_FAULTS_H
+
+#include <stddef.h>
+
+#define FAULTS_MAX 32
+#define FAULTS_NAME_MAX 48
+
+typedef struct {
+  char link[FAULTS_NAME_MAX]; /* a link kind or a link's name */
+  double factor;              /* bandwidth left, [0, 1]; 0: dead */
+} link_fault_t;
+
+typedef struct {
+  int n;
+  link_fault_t v[FAULTS_MAX];
+} link_faults_t;
+
+/* Parses "LINK:FACTOR[,...]" (FACTOR in [0, 1]) into out; "" is no fault.
+ * Returns 0, or -1 if text is not such a list. */
+int faults_parse(const char *text, link_faults_t *out);
+
+#endif

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# faults_e2e.sh NPUSIM - slow and dead links (cluster.faults.links) end to end,
+# with known answers, in both fidelities: one full-mesh link of a 910B server at
+# half its bandwidth doubles an all-reduce's time (the slowest pair sets the
+# mesh's pace); that link dead is detoured through a third NPU, whose two links
+# then carry double (the same time); in a two-spine fabric a dead spine uplink
+# puts every flow between the two leaves on the other spine: the same time as
+# one spine of half the capacity (oversubscription 2); a fault naming no link,
+# or a dead link that cuts ranks off, is one line naming them, exit 2.
+# Run from the repository root.
+set -u
+npusim=${1:?usage: faults_e2e.sh NPUSIM}
+. "$(dirname "$0")/e2e_lib.sh"
+time_us() { # time_us SYSTEM FIDELITY ARGS... : the one size's time in us
+  local sys=$1 fid=$2
+  shift 2
+  "$npusim" coll --system "configs/systems/$sys" --sizes 256M:256M --fidelity "$fid" "$@" |
+    awk '!/^#/ && NF { print $4 }'
+}
+near() { # near A B TOLERANCE: |A - B| <= TOLERANCE x B
+  python3 -c 'import sys; a, b, t = map(float, sys.argv[1:]); sys.exit(abs(a - b) > t * b)' "$@"
+}
+ar="--op allreduce --ranks 8"
+for fid in analytic flow; do
+  base=$(time_us ascend-910b.json $fid $ar)
+  half=$(time_us ascend-910b.json $fid $ar --set cluster.faults.links=s0.mesh0-1:0.5)
+  dead=$(time_us ascend-910b.json $fid $ar --set cluster.faults.links=s0.mesh0-1:0)
+  check "$fid: a mesh link at half bandwidth doubles the all-reduce ($base -> $half us)" \
+    near "$half" "$(python3 -c "print(2 * $base)")" 0.01
+  check "$fid: a dead mesh link detoured through a third NPU, the same ($dead us)" \
+    near "$dead" "$half" 0.01
+  two="--op allgather --ranks 16 --set cluster.scale_out.topology=spine_leaf
+    --set cluster.scale_out.npus_per_leaf=8"
+  spine_dead=$(time_us h100-dgx.json $fid $two --set cluster.scale_out.spines=2 \
+    --set cluster.faults.links=leaf0.spine0:0)
+  one_half=$(time_us h100-dgx.json $fid $two --set cluster.scale_out.spines=1 \
+    --set cluster.scale_out.oversubscription=2)
+  check "$fid: a dead spine uplink = one spine of half the capacity ($spine_dead vs $one_half us)" \
+    near "$spine_dead" "$one_half" 0.01
+done
+a=$(time_us ascend-910b.json analytic $ar --set cluster.faults.links=nic:0.5,s0.mesh2-5:0.3)
+f=$(time_us ascend-910b.json flow $ar --set cluster.faults.links=nic:0.5,s0.mesh2-5:0.3)
+check "analytic and flow agree on a faulted fabric within 3% ($a, $f us)" near "$a" "$f" 0.03
+expect_line "a fault naming no link" \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected a link kind (scale_up, die, supernode, nic, uplink) or a link of this job (e.g. s0.nic0), found "s9.nic0"' \
+  "$npusim" coll --system configs/systems/ascend-910b.json $ar --ranks 16 \
+  --set cluster.faults.links=s9.nic0:0.5
+expect_line "a dead NIC cuts its rank off" \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected dead links that leave a path (a full-mesh link, a spine uplink), found s1.nic3 dead, which cuts off rank 11' \
+  "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 16 \
+  --set cluster.faults.links=s1.nic3:0
+expect_line "a factor above 1" \
+  '--set: cluster.faults.links: expected links and the bandwidth left, "LINK:FACTOR,..." (0 <= FACTOR <= 1), found "nic:1.5"' \
+  "$npusim" coll --system configs/systems/ascend-910b.json $ar --set cluster.faults.links=nic:1.5
+finish faults_e2e
