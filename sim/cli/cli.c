@@ -246,7 +246,8 @@ static void print_main_usage(FILE *f) {
 
 static void print_main_help(FILE *f) {
   print_main_usage(f);
-  fprintf(f, "\nnpusim predicts the training step time of NPU clusters (Ascend, GPU) on SimGrid.\n"
+  fprintf(f, "\nnpusim predicts training steps and inference serving on NPU clusters (Ascend,\n"
+             "GPU) on SimGrid.\n"
              "\ncommands:\n");
   for (size_t i = 0; i < NCOMMANDS; i++)
     fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
