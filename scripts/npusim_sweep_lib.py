@@ -1243,6 +1243,8 @@ def read_table(path):
             if not all(isinstance(r, dict) for r in rows):
                 raise ValueError("a line is not a JSON object")
             return rows
+        # a cell may hold a whole nested list (train's "links"): the file's own size bounds it
+        csv.field_size_limit(max(len(text), 1 << 17))
         rows = list(csv.DictReader(io.StringIO(text, newline="")))
     except (ValueError, csv.Error, RecursionError) as e:
         raise SpecError(f"{path}: expected a results.csv or results.jsonl, found {one_line(e)}")

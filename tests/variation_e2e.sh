@@ -20,6 +20,12 @@ train="$npusim train --system configs/systems/ascend-910b.json --workload config
 $train >"$tmp/uniform.json"
 $train --set chip.variation.speed_factors=3:0.5 >"$tmp/slow.json"
 $train --set chip.variation.speed_factors=3:0.5 --fidelity flow >"$tmp/slow_flow.json"
+$train --set chip.variation.speed_factors=0-7:1 >"$tmp/all_ranks.json"
+check "every rank replayed at speed 1 gives the representatives' step" python3 -c '
+import json, sys
+u, a = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["simulated_npus"] == 8 and a["step_time_s"] == u["step_time_s"], (a["step_time_s"], u["step_time_s"])
+' "$tmp/uniform.json" "$tmp/all_ranks.json"
 check "one rank at half speed: the uniform step plus that rank's compute again" python3 -c '
 import json, sys
 u, s = (json.load(open(f)) for f in sys.argv[1:3])
