@@ -357,16 +357,24 @@ static void schedule_swap_ins(sim_t *s, inst_t *in, engine_t *en, group_t *g, in
 
 /* Prefill: running sequences with part of their prompt left, then new ones
  * from the queue, chunks filling the budget (whole prompts without chunking). */
-static void schedule_prefills(sim_t *s, inst_t *in, group_t *g, int gi, int *budget) {
+static void schedule_prefills(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi,
+                              int *budget) {
   const serving_cfg_t *cfg = s->cfg;
   bool whole = !cfg->chunked_prefill;
-  for (long i = 0; i<g->running.n && * budget> 0 && !whole; i++) {
+  for (long i = 0; i < g->running.n && *budget > 0 && !whole; i++) {
     long r = g->running.v[i];
     seq_t *q = &s->seqs[r];
     if (decoding(q) || scheduled(g, r))
       continue;
     int chunk = q->target - q->cached < *budget ? q->target - q->cached : *budget;
-    if (!take_blocks(s, in, gi, q, q->cached + chunk))
+    /* a prompt part-way through takes its blocks from younger sequences rather than
+     * stall: with every block held by unfinished prompts none could go on */
+    while (!take_blocks(s, in, gi, q, q->cached + chunk))
+      if (!preempt_younger(s, in, en, g, gi, r))
+        break;
+    while (i >= g->running.n || g->running.v[i] != r) /* a victim before r moved it down */
+      i--;
+    if (q->blocks < blocks_for(s, q->cached + chunk))
       break;
     sched_add(s, g, r, chunk, q->cached);
     *budget -= chunk;
@@ -392,12 +400,12 @@ static void schedule_group(sim_t *s, inst_t *in, engine_t *en, group_t *g, int g
   schedule_swap_ins(s, in, en, g, gi);
   /* vLLM V0 without chunking: waiting prompts go first, alone in their iteration */
   if (!s->cfg->chunked_prefill && g->waiting.n && !decoding(&s->seqs[dq_front(&g->waiting)])) {
-    schedule_prefills(s, in, g, gi, &budget);
+    schedule_prefills(s, in, en, g, gi, &budget);
     if (g->sched.n)
       return;
   }
   schedule_decodes(s, in, en, g, gi, &budget);
-  schedule_prefills(s, in, g, gi, &budget);
+  schedule_prefills(s, in, en, g, gi, &budget);
 }
 
 /* The batch shape of a group's scheduled sequences. */
