@@ -1,5 +1,6 @@
 /* serve_sim.c - the request-level event loop of serving; see serve_sim.h. */
 #include "serve_sim.h"
+#include "serve_state.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,174 +20,6 @@ int serve_sim_pools(const serving_cfg_t *cfg, serve_sim_pool_t pools[2]) {
   pools[1] = (serve_sim_pool_t){SERVE_POOL_DECODE, &cfg->decode, NULL,
                                 (int)(serve_pool_npus(&cfg->prefill) * cfg->prefill.instances)};
   return 2;
-}
-
-/* ---- growable queues of request ids ---- */
-
-typedef struct {
-  long *v;
-  long head, n, cap;
-} deque_t;
-
-static bool grow(void **v, long *cap, size_t elem) {
-  long c = *cap ? *cap * 2 : 16;
-  void *p = realloc(*v, (size_t)c * elem);
-  if (!p)
-    return false;
-  *v = p;
-  *cap = c;
-  return true;
-}
-
-static bool dq_push(deque_t *q, long x, bool front) {
-  if (q->n == q->cap) {
-    long old = q->cap;
-    if (!grow((void **)&q->v, &q->cap, sizeof(long)))
-      return false;
-    /* unwrap: the part before head moves after the old end */
-    for (long i = 0; i < q->head; i++)
-      q->v[old + i] = q->v[i];
-    if (old == 0)
-      q->head = 0;
-  }
-  if (front) {
-    q->head = (q->head - 1 + q->cap) % q->cap;
-    q->v[q->head] = x;
-  } else {
-    q->v[(q->head + q->n) % q->cap] = x;
-  }
-  q->n++;
-  return true;
-}
-
-static long dq_front(const deque_t *q) {
-  return q->v[q->head];
-}
-
-static void dq_pop(deque_t *q) {
-  q->head = (q->head + 1) % q->cap;
-  q->n--;
-}
-
-typedef struct {
-  long *v;
-  long n, cap;
-} list_t;
-
-static bool list_add(list_t *l, long x) {
-  if (l->n == l->cap && !grow((void **)&l->v, &l->cap, sizeof(long)))
-    return false;
-  l->v[l->n++] = x;
-  return true;
-}
-
-/* ---- state ---- */
-
-typedef struct {
-  int inst, engine, group; /* where it is now */
-  int target;              /* tokens to have cached before it decodes */
-  int cached;              /* tokens in its KV cache */
-  int generated;
-  long blocks; /* KV blocks held */
-  bool running, done;
-} seq_t;
-
-typedef struct {
-  deque_t waiting, swapped;
-  list_t running;
-  list_t sched;      /* this iteration's sequences */
-  int *chunk, *past; /* per scheduled: prefill tokens (0: a decode), tokens before */
-  long chunk_cap;
-  serve_group_batch_t batch;
-  long load; /* waiting + running + swapped */
-} group_t;
-
-typedef struct {
-  group_t *groups;
-  bool busy;
-  double start_s, extra_s; /* the iteration's start; swap time it carries */
-} engine_t;
-
-typedef struct {
-  const serve_sim_pool_t *pool;
-  int first_rank, npus;
-  engine_t *engines; /* pp */
-  long *free_blocks; /* per attention group */
-  double *stage_free, *stage_s;
-  long outstanding;
-  double egress_free, ingress_free;
-} inst_t;
-
-enum { EV_ITER_DONE, EV_KV_DONE };
-
-typedef struct {
-  double t;
-  long order; /* ties: first pushed, first out */
-  int type, inst, engine;
-  long req;
-} event_t;
-
-typedef struct {
-  event_t *v;
-  long n, cap, pushed;
-} heap_t;
-
-static bool ev_less(const event_t *a, const event_t *b) {
-  return a->t < b->t || (a->t == b->t && a->order < b->order);
-}
-
-static bool heap_push(heap_t *h, event_t e) {
-  if (h->n == h->cap && !grow((void **)&h->v, &h->cap, sizeof(event_t)))
-    return false;
-  e.order = h->pushed++;
-  long i = h->n++;
-  while (i > 0 && ev_less(&e, &h->v[(i - 1) / 2])) {
-    h->v[i] = h->v[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h->v[i] = e;
-  return true;
-}
-
-static event_t heap_pop(heap_t *h) {
-  event_t top = h->v[0], last = h->v[--h->n];
-  long i = 0;
-  for (;;) {
-    long c = 2 * i + 1;
-    if (c >= h->n)
-      break;
-    if (c + 1 < h->n && ev_less(&h->v[c + 1], &h->v[c]))
-      c++;
-    if (!ev_less(&h->v[c], &last))
-      break;
-    h->v[i] = h->v[c];
-    i = c;
-  }
-  h->v[i] = last;
-  return top;
-}
-
-typedef struct {
-  const serving_cfg_t *cfg;
-  const topo_t *topo;
-  const serve_requests_t *reqs;
-  const serve_sim_opts_t *opts;
-  serve_sim_result_t *out;
-  seq_t *seqs;
-  inst_t *insts;
-  int ninsts;
-  int first_of[SERVE_POOL_DECODE + 1], count_of[SERVE_POOL_DECODE + 1]; /* instances by kind */
-  heap_t events;
-  long log_cap;
-  bool oom;
-} sim_t;
-
-static long blocks_for(const sim_t *s, long tokens) {
-  return (tokens + s->cfg->block_tokens - 1) / s->cfg->block_tokens;
-}
-
-static bool decoding(const seq_t *q) {
-  return q->generated > 0 && q->cached >= q->target;
 }
 
 /* The instance of kind with the fewest outstanding requests (the first on a tie). */
@@ -217,225 +50,39 @@ static void enqueue(sim_t *s, int i, long r) {
   s->oom |= !dq_push(&gr->waiting, r, false);
 }
 
-/* ---- scheduling one group's batch ---- */
-
-static double kv_bytes(const inst_t *in, long tokens) {
-  return (double)tokens * serve_cost_memory(in->pool->cost)->kv_per_token;
+static bool ev_less(const event_t *a, const event_t *b) {
+  return a->t < b->t || (a->t == b->t && a->order < b->order);
 }
 
-static void sched_add(sim_t *s, group_t *g, long r, int chunk, int past) {
-  if (g->sched.n == g->chunk_cap) {
-    long cap = g->chunk_cap ? g->chunk_cap * 2 : 16;
-    int *c = realloc(g->chunk, (size_t)cap * sizeof *c),
-        *p = c ? realloc(g->past, (size_t)cap * sizeof *p) : NULL;
-    if (c)
-      g->chunk = c;
-    if (!c || !p) {
-      s->oom = true;
-      return;
-    }
-    g->past = p;
-    g->chunk_cap = cap;
-  }
-  g->chunk[g->sched.n] = chunk;
-  g->past[g->sched.n] = past;
-  s->oom |= !list_add(&g->sched, r);
-}
-
-static bool scheduled(const group_t *g, long r) {
-  for (long i = 0; i < g->sched.n; i++)
-    if (g->sched.v[i] == r)
-      return true;
-  return false;
-}
-
-static void remove_running(group_t *g, long r) {
-  long k = 0;
-  for (long i = 0; i < g->running.n; i++)
-    if (g->running.v[i] != r)
-      g->running.v[k++] = g->running.v[i];
-  g->running.n = k;
-}
-
-/* Takes r out of the running batch and frees its blocks: swapped to host (its
- * cache kept, the copy's time on this iteration), or to be prefilled again. */
-static void preempt(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long r, bool swap) {
-  seq_t *q = &s->seqs[r];
-  remove_running(g, r);
-  q->running = false;
-  in->free_blocks[gi] += q->blocks;
-  q->blocks = 0;
-  if (swap) {
-    en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
-    s->oom |= !dq_push(&g->swapped, r, true);
-  } else {
-    q->cached = 0;
-    q->target = s->reqs->v[r].prompt_tokens + q->generated;
-    s->oom |= !dq_push(&g->waiting, r, true);
-  }
-  s->out->req[r].preemptions++;
-  s->out->preemptions++;
-}
-
-/* Preempts the youngest running sequence that is neither in this batch nor
- * self; false if there is none. */
-static bool preempt_younger(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long self) {
-  for (long i = g->running.n - 1; i >= 0; i--) {
-    long r = g->running.v[i];
-    if (r == self || scheduled(g, r))
-      continue;
-    preempt(s, in, en, g, gi, r, s->cfg->preemption == SERVE_PREEMPT_SWAP);
-    return true;
-  }
-  return false;
-}
-
-/* Takes blocks so that r holds enough for tokens; false when none are free. */
-static bool take_blocks(sim_t *s, inst_t *in, int gi, seq_t *q, long tokens) {
-  long need = blocks_for(s, tokens) - q->blocks;
-  if (need > in->free_blocks[gi])
+static bool heap_push(heap_t *h, event_t e) {
+  if (h->n == h->cap && !serve_grow((void **)&h->v, &h->cap, sizeof(event_t)))
     return false;
-  if (need > 0) {
-    in->free_blocks[gi] -= need;
-    q->blocks += need;
+  e.order = h->pushed++;
+  long i = h->n++;
+  while (i > 0 && ev_less(&e, &h->v[(i - 1) / 2])) {
+    h->v[i] = h->v[(i - 1) / 2];
+    i = (i - 1) / 2;
   }
+  h->v[i] = e;
   return true;
 }
 
-/* Admits request r of the queue's front into the running batch with a chunk
- * (0: a decode); false when its blocks are not free. */
-static bool admit(sim_t *s, inst_t *in, group_t *g, int gi, long r, int chunk, int *budget) {
-  seq_t *q = &s->seqs[r];
-  if (!take_blocks(s, in, gi, q, q->cached + (chunk ? chunk : 1)))
-    return false;
-  q->running = true;
-  s->oom |= !list_add(&g->running, r);
-  sched_add(s, g, r, chunk, q->cached);
-  *budget -= chunk ? chunk : 1;
-  return true;
-}
-
-/* The running sequences that decode, each a new block when its last is full
- * (preempting the youngest when none is free). */
-static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, int *budget) {
-  const serving_cfg_t *cfg = s->cfg;
-  for (long i = 0; i < g->running.n && g->sched.n<cfg->max_num_seqs && * budget> 0; i++) {
-    long r = g->running.v[i];
-    seq_t *q = &s->seqs[r];
-    if (!decoding(q))
-      continue;
-    while (!take_blocks(s, in, gi, q, q->cached + 1))
-      if (!preempt_younger(s, in, en, g, gi, r))
-        break;
-    while (g->running.v[i] != r) /* a victim before r moved it down */
-      i--;
-    if (q->blocks < blocks_for(s, q->cached + 1)) {
-      /* nothing younger left: r itself goes, recomputed (swapping it out to swap it
-       * back in would free nothing) */
-      preempt(s, in, en, g, gi, r, false);
-      i--;
-      continue;
-    }
-    sched_add(s, g, r, 0, q->cached);
-    (*budget)--;
-  }
-}
-
-/* Swapped-out sequences come back first when their blocks are free. */
-static void schedule_swap_ins(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi) {
-  while (g->swapped.n && g->sched.n < s->cfg->max_num_seqs) {
-    long r = dq_front(&g->swapped);
-    seq_t *q = &s->seqs[r];
-    if (!take_blocks(s, in, gi, q, q->cached + 1))
+static event_t heap_pop(heap_t *h) {
+  event_t top = h->v[0], last = h->v[--h->n];
+  long i = 0;
+  for (;;) {
+    long c = 2 * i + 1;
+    if (c >= h->n)
       break;
-    dq_pop(&g->swapped);
-    en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
-    q->running = true;
-    s->oom |= !list_add(&g->running, r);
-  }
-}
-
-/* Prefill: running sequences with part of their prompt left, then new ones
- * from the queue, chunks filling the budget (whole prompts without chunking). */
-static void schedule_prefills(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi,
-                              int *budget) {
-  const serving_cfg_t *cfg = s->cfg;
-  bool whole = !cfg->chunked_prefill;
-  for (long i = 0; i < g->running.n && *budget > 0 && !whole; i++) {
-    long r = g->running.v[i];
-    seq_t *q = &s->seqs[r];
-    if (decoding(q) || scheduled(g, r))
-      continue;
-    int chunk = q->target - q->cached < *budget ? q->target - q->cached : *budget;
-    /* a prompt part-way through takes its blocks from younger sequences rather than
-     * stall: with every block held by unfinished prompts none could go on */
-    while (!take_blocks(s, in, gi, q, q->cached + chunk))
-      if (!preempt_younger(s, in, en, g, gi, r))
-        break;
-    while (i >= g->running.n || g->running.v[i] != r) /* a victim before r moved it down */
-      i--;
-    if (q->blocks < blocks_for(s, q->cached + chunk))
+    if (c + 1 < h->n && ev_less(&h->v[c + 1], &h->v[c]))
+      c++;
+    if (!ev_less(&h->v[c], &last))
       break;
-    sched_add(s, g, r, chunk, q->cached);
-    *budget -= chunk;
+    h->v[i] = h->v[c];
+    i = c;
   }
-  while (g->waiting.n && *budget > 0 && g->sched.n < cfg->max_num_seqs) {
-    long r = dq_front(&g->waiting);
-    seq_t *q = &s->seqs[r];
-    int left = q->target - q->cached;
-    if (decoding(q)) /* arrived with its cache (disaggregated): decodes */
-      left = 0;
-    else if (left > *budget && whole && (g->sched.n > 0 || q->generated == 0))
-      break; /* a recomputed sequence longer than the budget goes alone, whole */
-    int chunk = left < *budget || whole ? left : *budget;
-    if (!admit(s, in, g, gi, r, chunk, budget))
-      break;
-    dq_pop(&g->waiting);
-  }
-}
-
-static void schedule_group(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi) {
-  g->sched.n = 0;
-  int budget = s->cfg->max_batched_tokens;
-  schedule_swap_ins(s, in, en, g, gi);
-  /* vLLM V0 without chunking: waiting prompts go first, alone in their iteration */
-  if (!s->cfg->chunked_prefill && g->waiting.n && !decoding(&s->seqs[dq_front(&g->waiting)])) {
-    schedule_prefills(s, in, en, g, gi, &budget);
-    if (g->sched.n)
-      return;
-  }
-  schedule_decodes(s, in, en, g, gi, &budget);
-  schedule_prefills(s, in, en, g, gi, &budget);
-}
-
-/* The batch shape of a group's scheduled sequences. */
-static void describe_batch(sim_t *s, group_t *g) {
-  serve_group_batch_t *b = &g->batch;
-  *b = (serve_group_batch_t){0};
-  long np = 0;
-  for (long i = 0; i < g->sched.n; i++) {
-    const seq_t *q = &s->seqs[g->sched.v[i]];
-    if (g->chunk[i] == 0) {
-      b->decodes++;
-      b->decode_ctx += q->cached + 1;
-      b->samples++;
-    } else {
-      /* prefills first in chunk/past: move this one to slot np */
-      int c = g->chunk[i], p = g->past[i];
-      long r = g->sched.v[i];
-      g->chunk[i] = g->chunk[np];
-      g->past[i] = g->past[np];
-      g->sched.v[i] = g->sched.v[np];
-      g->chunk[np] = c;
-      g->past[np] = p;
-      g->sched.v[np] = r;
-      np++;
-      b->samples += p + c >= q->target;
-    }
-  }
-  b->prefills = (int)np;
-  b->chunk = g->chunk;
-  b->past = g->past;
+  h->v[i] = last;
+  return top;
 }
 
 /* ---- iterations ---- */
@@ -471,8 +118,7 @@ static void try_start(sim_t *s, int i, int e, double now) {
   }
   for (int g = 0; g < p->dp; g++) {
     group_t *gr = &en->groups[g];
-    schedule_group(s, in, en, gr, g);
-    describe_batch(s, gr);
+    serve_sched_group(s, in, en, gr, g);
     batches[g] = gr->batch;
     decodes += gr->batch.decodes;
     prefills += gr->batch.prefills;
@@ -505,7 +151,7 @@ static void try_start(sim_t *s, int i, int e, double now) {
     kind->batch_sum += prefills == 0 ? decodes : tokens;
   }
   if (s->opts->log_iterations) {
-    if (o->nlog == s->log_cap && !grow((void **)&o->log, &s->log_cap, sizeof *o->log)) {
+    if (o->nlog == s->log_cap && !serve_grow((void **)&o->log, &s->log_cap, sizeof *o->log)) {
       s->oom = true;
     } else {
       o->log[o->nlog++] =
@@ -566,7 +212,7 @@ static void iteration_done(sim_t *s, const event_t *ev) {
       }
       if (q->generated >= res->output_tokens) {
         finish(s, in, g, q, r, ev->t);
-      } else if (prefill_pool && decoding(q)) {
+      } else if (prefill_pool && serve_decoding(q)) {
         /* leaves the running batch; its blocks stay until the cache is sent */
         q->running = false;
         send_kv(s, ev->inst, r, ev->t);

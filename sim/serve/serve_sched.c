@@ -1,0 +1,236 @@
+/* serve_sched.c - one attention group's next batch: which running sequences
+ * decode, which prompts (or parts of them) prefill, who is preempted when KV
+ * blocks run out; see serve_sim.h for the policy. */
+#include <string.h>
+
+#include "serve_state.h"
+
+static long blocks_for(const sim_t *s, long tokens) {
+  return (tokens + s->cfg->block_tokens - 1) / s->cfg->block_tokens;
+}
+
+/* ---- scheduling one group's batch ---- */
+
+static double kv_bytes(const inst_t *in, long tokens) {
+  return (double)tokens * serve_cost_memory(in->pool->cost)->kv_per_token;
+}
+
+static void sched_add(sim_t *s, group_t *g, long r, int chunk, int past) {
+  if (g->sched.n == g->chunk_cap) {
+    long cap = g->chunk_cap ? g->chunk_cap * 2 : 16;
+    int *c = realloc(g->chunk, (size_t)cap * sizeof *c),
+        *p = c ? realloc(g->past, (size_t)cap * sizeof *p) : NULL;
+    if (c)
+      g->chunk = c;
+    if (!c || !p) {
+      s->oom = true;
+      return;
+    }
+    g->past = p;
+    g->chunk_cap = cap;
+  }
+  g->chunk[g->sched.n] = chunk;
+  g->past[g->sched.n] = past;
+  s->oom |= !list_add(&g->sched, r);
+}
+
+static bool scheduled(const group_t *g, long r) {
+  for (long i = 0; i < g->sched.n; i++)
+    if (g->sched.v[i] == r)
+      return true;
+  return false;
+}
+
+static void remove_running(group_t *g, long r) {
+  long k = 0;
+  for (long i = 0; i < g->running.n; i++)
+    if (g->running.v[i] != r)
+      g->running.v[k++] = g->running.v[i];
+  g->running.n = k;
+}
+
+/* Takes r out of the running batch and frees its blocks: swapped to host (its
+ * cache kept, the copy's time on this iteration), or to be prefilled again. */
+static void preempt(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long r, bool swap) {
+  seq_t *q = &s->seqs[r];
+  remove_running(g, r);
+  q->running = false;
+  in->free_blocks[gi] += q->blocks;
+  q->blocks = 0;
+  if (swap) {
+    en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
+    s->oom |= !dq_push(&g->swapped, r, true);
+  } else {
+    q->cached = 0;
+    q->target = s->reqs->v[r].prompt_tokens + q->generated;
+    s->oom |= !dq_push(&g->waiting, r, true);
+  }
+  s->out->req[r].preemptions++;
+  s->out->preemptions++;
+}
+
+/* Preempts the youngest running sequence that is neither in this batch nor
+ * self; false if there is none. */
+static bool preempt_younger(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long self) {
+  for (long i = g->running.n - 1; i >= 0; i--) {
+    long r = g->running.v[i];
+    if (r == self || scheduled(g, r))
+      continue;
+    preempt(s, in, en, g, gi, r, s->cfg->preemption == SERVE_PREEMPT_SWAP);
+    return true;
+  }
+  return false;
+}
+
+/* Takes blocks so that r holds enough for tokens; false when none are free. */
+static bool take_blocks(sim_t *s, inst_t *in, int gi, seq_t *q, long tokens) {
+  long need = blocks_for(s, tokens) - q->blocks;
+  if (need > in->free_blocks[gi])
+    return false;
+  if (need > 0) {
+    in->free_blocks[gi] -= need;
+    q->blocks += need;
+  }
+  return true;
+}
+
+/* Admits request r of the queue's front into the running batch with a chunk
+ * (0: a decode); false when its blocks are not free. */
+static bool admit(sim_t *s, inst_t *in, group_t *g, int gi, long r, int chunk, int *budget) {
+  seq_t *q = &s->seqs[r];
+  if (!take_blocks(s, in, gi, q, q->cached + (chunk ? chunk : 1)))
+    return false;
+  q->running = true;
+  s->oom |= !list_add(&g->running, r);
+  sched_add(s, g, r, chunk, q->cached);
+  *budget -= chunk ? chunk : 1;
+  return true;
+}
+
+/* The running sequences that decode, each a new block when its last is full
+ * (preempting the youngest when none is free). */
+static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, int *budget) {
+  const serving_cfg_t *cfg = s->cfg;
+  for (long i = 0; i < g->running.n && g->sched.n<cfg->max_num_seqs && * budget> 0; i++) {
+    long r = g->running.v[i];
+    seq_t *q = &s->seqs[r];
+    if (!serve_decoding(q))
+      continue;
+    while (!take_blocks(s, in, gi, q, q->cached + 1))
+      if (!preempt_younger(s, in, en, g, gi, r))
+        break;
+    while (g->running.v[i] != r) /* a victim before r moved it down */
+      i--;
+    if (q->blocks < blocks_for(s, q->cached + 1)) {
+      /* nothing younger left: r itself goes, recomputed (swapping it out to swap it
+       * back in would free nothing) */
+      preempt(s, in, en, g, gi, r, false);
+      i--;
+      continue;
+    }
+    sched_add(s, g, r, 0, q->cached);
+    (*budget)--;
+  }
+}
+
+/* Swapped-out sequences come back first when their blocks are free. */
+static void schedule_swap_ins(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi) {
+  while (g->swapped.n && g->sched.n < s->cfg->max_num_seqs) {
+    long r = dq_front(&g->swapped);
+    seq_t *q = &s->seqs[r];
+    if (!take_blocks(s, in, gi, q, q->cached + 1))
+      break;
+    dq_pop(&g->swapped);
+    en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
+    q->running = true;
+    s->oom |= !list_add(&g->running, r);
+  }
+}
+
+/* Prefill: running sequences with part of their prompt left, then new ones
+ * from the queue, chunks filling the budget (whole prompts without chunking). */
+static void schedule_prefills(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, int *budget) {
+  const serving_cfg_t *cfg = s->cfg;
+  bool whole = !cfg->chunked_prefill;
+  for (long i = 0; i<g->running.n && * budget> 0 && !whole; i++) {
+    long r = g->running.v[i];
+    seq_t *q = &s->seqs[r];
+    if (serve_decoding(q) || scheduled(g, r))
+      continue;
+    int chunk = q->target - q->cached < *budget ? q->target - q->cached : *budget;
+    /* a prompt part-way through takes its blocks from younger sequences rather than
+     * stall: with every block held by unfinished prompts none could go on */
+    while (!take_blocks(s, in, gi, q, q->cached + chunk))
+      if (!preempt_younger(s, in, en, g, gi, r))
+        break;
+    while (i >= g->running.n || g->running.v[i] != r) /* a victim before r moved it down */
+      i--;
+    if (q->blocks < blocks_for(s, q->cached + chunk))
+      break;
+    sched_add(s, g, r, chunk, q->cached);
+    *budget -= chunk;
+  }
+  while (g->waiting.n && *budget > 0 && g->sched.n < cfg->max_num_seqs) {
+    long r = dq_front(&g->waiting);
+    seq_t *q = &s->seqs[r];
+    int left = q->target - q->cached;
+    if (serve_decoding(q)) /* arrived with its cache (disaggregated): decodes */
+      left = 0;
+    else if (left > *budget && whole && (g->sched.n > 0 || q->generated == 0))
+      break; /* a recomputed sequence longer than the budget goes alone, whole */
+    int chunk = left < *budget || whole ? left : *budget;
+    if (!admit(s, in, g, gi, r, chunk, budget))
+      break;
+    dq_pop(&g->waiting);
+  }
+}
+
+static void schedule_group(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi) {
+  g->sched.n = 0;
+  int budget = s->cfg->max_batched_tokens;
+  schedule_swap_ins(s, in, en, g, gi);
+  /* vLLM V0 without chunking: waiting prompts go first, alone in their iteration */
+  if (!s->cfg->chunked_prefill && g->waiting.n &&
+      !serve_decoding(&s->seqs[dq_front(&g->waiting)])) {
+    schedule_prefills(s, in, en, g, gi, &budget);
+    if (g->sched.n)
+      return;
+  }
+  schedule_decodes(s, in, en, g, gi, &budget);
+  schedule_prefills(s, in, en, g, gi, &budget);
+}
+
+/* The batch shape of a group's scheduled sequences. */
+static void describe_batch(sim_t *s, group_t *g) {
+  serve_group_batch_t *b = &g->batch;
+  *b = (serve_group_batch_t){0};
+  long np = 0;
+  for (long i = 0; i < g->sched.n; i++) {
+    const seq_t *q = &s->seqs[g->sched.v[i]];
+    if (g->chunk[i] == 0) {
+      b->decodes++;
+      b->decode_ctx += q->cached + 1;
+      b->samples++;
+    } else {
+      /* prefills first in chunk/past: move this one to slot np */
+      int c = g->chunk[i], p = g->past[i];
+      long r = g->sched.v[i];
+      g->chunk[i] = g->chunk[np];
+      g->past[i] = g->past[np];
+      g->sched.v[i] = g->sched.v[np];
+      g->chunk[np] = c;
+      g->past[np] = p;
+      g->sched.v[np] = r;
+      np++;
+      b->samples += p + c >= q->target;
+    }
+  }
+  b->prefills = (int)np;
+  b->chunk = g->chunk;
+  b->past = g->past;
+}
+
+void serve_sched_group(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi) {
+  schedule_group(s, in, en, g, gi);
+  describe_batch(s, g);
+}
