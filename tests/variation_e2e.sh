@@ -74,7 +74,7 @@ check "the Chrome trace is valid and shows the waits inside the collectives" sh 
   python3 tests/check_chrome_trace.py '$tmp/slow.trace.json' >/dev/null &&
   grep -q '\"straggler wait\"' '$tmp/slow.trace.json'"
 expect_line "a range beyond the job" \
-  "configs/workloads/llama2-7b.json: chip.variation.speed_factors: expected ranks below the job's 8, found 8" \
+  "configs/systems/ascend-910b.json: chip.variation.speed_factors: expected ranks below the job's 8 (configs/workloads/llama2-7b.json), found 8" \
   $train --set chip.variation.speed_factors=8:0.5
 expect_line "a factor of 0" \
   '--set: chip.variation.speed_factors: expected ranks and speed factors, "R[-R]:FACTOR,..." (0 < FACTOR <= 100), found "3:0"' \

@@ -63,6 +63,7 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   bool ran = false;
   if (rc == 0) {
     replay_opts_t ropts = replay_opts(opts->fidelity == FIDELITY_FLOW, false);
+    ropts.system_file = opts->system_path;
     progress_t progress;
     progress_start(&progress, opts->progress, "npusim replay", "ops", 0);
     ropts.progress = &progress;

@@ -323,6 +323,7 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   bool flow = opts->fidelity == FIDELITY_FLOW;
   replay_result_t res;
   replay_opts_t ropts = replay_opts(flow, true);
+  ropts.system_file = opts->system_path;
   progress_t progress;
   progress_start(&progress, opts->progress, "npusim train", "ops", 0);
   ropts.progress = &progress;

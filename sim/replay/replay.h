@@ -54,6 +54,8 @@ typedef struct {
   bool force_actors;      /* analytic on the SimGrid actors where the sweep would do */
   bool all_ranks;         /* flow with representatives: simulate every rank anyway */
   progress_t *progress;   /* ops done, on stderr (progress.h); NULL: none */
+  const char *system_file; /* named in errors about system keys (faults, speed factors);
+                            * NULL: the trace's name */
 } replay_opts_t;
 
 /* The options for a fidelity: the test switches from the environment

@@ -188,13 +188,14 @@ static void add_interference(replay_plan_t *pl) {
 /* ---- which ranks, which engine ---- */
 
 /* Each rank's speed factor; ranges must name ranks of the job. */
-static int plan_speeds(replay_plan_t *pl, const char *name, char *err, size_t len) {
+static int plan_speeds(replay_plan_t *pl, const char *name, const char *system, char *err,
+                       size_t len) {
   const variation_cfg_t *v = &pl->sys->variation;
   int ranks = pl->trace->ranks;
   for (int i = 0; i < v->ranges.n; i++)
     if (v->ranges.v[i].last >= ranks)
       return snprintf(err, len, "%s: chip.variation.speed_factors: expected ranks below the "
-                      "job's %d, found %d", name, ranks, v->ranges.v[i].last), -1;
+                      "job's %d (%s), found %d", system, ranks, name, v->ranges.v[i].last), -1;
   if (!(pl->speed = malloc((size_t)ranks * sizeof *pl->speed)))
     return snprintf(err, len, "%s: out of memory for %d ranks' speeds", name, ranks), -1;
   for (int r = 0; r < ranks; r++)
@@ -294,7 +295,8 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
   int nscoped = 0;
   /* stragglers break the symmetry representatives rely on: every rank runs */
   bool varied = variation_active(&sys->variation);
-  int rc = varied ? plan_speeds(pl, name, err, len) : 0;
+  int rc = varied ? plan_speeds(pl, name, opts->system_file ? opts->system_file : name, err, len)
+                  : 0;
   if (rc == 0)
     rc = choose_simulated(pl, opts->representatives && !opts->flow && !varied, name, err, len);
   if (rc == 0)
