@@ -42,6 +42,8 @@ def metric(j, name):
         return j["e2e_s"]["mean"]
     if name == "ttft_mean_s":
         return j["ttft_s"]["mean"]
+    if name == "tpot_mean_s":
+        return j["tpot_s"]["mean"]
     if name == "decode_tokens_per_s_per_npu":
         d = j["decode_step"]
         return d["mean_batch"] / d["time_s"] / j["npus"] * j["instances"]
