@@ -65,6 +65,16 @@ typedef struct {
   double efficiency;                /* achievable fraction of bw_bytes_per_s, (0, 1] */
 } chip_hbm_cfg_t;
 
+/* Power: what the die draws idle, and on top what its units draw when busy.
+ * All 0: energy is not modelled (hw_models/power.h). */
+typedef struct {
+  double idle_W;                    /* powered, clocks up, nothing running */
+  double cube_W;                    /* more, with every cube core busy */
+  double vector_W;                  /* more, with every vector core busy */
+  double hbm_J_per_byte;            /* per byte to or from HBM */
+  double max_W;                     /* the board's power limit (TDP); 0: none */
+} chip_power_cfg_t;
+
 typedef struct {
   char name[CHIP_NAME_MAX];         /* e.g. "ascend-910b2" */
   double freq_hz;                   /* core clock */
@@ -74,6 +84,7 @@ typedef struct {
   chip_vector_cfg_t vector;
   chip_l2_cfg_t l2;
   chip_hbm_cfg_t hbm;
+  chip_power_cfg_t power;
 } chip_cfg_t;
 
 /* Names as used on the command line and in JSON ("bf16"), indexed by chip_dtype_t. */

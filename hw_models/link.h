@@ -12,6 +12,8 @@ typedef struct {
   double latency_s;       /* one-way latency of one hop */
   double efficiency;      /* achievable fraction of bw_bytes_per_s, (0, 1] */
   double msg_overhead_s;  /* fixed software/DMA cost per message */
+  double energy_J_per_byte; /* energy a byte costs crossing it (SerDes, NIC, optics); 0: not
+                             * modelled */
 } link_cfg_t;
 
 /* Bandwidth a single transfer achieves on the link: line rate x efficiency. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "op_cost.h"
+#include "power.h"
 #include "suites.h"
 #include "test_util.h"
 
@@ -90,6 +91,52 @@ static void test_no_op_beats_the_roofline(void) {
     }
     op_result_t a = cost(&s.chip, OP_ATTN_FWD, dt, 2, 16, 2048, 128);
     CU_ASSERT(a.time_s >= a.flops / chip_cube_peak_flops(&s.chip, dt));
+  }
+}
+
+/* The power model (hw_models/power.h) against each chip's power limit: no
+ * matmul, decode attention or vector op of a spread of shapes draws more than
+ * max_W at the sustained clock (the configs give cube_W so that a fully busy
+ * cube reaches it), and the dense 8192^3 GEMM draws at least 80% of it, as
+ * dense GEMMs run at the power limit. Fused attention's power is printed: with
+ * cube and vector busy together it passes the limit, where a chip throttles. */
+static void test_no_op_draws_more_than_the_power_limit(void) {
+  const char *systems[] = {"ascend-910b.json", "a100-dgx.json", "h100-dgx.json",
+                           "ascend-910c-cm384.json"};
+  for (size_t s = 0; s < sizeof systems / sizeof systems[0]; s++) {
+    system_cfg_t sys = load_system(systems[s], NULL);
+    chip_cfg_t chip = sys.chip;
+    chip.freq_hz *= chip.sustained_clock;
+    CU_ASSERT_FATAL(power_modelled(&chip) && chip.power.max_W > 0);
+    chip_dtype_t dt = CHIP_DTYPE_BF16;
+    op_result_t gemm = cost(&chip, OP_MATMUL, dt, 8192, 8192, 8192, 1);
+    double w = power_op_W(&chip, &gemm);
+    printf("\n  %-24s 8192^3 GEMM %4.0f W of max_W %4.0f", systems[s], w, chip.power.max_W);
+    CU_ASSERT(w >= 0.8 * chip.power.max_W && w <= chip.power.max_W);
+    static const int64_t mm[][4] = {{16, 8192, 8192, 1}, {4096, 4096, 4096, 1},
+                                    {1024, 28672, 8192, 1}, {128, 128, 128, 64}};
+    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
+      op_result_t r = cost(&chip, OP_MATMUL, dt, mm[i][0], mm[i][1], mm[i][2], mm[i][3]);
+      if (power_op_W(&chip, &r) > chip.power.max_W * 1.001)
+        printf("\n  %s: matmul %lld,%lld,%lld,%lld draws %.0f W (cube %.2f, %.0f GB/s)", systems[s],
+               (long long)mm[i][0], (long long)mm[i][1], (long long)mm[i][2], (long long)mm[i][3],
+               power_op_W(&chip, &r), r.util[PIPE_CUBE], r.hbm_GBps);
+      CU_ASSERT(power_op_W(&chip, &r) <= chip.power.max_W * 1.001);
+      CU_ASSERT(power_op_W(&chip, &r) >= chip.power.idle_W);
+    }
+    /* attention keeps cube and vector busy at once: the model's power then passes the
+     * limit, where a real chip would throttle its clock (not modelled: power.h) */
+    op_kind_t attn[] = {OP_ATTN_FWD, OP_ATTN_BWD};
+    for (size_t i = 0; i < 2; i++) {
+      op_result_t r = cost(&chip, attn[i], dt, 4, 32, 4096, 128);
+      printf(" | %s %.0f W", op_kind_names[attn[i]], power_op_W(&chip, &r));
+    }
+    op_result_t dec = cost(&chip, OP_ATTN_DECODE, dt, 64, 32, 4096, 128);
+    CU_ASSERT(power_op_W(&chip, &dec) <= chip.power.max_W * 1.001);
+    for (op_kind_t k = OP_ADD; k <= OP_REDUCE_SUM; k++) {
+      op_result_t r = cost(&chip, k, dt, 8192, 8192, 0, 0);
+      CU_ASSERT(power_op_W(&chip, &r) <= chip.power.max_W * 1.001);
+    }
   }
 }
 
@@ -196,6 +243,7 @@ CU_TestInfo op_tests[] = {
     {"large matmuls match published throughput", test_large_matmuls_match_published_throughput},
     {"no op beats the roofline", test_no_op_beats_the_roofline},
     {"more cores are never slower", test_more_cores_are_never_slower},
+    {"no op draws more than the power limit", test_no_op_draws_more_than_the_power_limit},
     {"small and skinny shapes lose efficiency", test_small_and_skinny_shapes_lose_efficiency},
     {"streaming vector ops run at HBM speed", test_streaming_vector_ops_run_at_hbm_speed},
     {"identical ops are costed once", test_identical_ops_are_costed_once},

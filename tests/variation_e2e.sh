@@ -26,6 +26,20 @@ import json, sys
 u, a = (json.load(open(f)) for f in sys.argv[1:3])
 assert a["simulated_npus"] == 8 and a["step_time_s"] == u["step_time_s"], (a["step_time_s"], u["step_time_s"])
 ' "$tmp/uniform.json" "$tmp/all_ranks.json"
+check "energy: its parts add up, the power lies between idle and the limit, tokens/J = tokens/J" python3 -c '
+import json, sys
+u, a, s = (json.load(open(f)) for f in sys.argv[1:4])
+e = u["energy"]
+assert e["modelled"] and e["step_J"] > 0
+parts = e["idle_J"] + e["compute_J"] + e["hbm_J"] + e["links_J"]
+assert abs(parts - e["step_J"]) <= 1e-6 * e["step_J"], (parts, e["step_J"])
+w = e["avg_power_W_per_npu"]
+assert 90 < w <= 350, w  # ascend-910b.json: idle_W 90, max_W 350
+assert abs(e["tokens_per_J"] - u["tokens_per_s"] * u["step_time_s"] / e["step_J"]) <= 1e-4 * e["tokens_per_J"]
+assert a["energy"] == e, "replaying every rank changed the energy"
+# a straggler costs the idle power of everyone waiting for it
+assert s["energy"]["step_J"] > e["step_J"] and s["energy"]["compute_J"] == e["compute_J"]
+' "$tmp/uniform.json" "$tmp/all_ranks.json" "$tmp/slow.json"
 check "one rank at half speed: the uniform step plus that rank's compute again" python3 -c '
 import json, sys
 u, s = (json.load(open(f)) for f in sys.argv[1:3])

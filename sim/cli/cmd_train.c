@@ -13,6 +13,7 @@
 #include "jsonfile.h"
 #include "op_list.h"
 #include "replay.h"
+#include "replay_energy.h"
 #include "time_limit.h"
 #include "train_gen.h"
 
@@ -145,9 +146,10 @@ static void print_stages_table(FILE *out, const trace_t *t, const train_info_t *
  * repeated on each, so a sweep can stack the rows of many runs. */
 static void print_csv(FILE *out, const system_cfg_t *sys, const workload_cfg_t *w,
                       const train_info_t *info, const replay_result_t *r, const trace_t *t,
-                      const double figures[5], const train_memory_t *peak, bool fits) {
+                      const double figures[7], const train_memory_t *peak, bool fits) {
   fputs("workload,system,npus,step_time_s,tokens_per_s,tokens_per_s_per_npu,"
-        "model_tflops_per_npu,hw_tflops_per_npu,mfu,peak_memory_GiB,fits,stage,stage_rank", out);
+        "model_tflops_per_npu,hw_tflops_per_npu,mfu,energy_J,tokens_per_J,peak_memory_GiB,fits,"
+        "stage,stage_rank", out);
   for (int c = 0; c < TRAIN_PART_COUNT; c++)
     fprintf(out, ",%s_s", part_names[c]);
   fputs(",straggler_wait_s,pipeline_bubble_s,stage_memory_GiB\n", out);
@@ -157,9 +159,9 @@ static void print_csv(FILE *out, const system_cfg_t *sys, const workload_cfg_t *
     breakdown(t, info, r, rank, &b);
     out_csv_field(out, w->model.name, ",");
     out_csv_field(out, sys->name, ",");
-    fprintf(out, "%ld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%d,%d", info->world, r->step_time_s,
-            figures[0], figures[1], figures[2], figures[3], figures[4], peak->total / GIB,
-            fits ? "true" : "false", s, rank);
+    fprintf(out, "%ld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.9g,%.6g,%.6g,%s,%d,%d", info->world,
+            r->step_time_s, figures[0], figures[1], figures[2], figures[3], figures[4],
+            figures[5], figures[6], peak->total / GIB, fits ? "true" : "false", s, rank);
     for (int c = 0; c < TRAIN_PART_COUNT; c++)
       fprintf(out, ",%.9g", b.part[c]);
     fprintf(out, ",%.9g,%.9g,%.6g\n", b.straggler_wait, b.bubble, info->memory[s].total / GIB);
@@ -183,6 +185,9 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
       peak = info->memory[s];
   double cap = (double)sys->chip.hbm.capacity_bytes;
   bool fits = peak.total <= cap;
+  replay_energy_t en;
+  replay_energy(sys, t, r, &en);
+  double watts = en.total_J / step / npus, tokens_per_J = en.total_J > 0 ? info->tokens / en.total_J : 0;
   if (format == FORMAT_JSON) {
     fprintf(out, "{\n  \"workload\": ");
     jsonfile_write_string(out, w->model.name);
@@ -202,9 +207,14 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     fprintf(out, ",\n  \"memory\": {\"weights_GiB\": %.6g, "
             "\"gradients_GiB\": %.6g, \"optimizer_GiB\": %.6g, \"activations_GiB\": %.6g, "
             "\"temporary_GiB\": %.6g, \"peak_GiB\": %.6g, \"capacity_GiB\": %.6g, \"fits\": %s, "
-            "\"overshoot_GiB\": %.6g},\n  \"links\": ", peak.weights / GIB, peak.gradients / GIB,
+            "\"overshoot_GiB\": %.6g},\n  ", peak.weights / GIB, peak.gradients / GIB,
             peak.optimizer / GIB, peak.activations / GIB, peak.temporary / GIB, peak.total / GIB,
             cap / GIB, fits ? "true" : "false", fits ? 0 : (peak.total - cap) / GIB);
+    fprintf(out, "\"energy\": {\"modelled\": %s, \"step_J\": %.9g, \"idle_J\": %.9g, "
+            "\"compute_J\": %.9g, \"hbm_J\": %.9g, \"links_J\": %.9g, "
+            "\"avg_power_W_per_npu\": %.6g, \"tokens_per_J\": %.6g},\n  \"links\": ",
+            en.modelled ? "true" : "false", en.total_J, en.idle_J, en.compute_J, en.hbm_J,
+            en.links_J, watts, tokens_per_J);
     linkstats_view_t all = {LINKSTATS_ALL, 0}; /* JSON lists every link */
     link_stat_t *ls = NULL;
     int nls = linkstats_rank(&r->links, step, &all, &ls);
@@ -214,7 +224,7 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     return;
   }
   if (format == FORMAT_CSV) {
-    double figures[5] = {tps, tps / npus, model_tf, hw_tf, mfu};
+    double figures[7] = {tps, tps / npus, model_tf, hw_tf, mfu, en.total_J, tokens_per_J};
     print_csv(out, sys, w, info, r, t, figures, &peak, fits);
     return;
   }
@@ -227,6 +237,10 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
   fprintf(out, "tokens/s             %12.0f (%.1f per NPU)\n", tps, tps / npus);
   fprintf(out, "model TFLOP/s/NPU    %12.1f (MFU %.1f%%; with recompute %.1f)\n", model_tf,
           100 * mfu, hw_tf);
+  if (en.modelled)
+    fprintf(out, "energy per step      %12.1f kJ (%.0f W per NPU, %.2f tokens/J): idle %.1f, "
+            "compute %.1f, HBM %.1f, links %.1f kJ\n", en.total_J / 1e3, watts, tokens_per_J,
+            en.idle_J / 1e3, en.compute_J / 1e3, en.hbm_J / 1e3, en.links_J / 1e3);
   fprintf(out, "\nwhere rank 0's step went (ms):\n");
   for (int c = 0; c < TRAIN_PART_COUNT; c++)
     fprintf(out, "  %-18s %10.3f\n", part_names[c], b.part[c] * 1e3);

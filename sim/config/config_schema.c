@@ -109,7 +109,9 @@
   NUM(obj ".efficiency", "", 1, SYS(field.efficiency), 0.01, 1, NULL,                     \
       "Fraction of the line rate one transfer over " what " achieves."),                     \
   NUM(obj ".msg_overhead_us", "us", MICRO, SYS(field.msg_overhead_s), 0, 1e6, "0",        \
-      "Fixed software/DMA cost of each message over " what ".")
+      "Fixed software/DMA cost of each message over " what "."),                             \
+  OFF(obj ".pJ_per_bit", "pJ/bit", 8e-12, SYS(field.energy_J_per_byte), 0.001, 1e5, "0",    \
+      "Energy of one bit over " what " (SerDes, NIC, optics); 0: not counted.")
 
 /* One optional protocol section: the library picks the fastest configured one. */
 #define PROTO(name, id, what)                                                                 \
@@ -227,6 +229,18 @@ static const cfg_key_t system_keys[] = {
         "Peak HBM bandwidth."),
     NUM("chip.hbm.efficiency", "", 1, SYS(chip.hbm.efficiency), 0.01, 1, NULL,
         "Fraction of peak HBM bandwidth that streaming kernels achieve."),
+
+    OBJ("chip.power", "What the die draws (hw_models/power.h); all 0: energy not modelled."),
+    OFF("chip.power.idle_W", "W", 1, SYS(chip.power.idle_W), 0.1, 1e5, "0",
+        "Power of the die powered and idle."),
+    OFF("chip.power.cube_W", "W", 1, SYS(chip.power.cube_W), 0.1, 1e5, "0",
+        "Power on top of idle with every cube core busy (scaled by the cube's busy share)."),
+    OFF("chip.power.vector_W", "W", 1, SYS(chip.power.vector_W), 0.1, 1e5, "0",
+        "Power on top of idle with every vector core busy (scaled by their busy share)."),
+    OFF("chip.power.hbm_pJ_per_bit", "pJ/bit", 8e-12, SYS(chip.power.hbm_J_per_byte), 0.001,
+        1e4, "0", "Energy of one bit read from or written to HBM."),
+    OFF("chip.power.max_W", "W", 1, SYS(chip.power.max_W), 1, 1e5, "0",
+        "The board's power limit (TDP), for checks; 0: none."),
 
     OBJ("chip.variation", "Stragglers: NPUs away from the chip model's speed (variation.h)."),
     {.path = "chip.variation.speed_factors", .type = CFG_STR, .unit = "", .min = 0, .max = 1023,
