@@ -182,7 +182,8 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
       long instances = 0;
       for (int k = 0; k < dep.npools; k++)
         instances += dep.pools[k].plan->instances;
-      if (serve_summarise(&res, serve_total_npus(&cfg.wl.serving), instances, &slo, &sum))
+      if (serve_summarise(&res, serve_total_npus(&cfg.wl.serving), instances, &slo, &cfg.sys.chip,
+                          &sum))
         rc = npu_err_set(err, "npusim serve: out of memory");
       else if ((rc = write_files(opts, &ctx, &res, err)) == 0)
         serve_report(out, opts->format, &ctx, &res, &sum);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "coll_engine.h"
+#include "power.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define ATTN_STEP_TOKENS 16 /* attention shapes are costed in steps of this many tokens */
@@ -92,6 +93,7 @@ struct serve_cost {
   int *stage_layers, *stage_dense; /* per stage: layers, of which dense-MLP layers */
   serve_memory_t mem;
   memo_t group, moe, attn, ends;
+  double acc_J, acc_link_J; /* energy of the ops and collectives costed since cleared */
 };
 
 static chip_dtype_t serve_chip_dtype(serve_dtype_t d) {
@@ -100,9 +102,27 @@ static chip_dtype_t serve_chip_dtype(serve_dtype_t d) {
   return map[d];
 }
 
+/* An op's time; its dynamic energy (one NPU) goes to c->acc_J. */
 static double op_s(serve_cost_t *c, op_desc_t op) {
   op.out_dtype = op_default_out_dtype(op.kind, op.dtype);
-  return op_cost(c->ops, &op)->time_s;
+  const op_result_t *r = op_cost(c->ops, &op);
+  c->acc_J += power_op_dynamic_J(&c->sys->chip, r);
+  return r->time_s;
+}
+
+/* Energy of a schedule's bytes on the links they cross. */
+static double sched_J(const topo_t *topo, const coll_sched_t *sched) {
+  double J = 0;
+  for (int ph = 0; ph < sched->nphases; ph++) {
+    const coll_phase_t *p = &sched->phases[ph];
+    for (int x = 0; x < p->nxfers; x++) {
+      topo_hop_t hops[TOPO_MAX_HOPS];
+      int n = topo_route(topo, p->xfers[x].src, p->xfers[x].dst, hops);
+      for (int h = 0; h < n; h++)
+        J += p->xfers[x].bytes * p->rounds * topo->links[hops[h].link].cfg.energy_J_per_byte;
+    }
+  }
+  return J * sched->loops * sched->wire_factor;
 }
 
 /* A matmul on the weights: M tokens, N outputs, K inputs, batch of them. */
@@ -131,6 +151,7 @@ static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, d
   if (coll_plan_group(c->topo, &c->sys->coll, members, g, &req, &plan, err, sizeof err))
     return 0; /* not reached: auto selection always plans a group */
   double t = coll_analytic_time(c->topo, &c->sys->coll, &plan.sched, NULL);
+  c->acc_link_J += sched_J(c->topo, &plan.sched);
   coll_plan_free(&plan);
   return t;
 }
@@ -140,7 +161,17 @@ static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, d
 static void add_parts(serve_parts_t *to, const serve_parts_t *p, double times) {
   for (int k = 0; k < SERVE_PART_COUNT; k++)
     to->s[k] += p->s[k] * times;
+  to->J += p->J * times;
 }
+
+/* Runs a cost function with the energy accumulators cleared: the energy it
+ * spends goes to p->J, ops on one NPU counted npus times (links once). */
+#define WITH_ENERGY(c, p, npus, call)                                                              \
+  do {                                                                                             \
+    (c)->acc_J = (c)->acc_link_J = 0;                                                              \
+    call;                                                                                          \
+    (p)->J = (c)->acc_J * (npus) + (c)->acc_link_J;                                                \
+  } while (0)
 
 /* One group's attention block and MLP (or, in a MoE layer, the router and the
  * shared experts) for T tokens, without the attention kernel. */
@@ -185,8 +216,8 @@ static const serve_parts_t *group_layer_memo(serve_cost_t *c, int T, bool moe) {
   uint64_t key = (uint64_t)T * 2 + moe;
   const serve_parts_t *p = memo_get(&c->group, key);
   if (!p) {
-    serve_parts_t v = {{0}};
-    group_layer(c, T, moe, &v);
+    serve_parts_t v = {{0}, 0};
+    WITH_ENERGY(c, &v, c->pool.tp, group_layer(c, T, moe, &v)); /* a group: tp NPUs */
     memo_put(&c->group, key, &v);
     p = memo_get(&c->group, key);
   }
@@ -203,9 +234,12 @@ static void moe_layer_batches(serve_cost_t *c, double T, serve_parts_t *p) {
     moe_layer(c, T, p);
     return;
   }
-  serve_parts_t half = {{0}};
+  serve_parts_t half = {{0}, 0};
+  double j0 = c->acc_J, l0 = c->acc_link_J;
   moe_layer(c, ceil(T / 2), &half);
   add_parts(p, &half, 2);
+  c->acc_J += c->acc_J - j0; /* the second micro-batch spends as much */
+  c->acc_link_J += c->acc_link_J - l0;
 }
 
 /* Expected distinct holders among n equal holders of `items` things when k
@@ -265,8 +299,8 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
 static const serve_parts_t *moe_memo(serve_cost_t *c, long T) {
   const serve_parts_t *p = memo_get(&c->moe, (uint64_t)T);
   if (!p) {
-    serve_parts_t v = {{0}};
-    moe_layer_batches(c, (double)T, &v);
+    serve_parts_t v = {{0}, 0};
+    WITH_ENERGY(c, &v, c->pool.tp * c->pool.dp, moe_layer_batches(c, (double)T, &v));
     memo_put(&c->moe, (uint64_t)T, &v);
     p = memo_get(&c->moe, (uint64_t)T);
   }
@@ -295,12 +329,16 @@ static double chunk_attn_s(serve_cost_t *c, int chunk, int past) {
   int64_t n = steps_up(chunk), o = past > 0 ? steps_up(past) : 0;
   uint64_t key = (uint64_t)n << 32 | (uint64_t)o;
   const serve_parts_t *p = memo_get(&c->attn, key << 1 | 1);
-  if (p)
+  if (p) {
+    c->acc_J += p->J;
     return p->s[SERVE_PART_ATTENTION];
-  double t =
-      o == 0 ? prefill_attn_s(c, n)
-             : prefill_attn_s(c, o + n) - prefill_attn_s(c, o) + c->sys->chip.cube.op_overhead_s;
-  serve_parts_t v = {{[SERVE_PART_ATTENTION] = t}};
+  }
+  double j0 = c->acc_J, t = prefill_attn_s(c, o + n), j1 = c->acc_J;
+  if (o > 0) /* the rows it adds: time and energy as differences */
+    t -= prefill_attn_s(c, o) - c->sys->chip.cube.op_overhead_s;
+  double J = (j1 - j0) - (c->acc_J - j1);
+  c->acc_J = j0 + J;
+  serve_parts_t v = {{[SERVE_PART_ATTENTION] = t}, J};
   memo_put(&c->attn, key << 1 | 1, &v);
   return t;
 }
@@ -312,8 +350,10 @@ static double decode_attn_s(serve_cost_t *c, int n, double ctx) {
   int64_t mean = steps_up(ctx / n);
   uint64_t key = (uint64_t)n << 32 | (uint64_t)mean;
   const serve_parts_t *p = memo_get(&c->attn, key << 1);
-  if (p)
+  if (p) {
+    c->acc_J += p->J;
     return p->s[SERVE_PART_ATTENTION];
+  }
   const model_cfg_t *m = c->m;
   op_desc_t op = {.kind = OP_ATTN_DECODE,
                   .dtype = c->kvdt == CHIP_DTYPE_FP16 ? CHIP_DTYPE_FP16 : CHIP_DTYPE_BF16,
@@ -326,7 +366,9 @@ static double decode_attn_s(serve_cost_t *c, int n, double ctx) {
   /* an 8-bit cache streams half the bytes: cost it as bf16 over half the context */
   if (chip_dtype_bytes(c->kvdt) == 1)
     op.dims[2] = steps_up((double)mean / 2);
-  serve_parts_t v = {{[SERVE_PART_ATTENTION] = op_s(c, op)}};
+  double j0 = c->acc_J;
+  serve_parts_t v = {{[SERVE_PART_ATTENTION] = op_s(c, op)}, 0};
+  v.J = c->acc_J - j0;
   memo_put(&c->attn, key << 1, &v);
   return v.s[SERVE_PART_ATTENTION];
 }
@@ -347,7 +389,8 @@ static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
   const serve_parts_t *p = memo_get(&c->ends, key);
   if (p)
     return p;
-  serve_parts_t v = {{0}};
+  serve_parts_t v = {{0}, 0};
+  c->acc_J = c->acc_link_J = 0;
   double h = c->m->hidden, vocab_l = ceil((double)c->m->vocab / c->pool.tp);
   double e = chip_dtype_bytes(c->adt);
   if (head) {
@@ -359,6 +402,8 @@ static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
     v.s[SERVE_PART_OTHER] = vec(c, OP_COPY, n, h);
     v.s[SERVE_PART_COMM] = coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, n * h * e);
   }
+  /* every group does it (at the largest group's size: an upper bound) */
+  v.J = (c->acc_J * c->pool.tp + c->acc_link_J) * c->pool.dp;
   memo_put(&c->ends, key, &v);
   return memo_get(&c->ends, key);
 }
@@ -380,22 +425,26 @@ static int group_tokens(const serve_group_batch_t *g) {
 /* The slowest group's layer (attention kernel included), into p. */
 static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bool moe,
                           serve_parts_t *p) {
-  double worst = -1;
+  double worst = -1, energy = 0;
   for (int g = 0; g < c->pool.dp; g++) {
     int T = group_tokens(&groups[g]);
     if (T == 0 && worst >= 0)
       continue;
-    serve_parts_t v = {{0}};
+    serve_parts_t v = {{0}, 0};
     if (moe && c->s->two_batch_overlap) /* two micro-batches: the weights read twice */
       add_parts(&v, group_layer_memo(c, (T + 1) / 2, moe), 2);
     else
       v = *group_layer_memo(c, T, moe);
+    c->acc_J = 0;
     v.s[SERVE_PART_ATTENTION] += group_attn_s(c, &groups[g]);
+    v.J += c->acc_J * c->pool.tp;
+    energy += v.J;
     if (parts_sum(&v) > worst) {
       worst = parts_sum(&v);
       *p = v;
     }
   }
+  p->J = energy; /* every group's work, the slowest's time */
 }
 
 void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, double *stage_s,
@@ -423,7 +472,7 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
   }
   double e = chip_dtype_bytes(c->adt);
   for (int s = 0; s < c->pool.pp; s++) {
-    serve_parts_t st = {{0}};
+    serve_parts_t st = {{0}, 0};
     int nmoe = c->m->has_moe ? c->stage_layers[s] - c->stage_dense[s] : 0;
     add_parts(&st, &dense, c->stage_layers[s] - nmoe);
     if (nmoe)

@@ -42,6 +42,7 @@ extern const char *const serve_part_names[SERVE_PART_COUNT];
 
 typedef struct {
   double s[SERVE_PART_COUNT];
+  double J; /* energy above idle the instance's NPUs and links spend on it (power.h) */
 } serve_parts_t;
 
 /* One attention group's work in an iteration. */

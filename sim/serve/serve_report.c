@@ -8,6 +8,7 @@
 
 #include "jsonfile.h"
 #include "outfile.h"
+#include "power.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -68,7 +69,7 @@ static double tpot_of(const serve_req_result_t *q) {
 }
 
 int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
-                    serve_summary_t *out) {
+                    const chip_cfg_t *chip, serve_summary_t *out) {
   memset(out, 0, sizeof *out);
   double *ttft = malloc((size_t)(r->nreq + 1) * sizeof *ttft);
   double *tpot = malloc((size_t)(r->nreq + 1) * sizeof *tpot);
@@ -106,6 +107,11 @@ int serve_summarise(const serve_sim_result_t *r, long npus, long instances, cons
   out->output_tokens_per_s_per_npu = out->output_tokens_per_s / (double)npus;
   out->input_tokens_per_s_per_npu = out->input_tokens_per_s / (double)npus;
   out->output_tokens_per_s_per_instance = out->output_tokens_per_s / (double)instances;
+  out->energy_modelled = power_modelled(chip);
+  out->idle_J = chip->power.idle_W * (double)npus * r->makespan_s;
+  out->energy_J = out->idle_J + r->dynamic_J;
+  out->avg_power_W_per_npu = out->energy_J / span / (double)npus;
+  out->J_per_output_token = out_tokens > 0 ? out->energy_J / out_tokens : 0;
   out->goodput_per_s = (double)out->good / span;
   out->goodput_per_s_per_npu = out->goodput_per_s / (double)npus;
   distribution(ttft, n, &out->ttft_s);
@@ -174,6 +180,9 @@ static void report_table(FILE *out, const serve_report_ctx_t *ctx, const serve_s
           s->output_tokens_per_s, s->output_tokens_per_s_per_npu,
           s->output_tokens_per_s_per_instance, s->input_tokens_per_s, s->input_tokens_per_s_per_npu,
           s->requests_per_s);
+  if (s->energy_modelled)
+    fprintf(out, "energy      %.1f kJ (%.0f W per NPU, %.4f J per output token)\n",
+            s->energy_J / 1e3, s->avg_power_W_per_npu, s->J_per_output_token);
   if (ctx->slo->ttft_s > 0 || ctx->slo->tpot_s > 0)
     fprintf(out,
             "goodput     %.3f requests/s (%.4f per NPU): %ld of %ld within ttft <= %g ms, "
@@ -231,6 +240,11 @@ static void report_json(FILE *out, const serve_report_ctx_t *ctx, const serve_si
           s->requests_per_s, s->input_tokens_per_s, s->output_tokens_per_s,
           s->input_tokens_per_s_per_npu, s->output_tokens_per_s_per_npu,
           s->output_tokens_per_s_per_instance);
+  fprintf(out,
+          "  \"energy\": {\"modelled\": %s, \"total_J\": %.9g, \"idle_J\": %.9g, "
+          "\"avg_power_W_per_npu\": %.6g, \"J_per_output_token\": %.6g},\n",
+          s->energy_modelled ? "true" : "false", s->energy_J, s->idle_J, s->avg_power_W_per_npu,
+          s->J_per_output_token);
   fprintf(out,
           "  \"slo\": {\"ttft_s\": %.9g, \"tpot_s\": %.9g},\n  \"good_requests\": %ld,\n"
           "  \"goodput_per_s\": %.9g,\n  \"goodput_per_s_per_npu\": %.9g,\n",

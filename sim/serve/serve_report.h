@@ -32,12 +32,15 @@ typedef struct {
   long good; /* requests within the SLOs */
   double goodput_per_s, goodput_per_s_per_npu;
   long npus, instances;
+  /* energy (chip.power): every NPU idle through the run, plus the iterations' */
+  bool energy_modelled;
+  double energy_J, idle_J, avg_power_W_per_npu, J_per_output_token;
 } serve_summary_t;
 
 /* Summarises a run of npus NPUs in instances instances. Returns 0, or -1 on
  * out of memory. */
 int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
-                    serve_summary_t *out);
+                    const chip_cfg_t *chip, serve_summary_t *out);
 
 /* What the report shows besides the summary. */
 typedef struct {

@@ -143,6 +143,7 @@ static void try_start(sim_t *s, int i, int e, double now) {
   en->start_s = now;
   serve_sim_result_t *o = s->out;
   o->iterations++;
+  o->dynamic_J += parts.J;
   serve_step_stats_t *kind = prefills == 0 ? &o->decode : decodes == 0 ? &o->prefill : NULL;
   if (kind) {
     for (int k = 0; k < SERVE_PART_COUNT; k++)

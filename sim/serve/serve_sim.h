@@ -85,6 +85,7 @@ typedef struct {
   double makespan_s; /* first arrival to last token */
   long iterations, preemptions, kv_transfers;
   double kv_transfer_s;       /* summed over transfers */
+  double dynamic_J;           /* energy above idle of every iteration (serve_cost: parts.J) */
   serve_step_stats_t decode;  /* decode-only iterations (batch: sequences) */
   serve_step_stats_t prefill; /* prefill-only iterations (batch: tokens) */
   serve_iter_log_t *log;      /* when asked for */
