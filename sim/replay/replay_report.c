@@ -8,6 +8,7 @@
 #include "jsonfile.h"
 #include "out_format.h"
 #include "replay.h"
+#include "replay_energy.h"
 
 #define TABLE_RANKS 16 /* beyond this, the table shows min / mean / max */
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -44,7 +45,14 @@ static void print_json(FILE *out, const trace_t *t, const system_cfg_t *sys,
   int pk = peak_rank(r);
   double cap = (double)sys->chip.hbm.capacity_bytes, peak = r->per_rank[pk].peak_memory_bytes;
   fprintf(out, ",\n  \"memory\": {\"capacity_GiB\": %.6g, \"peak_GiB\": %.6g, \"peak_rank\": %d, "
-          "\"fits\": %s}\n}\n", cap / GIB, peak / GIB, pk, peak <= cap ? "true" : "false");
+          "\"fits\": %s},\n", cap / GIB, peak / GIB, pk, peak <= cap ? "true" : "false");
+  replay_energy_t en;
+  replay_energy(sys, t, r, &en);
+  fprintf(out, "  \"energy\": {\"modelled\": %s, \"step_J\": %.9g, \"idle_J\": %.9g, "
+          "\"compute_J\": %.9g, \"hbm_J\": %.9g, \"links_J\": %.9g, "
+          "\"avg_power_W_per_npu\": %.6g}\n}\n", en.modelled ? "true" : "false", en.total_J,
+          en.idle_J, en.compute_J, en.hbm_J, en.links_J,
+          r->step_time_s > 0 ? en.total_J / r->step_time_s / r->ranks : 0);
 }
 
 static void print_rank_row(FILE *out, const char *label, const replay_rank_t *p) {
@@ -101,6 +109,12 @@ static void print_table(FILE *out, const trace_t *t, const system_cfg_t *sys,
           peak <= cap ? "fits\n" : "");
   if (peak > cap)
     fprintf(out, "does NOT fit, %.3f GiB over\n", (peak - cap) / GIB);
+  replay_energy_t en;
+  replay_energy(sys, t, r, &en);
+  if (en.modelled && r->step_time_s > 0)
+    fprintf(out, "energy: %.3f J per step (%.0f W per NPU): idle %.3f, compute %.3f, HBM %.3f, "
+            "links %.3f J\n", en.total_J, en.total_J / r->step_time_s / r->ranks, en.idle_J,
+            en.compute_J, en.hbm_J, en.links_J);
 }
 
 static void print_csv(FILE *out, const replay_result_t *r) {
