@@ -51,6 +51,7 @@ typedef struct {
   int npus_per_leaf;        /* NIC ports under one leaf switch */
   double oversubscription;  /* leaf downlink : uplink bandwidth, >= 1 */
   int spines;               /* uplinks per leaf, one per spine; a flow's is hashed (ECMP) */
+  double switch_port_W;     /* power of one switch port while held; 0: not counted */
 } scale_out_cfg_t;
 
 typedef struct {

@@ -409,6 +409,14 @@ double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops) {
   return latency + overhead;
 }
 
+long topo_switch_ports(const topo_t *t) {
+  if (t->nodes < 2)
+    return 0;
+  const scale_out_cfg_t *so = &t->cluster.scale_out;
+  return (long)t->nodes * t->node.npus * so->nics_per_npu +
+         (t->leaves > 1 ? 2L * t->leaves * so->spines : 0);
+}
+
 double topo_link_bw(const topo_t *t, int link) { return link_effective_bw(&t->links[link].cfg); }
 
 void topo_link_name(const topo_t *t, int link, char *buf, size_t len) {

@@ -108,6 +108,10 @@ int topo_route(const topo_t *t, int src, int dst, topo_hop_t hops[TOPO_MAX_HOPS]
  * the largest overhead of a hop, as a message pays it once). */
 double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops);
 
+/* Switch ports the job holds in the scale-out network: a leaf port per NIC of
+ * its servers and both ends of every leaf-spine link (0 for one server). */
+long topo_switch_ports(const topo_t *t);
+
 /* Effective bandwidth of a link (line rate x efficiency), bytes/s. */
 double topo_link_bw(const topo_t *t, int link);
 

@@ -308,6 +308,10 @@ static const cfg_key_t system_keys[] = {
         "Spine switches: each leaf's uplink bandwidth split over one link to each, and each "
         "flow (source, destination NPU) hashed onto one as ECMP does; 1 merges them (perfect "
         "balance)."),
+    OFF("cluster.scale_out.switch_port_W", "W", 1, SYS(cluster.scale_out.switch_port_W), 0.01,
+        1e4, "0", "Power of one switch port (its share of the switch, optics included) while "
+        "the job holds it: the leaves' NIC ports and both ends of each leaf-spine link; 0: not "
+        "counted."),
     SECTION("cluster.supernode", SYS(cluster.has_supernode),
         "A scale-up domain larger than a server (UB supernode); RoCE beyond it."),
     INT("cluster.supernode.npus", SYS(cluster.supernode.npus), 2, 1e6, NULL,

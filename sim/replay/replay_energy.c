@@ -42,5 +42,7 @@ void replay_energy(const system_cfg_t *sys, const trace_t *t, const replay_resul
   out->idle_J = chip.power.idle_W * r->step_time_s * t->ranks;
   for (int slot = 0; slot < r->links.nslots; slot++)
     out->links_J += r->links.bytes[slot] * r->topo.links[slot / 2].cfg.energy_J_per_byte;
+  out->links_J += (double)topo_switch_ports(&r->topo) * sys->cluster.scale_out.switch_port_W *
+                  r->step_time_s;
   out->total_J = out->idle_J + out->compute_J + out->hbm_J + out->links_J;
 }

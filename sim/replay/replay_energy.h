@@ -1,7 +1,8 @@
 /* replay_energy.h - the energy of a replayed step: every rank's chip idle
  * through the step, its compute ops' dynamic energy and HBM traffic
- * (hw_models/power.h, at the clock the replay costed them), and every byte on
- * every link at its class's energy per byte.
+ * (hw_models/power.h, at the clock the replay costed them), every byte on
+ * every link at its class's energy per byte, and the scale-out switch ports
+ * the job holds (cluster.scale_out.switch_port_W) through the step.
  *
  * Ops given by duration (trace compute ops) count as idle time: their units'
  * load is unknown. Link bytes are the replay's link figures: complete in the
