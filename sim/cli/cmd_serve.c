@@ -182,8 +182,10 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
       long instances = 0;
       for (int k = 0; k < dep.npools; k++)
         instances += dep.pools[k].plan->instances;
+      double switch_W =
+          (double)topo_switch_ports(&dep.topo) * cfg.sys.cluster.scale_out.switch_port_W;
       if (serve_summarise(&res, serve_total_npus(&cfg.wl.serving), instances, &slo, &cfg.sys.chip,
-                          &sum))
+                          switch_W, &sum))
         rc = npu_err_set(err, "npusim serve: out of memory");
       else if ((rc = write_files(opts, &ctx, &res, err)) == 0)
         serve_report(out, opts->format, &ctx, &res, &sum);

@@ -69,7 +69,7 @@ static double tpot_of(const serve_req_result_t *q) {
 }
 
 int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
-                    const chip_cfg_t *chip, serve_summary_t *out) {
+                    const chip_cfg_t *chip, double switch_W, serve_summary_t *out) {
   memset(out, 0, sizeof *out);
   double *ttft = malloc((size_t)(r->nreq + 1) * sizeof *ttft);
   double *tpot = malloc((size_t)(r->nreq + 1) * sizeof *tpot);
@@ -108,7 +108,7 @@ int serve_summarise(const serve_sim_result_t *r, long npus, long instances, cons
   out->input_tokens_per_s_per_npu = out->input_tokens_per_s / (double)npus;
   out->output_tokens_per_s_per_instance = out->output_tokens_per_s / (double)instances;
   out->energy_modelled = power_modelled(chip);
-  out->idle_J = chip->power.idle_W * (double)npus * r->makespan_s;
+  out->idle_J = (chip->power.idle_W * (double)npus + switch_W) * r->makespan_s;
   out->energy_J = out->idle_J + r->dynamic_J;
   out->avg_power_W_per_npu = out->energy_J / span / (double)npus;
   out->J_per_output_token = out_tokens > 0 ? out->energy_J / out_tokens : 0;

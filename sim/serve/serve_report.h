@@ -40,7 +40,7 @@ typedef struct {
 /* Summarises a run of npus NPUs in instances instances. Returns 0, or -1 on
  * out of memory. */
 int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
-                    const chip_cfg_t *chip, serve_summary_t *out);
+                    const chip_cfg_t *chip, double switch_W, serve_summary_t *out);
 
 /* What the report shows besides the summary. */
 typedef struct {
