@@ -37,8 +37,9 @@ typedef struct {
   double energy_J, idle_J, avg_power_W_per_npu, J_per_output_token;
 } serve_summary_t;
 
-/* Summarises a run of npus NPUs in instances instances. Returns 0, or -1 on
- * out of memory. */
+/* Summarises a run of npus NPUs (chip: their power model) in instances
+ * instances, the scale-out switch ports it holds drawing switch_W. Returns 0,
+ * or -1 on out of memory. */
 int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
                     const chip_cfg_t *chip, double switch_W, serve_summary_t *out);
 
