@@ -162,7 +162,7 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
     }
   if (apply_faults(out, err, err_len)) {
     topo_free(out);
-    return -1;
+    return TOPO_BAD_FAULT;
   }
   return 0;
 }

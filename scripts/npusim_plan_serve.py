@@ -46,14 +46,7 @@ def npus_of(shape):
 
 def rate_arg(text):
     """--rate: requests/s, 0 (all at time 0) or a finite positive number."""
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not math.isfinite(v) or v < 0 or v > 1e9:
-        raise lib.argparse.ArgumentTypeError(
-            f"expected requests/s from 0 (all at once) to 1e9, found {lib.shorten(text)}")
-    return v
+    return lib.float_0_to_1e9(text, "requests/s from 0 (all at once)")
 
 
 def parse_slo(text):

@@ -118,16 +118,20 @@ def count_arg(option, lo, hi=None):
     return parse
 
 
-def seconds_arg(text):
-    """--timeout: seconds > 0, or 0 for none."""
+def float_0_to_1e9(text, what):
+    """A number from 0 to 1e9 for an option, else argparse's error naming what it is."""
     try:
         v = float(text)
     except ValueError:
         v = -1.0
     if not math.isfinite(v) or v < 0 or v > 1e9:
-        raise argparse.ArgumentTypeError(
-            f"expected seconds from 0 (no limit) to 1e9, found {shorten(text)}")
-    return v or None
+        raise argparse.ArgumentTypeError(f"expected {what} to 1e9, found {shorten(text)}")
+    return v
+
+
+def seconds_arg(text):
+    """--timeout: seconds > 0, or 0 for none."""
+    return float_0_to_1e9(text, "seconds from 0 (no limit)") or None
 
 
 def add_timeout_arg(parser):

@@ -393,10 +393,10 @@ static int parse_args(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
 /* topo_build names the parameter at fault ("ranks_per_node: expected ..."); here
  * each came from the flag of that name: "--ranks-per-node: expected ...", or
  * from the system config ("S.json: cluster.faults.links: ..."). */
-static int topo_flag_error(const char *why, const char *system, npu_err_t *err) {
+static int topo_flag_error(int rc, const char *why, const char *system, npu_err_t *err) {
   char flag[32];
   size_t n = strcspn(why, ":");
-  if (strncmp(why, "cluster.", 8) == 0)
+  if (rc == TOPO_BAD_FAULT)
     return npu_err_set(err, "%s: %s", system, why);
   if (n >= sizeof flag || !why[n])
     return npu_err_set(err, "%s", why);
@@ -410,9 +410,10 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
                npu_err_t *err) {
   topo_t topo;
   char why[512];
-  if (topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, a->ranks,
-                 a->ranks_per_node, &topo, why, sizeof why))
-    return topo_flag_error(why, opts->system_path, err);
+  int topo_rc = topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, a->ranks,
+                           a->ranks_per_node, &topo, why, sizeof why);
+  if (topo_rc)
+    return topo_flag_error(topo_rc, why, opts->system_path, err);
   coll_cfg_t cfg = sys->coll;
   if (opts->algo &&
       coll_apply_algo(opts->algo, topo_levels_used(&topo) > 1, &cfg, why, sizeof why)) {

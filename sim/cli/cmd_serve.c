@@ -75,8 +75,12 @@ static int deploy(const cli_opts_t *opts, const cli_configs_t *cfg, deployment_t
   d->npools = serve_sim_pools(s, d->pools);
   long npus = serve_total_npus(s);
   char why[512];
-  if (npus > 1000000 || topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, (int)npus,
-                                   0, &d->topo, why, sizeof why))
+  int rc = npus > 1000000 ? -1
+                          : topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package,
+                                       (int)npus, 0, &d->topo, why, sizeof why);
+  if (rc == TOPO_BAD_FAULT)
+    return npu_err_set(err, "%s: %s", opts->system_path, why);
+  if (rc)
     return npu_err_set(err, "%s: serving: expected a deployment that fits %s, found %ld NPUs (%s)",
                        opts->workload_path, opts->system_path, npus,
                        npus > 1000000 ? "over a million" : why);

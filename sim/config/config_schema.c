@@ -62,6 +62,12 @@
 #define STR(p, field, maxlen, dflt, text)                                                     \
   { .path = p, .type = CFG_STR, .unit = "", .min = (dflt) ? 0 : 1, .max = maxlen,            \
     .def = dflt, .offset = FIELD(char *, field), .doc = text }
+/* A string of minlen to maxlen characters parsed by conv into field f of struct
+ * T (a list, an order); expect says what conv accepts. */
+#define PARSED(p, T, f, minlen, maxlen, dflt, conv, expect, text)                             \
+  { .path = p, .type = CFG_STR, .unit = "", .min = minlen, .max = maxlen,                     \
+    .def = dflt, .convert = conv, .convert_expect = expect, .offset = offsetof(T, f),         \
+    .doc = text }
 /* Free text kept in the document only (name, description). */
 #define NOTE(p, maxlen, text)                                                                 \
   { .path = p, .type = CFG_STR, .unit = "", .min = 0, .max = maxlen, .def = "\"\"",          \
@@ -243,13 +249,11 @@ static const cfg_key_t system_keys[] = {
         "The board's power limit (TDP), for checks; 0: none."),
 
     OBJ("chip.variation", "Stragglers: NPUs away from the chip model's speed (variation.h)."),
-    {.path = "chip.variation.speed_factors", .type = CFG_STR, .unit = "", .min = 0, .max = 1023,
-     .def = "\"\"", .convert = convert_ranges,
-     .convert_expect = "ranks and speed factors, \"R[-R]:FACTOR,...\" (0 < FACTOR <= 100)",
-     .offset = offsetof(system_cfg_t, variation.ranges),
-     .doc = "Ranks at a speed factor: \"3:0.5\" runs rank 3's compute at half speed, "
-            "\"0-7:0.9,12:0.5\" ranks 0 to 7 at 0.9 and 12 at 0.5 (later ranges win, over "
-            "speed_sigma's draw)."},
+    PARSED("chip.variation.speed_factors", system_cfg_t, variation.ranges, 0, 1023, "\"\"",
+           convert_ranges, "ranks and speed factors, \"R[-R]:FACTOR,...\" (0 < FACTOR <= 100)",
+           "Ranks at a speed factor: \"3:0.5\" runs rank 3's compute at half speed, "
+           "\"0-7:0.9,12:0.5\" ranks 0 to 7 at 0.9 and 12 at 0.5 (later ranges win, over "
+           "speed_sigma's draw)."),
     OFF("chip.variation.speed_sigma", "", 1, SYS(variation.speed_sigma), 1e-6, 1, "0",
         "Each rank's speed factor drawn once from 1 + sigma N(0, 1) (clipped at 0.01), "
         "seeded; 0: every rank at 1."),
@@ -283,15 +287,14 @@ static const cfg_key_t system_keys[] = {
     INT("cluster.nodes", SYS(cluster.nodes), 0, 1e6, "0",
         "Servers in the cluster; 0 = the smallest number that fits the job."),
     OBJ("cluster.faults", "Links slower than built, or dead, for the whole run (faults.h)."),
-    {.path = "cluster.faults.links", .type = CFG_STR, .unit = "", .min = 0, .max = 1023,
-     .def = "\"\"", .convert = convert_faults,
-     .convert_expect = "links and the bandwidth left, \"LINK:FACTOR,...\" (0 <= FACTOR <= 1)",
-     .offset = offsetof(system_cfg_t, cluster.faults),
-     .doc = "Each LINK is a kind (scale_up, die, supernode, nic, uplink: all of them) or one "
-            "link by its name in the job (s0.mesh1-5, s2.nic3, leaf0.spine1, as --links "
-            "prints them); FACTOR is the bandwidth left, 0 a dead link. Dead links are routed "
-            "around (a full-mesh pair through a third NPU, a spine's flows onto the other "
-            "spines); a dead link that cuts ranks off is refused, naming them."},
+    PARSED("cluster.faults.links", system_cfg_t, cluster.faults, 0, 1023, "\"\"",
+           convert_faults,
+           "links and the bandwidth left, \"LINK:FACTOR,...\" (0 <= FACTOR <= 1)",
+           "Each LINK is a kind (scale_up, die, supernode, nic, uplink: all of them) or one "
+           "link by its name in the job (s0.mesh1-5, s2.nic3, leaf0.spine1, as --links "
+           "prints them); FACTOR is the bandwidth left, 0 a dead link. Dead links are routed "
+           "around (a full-mesh pair through a third NPU, a spine's flows onto the other "
+           "spines); a dead link that cuts ranks off is refused, naming them."),
     OBJ("cluster.scale_out", "NICs and the switched network between servers."),
     ENUM("cluster.scale_out.topology", topology_scale_out_names, SCALE_OUT_COUNT,
          SYS(cluster.scale_out.kind), NULL,
@@ -433,11 +436,9 @@ static const cfg_key_t workload_keys[] = {
         "reduce-scattered in the group, then all-reduced across groups."),
     ENUM("parallel.recompute", workload_recompute_names, RECOMPUTE_COUNT, WL(parallel.recompute),
          "\"none\"", "Activation recomputation: none, selective (attention core) or full."),
-    {.path = "parallel.order", .type = CFG_STR, .unit = "", .min = 1, .max = 63,
-     .def = "\"tp-cp-dp-pp\"", .convert = convert_order,
-     .convert_expect = "a permutation of tp, cp, dp, pp joined by '-'",
-     .offset = offsetof(workload_cfg_t, parallel.order),
-     .doc = "Rank order, innermost first (Megatron: tp-cp-dp-pp; EP lies within dp)."},
+    PARSED("parallel.order", workload_cfg_t, parallel.order, 1, 63, "\"tp-cp-dp-pp\"",
+           convert_order, "a permutation of tp, cp, dp, pp joined by '-'",
+           "Rank order, innermost first (Megatron: tp-cp-dp-pp; EP lies within dp)."),
 
     SECTION("training", WL(has_training),
             "How the model is trained (npusim train); a workload has this or serving."),

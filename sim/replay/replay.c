@@ -82,25 +82,17 @@ static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *na
   return rc;
 }
 
-/* Whether a one-line reason is about a key of the system config. */
-static bool system_key(const char *why) {
-  return strncmp(why, "cluster.", 8) == 0 || strncmp(why, "chip.", 5) == 0;
-}
-
-static const char *system_name(const replay_opts_t *opts, const char *trace_name) {
-  return opts->system_file ? opts->system_file : trace_name;
-}
-
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,
                const replay_opts_t *opts, replay_result_t *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
   out->ranks = trace->ranks;
   char why[512]; /* the model names its field (ranks_per_node: ...), we the file */
-  if (topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
-                 trace->ranks_per_node, &out->topo, why, sizeof why))
-    return snprintf(err, err_len, "%s: %s",
-                    system_key(why) ? system_name(opts, trace_name) : trace_name, why),
-           -1;
+  int topo_rc = topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
+                           trace->ranks_per_node, &out->topo, why, sizeof why);
+  if (topo_rc) {
+    bool system_key = topo_rc == TOPO_BAD_FAULT && opts->system_file;
+    return snprintf(err, err_len, "%s: %s", system_key ? opts->system_file : trace_name, why), -1;
+  }
   replay_plan_t plan;
   int rc = replay_plan_build(&plan, sys, trace, &out->topo, trace_name, opts, err, err_len);
   if (rc) {

@@ -45,23 +45,21 @@ static memo_slot_t *memo_find(memo_t *m, uint64_t key) {
   return &m->slots[i];
 }
 
-/* The cost under key, or NULL (then *slot is where to store it). */
+/* The cost under key, or NULL. The memo only saves work: out of memory, it
+ * stops growing and costs are computed again. */
 static const serve_parts_t *memo_get(memo_t *m, uint64_t key) {
-  if (!m->slots) {
-    m->cap = 256;
-    m->slots = calloc(m->cap, sizeof *m->slots);
-    if (!m->slots)
-      abort(); /* a few KiB: nothing sensible to do without them */
-  }
+  if (!m->slots)
+    return NULL;
   memo_slot_t *s = memo_find(m, key);
   return s->key ? &s->parts : NULL;
 }
 
 static void memo_put(memo_t *m, uint64_t key, const serve_parts_t *p) {
   if ((m->count + 1) * 2 > m->cap) {
-    memo_t bigger = {calloc(m->cap * 2, sizeof *m->slots), m->cap * 2, m->count};
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    memo_t bigger = {calloc(cap, sizeof *m->slots), cap, m->count};
     if (!bigger.slots)
-      abort();
+      return;
     for (size_t i = 0; i < m->cap; i++)
       if (m->slots[i].key)
         *memo_find(&bigger, m->slots[i].key - 1) = m->slots[i];
@@ -212,16 +210,15 @@ static void group_layer(serve_cost_t *c, double T, bool moe, serve_parts_t *p) {
     p->s[SERVE_PART_COMM] += ar;
 }
 
-static const serve_parts_t *group_layer_memo(serve_cost_t *c, int T, bool moe) {
+static serve_parts_t group_layer_memo(serve_cost_t *c, int T, bool moe) {
   uint64_t key = (uint64_t)T * 2 + moe;
   const serve_parts_t *p = memo_get(&c->group, key);
-  if (!p) {
-    serve_parts_t v = {{0}, 0};
-    WITH_ENERGY(c, &v, c->pool.tp, group_layer(c, T, moe, &v)); /* a group: tp NPUs */
-    memo_put(&c->group, key, &v);
-    p = memo_get(&c->group, key);
-  }
-  return p;
+  if (p)
+    return *p;
+  serve_parts_t v = {{0}, 0};
+  WITH_ENERGY(c, &v, c->pool.tp, group_layer(c, T, moe, &v)); /* a group: tp NPUs */
+  memo_put(&c->group, key, &v);
+  return v;
 }
 
 /* The experts of a MoE layer for the instance's T tokens (of every group), one batch. */
@@ -296,15 +293,14 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, rows * local, width);
 }
 
-static const serve_parts_t *moe_memo(serve_cost_t *c, long T) {
+static serve_parts_t moe_memo(serve_cost_t *c, long T) {
   const serve_parts_t *p = memo_get(&c->moe, (uint64_t)T);
-  if (!p) {
-    serve_parts_t v = {{0}, 0};
-    WITH_ENERGY(c, &v, c->pool.tp * c->pool.dp, moe_layer_batches(c, (double)T, &v));
-    memo_put(&c->moe, (uint64_t)T, &v);
-    p = memo_get(&c->moe, (uint64_t)T);
-  }
-  return p;
+  if (p)
+    return *p;
+  serve_parts_t v = {{0}, 0};
+  WITH_ENERGY(c, &v, c->pool.tp * c->pool.dp, moe_layer_batches(c, (double)T, &v));
+  memo_put(&c->moe, (uint64_t)T, &v);
+  return v;
 }
 
 static int64_t steps_up(double tokens) {
@@ -384,11 +380,11 @@ static double group_attn_s(serve_cost_t *c, const serve_group_batch_t *g) {
 
 /* The embedding (first stage) for T tokens, or the LM head and sampling (last
  * stage) for S sequences. */
-static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
+static serve_parts_t ends_memo(serve_cost_t *c, bool head, int n) {
   uint64_t key = (uint64_t)n * 2 + head;
   const serve_parts_t *p = memo_get(&c->ends, key);
   if (p)
-    return p;
+    return *p;
   serve_parts_t v = {{0}, 0};
   c->acc_J = c->acc_link_J = 0;
   double h = c->m->hidden, vocab_l = ceil((double)c->m->vocab / c->pool.tp);
@@ -405,7 +401,7 @@ static const serve_parts_t *ends_memo(serve_cost_t *c, bool head, int n) {
   /* every group does it (at the largest group's size: an upper bound) */
   v.J = (c->acc_J * c->pool.tp + c->acc_link_J) * c->pool.dp;
   memo_put(&c->ends, key, &v);
-  return memo_get(&c->ends, key);
+  return v;
 }
 
 static double parts_sum(const serve_parts_t *p) {
@@ -431,10 +427,12 @@ static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bo
     if (T == 0 && worst >= 0)
       continue;
     serve_parts_t v = {{0}, 0};
-    if (moe && c->s->two_batch_overlap) /* two micro-batches: the weights read twice */
-      add_parts(&v, group_layer_memo(c, (T + 1) / 2, moe), 2);
-    else
-      v = *group_layer_memo(c, T, moe);
+    if (moe && c->s->two_batch_overlap) { /* two micro-batches: the weights read twice */
+      serve_parts_t half = group_layer_memo(c, (T + 1) / 2, moe);
+      add_parts(&v, &half, 2);
+    } else {
+      v = group_layer_memo(c, T, moe);
+    }
     c->acc_J = 0;
     v.s[SERVE_PART_ATTENTION] += group_attn_s(c, &groups[g]);
     v.J += c->acc_J * c->pool.tp;
@@ -462,7 +460,8 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
   slowest_group(c, groups, false, &dense);
   if (c->m->has_moe) {
     slowest_group(c, groups, true, &moe);
-    add_parts(&moe, moe_memo(c, total), 1);
+    serve_parts_t experts = moe_memo(c, total);
+    add_parts(&moe, &experts, 1);
     if (c->s->two_batch_overlap) {
       /* one micro-batch's communication runs under the other's compute: the layer
        * takes the longer of the two, the rest of the communication is exposed */
@@ -478,11 +477,14 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
     if (nmoe)
       add_parts(&st, &moe, nmoe);
     if (s == 0) {
-      add_parts(&st, ends_memo(c, false, most), 1);
+      serve_parts_t embed = ends_memo(c, false, most);
+      add_parts(&st, &embed, 1);
       st.s[SERVE_PART_OTHER] += c->s->iteration_overhead_s;
     }
-    if (s == c->pool.pp - 1 && samples > 0)
-      add_parts(&st, ends_memo(c, true, samples), 1);
+    if (s == c->pool.pp - 1 && samples > 0) {
+      serve_parts_t head = ends_memo(c, true, samples);
+      add_parts(&st, &head, 1);
+    }
     if (s < c->pool.pp - 1) {
       int stage = c->pool.tp * c->pool.dp;
       st.s[SERVE_PART_COMM] += serve_p2p_s(c->topo, c->first + s * stage,

@@ -31,14 +31,8 @@ static void sched_add(sim_t *s, group_t *g, long r, int chunk, int past) {
   }
   g->chunk[g->sched.n] = chunk;
   g->past[g->sched.n] = past;
+  s->seqs[r].in_batch = true;
   s->oom |= !list_add(&g->sched, r);
-}
-
-static bool scheduled(const group_t *g, long r) {
-  for (long i = 0; i < g->sched.n; i++)
-    if (g->sched.v[i] == r)
-      return true;
-  return false;
 }
 
 static void remove_running(group_t *g, long r) {
@@ -74,7 +68,7 @@ static void preempt(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long
 static bool preempt_younger(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long self) {
   for (long i = g->running.n - 1; i >= 0; i--) {
     long r = g->running.v[i];
-    if (r == self || scheduled(g, r))
+    if (r == self || s->seqs[r].in_batch)
       continue;
     preempt(s, in, en, g, gi, r, s->cfg->preemption == SERVE_PREEMPT_SWAP);
     return true;
@@ -155,7 +149,7 @@ static void schedule_prefills(sim_t *s, inst_t *in, engine_t *en, group_t *g, in
   for (long i = 0; i<g->running.n && * budget> 0 && !whole; i++) {
     long r = g->running.v[i];
     seq_t *q = &s->seqs[r];
-    if (serve_decoding(q) || scheduled(g, r))
+    if (serve_decoding(q) || q->in_batch)
       continue;
     int chunk = q->target - q->cached < *budget ? q->target - q->cached : *budget;
     /* a prompt part-way through takes its blocks from younger sequences rather than

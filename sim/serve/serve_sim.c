@@ -111,11 +111,7 @@ static void try_start(sim_t *s, int i, int e, double now) {
     return;
   en->extra_s = 0;
   int decodes = 0, prefills = 0, tokens = 0;
-  serve_group_batch_t *batches = malloc((size_t)p->dp * sizeof *batches);
-  if (!batches) {
-    s->oom = true;
-    return;
-  }
+  serve_group_batch_t *batches = in->batches;
   for (int g = 0; g < p->dp; g++) {
     group_t *gr = &en->groups[g];
     serve_sched_group(s, in, en, gr, g);
@@ -126,13 +122,10 @@ static void try_start(sim_t *s, int i, int e, double now) {
     for (int k = 0; k < gr->batch.prefills; k++)
       tokens += gr->batch.chunk[k];
   }
-  if (decodes + prefills == 0) {
-    free(batches);
+  if (decodes + prefills == 0)
     return;
-  }
   serve_parts_t parts;
   serve_cost_iteration(in->pool->cost, batches, in->stage_s, &parts);
-  free(batches);
   double t = now + en->extra_s;
   for (int st = 0; st < p->pp; st++) {
     double start = fmax(t, in->stage_free[st]);
@@ -205,6 +198,7 @@ static void iteration_done(sim_t *s, const event_t *ev) {
       long r = g->sched.v[k];
       seq_t *q = &s->seqs[r];
       serve_req_result_t *res = &s->out->req[r];
+      q->in_batch = false;
       q->cached += g->chunk[k] ? g->chunk[k] : 1;
       if (g->chunk[k] == 0 || q->cached >= q->target) {
         q->generated++;
@@ -276,7 +270,8 @@ static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
       in->free_blocks = calloc((size_t)p->dp, sizeof *in->free_blocks);
       in->stage_free = calloc((size_t)p->pp, sizeof *in->stage_free);
       in->stage_s = calloc((size_t)p->pp, sizeof *in->stage_s);
-      if (!in->engines || !in->free_blocks || !in->stage_free || !in->stage_s)
+      in->batches = calloc((size_t)p->dp, sizeof *in->batches);
+      if (!in->engines || !in->free_blocks || !in->stage_free || !in->stage_s || !in->batches)
         return -1;
       for (int g = 0; g < p->dp; g++)
         in->free_blocks[g] = serve_cost_memory(pools[k].cost)->kv_blocks;
@@ -313,6 +308,7 @@ static void teardown(sim_t *s) {
     free(in->free_blocks);
     free(in->stage_free);
     free(in->stage_s);
+    free(in->batches);
   }
   free(s->insts);
   free(s->seqs);

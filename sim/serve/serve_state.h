@@ -79,6 +79,7 @@ typedef struct {
   int generated;
   long blocks; /* KV blocks held */
   bool running, done;
+  bool in_batch; /* in its group's batch being scheduled or run */
 } seq_t;
 
 typedef struct {
@@ -103,6 +104,7 @@ typedef struct {
   engine_t *engines; /* pp */
   long *free_blocks; /* per attention group */
   double *stage_free, *stage_s;
+  serve_group_batch_t *batches; /* per attention group: the iteration being costed */
   long outstanding;
   double egress_free, ingress_free;
 } inst_t;

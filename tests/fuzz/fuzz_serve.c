@@ -1,4 +1,4 @@
-/* fuzz_serve_requests.c - libFuzzer target for the serving request traces.
+/* fuzz_serve.c - libFuzzer target for the serving request traces.
  *
  * Input: the bytes of a request trace (JSONL or CSV, plain or gzip). Whatever
  * they hold, reading must end in requests that satisfy everything the
