@@ -264,8 +264,7 @@ int topo_levels_used(const topo_t *t) {
   return t->nodes_per_supernode && t->nodes > t->nodes_per_supernode ? 3 : 2;
 }
 
-/* Leaf switch of a rank's NIC. */
-static int leaf_of(const topo_t *t, int rank) {
+int topo_leaf_of(const topo_t *t, int rank) {
   const scale_out_cfg_t *so = &t->cluster.scale_out;
   int server = topo_server_of(t, rank), local = topo_local_of(t, rank);
   if (so->kind == SCALE_OUT_RAIL_OPTIMIZED) {
@@ -293,7 +292,7 @@ static int spine_of(const topo_t *t, int src, int dst) {
 
 static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) {
   int n = 0;
-  int la = leaf_of(t, src), lb = leaf_of(t, dst);
+  int la = topo_leaf_of(t, src), lb = topo_leaf_of(t, dst);
   hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, src), 0};
   if (la != lb) {
     int spines = t->cluster.scale_out.spines, s = spine_of(t, src, dst);

@@ -94,6 +94,10 @@ int topo_server_of(const topo_t *t, int rank);
 int topo_local_of(const topo_t *t, int rank);
 int topo_supernode_of(const topo_t *t, int rank);
 
+/* The leaf switch of a rank's NIC (of its NIC 0 in a rail-optimised fabric,
+ * where NIC i of a server sits on rail i's leaf of its group). */
+int topo_leaf_of(const topo_t *t, int rank);
+
 /* Hierarchy level two ranks meet at: 0 same server, 1 same supernode (or
  * cluster, without supernodes), 2 different supernodes. */
 int topo_level(const topo_t *t, int a, int b);

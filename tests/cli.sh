@@ -237,7 +237,7 @@ check "control characters in a command name are escaped" \
   one_line 2 'npusim: unknown command "x\ty\x1b[0m"; usage: npusim [--version] [--help] COMMAND [OPTIONS]' \
   "$npusim" $'x\ty\e[0m'
 check "a newline in help's argument stays on one line" \
-  one_line 2 'npusim help: expected one of coll, op, replay, train, serve, calibrate, validate, schema, found unknown command "a\nb"' \
+  one_line 2 'npusim help: expected one of coll, op, replay, train, serve, cluster, calibrate, validate, schema, found unknown command "a\nb"' \
   "$npusim" help $'a\nb'
 check "a newline in an option value stays on one line" \
   one_line 2 '--set: name: expected printable UTF-8 text, found a control character (U+000A)' \

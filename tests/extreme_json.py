@@ -41,6 +41,8 @@ SYSTEM_RUNS = [
     ["replay", "--system", SYSTEM, "--trace", "traces/mixed.json", "--fidelity", "analytic"],
     ["replay", "--system", SYSTEM, "--trace", "traces/mixed.json", "--fidelity", "flow"],
     ["train", "--system", SYSTEM, "--workload", WORKLOAD],
+    ["cluster", "--system", SYSTEM, "--job", "tests/data/cluster/exchange16.json@spread",
+     "--job", "tests/data/cluster/exchange16_half.json@spread"],
 ]
 WORKLOAD_RUNS = [
     ["validate", "--system", SYSTEM, "--workload", WORKLOAD],

@@ -15,5 +15,6 @@ extern CU_TestInfo train_tests[];
 extern CU_TestInfo calibrate_tests[];
 extern CU_TestInfo outfile_tests[];
 extern CU_TestInfo serve_tests[];
+extern CU_TestInfo jobs_tests[];
 
 #endif

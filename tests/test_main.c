@@ -18,6 +18,7 @@ int main(void) {
       {.pName = "calibrate", .pTests = calibrate_tests},
       {.pName = "outfile", .pTests = outfile_tests},
       {.pName = "serve", .pTests = serve_tests},
+      {.pName = "jobs", .pTests = jobs_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

@@ -42,6 +42,7 @@ enum {
   OPT_CHAKRA = 1 << 16,     /* --chakra-compute --comm-group --chakra-skip */
   OPT_EMIT_CHAKRA = 1 << 17, /* --emit-chakra */
   OPT_SERVE = 1 << 18,      /* --slo --timeseries */
+  OPT_JOBS = 1 << 19,       /* --job --steps */
 };
 
 typedef struct {
@@ -125,6 +126,21 @@ static const command_t commands[] = {
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_TIMELINE | OPT_SERVE |
          OPT_PROGRESS,
      cmd_serve, FIDELITY_ANALYTIC, false, 0},
+    {"cluster", "run several jobs on one fabric: each one's step alone and together, shared links",
+     "--system S.json --job W.json[@PLACEMENT] --job ... [--steps N] [--fidelity analytic|flow] "
+     "[options]",
+     "Each --job is a training workload (configs/workloads/) or an npusim trace, placed by\n"
+     "PLACEMENT: packed (the default: the first free servers, or the first server with\n"
+     "room), spread (the job's servers round-robin over the leaf switches) or a list of\n"
+     "NPUs, 0-15,32-47, for job ranks 0, 1, ... in order. The cluster is the system's\n"
+     "cluster.nodes servers, or as many as the jobs need. Each job runs alone, then all\n"
+     "together on the one fabric, their transfers sharing links; the jobs repeat their\n"
+     "steps until the longest has run --steps (3). Prints each job's step time alone and\n"
+     "together and its slowdown (over the steps it finished before the first job ran out\n"
+     "of steps), and the links two or more jobs cross with their utilisation together.\n",
+     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_JOBS | OPT_TIMELINE |
+         OPT_PROGRESS,
+     cmd_cluster, FIDELITY_ANALYTIC, false, 0},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
      "OPS.csv: kernel times as scripts/measure_ops.py writes them (op, shape, dtype,\n"
@@ -178,6 +194,8 @@ static const struct option all_options[] = {
     {"emit-chakra", required_argument, NULL, 1046},
     {"slo", required_argument, NULL, 1047},
     {"timeseries", required_argument, NULL, 1048},
+    {"job", required_argument, NULL, 1049},
+    {"steps", required_argument, NULL, 1050},
     {"style", required_argument, NULL, 1040},
     {NULL, 0, NULL, 0},
 };
@@ -232,6 +250,9 @@ static const struct {
                 "                         be left out)\n"
                 "  --timeseries FILE      also write a CSV row per iteration: batch, tokens, KV\n"
                 "                         blocks in use, queue (npusim-plot serve draws it)\n"},
+    {OPT_JOBS, "  --job FILE[@P]         a job: a workload or trace, placed by P: packed, spread\n"
+               "                         or an NPU list such as 0-15,32-47 (repeatable)\n"
+               "  --steps N              steps the longest job runs (default 3)\n"},
     {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
                    "                         scripts/measure_ops.py's --ops format\n"},
     {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
@@ -342,7 +363,8 @@ static bool accepts(const command_t *cmd, int c) {
              {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
              {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS},
              {1042, OPT_PROGRESS}, {1043, OPT_CHAKRA}, {1044, OPT_CHAKRA}, {1045, OPT_CHAKRA},
-             {1046, OPT_EMIT_CHAKRA}, {1047, OPT_SERVE}, {1048, OPT_SERVE}};
+             {1046, OPT_EMIT_CHAKRA}, {1047, OPT_SERVE}, {1048, OPT_SERVE},
+             {1049, OPT_JOBS}, {1050, OPT_JOBS}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
@@ -467,6 +489,14 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1048:
       opts->timeseries = optarg;
+      break;
+    case 1049:
+      if (opts->njobs == CLI_MAX_JOBS)
+        return npu_err_set(err, "--job: expected at most %d jobs, found more", CLI_MAX_JOBS);
+      opts->jobs[opts->njobs++] = optarg;
+      break;
+    case 1050:
+      opts->steps = optarg;
       break;
     case 1010:
       opts->shape = optarg;

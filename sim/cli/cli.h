@@ -27,6 +27,7 @@ extern const char *const cli_format_names[FORMAT_COUNT];
 extern const char *const cli_fidelity_names[FIDELITY_COUNT];
 
 #define CLI_MAX_SETS 256
+#define CLI_MAX_JOBS 64
 
 typedef struct {
   const char *command;          /* subcommand name */
@@ -67,6 +68,9 @@ typedef struct {
   const char *emit_chakra;      /* --emit-chakra PREFIX (train) */
   const char *slo;              /* --slo ttft_ms=T,tpot_ms=P (serve) */
   const char *timeseries;       /* --timeseries FILE.csv (serve) */
+  const char *jobs[CLI_MAX_JOBS]; /* --job FILE[@PLACEMENT] (cluster), in order */
+  int njobs;
+  const char *steps;            /* --steps N (cluster) */
 } cli_opts_t;
 
 /* The most --time-limit accepts: a year. */

@@ -30,6 +30,9 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 /* npusim serve: requests through serving instances: latency, throughput, goodput. */
 int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
+/* npusim cluster: several jobs on one fabric, alone and together. */
+int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
 /* npusim calibrate: chip parameters fitted to measured kernels. Writes the
  * fitted config to opts->output_path itself; out gets the report. */
 int cmd_calibrate(const cli_opts_t *opts, FILE *out, npu_err_t *err);

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# cluster_e2e.sh NPUSIM - several jobs on one fabric (npusim cluster) end to
+# end, with known answers, in both fidelities, on configs/systems/ascend-910b-pod64.json
+# (8 servers, 2 per leaf, leaves 2:1 oversubscribed): two identical jobs on
+# disjoint leaves do not interfere (together = alone, no shared link); spread
+# over the same leaves, where each job alone fills its leaf's uplink
+# (tests/data/cluster/exchange16.json: 8 NPUs per leaf send 1 GiB each across),
+# they share the uplinks and each exchange takes twice as long: together =
+# alone + the transfer time; a job alone takes what npusim replay says; a job
+# half as long runs twice the steps; the same run twice gives the same bytes;
+# bad placements are one line, exit 2.
+# Run from the repository root.
+set -u
+npusim=${1:?usage: cluster_e2e.sh NPUSIM}
+. "$(dirname "$0")/e2e_lib.sh"
+sys=configs/systems/ascend-910b-pod64.json
+x=tests/data/cluster/exchange16.json
+half=tests/data/cluster/exchange16_half.json
+field() { # field FILE EXPR : a value of the cluster JSON (j = the parsed document)
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"
+}
+near() { # near A B TOLERANCE: |A - B| <= TOLERANCE x B
+  python3 -c 'import sys; a, b, t = map(float, sys.argv[1:]); sys.exit(abs(a - b) > t * b)' "$@"
+}
+same() { [ "$1" = "$2" ]; }
+compute_s=0.001 # the exchange's compute op
+for fid in analytic flow; do
+  "$npusim" cluster --system $sys --fidelity $fid --format json --job $x@packed --job $x@packed \
+    >"$tmp/apart.json"
+  a0=$(field "$tmp/apart.json" 'j["jobs"][0]["step_time_alone_s"]')
+  t0=$(field "$tmp/apart.json" 'j["jobs"][0]["step_time_together_s"]')
+  check "$fid: jobs on disjoint leaves do not interfere ($a0 = $t0 s)" same "$a0" "$t0"
+  check "$fid: ... and share no link" same "$(field "$tmp/apart.json" 'len(j["shared_links"])')" 0
+  rep=$("$npusim" replay --system $sys --trace $x --fidelity $fid --format json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])')
+  check "$fid: a job alone takes what replay says ($a0, $rep s)" near "$a0" "$rep" 1e-9
+  "$npusim" cluster --system $sys --fidelity $fid --format json --job $x@spread --job $x@spread \
+    >"$tmp/shared_$fid.json"
+  a=$(field "$tmp/shared_$fid.json" 'j["jobs"][1]["step_time_alone_s"]')
+  t=$(field "$tmp/shared_$fid.json" 'j["jobs"][1]["step_time_together_s"]')
+  want=$(python3 -c "print(2 * $a - $compute_s)")
+  check "$fid: sharing 2:1 uplinks doubles each exchange (together $t s, predicted $want)" \
+    near "$t" "$want" 0.002
+  check "$fid: the shared links are the four leaf uplink directions" \
+    same "$(field "$tmp/shared_$fid.json" 'sorted((l["link"], l["dir"], l["jobs"]) for l in j["shared_links"])')" \
+    "[('leaf0.up', 0, [0, 1]), ('leaf0.up', 1, [0, 1]), ('leaf1.up', 0, [0, 1]), ('leaf1.up', 1, [0, 1])]"
+  eval "t_$fid=$t"
+done
+check "analytic and flow agree on the shared exchange ($t_analytic, $t_flow s)" \
+  near "$t_analytic" "$t_flow" 0.01
+"$npusim" cluster --system $sys --format json --job $x@spread --job $half@spread >"$tmp/mixed.json"
+check "the job half as long runs twice the steps" \
+  same "$(field "$tmp/mixed.json" '[k["steps"] for k in j["jobs"]]')" "[3, 6]"
+check "... and is compared over the steps it ran beside the other" \
+  same "$(field "$tmp/mixed.json" 'j["jobs"][1]["steps_compared"] < 6 and j["jobs"][0]["steps_compared"] == 3')" True
+"$npusim" cluster --system $sys --format json --job $x@spread --job $half@spread >"$tmp/again.json"
+check "the same run twice gives the same bytes" cmp "$tmp/mixed.json" "$tmp/again.json"
+"$npusim" cluster --system $sys --format csv --job $x@0-7,16-23 --job $x@8-15,24-31 \
+  >"$tmp/list.csv"
+csv_rows() { # the CSV's npu_list and slowdown columns, one job per line
+  python3 -c 'import csv, sys; [print(r["npu_list"], r["slowdown"]) for r in csv.DictReader(open(sys.argv[1]))]' "$1"
+}
+check "explicit NPU lists place as spread does here (CSV)" same "$(csv_rows "$tmp/list.csv")" \
+  "$(field "$tmp/shared_analytic.json" '"\n".join("%s %.6g" % (k["npu_list"], k["slowdown"]) for k in j["jobs"])')"
+"$npusim" cluster --system $sys --format json --job $x@1,0,2-7,16-23 --job $x@8-15,24-31 \
+  >"$tmp/perm.json"
+check "a listed placement that moves peer offsets still pairs every send (slowdown as spread)" \
+  near "$(field "$tmp/perm.json" 'j["jobs"][0]["slowdown"]')" \
+  "$(field "$tmp/shared_analytic.json" 'j["jobs"][0]["slowdown"]')" 0.01
+"$npusim" cluster --system $sys --job configs/workloads/llama3-8b-dp4.json@spread \
+  --job configs/workloads/llama3-8b-dp4.json@spread --format json >"$tmp/train.json"
+check "two spread training jobs slow each other down (DP traffic on shared uplinks)" \
+  same "$(field "$tmp/train.json" 'all(k["slowdown"] > 1.001 for k in j["jobs"]) and len(j["shared_links"]) > 0')" True
+expect_line "no job" 'npusim cluster: expected --job FILE[@PLACEMENT], found none' \
+  "$npusim" cluster --system $sys
+expect_line "a bad placement" \
+  "--job $x@loose: expected packed, spread or an NPU list such as 0-15,32-47 after @, found \"loose\"" \
+  "$npusim" cluster --system $sys --job $x@loose
+expect_line "a list of the wrong length" \
+  "$x: expected 16 NPUs after @ for its 16 ranks, found 8 in \"0-7\"" \
+  "$npusim" cluster --system $sys --job $x@0-7
+expect_line "two jobs on one NPU" \
+  "$x: expected NPUs no other job holds, found NPU 8 taken (or named twice)" \
+  "$npusim" cluster --system $sys --job $x@0-15 --job $x@8-23
+expect_line "an NPU outside the cluster" \
+  "$x: expected NPUs below 64 (the cluster's), found 64" \
+  "$npusim" cluster --system $sys --job $x@49-64
+expect_line "no room" \
+  "$x: expected room for its 16 ranks (packed, 8 per server), found 0 free NPUs" \
+  "$npusim" cluster --system $sys --job $x --job $x --job $x --job $x --job $x
+expect_line "a serving workload" \
+  'configs/workloads/serve-llama3-8b.json: training: expected a training section (npusim cluster runs training jobs and traces)' \
+  "$npusim" cluster --system $sys --job configs/workloads/serve-llama3-8b.json
+expect_line "bad --steps" '--steps: expected a whole number in [1, 1000], found "0"' \
+  "$npusim" cluster --system $sys --job $x --steps 0
+"$npusim" cluster --system $sys --job $x@0-7 --output "$tmp/out.txt" 2>/dev/null
+check "a refused run writes no --output" test ! -e "$tmp/out.txt"
+finish cluster_e2e

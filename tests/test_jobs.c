@@ -1,0 +1,123 @@
+/* test_jobs.c - several jobs on one cluster: placement policies and the
+ * merged trace (sim/jobs/). */
+#include <CUnit/CUnit.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobs_merge.h"
+#include "jobs_place.h"
+#include "replay.h"
+#include "suites.h"
+
+/* 8 servers of 4 NPUs, 2 servers per leaf. */
+static const int leaf_of_server[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+static const jobs_fabric_t fab = {8, 4, leaf_of_server};
+
+static void place(const char *arg, int ranks, bool *used, int *map, int want_rc) {
+  jobs_spec_t spec;
+  char err[256] = "";
+  CU_ASSERT_EQUAL_FATAL(jobs_parse_spec(arg, &spec, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(jobs_place(&spec, ranks, &fab, used, map, err, sizeof err), want_rc);
+  CU_ASSERT(want_rc == 0 || strlen(err) > 0);
+}
+
+static void test_packed(void) {
+  bool used[32] = {false};
+  int a[2], b[8], c[2];
+  place("a.json", 2, used, a, 0);
+  place("b.json@packed", 8, used, b, 0);
+  place("c.json", 2, used, c, 0);
+  CU_ASSERT(a[0] == 0 && a[1] == 1);
+  CU_ASSERT(b[0] == 4 && b[7] == 11); /* whole free servers: 1 and 2 */
+  CU_ASSERT(c[0] == 2 && c[1] == 3);  /* the small job fills server 0 */
+}
+
+static void test_spread(void) {
+  bool used[32] = {false};
+  int a[16], b[16];
+  place("a.json@spread", 16, used, a, 0);
+  place("b.json@spread", 16, used, b, 0);
+  int want_a[4] = {0, 8, 16, 24}, want_b[4] = {4, 12, 20, 28}; /* one server per leaf each */
+  for (int s = 0; s < 4; s++) {
+    CU_ASSERT_EQUAL(a[4 * s], want_a[s]);
+    CU_ASSERT_EQUAL(b[4 * s], want_b[s]);
+    CU_ASSERT_EQUAL(a[4 * s + 3], want_a[s] + 3); /* local indices kept */
+  }
+  int c[4];
+  place("c.json@spread", 4, used, c, -1); /* full */
+}
+
+static void test_list(void) {
+  bool used[32] = {false};
+  int a[4], b[4];
+  place("a.json@3,1-2,30", 4, used, a, 0);
+  CU_ASSERT(a[0] == 3 && a[1] == 1 && a[2] == 2 && a[3] == 30);
+  place("b.json@0-2,3", 4, used, b, -1); /* 1 is taken */
+  place("b.json@0-4", 4, used, b, -1);   /* five NPUs for four ranks */
+  jobs_spec_t spec;
+  char err[256];
+  CU_ASSERT_EQUAL(jobs_parse_spec("a.json@4-2", &spec, err, sizeof err), -1);
+  CU_ASSERT_EQUAL(jobs_parse_spec("a.json@1,,2", &spec, err, sizeof err), -1);
+  CU_ASSERT_EQUAL(jobs_parse_spec("@packed", &spec, err, sizeof err), -1);
+  char buf[64];
+  jobs_format_npus(a, 4, buf, sizeof buf);
+  CU_ASSERT_STRING_EQUAL(buf, "3,1-2,30");
+}
+
+/* Four ranks in a ring of sends to the next (peer_offset +1, -3 at the end),
+ * placed so that the offsets move: every send still reaches map[r + offset]. */
+static void test_merge_moves_offsets(void) {
+  const char *fixed =
+      "{\"format\": \"npusim-trace\", \"version\": 1, \"name\": \"ring\", \"ranks\": 4,"
+      " \"communicators\": [{\"name\": \"all\", \"groups\": [\"0-3\"]}], \"programs\": ["
+      " {\"ranks\": \"0\", \"ops\": ["
+      "  {\"id\": 0, \"kind\": \"send\", \"stream\": \"a\", \"peer_offset\": 1, \"bytes\": 8},"
+      "  {\"id\": 1, \"kind\": \"recv\", \"stream\": \"b\", \"peer_offset\": 3, \"bytes\": 8},"
+      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\", \"bytes\": "
+      "64}]},"
+      " {\"ranks\": \"1-2\", \"ops\": ["
+      "  {\"id\": 0, \"kind\": \"send\", \"stream\": \"a\", \"peer_offset\": 1, \"bytes\": 8},"
+      "  {\"id\": 1, \"kind\": \"recv\", \"stream\": \"b\", \"peer_offset\": -1, \"bytes\": 8},"
+      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\", \"bytes\": "
+      "64}]},"
+      " {\"ranks\": \"3\", \"ops\": ["
+      "  {\"id\": 0, \"kind\": \"send\", \"stream\": \"a\", \"peer_offset\": -3, \"bytes\": 8},"
+      "  {\"id\": 1, \"kind\": \"recv\", \"stream\": \"b\", \"peer_offset\": -1, \"bytes\": 8},"
+      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\", \"bytes\": "
+      "64}]}]}";
+  trace_t t;
+  char err[512];
+  CU_ASSERT_EQUAL_FATAL(
+      trace_parse("ring", fixed, strlen(fixed), &replay_vocab, &t, err, sizeof err), 0);
+  int map[4] = {9, 2, 7, 4};
+  jobs_part_t part = {&t, map, 2};
+  jobs_merged_t m;
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 12, &m, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(m.trace.ranks, 12);
+  for (int r = 0; r < 4; r++) {
+    int pi = m.trace.program_of[map[r]];
+    const trace_program_t *p = &m.trace.programs[pi];
+    CU_ASSERT_EQUAL(m.programs[pi].job, 0);
+    CU_ASSERT_EQUAL(p->nops, 6); /* two steps */
+    CU_ASSERT_EQUAL(trace_peer(&p->ops[0], map[r]), map[(r + 1) % 4]);
+    CU_ASSERT_EQUAL(trace_peer(&p->ops[4], map[r]), map[(r + 3) % 4]); /* step 2's recv */
+    CU_ASSERT_EQUAL(p->ops[3].deps == NULL || p->ops[3].ndeps == 0, true);
+    const trace_comm_t *cm = &m.trace.comms[p->ops[2].comm];
+    CU_ASSERT_EQUAL(cm->groups[trace_group_of(cm, map[r])][r], map[r]);
+  }
+  int idle = m.trace.program_of[0];
+  CU_ASSERT_EQUAL(m.programs[idle].job, -1);
+  CU_ASSERT_EQUAL(m.trace.programs[idle].nops, 0);
+  CU_ASSERT_EQUAL(m.trace.programs[idle].nranks, 8);
+  jobs_merged_free(&m);
+  trace_free(&t);
+}
+
+CU_TestInfo jobs_tests[] = {
+    {"packed: whole free servers, small jobs fill a server", test_packed},
+    {"spread: servers round-robin over the leaves", test_spread},
+    {"list: in rank order, taken and miscounted NPUs refused", test_list},
+    {"merge: peers land on the mapped NPUs, steps repeat, idle NPUs run nothing",
+     test_merge_moves_offsets},
+    CU_TEST_INFO_NULL,
+};
