@@ -71,7 +71,7 @@ typedef struct {
   double idle_W;                    /* powered, clocks up, nothing running */
   double cube_W;                    /* more, with every cube core busy */
   double vector_W;                  /* more, with every vector core busy */
-  double hbm_J_per_byte;            /* per byte to or from HBM */
+  double hbm_J_per_byte;            /* per byte between HBM and the cores */
   double max_W;                     /* the board's power limit (TDP); 0: none */
 } chip_power_cfg_t;
 

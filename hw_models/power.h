@@ -3,12 +3,15 @@
  * A die draws its idle power whenever it is on; on top, each unit draws its
  * full-load power scaled by the share of the op's time it is busy (the op
  * model's per-pipe utilisation: cube, vector), and every byte to or from HBM
- * costs its energy. So a GEMM bound by the cube draws near cube_W, a decode
- * step bound by HBM draws idle plus the bytes it streams. Not modelled: clock
- * and voltage scaling under the power limit (the model's clock is the
- * sustained one), so an op keeping cube and vector busy at once (fused
- * attention) can pass max_W where a chip would throttle; leakage rising with
- * temperature; the host and the fans.
+ * costs its energy on its whole way between the DRAM and the cores (DRAM, PHY,
+ * L2 and on-chip network, load units; scripts/validate_energy.py fits it). So
+ * a GEMM bound by the cube draws near cube_W, a decode step bound by HBM draws
+ * idle plus the bytes it streams. Not modelled: unit power scaling with the
+ * clock an op runs at, and throttling at the power limit (the model's clock is
+ * the sustained one), which leave H100 serving power 15-18% low near the limit,
+ * and let an op keeping cube and vector busy at once (fused attention) pass
+ * max_W where a chip would throttle; leakage rising with temperature; the host
+ * and the fans.
  * Link energy is per byte on each link class (link_cfg_t.energy_J_per_byte).
  * Nothing here knows about SimGrid. */
 #ifndef NPUSIM_POWER_H

@@ -244,7 +244,7 @@ static const cfg_key_t system_keys[] = {
     OFF("chip.power.vector_W", "W", 1, SYS(chip.power.vector_W), 0.1, 1e5, "0",
         "Power on top of idle with every vector core busy (scaled by their busy share)."),
     OFF("chip.power.hbm_pJ_per_bit", "pJ/bit", 8e-12, SYS(chip.power.hbm_J_per_byte), 0.001,
-        1e4, "0", "Energy of one bit read from or written to HBM."),
+        1e4, "0", "Energy of one bit between HBM and the cores (DRAM, PHY, on-chip path)."),
     OFF("chip.power.max_W", "W", 1, SYS(chip.power.max_W), 1, 1e5, "0",
         "The board's power limit (TDP), for checks; 0: none."),
 
