@@ -168,6 +168,18 @@ static void print_csv(FILE *out, const system_cfg_t *sys, const workload_cfg_t *
   }
 }
 
+/* Peak FLOP/s per NPU the MFU divides by: the chip's, or with node types the
+ * mean over the job's ranks of their chips' peaks. */
+static double job_peak_flops(const system_cfg_t *sys, const topo_t *topo, chip_dtype_t dt) {
+  if (sys->cluster.node_types.n == 0)
+    return chip_cube_peak_flops(&sys->chip, dt);
+  double sum = 0;
+  for (int rank = 0; rank < topo->ranks; rank++)
+    sum += chip_cube_peak_flops(
+        config_chip_at(sys, config_server_chip_index(sys, topo_server_of(topo, rank))), dt);
+  return sum / topo->ranks;
+}
+
 static void print_result(FILE *out, int format, const system_cfg_t *sys, const workload_cfg_t *w,
                          const train_info_t *info, const replay_result_t *r, const char *fidelity,
                          const trace_t *t, const linkstats_view_t *links) {
@@ -176,14 +188,14 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
   double hw_tf = info->hw_flops / step / npus / 1e12;
   chip_dtype_t dt = w->training.precision == PRECISION_FP16 ? CHIP_DTYPE_FP16
                     : w->training.precision == PRECISION_FP8 ? CHIP_DTYPE_FP8 : CHIP_DTYPE_BF16;
-  double mfu = model_tf * 1e12 / chip_cube_peak_flops(&sys->chip, dt);
+  double mfu = model_tf * 1e12 / job_peak_flops(sys, &r->topo, dt);
   breakdown_t b;
   breakdown(t, info, r, 0, &b);
   train_memory_t peak = info->memory[0];
   for (int s = 1; s < info->stages; s++)
     if (info->memory[s].total > peak.total)
       peak = info->memory[s];
-  double cap = (double)sys->chip.hbm.capacity_bytes;
+  double cap = config_min_hbm_bytes(sys, r->topo.nodes); /* the smallest chip's, node types */
   bool fits = peak.total <= cap;
   replay_energy_t en;
   replay_energy(sys, t, r, &en);

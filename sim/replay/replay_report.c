@@ -43,7 +43,7 @@ static void print_json(FILE *out, const trace_t *t, const system_cfg_t *sys,
   fputs(t->ncomms ? "\n  ],\n  \"links\": " : "],\n  \"links\": ", out);
   linkstats_print_json(out, &r->topo, ls, nls);
   int pk = peak_rank(r);
-  double cap = (double)sys->chip.hbm.capacity_bytes, peak = r->per_rank[pk].peak_memory_bytes;
+  double cap = config_min_hbm_bytes(sys, r->topo.nodes), peak = r->per_rank[pk].peak_memory_bytes;
   fprintf(out, ",\n  \"memory\": {\"capacity_GiB\": %.6g, \"peak_GiB\": %.6g, \"peak_rank\": %d, "
           "\"fits\": %s},\n", cap / GIB, peak / GIB, pk, peak <= cap ? "true" : "false");
   replay_energy_t en;
@@ -104,7 +104,7 @@ static void print_table(FILE *out, const trace_t *t, const system_cfg_t *sys,
     linkstats_print_table(out, &r->topo, ls, nls);
   }
   int pk = peak_rank(r);
-  double cap = (double)sys->chip.hbm.capacity_bytes, peak = r->per_rank[pk].peak_memory_bytes;
+  double cap = config_min_hbm_bytes(sys, r->topo.nodes), peak = r->per_rank[pk].peak_memory_bytes;
   fprintf(out, "\nmemory: peak %.3f GiB on rank %d of %.1f GiB HBM: %s", peak / GIB, pk, cap / GIB,
           peak <= cap ? "fits\n" : "");
   if (peak > cap)
