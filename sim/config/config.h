@@ -47,16 +47,6 @@ static inline const chip_cfg_t *config_chip_at(const system_cfg_t *sys, int k) {
   return k == 0 ? &sys->chip : &sys->node_chips[k - 1];
 }
 
-/* The smallest HBM among the chips of servers 0 to servers - 1, bytes. */
-static inline double config_min_hbm_bytes(const system_cfg_t *sys, int servers) {
-  double cap = (double)sys->chip.hbm.capacity_bytes;
-  for (int s = 0; s < servers && sys->cluster.node_types.n > 0; s++) {
-    double c = (double)config_chip_at(sys, config_server_chip_index(sys, s))->hbm.capacity_bytes;
-    cap = c < cap ? c : cap;
-  }
-  return cap;
-}
-
 typedef enum { CONFIG_SYSTEM, CONFIG_WORKLOAD, CONFIG_KIND_COUNT } config_kind_t;
 
 /* A loaded, possibly resolved, config document. Opaque. */

@@ -28,6 +28,15 @@ static void referenced_path(const config_doc_t *doc, const char *system, char *o
     snprintf(out, len, "%.*s/%s", (int)(slash - origin), origin, system);
 }
 
+/* "3" or "0-3". */
+static const char *range_text(const node_type_t *t, char *buf, size_t len) {
+  if (t->first == t->last)
+    snprintf(buf, len, "%d", t->first);
+  else
+    snprintf(buf, len, "%d-%d", t->first, t->last);
+  return buf;
+}
+
 /* Ranges overlap nowhere and, with cluster.nodes set, stay inside it. */
 static int check_ranges(const config_doc_t *doc, const system_cfg_t *sys, npu_err_t *err) {
   const node_types_t *nt = &sys->cluster.node_types;
@@ -38,12 +47,13 @@ static int check_ranges(const config_doc_t *doc, const system_cfg_t *sys, npu_er
                          cfg_doc_blame(doc, KEY), sys->cluster.nodes, a->last);
     for (int j = 0; j < i; j++) {
       const node_type_t *b = &nt->v[j];
+      char ra[32], rb[32];
       if (a->first <= b->last && b->first <= a->last)
         return npu_err_set(err,
                            "%s: " KEY ": expected server ranges that do not overlap, found "
-                           "server %d in %d-%d and %d-%d",
+                           "server %d in %s and %s",
                            cfg_doc_blame(doc, KEY), a->first > b->first ? a->first : b->first,
-                           b->first, b->last, a->first, a->last);
+                           range_text(b, rb, sizeof rb), range_text(a, ra, sizeof ra));
     }
   }
   return 0;
@@ -90,11 +100,39 @@ static int load_chip(const config_doc_t *doc, system_cfg_t *sys, int i, npu_err_
   return rc;
 }
 
-int cfg_node_types_load(const config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
+/* The document's canonical JSON (npusim validate) names each file by its
+ * absolute path, so that it loads back to the same chips wherever it is
+ * written; the struct keeps the paths as written, for messages. A list that
+ * would grow past the key's limits stays as written. */
+static void absolute_paths(config_doc_t *doc, const system_cfg_t *sys) {
+  const node_types_t *nt = &sys->cluster.node_types;
+  char text[1024] = "", path[PATH_MAX], real[PATH_MAX];
+  size_t used = 0;
+  for (int i = 0; i < nt->n; i++) {
+    referenced_path(doc, nt->v[i].system, path, sizeof path);
+    if (!realpath(path, real) || strlen(real) > CLUSTER_NODE_TYPE_PATH_MAX)
+      return;
+    int n = nt->v[i].first == nt->v[i].last
+                ? snprintf(text + used, sizeof text - used, "%s%d:%s", i ? "," : "", nt->v[i].first,
+                           real)
+                : snprintf(text + used, sizeof text - used, "%s%d-%d:%s", i ? "," : "",
+                           nt->v[i].first, nt->v[i].last, real);
+    if (n < 0 || (size_t)n >= sizeof text - used)
+      return;
+    used += (size_t)n;
+  }
+  cJSON *item = cfg_tree_get(doc->root, KEY);
+  if (cJSON_IsString(item))
+    cJSON_SetValuestring(item, text);
+}
+
+int cfg_node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
   if (check_ranges(doc, sys, err))
     return -1;
   for (int i = 0; i < sys->cluster.node_types.n; i++)
     if (load_chip(doc, sys, i, err))
       return -1;
+  if (sys->cluster.node_types.n > 0)
+    absolute_paths(doc, sys);
   return 0;
 }

@@ -246,7 +246,7 @@ static int plan_chips(replay_plan_t *pl, const char *name, const char *system, b
   *mixed = false;
   if (nt->n == 0)
     return 0;
-  for (int i = 0; i < nt->n; i++)
+  for (int i = 0; i < nt->n && sys->cluster.nodes == 0; i++) /* else checked on loading */
     if (nt->v[i].last >= pl->topo->nodes)
       return snprintf(err, len, "%s: cluster.node_types: expected servers below the job's %d "
                       "(%s), found %d", system, pl->topo->nodes, name, nt->v[i].last), -1;
