@@ -143,6 +143,9 @@ expect_line "a referenced file with node types of its own" \
 expect_line "a precision one of the chips lacks" \
   "--set: training.precision: expected a precision every chip computes (chip.cube.bf16_macs_per_cycle = 0 in $A, cluster.node_types of $B), found \"bf16\"" \
   $train --system $B --set cluster.node_types=1:$A --set workload.training.precision=bf16
+expect_line "replay names the first rank on the chip that cannot run an op" \
+  "traces/mixed.json: rank 8 op 2: dtype: expected a type the cube of ascend-910a computes, found bf16 (chip.cube.bf16_macs_per_cycle = 0)" \
+  $npusim replay --system $B --trace traces/mixed.json --set cluster.node_types=1:$A
 expect_line "serve refuses node types" \
   "configs/systems/ascend-910-mixed.json: cluster.node_types: expected \"\" with npusim serve (serving costs every instance on the default chip), found servers 2-3 on \"ascend-910a.json\"" \
   $npusim serve --system configs/systems/ascend-910-mixed.json --workload configs/workloads/serve-llama3-8b.json

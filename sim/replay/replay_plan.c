@@ -49,10 +49,19 @@ double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes)
 
 /* ---- compute ---- */
 
-/* The shaped ops of every program on one chip, at the clock it holds
+/* The first rank of program p on chip index k (its first rank without node types). */
+static int first_rank_on(const replay_plan_t *pl, const trace_program_t *p, int k) {
+  for (int m = 0; pl->chip_of && m < p->nranks; m++)
+    if (pl->chip_of[p->ranks[m]] == k)
+      return p->ranks[m];
+  return p->ranks[0];
+}
+
+/* The shaped ops of every program on one chip (index k), at the clock it holds
  * through a step; an op the chip cannot run fails, naming the chip. */
-static double **cost_on_chip(const replay_plan_t *pl, const chip_cfg_t *model, const char *name,
-                             char *err, size_t len) {
+static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, char *err,
+                             size_t len) {
+  const chip_cfg_t *model = config_chip_at(pl->sys, k);
   const trace_t *t = pl->trace;
   chip_cfg_t chip = *model;
   chip.freq_hz *= chip.sustained_clock;
@@ -73,8 +82,7 @@ static double **cost_on_chip(const replay_plan_t *pl, const chip_cfg_t *model, c
       replay_op_desc(op, &d);
       char why[512];
       if (op_check(model, &d, why, sizeof why)) { /* "shape: ..." names the field */
-        snprintf(err, len, "%s: rank %d op %d: %s%s%s", name, p->ranks[0], op->id, why,
-                 model == &pl->sys->chip ? "" : " on chip ", model == &pl->sys->chip ? "" : model->name);
+        snprintf(err, len, "%s: rank %d op %d: %s", name, first_rank_on(pl, p, k), op->id, why);
         rc = -1;
       } else {
         costs[pi][i] = op_cost(cache, &d)->time_s;
@@ -94,7 +102,7 @@ static double **cost_on_chip(const replay_plan_t *pl, const chip_cfg_t *model, c
 /* Costs the shaped ops on the default chip and on every other chip a rank
  * carries (node types). */
 static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t len) {
-  if (!(pl->compute_s = cost_on_chip(pl, &pl->sys->chip, name, err, len)))
+  if (!(pl->compute_s = cost_on_chip(pl, 0, name, err, len)))
     return -1;
   if (!pl->chip_of)
     return 0;
@@ -102,7 +110,7 @@ static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t le
   for (int r = 0; r < pl->trace->ranks; r++) {
     int k = pl->chip_of[r];
     if (!pl->chip_compute_s[k] &&
-        !(pl->chip_compute_s[k] = cost_on_chip(pl, config_chip_at(pl->sys, k), name, err, len)))
+        !(pl->chip_compute_s[k] = cost_on_chip(pl, k, name, err, len)))
       return -1;
   }
   return 0;
