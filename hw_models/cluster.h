@@ -59,13 +59,41 @@ typedef struct {
   link_cfg_t link;          /* per-rank port into the supernode fabric */
 } supernode_cfg_t;
 
+/* Servers of another chip type: a heterogeneous cluster. Each entry names a
+ * range of servers and the system config whose chip they carry (the loader
+ * reads that file's chip into system_cfg_t.node_chips); servers no entry
+ * names carry the default chip. Only the chip differs: the servers' NPU
+ * count, scale-up links and NICs are the cluster's own. */
+#define CLUSTER_MAX_NODE_TYPES 8
+#define CLUSTER_NODE_TYPE_PATH_MAX 200
+
+typedef struct {
+  int first, last;                               /* servers, inclusive */
+  char system[CLUSTER_NODE_TYPE_PATH_MAX + 1];   /* system config file of their chip */
+} node_type_t;
+
+typedef struct {
+  int n;
+  node_type_t v[CLUSTER_MAX_NODE_TYPES];
+} node_types_t;
+
 typedef struct {
   int nodes;                /* servers; 0 = the smallest number that fits the job */
+  node_types_t node_types;  /* servers of other chips; n = 0: every server the default chip */
   link_faults_t faults;     /* slow and dead links (faults.h) */
   scale_out_cfg_t scale_out;
   bool has_supernode;
   supernode_cfg_t supernode;
 } cluster_cfg_t;
+
+/* Parses "S[-S]:FILE[,...]" (servers >= 0, FILE a path of at most
+ * CLUSTER_NODE_TYPE_PATH_MAX characters, no ',' or ':') into out; "" is no
+ * entry. Overlaps are left to the caller, which can name them. Returns 0, or
+ * -1 if text is not such a list. */
+int cluster_parse_node_types(const char *text, node_types_t *out);
+
+/* The entry that names server, or -1 (the default chip). */
+int cluster_node_type_of(const node_types_t *types, int server);
 
 /* Names as written in JSON, indexed by the enums above. */
 extern const char *const topology_scale_up_names[SCALE_UP_COUNT];

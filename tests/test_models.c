@@ -86,7 +86,44 @@ static void test_world_size_and_accumulation_follow_the_plan(void) {
   CU_ASSERT_EQUAL(workload_grad_accum_steps(&w), 8);
 }
 
+static void test_node_types_parse_servers_and_files(void) {
+  node_types_t t;
+  CU_ASSERT_EQUAL(cluster_parse_node_types("0-3:a.json,6:../b.json", &t), 0);
+  CU_ASSERT_EQUAL(t.n, 2);
+  CU_ASSERT_EQUAL(t.v[0].first, 0);
+  CU_ASSERT_EQUAL(t.v[0].last, 3);
+  CU_ASSERT_STRING_EQUAL(t.v[0].system, "a.json");
+  CU_ASSERT_EQUAL(t.v[1].first, 6);
+  CU_ASSERT_EQUAL(t.v[1].last, 6);
+  CU_ASSERT_STRING_EQUAL(t.v[1].system, "../b.json");
+  CU_ASSERT_EQUAL(cluster_node_type_of(&t, 2), 0);
+  CU_ASSERT_EQUAL(cluster_node_type_of(&t, 5), -1);
+  CU_ASSERT_EQUAL(cluster_node_type_of(&t, 6), 1);
+  CU_ASSERT_EQUAL(cluster_parse_node_types("", &t), 0);
+  CU_ASSERT_EQUAL(t.n, 0);
+  static const char *const bad[] = {"0-3", "0-3:", "3-1:a.json", "-1:a.json", "0:a.json,",
+                                    "0:a:b.json", "x:a.json", "0-3:a.json,,1:b.json",
+                                    "0:a,1:a,2:a,3:a,4:a,5:a,6:a,7:a,8:a"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CU_ASSERT_EQUAL(cluster_parse_node_types(bad[i], &t), -1);
+}
+
+/* The chip index of every server follows the node list; absent servers keep
+ * the default chip. */
+static void test_servers_take_their_node_types_chip(void) {
+  system_cfg_t s = load_system("ascend-910b.json", NULL);
+  s.cluster.node_types = (node_types_t){.n = 1, .v = {{.first = 2, .last = 3}}};
+  s.node_chips[0] = s.chip;
+  s.node_chips[0].cube.cores = 20;
+  CU_ASSERT_EQUAL(config_server_chip_index(&s, 1), 0);
+  CU_ASSERT_EQUAL(config_server_chip_index(&s, 2), 1);
+  CU_ASSERT_EQUAL(config_chip_at(&s, config_server_chip_index(&s, 3))->cube.cores, 20);
+  CU_ASSERT_EQUAL(config_chip_at(&s, config_server_chip_index(&s, 4))->cube.cores, 24);
+}
+
 CU_TestInfo model_tests[] = {
+    {"node types parse servers and files", test_node_types_parse_servers_and_files},
+    {"servers take their node type's chip", test_servers_take_their_node_types_chip},
     {"cube peaks match published figures", test_cube_peaks_match_published_figures},
     {"vector peak and HBM follow the config", test_vector_peak_and_hbm_follow_the_config},
     {"link time is alpha plus bytes over effective bandwidth",

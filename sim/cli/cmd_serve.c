@@ -154,11 +154,17 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_configs_t cfg;
   if (cli_load_configs(opts, &cfg, err))
     return -1;
-  if (!cfg.wl.has_serving) {
-    npu_err_set(err,
-                "%s: serving: expected a serving section (a training workload runs with "
-                "npusim train)",
-                opts->workload_path);
+  if (!cfg.wl.has_serving || cfg.sys.cluster.node_types.n > 0) {
+    if (!cfg.wl.has_serving)
+      npu_err_set(err,
+                  "%s: serving: expected a serving section (a training workload runs with "
+                  "npusim train)",
+                  opts->workload_path);
+    else /* every instance is costed on one chip (serve_cost.c) */
+      npu_err_set(err, "%s: cluster.node_types: expected \"\" with npusim serve (serving "
+                  "costs every instance on the default chip), found servers %d-%d on \"%.200s\"",
+                  opts->system_path, cfg.sys.cluster.node_types.v[0].first,
+                  cfg.sys.cluster.node_types.v[0].last, cfg.sys.cluster.node_types.v[0].system);
     cli_free_configs(&cfg);
     return -1;
   }

@@ -168,6 +168,39 @@ static void print_csv(FILE *out, const system_cfg_t *sys, const workload_cfg_t *
   }
 }
 
+/* Peak FLOP/s per NPU the MFU divides by: the chip's, or with node types the
+ * mean over the job's ranks of their chips' peaks. */
+static double job_peak_flops(const system_cfg_t *sys, const topo_t *topo, chip_dtype_t dt) {
+  if (sys->cluster.node_types.n == 0)
+    return chip_cube_peak_flops(&sys->chip, dt);
+  double sum = 0;
+  for (int rank = 0; rank < topo->ranks; rank++)
+    sum += chip_cube_peak_flops(
+        config_chip_at(sys, config_server_chip_index(sys, topo_server_of(topo, rank))), dt);
+  return sum / topo->ranks;
+}
+
+/* With node types: each stage's memory against the HBM of each chip that runs
+ * it; the stage and capacity with the least room left (the fullest stage on
+ * its own chip when one fits nowhere else). */
+static void tightest_stage(const system_cfg_t *sys, const trace_t *t, const train_info_t *info,
+                           const topo_t *topo, train_memory_t *peak, double *cap) {
+  bool first = true;
+  for (int pi = 0; pi < t->nprograms; pi++) {
+    const train_memory_t *m = &info->memory[info->programs[pi].stage];
+    for (int k = 0; k < t->programs[pi].nranks; k++) {
+      int server = topo_server_of(topo, t->programs[pi].ranks[k]);
+      double c = (double)config_chip_at(sys, config_server_chip_index(sys, server))
+                     ->hbm.capacity_bytes;
+      if (first || c - m->total < *cap - peak->total) {
+        *peak = *m;
+        *cap = c;
+        first = false;
+      }
+    }
+  }
+}
+
 static void print_result(FILE *out, int format, const system_cfg_t *sys, const workload_cfg_t *w,
                          const train_info_t *info, const replay_result_t *r, const char *fidelity,
                          const trace_t *t, const linkstats_view_t *links) {
@@ -176,7 +209,7 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
   double hw_tf = info->hw_flops / step / npus / 1e12;
   chip_dtype_t dt = w->training.precision == PRECISION_FP16 ? CHIP_DTYPE_FP16
                     : w->training.precision == PRECISION_FP8 ? CHIP_DTYPE_FP8 : CHIP_DTYPE_BF16;
-  double mfu = model_tf * 1e12 / chip_cube_peak_flops(&sys->chip, dt);
+  double mfu = model_tf * 1e12 / job_peak_flops(sys, &r->topo, dt);
   breakdown_t b;
   breakdown(t, info, r, 0, &b);
   train_memory_t peak = info->memory[0];
@@ -184,6 +217,8 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
     if (info->memory[s].total > peak.total)
       peak = info->memory[s];
   double cap = (double)sys->chip.hbm.capacity_bytes;
+  if (sys->cluster.node_types.n > 0)
+    tightest_stage(sys, t, info, &r->topo, &peak, &cap);
   bool fits = peak.total <= cap;
   replay_energy_t en;
   replay_energy(sys, t, r, &en);
@@ -247,8 +282,10 @@ static void print_result(FILE *out, int format, const system_cfg_t *sys, const w
   fprintf(out, "  %-18s %10.3f\n", "straggler_wait", b.straggler_wait * 1e3);
   fprintf(out, "  %-18s %10.3f\n", "pipeline_bubble", b.bubble * 1e3);
   print_stages_table(out, t, info, r);
-  fprintf(out, "\nmemory per NPU, fullest stage (GiB): weights %.2f, gradients %.2f, optimizer "
-          "%.2f, activations %.2f, temporary %.2f = %.2f of %.1f: %s", peak.weights / GIB,
+  fprintf(out, "\nmemory per NPU, %s (GiB): weights %.2f, gradients %.2f, optimizer "
+          "%.2f, activations %.2f, temporary %.2f = %.2f of %.1f: %s",
+          sys->cluster.node_types.n ? "tightest stage on its chip" : "fullest stage",
+          peak.weights / GIB,
           peak.gradients / GIB, peak.optimizer / GIB, peak.activations / GIB,
           peak.temporary / GIB, peak.total / GIB, cap / GIB, fits ? "fits\n" : "");
   if (!fits)

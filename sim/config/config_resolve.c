@@ -274,7 +274,9 @@ int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err) {
       return npu_err_set(err, "%s: %s: internal error: resolved value missing", doc->file,
                          key->path);
   }
-  return cfg_rules_check(doc, out, err);
+  if (cfg_rules_check(doc, out, err))
+    return -1;
+  return doc->kind == CONFIG_SYSTEM ? cfg_node_types_load(doc, out, err) : 0;
 }
 
 static const cfg_key_t *number_key(const char *path, npu_err_t *err) {

@@ -323,5 +323,12 @@ int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
                 "a precision the chip computes (chip.cube.%s_macs_per_cycle = 0 in %s), found "
                 "\"%s\"", chip_dtype_name(dt), sys_doc->file,
                 workload_precision_names[wl->training.precision]);
+  for (int i = 0; i < sys->cluster.node_types.n; i++)
+    if (sys->node_chips[i].cube.macs_per_cycle[dt] <= 0)
+      return fail(wl_doc, "training.precision", err,
+                  "a precision every chip computes (chip.cube.%s_macs_per_cycle = 0 in %s, "
+                  "cluster.node_types of %s), found \"%s\"", chip_dtype_name(dt),
+                  sys->cluster.node_types.v[i].system, sys_doc->file,
+                  workload_precision_names[wl->training.precision]);
   return 0;
 }

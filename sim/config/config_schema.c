@@ -141,6 +141,12 @@ static int convert_faults(const char *text, void *field) {
   return faults_parse(text, (link_faults_t *)field);
 }
 
+_Static_assert(sizeof(node_types_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
+
+static int convert_node_types(const char *text, void *field) {
+  return cluster_parse_node_types(text, (node_types_t *)field);
+}
+
 static int convert_ranges(const char *text, void *field) {
   return variation_parse_ranges(text, (variation_ranges_t *)field);
 }
@@ -286,6 +292,15 @@ static const cfg_key_t system_keys[] = {
     OBJ("cluster", "How servers are joined."),
     INT("cluster.nodes", SYS(cluster.nodes), 0, 1e6, "0",
         "Servers in the cluster; 0 = the smallest number that fits the job."),
+    PARSED("cluster.node_types", system_cfg_t, cluster.node_types, 0, 1023, "\"\"",
+           convert_node_types,
+           "servers and system files, \"S[-S]:FILE,...\" (at most 8 entries)",
+           "Servers that carry another chip: \"0-3:ascend-910a.json\" gives servers 0 to 3 "
+           "the chip of that system file (a path from the file that sets this key, or from "
+           "the working directory for --set; its chip block only: its node, cluster and "
+           "collectives are not read), \"\" every server `chip`. Ranges may not overlap nor "
+           "pass the cluster's servers; a job on more than one chip replays every rank, and "
+           "its links are the cluster's whatever the chips."),
     OBJ("cluster.faults", "Links slower than built, or dead, for the whole run (faults.h)."),
     PARSED("cluster.faults.links", system_cfg_t, cluster.faults, 0, 1023, "\"\"",
            convert_faults,

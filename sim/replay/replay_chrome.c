@@ -18,7 +18,9 @@ typedef struct {
   const trace_t *t;
   const replay_result_t *r;
   const replay_chrome_opts_t *o;
-  op_cache_t *cache; /* bounding pipes, or NULL */
+  op_cache_t *cache[CLUSTER_MAX_NODE_TYPES + 1]; /* bounding pipes per chip index (node
+                                                  * types), made on first use; NULL: none */
+  bool bounds;       /* a system to cost ops on was given */
   trace_pairing_t pairing;
   bool first_event;
 } chrome_t;
@@ -65,6 +67,21 @@ static const char *op_name(const trace_op_t *op) {
   return trace_op_type_names[op->type];
 }
 
+/* The op cache of rank's chip (its server's), at the clock the replay costed
+ * compute at (replay_plan.c); NULL if it cannot be made. */
+static op_cache_t *rank_cache(chrome_t *c, int rank) {
+  const system_cfg_t *sys = c->o->sys;
+  int k = sys->cluster.node_types.n ? config_server_chip_index(
+                                          sys, topo_server_of(&c->r->topo, rank))
+                                    : 0;
+  if (!c->cache[k]) {
+    chip_cfg_t chip = *config_chip_at(sys, k);
+    chip.freq_hz *= chip.sustained_clock;
+    c->cache[k] = op_cache_new(&chip);
+  }
+  return c->cache[k];
+}
+
 /* The op's args: its id, shape and data type, bytes, communicator, peer and
  * bounding pipe, as it has them. */
 static void op_args(chrome_t *c, int rank, const trace_op_t *op) {
@@ -77,8 +94,9 @@ static void op_args(chrome_t *c, int rank, const trace_op_t *op) {
     for (int k = 0; k < 5 && op->dims[k] > 0; k++)
       fprintf(out, "%s%" PRId64, k ? ", " : "", op->dims[k]);
     fprintf(out, "], \"dtype\": \"%s\"", replay_vocab.dtypes[op->dtype]);
-    if (c->cache)
-      fprintf(out, ", \"bound\": \"%s\"", pipe_names[op_cost(c->cache, &d)->bound]);
+    op_cache_t *cache = c->bounds ? rank_cache(c, rank) : NULL;
+    if (cache)
+      fprintf(out, ", \"bound\": \"%s\"", pipe_names[op_cost(cache, &d)->bound]);
   }
   if (op->type == TRACE_OP_COLL || op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV ||
       op->type == TRACE_OP_ALLOC)
@@ -164,12 +182,7 @@ int replay_write_chrome(const char *path, const trace_t *t, const replay_result_
   if (!f)
     return -1;
   chrome_t c = {.out = outfile_stream(f), .t = t, .r = r, .o = o, .first_event = true};
-  chip_cfg_t chip;
-  if (o->sys) { /* the clock the replay costed compute at (replay_plan.c) */
-    chip = o->sys->chip;
-    chip.freq_hz *= chip.sustained_clock;
-    c.cache = op_cache_new(&chip);
-  }
+  c.bounds = o->sys != NULL;
   trace_pairing_init(&c.pairing, t);
   int last = o->last_rank < t->ranks - 1 ? o->last_rank : t->ranks - 1;
   progress_t progress;
@@ -183,6 +196,7 @@ int replay_write_chrome(const char *path, const trace_t *t, const replay_result_
   progress_end(&progress);
   fputs("\n]}\n", c.out);
   trace_pairing_free(&c.pairing);
-  op_cache_free(c.cache);
+  for (int k = 0; k <= CLUSTER_MAX_NODE_TYPES; k++)
+    op_cache_free(c.cache[k]);
   return outfile_commit(f, err, err_len);
 }

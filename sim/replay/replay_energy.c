@@ -2,6 +2,7 @@
  * replay_energy.h. */
 #include "replay_energy.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "op_cost.h"
@@ -23,23 +24,56 @@ static void program_energy(const chip_cfg_t *chip, op_cache_t *cache, const trac
   }
 }
 
+/* How many ranks of program pi carry chip index k (all of them without node types). */
+static int ranks_on_chip(const system_cfg_t *sys, const trace_program_t *p, const topo_t *topo,
+                         int k) {
+  if (sys->cluster.node_types.n == 0)
+    return k == 0 ? p->nranks : 0;
+  int n = 0;
+  for (int m = 0; m < p->nranks; m++)
+    n += config_server_chip_index(sys, topo_server_of(topo, p->ranks[m])) == k;
+  return n;
+}
+
 void replay_energy(const system_cfg_t *sys, const trace_t *t, const replay_result_t *r,
                    replay_energy_t *out) {
   memset(out, 0, sizeof *out);
-  if (!power_modelled(&sys->chip))
+  int nchips = sys->cluster.node_types.n + 1;
+  int *count = calloc((size_t)nchips * (size_t)(t->nprograms + 1), sizeof *count);
+  if (!count)
     return;
-  out->modelled = true;
-  chip_cfg_t chip = sys->chip; /* the clock the replay costed compute at (replay_plan.c) */
-  chip.freq_hz *= chip.sustained_clock;
-  op_cache_t *cache = op_cache_new(&chip);
-  for (int pi = 0; cache && pi < t->nprograms; pi++) {
-    double compute, hbm;
-    program_energy(&chip, cache, &t->programs[pi], &compute, &hbm);
-    out->compute_J += compute * t->programs[pi].nranks;
-    out->hbm_J += hbm * t->programs[pi].nranks;
+  /* count[k * nprograms + pi]: ranks of program pi on chip k; every chip a rank
+   * carries must have a power model */
+  bool modelled = true;
+  for (int k = 0; k < nchips; k++)
+    for (int pi = 0; pi < t->nprograms; pi++) {
+      int n = ranks_on_chip(sys, &t->programs[pi], &r->topo, k);
+      count[k * t->nprograms + pi] = n;
+      modelled = modelled && (n == 0 || power_modelled(config_chip_at(sys, k)));
+    }
+  out->modelled = modelled;
+  for (int k = 0; modelled && k < nchips; k++) {
+    chip_cfg_t chip = *config_chip_at(sys, k); /* at the clock the replay costed (replay_plan.c) */
+    chip.freq_hz *= chip.sustained_clock;
+    op_cache_t *cache = op_cache_new(&chip);
+    int ranks = 0;
+    for (int pi = 0; cache && pi < t->nprograms; pi++) {
+      int n = count[k * t->nprograms + pi];
+      ranks += n;
+      if (n == 0)
+        continue;
+      double compute, hbm;
+      program_energy(&chip, cache, &t->programs[pi], &compute, &hbm);
+      out->compute_J += compute * n;
+      out->hbm_J += hbm * n;
+    }
+    op_cache_free(cache);
+    if (ranks > 0)
+      out->idle_J += chip.power.idle_W * r->step_time_s * ranks;
   }
-  op_cache_free(cache);
-  out->idle_J = chip.power.idle_W * r->step_time_s * t->ranks;
+  free(count);
+  if (!modelled)
+    return;
   for (int slot = 0; slot < r->links.nslots; slot++)
     out->links_J += r->links.bytes[slot] * r->topo.links[slot / 2].cfg.energy_J_per_byte;
   out->links_J += (double)topo_switch_ports(&r->topo) * sys->cluster.scale_out.switch_port_W *

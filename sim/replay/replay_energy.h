@@ -1,5 +1,5 @@
-/* replay_energy.h - the energy of a replayed step: every rank's chip idle
- * through the step, its compute ops' dynamic energy and HBM traffic
+/* replay_energy.h - the energy of a replayed step: every rank's chip (its
+ * server's, cluster.node_types) idle through the step, its compute ops' dynamic energy and HBM traffic
  * (hw_models/power.h, at the clock the replay costed them), every byte on
  * every link at its class's energy per byte, and the scale-out switch ports
  * the job holds (cluster.scale_out.switch_port_W) through the step.
@@ -14,7 +14,7 @@
 #include "replay.h"
 
 typedef struct {
-  bool modelled;    /* the chip has a power model */
+  bool modelled;    /* every chip of the job has a power model */
   double idle_J;    /* every rank's idle power over the step */
   double compute_J; /* cube and vector units above idle */
   double hbm_J;     /* HBM traffic */

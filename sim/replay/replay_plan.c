@@ -49,17 +49,31 @@ double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes)
 
 /* ---- compute ---- */
 
-/* Ops in a step run at the clock the chip holds through it. */
-static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t len) {
+/* The first rank of program p on chip index k (its first rank without node types). */
+static int first_rank_on(const replay_plan_t *pl, const trace_program_t *p, int k) {
+  for (int m = 0; pl->chip_of && m < p->nranks; m++)
+    if (pl->chip_of[p->ranks[m]] == k)
+      return p->ranks[m];
+  return p->ranks[0];
+}
+
+/* The shaped ops of every program on one chip (index k), at the clock it holds
+ * through a step; an op the chip cannot run fails, naming the chip. */
+static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, char *err,
+                             size_t len) {
+  const chip_cfg_t *model = config_chip_at(pl->sys, k);
   const trace_t *t = pl->trace;
-  chip_cfg_t chip = pl->sys->chip;
+  chip_cfg_t chip = *model;
   chip.freq_hz *= chip.sustained_clock;
   op_cache_t *cache = op_cache_new(&chip);
-  pl->compute_s = calloc((size_t)t->nprograms, sizeof *pl->compute_s);
-  int rc = 0;
+  double **costs = calloc((size_t)t->nprograms, sizeof *costs);
+  int rc = cache && costs ? 0 : -1;
+  if (rc)
+    snprintf(err, len, "%s: out of memory for the op costs", name);
   for (int pi = 0; pi < t->nprograms && rc == 0; pi++) {
     const trace_program_t *p = &t->programs[pi];
-    pl->compute_s[pi] = calloc((size_t)p->nops + 1, sizeof **pl->compute_s);
+    if (!(costs[pi] = calloc((size_t)p->nops + 1, sizeof **costs)))
+      rc = -1, snprintf(err, len, "%s: out of memory for the op costs", name);
     for (int i = 0; i < p->nops && rc == 0; i++) {
       const trace_op_t *op = &p->ops[i];
       if (op->type != TRACE_OP_SHAPED)
@@ -67,16 +81,39 @@ static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t le
       op_desc_t d;
       replay_op_desc(op, &d);
       char why[512];
-      if (op_check(&pl->sys->chip, &d, why, sizeof why)) { /* "shape: ..." names the field */
-        snprintf(err, len, "%s: rank %d op %d: %s", name, p->ranks[0], op->id, why);
+      if (op_check(model, &d, why, sizeof why)) { /* "shape: ..." names the field */
+        snprintf(err, len, "%s: rank %d op %d: %s", name, first_rank_on(pl, p, k), op->id, why);
         rc = -1;
       } else {
-        pl->compute_s[pi][i] = op_cost(cache, &d)->time_s;
+        costs[pi][i] = op_cost(cache, &d)->time_s;
       }
     }
   }
   op_cache_free(cache);
-  return rc;
+  if (rc) {
+    for (int pi = 0; costs && pi < t->nprograms; pi++)
+      free(costs[pi]);
+    free(costs);
+    return NULL;
+  }
+  return costs;
+}
+
+/* Costs the shaped ops on the default chip and on every other chip a rank
+ * carries (node types). */
+static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t len) {
+  if (!(pl->compute_s = cost_on_chip(pl, 0, name, err, len)))
+    return -1;
+  if (!pl->chip_of)
+    return 0;
+  pl->chip_compute_s[0] = pl->compute_s;
+  for (int r = 0; r < pl->trace->ranks; r++) {
+    int k = pl->chip_of[r];
+    if (!pl->chip_compute_s[k] &&
+        !(pl->chip_compute_s[k] = cost_on_chip(pl, k, name, err, len)))
+      return -1;
+  }
+  return 0;
 }
 
 /* Marks the ops another stream depends on (explicitly, or as a recorded
@@ -179,8 +216,13 @@ static void add_interference(replay_plan_t *pl) {
       double comm_s = o->type == TRACE_OP_COLL
                           ? pl->insts[pl->inst_of[r][j]].analytic_s
                           : replay_p2p_analytic_s(pl->topo, r, trace_peer(o, r), o->bytes);
-      double base = pl->compute_s[pi][i];
-      pl->compute_s[pi][i] += slowdown * (base < comm_s ? base : comm_s);
+      for (int k = 0; k < (pl->chip_of ? pl->nchips : 1); k++) {
+        double **costs = pl->chip_of ? pl->chip_compute_s[k] : pl->compute_s;
+        if (!costs)
+          continue;
+        double base = costs[pi][i];
+        costs[pi][i] += slowdown * (base < comm_s ? base : comm_s);
+      }
     }
   }
 }
@@ -200,6 +242,32 @@ static int plan_speeds(replay_plan_t *pl, const char *name, const char *system, 
     return snprintf(err, len, "%s: out of memory for %d ranks' speeds", name, ranks), -1;
   for (int r = 0; r < ranks; r++)
     pl->speed[r] = variation_speed(v, r);
+  return 0;
+}
+
+/* Each rank's chip (cluster.node_types); ranges must name servers of the job.
+ * Sets *mixed when the ranks do not all carry the same chip. */
+static int plan_chips(replay_plan_t *pl, const char *name, const char *system, bool *mixed,
+                      char *err, size_t len) {
+  const system_cfg_t *sys = pl->sys;
+  const node_types_t *nt = &sys->cluster.node_types;
+  *mixed = false;
+  if (nt->n == 0)
+    return 0;
+  for (int i = 0; i < nt->n && sys->cluster.nodes == 0; i++) /* else checked on loading */
+    if (nt->v[i].last >= pl->topo->nodes)
+      return snprintf(err, len, "%s: cluster.node_types: expected servers below the job's %d "
+                      "(%s), found %d", system, pl->topo->nodes, name, nt->v[i].last), -1;
+  int ranks = pl->trace->ranks;
+  pl->nchips = nt->n + 1;
+  pl->chip_of = malloc((size_t)ranks * sizeof *pl->chip_of);
+  pl->chip_compute_s = calloc((size_t)pl->nchips, sizeof *pl->chip_compute_s);
+  if (!pl->chip_of || !pl->chip_compute_s)
+    return snprintf(err, len, "%s: out of memory for %d ranks' chips", name, ranks), -1;
+  for (int r = 0; r < ranks; r++) {
+    pl->chip_of[r] = config_server_chip_index(sys, topo_server_of(pl->topo, r));
+    *mixed = *mixed || pl->chip_of[r] != pl->chip_of[0];
+  }
   return 0;
 }
 
@@ -293,10 +361,14 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
   trace_pairing_init(&pl->pairing, trace);
   bool *scoped = NULL;
   int nscoped = 0;
-  /* stragglers break the symmetry representatives rely on: every rank runs */
-  bool varied = variation_active(&sys->variation);
-  int rc = varied ? plan_speeds(pl, name, opts->system_file ? opts->system_file : name, err, len)
-                  : 0;
+  /* stragglers and chips that differ break the symmetry representatives rely
+   * on: every rank runs */
+  const char *system = opts->system_file ? opts->system_file : name;
+  bool mixed;
+  int rc = plan_chips(pl, name, system, &mixed, err, len);
+  bool varied = variation_active(&sys->variation) || mixed;
+  if (rc == 0 && variation_active(&sys->variation))
+    rc = plan_speeds(pl, name, system, err, len);
   if (rc == 0)
     rc = choose_simulated(pl, opts->representatives && !opts->flow && !varied, name, err, len);
   if (rc == 0)
@@ -320,9 +392,16 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
 
 void replay_plan_free(replay_plan_t *pl) {
   free(pl->speed);
+  free(pl->chip_of);
   const trace_t *t = pl->trace;
   if (!t)
     return;
+  for (int k = 1; pl->chip_compute_s && k < pl->nchips; k++) {
+    for (int pi = 0; pl->chip_compute_s[k] && pi < t->nprograms; pi++)
+      free(pl->chip_compute_s[k][pi]);
+    free(pl->chip_compute_s[k]);
+  }
+  free(pl->chip_compute_s);
   for (int i = 0; i < pl->ninsts; i++)
     coll_plan_free(&pl->insts[i].plan);
   free(pl->insts);

@@ -57,6 +57,11 @@ typedef struct {
   int **inst_of;        /* per simulated rank, per op: its collective (COLL ops) */
   bool sweep;           /* analytic and no memory ops: replay_sweep.c, no simulator */
   double *speed;        /* per rank: its speed factor (variation.h); NULL: all at 1, no jitter */
+  int *chip_of;         /* per rank: its server's chip index (config_server_chip_index);
+                         * NULL: every rank on the default chip */
+  double ***chip_compute_s; /* per chip index, compute_s on that chip (NULL where no rank
+                             * has it); [0] is compute_s. NULL without chip_of */
+  int nchips;           /* entries of chip_compute_s */
   double **comm_s;      /* analytic, per simulated rank, per op: a communication op's
                          * duration with contention (replay_contend.c writes it between
                          * runs); NULL: each alone */
@@ -84,10 +89,12 @@ static inline bool replay_timed_only(int type) {
 }
 
 /* Seconds a timed-only op of rank takes (interference of an "overlaps"
- * included); compute ops run at the rank's speed, with its jitter. */
+ * included); shaped ops cost what the rank's chip says; compute ops run at
+ * the rank's speed, with its jitter. */
 static inline double replay_timed_s(const replay_plan_t *pl, int rank, int pi, int i) {
   const trace_op_t *op = &pl->trace->programs[pi].ops[i];
-  double s = op->type == TRACE_OP_SHAPED ? pl->compute_s[pi][i] : op->duration_us * 1e-6;
+  double *const *costs = pl->chip_of ? pl->chip_compute_s[pl->chip_of[rank]] : pl->compute_s;
+  double s = op->type == TRACE_OP_SHAPED ? costs[pi][i] : op->duration_us * 1e-6;
   if (!pl->speed || op->type == TRACE_OP_DELAY)
     return s;
   return s / pl->speed[rank] * variation_jitter(&pl->sys->variation, rank, i);

@@ -13,11 +13,25 @@
 #define TABLE_RANKS 16 /* beyond this, the table shows min / mean / max */
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static int peak_rank(const replay_result_t *r) {
+/* HBM of rank's chip (its server's, cluster.node_types), bytes. */
+static double rank_hbm_bytes(const system_cfg_t *sys, const replay_result_t *r, int rank) {
+  int k = config_server_chip_index(sys, topo_server_of(&r->topo, rank));
+  return (double)config_chip_at(sys, k)->hbm.capacity_bytes;
+}
+
+/* The rank whose peak memory leaves the least room on its chip: the fullest
+ * rank when every chip is the same. */
+static int peak_rank(const system_cfg_t *sys, const replay_result_t *r) {
   int best = 0;
-  for (int i = 1; i < r->ranks; i++)
-    if (r->per_rank[i].peak_memory_bytes > r->per_rank[best].peak_memory_bytes)
+  bool mixed = sys->cluster.node_types.n > 0;
+  for (int i = 1; i < r->ranks; i++) {
+    double room = mixed ? rank_hbm_bytes(sys, r, i) - r->per_rank[i].peak_memory_bytes : 0;
+    double best_room =
+        mixed ? rank_hbm_bytes(sys, r, best) - r->per_rank[best].peak_memory_bytes : 0;
+    if (mixed ? room < best_room
+              : r->per_rank[i].peak_memory_bytes > r->per_rank[best].peak_memory_bytes)
       best = i;
+  }
   return best;
 }
 
@@ -42,8 +56,8 @@ static void print_json(FILE *out, const trace_t *t, const system_cfg_t *sys,
   }
   fputs(t->ncomms ? "\n  ],\n  \"links\": " : "],\n  \"links\": ", out);
   linkstats_print_json(out, &r->topo, ls, nls);
-  int pk = peak_rank(r);
-  double cap = (double)sys->chip.hbm.capacity_bytes, peak = r->per_rank[pk].peak_memory_bytes;
+  int pk = peak_rank(sys, r);
+  double cap = rank_hbm_bytes(sys, r, pk), peak = r->per_rank[pk].peak_memory_bytes;
   fprintf(out, ",\n  \"memory\": {\"capacity_GiB\": %.6g, \"peak_GiB\": %.6g, \"peak_rank\": %d, "
           "\"fits\": %s},\n", cap / GIB, peak / GIB, pk, peak <= cap ? "true" : "false");
   replay_energy_t en;
@@ -103,8 +117,8 @@ static void print_table(FILE *out, const trace_t *t, const system_cfg_t *sys,
     fprintf(out, "\n# most utilised links\n");
     linkstats_print_table(out, &r->topo, ls, nls);
   }
-  int pk = peak_rank(r);
-  double cap = (double)sys->chip.hbm.capacity_bytes, peak = r->per_rank[pk].peak_memory_bytes;
+  int pk = peak_rank(sys, r);
+  double cap = rank_hbm_bytes(sys, r, pk), peak = r->per_rank[pk].peak_memory_bytes;
   fprintf(out, "\nmemory: peak %.3f GiB on rank %d of %.1f GiB HBM: %s", peak / GIB, pk, cap / GIB,
           peak <= cap ? "fits\n" : "");
   if (peak > cap)

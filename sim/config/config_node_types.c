@@ -1,0 +1,138 @@
+/* config_node_types.c - the chips of a heterogeneous cluster: each entry of
+ * cluster.node_types names a system config file, whose chip its servers carry.
+ *
+ * A reference to a file, not a chip block inline: the chip is then checked by
+ * the same schema and rules as any system's (its errors name its own file and
+ * path), a what-if chip is the usual three-line file that extends a shipped
+ * one, and the key stays a string that --set and sweeps can vary. The
+ * referenced file is loaded whole (it must be a valid system config) but only
+ * its chip is kept; a file with node types of its own is refused, so
+ * references never chain or cycle. */
+#include "config_doc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY "cluster.node_types"
+
+/* path relative to the file that set the key (the working directory for --set). */
+static void referenced_path(const config_doc_t *doc, const char *system, char *out, size_t len) {
+  const char *origin = cfg_doc_origin(doc, KEY);
+  const char *slash = strrchr(origin, '/');
+  if (system[0] == '/' || strcmp(origin, CFG_ORIGIN_SET) == 0 || !slash)
+    snprintf(out, len, "%s", system);
+  else
+    snprintf(out, len, "%.*s/%s", (int)(slash - origin), origin, system);
+}
+
+/* "3" or "0-3". */
+static const char *range_text(const node_type_t *t, char *buf, size_t len) {
+  if (t->first == t->last)
+    snprintf(buf, len, "%d", t->first);
+  else
+    snprintf(buf, len, "%d-%d", t->first, t->last);
+  return buf;
+}
+
+/* Ranges overlap nowhere and, with cluster.nodes set, stay inside it. */
+static int check_ranges(const config_doc_t *doc, const system_cfg_t *sys, npu_err_t *err) {
+  const node_types_t *nt = &sys->cluster.node_types;
+  for (int i = 0; i < nt->n; i++) {
+    const node_type_t *a = &nt->v[i];
+    if (sys->cluster.nodes > 0 && a->last >= sys->cluster.nodes)
+      return npu_err_set(err, "%s: " KEY ": expected servers below cluster.nodes = %d, found %d",
+                         cfg_doc_blame(doc, KEY), sys->cluster.nodes, a->last);
+    for (int j = 0; j < i; j++) {
+      const node_type_t *b = &nt->v[j];
+      char ra[32], rb[32];
+      if (a->first <= b->last && b->first <= a->last)
+        return npu_err_set(err,
+                           "%s: " KEY ": expected server ranges that do not overlap, found "
+                           "server %d in %s and %s",
+                           cfg_doc_blame(doc, KEY), a->first > b->first ? a->first : b->first,
+                           range_text(b, rb, sizeof rb), range_text(a, ra, sizeof ra));
+    }
+  }
+  return 0;
+}
+
+/* Loads entry i's file and keeps its chip. */
+static int load_chip(const config_doc_t *doc, system_cfg_t *sys, int i, npu_err_t *err) {
+  const char *system = sys->cluster.node_types.v[i].system;
+  char path[PATH_MAX];
+  referenced_path(doc, system, path, sizeof path);
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return npu_err_set(err,
+                       "%s: " KEY ": expected readable system config files, found \"%.200s\" "
+                       "(%s)",
+                       cfg_doc_blame(doc, KEY), path, strerror(errno));
+  fclose(f);
+  config_doc_t *sub = config_doc_load(CONFIG_SYSTEM, path, err);
+  if (!sub)
+    return -1;
+  int rc = 0;
+  const cJSON *own = cfg_tree_get(sub->root, KEY);
+  if (cJSON_IsString(own) && own->valuestring[0]) {
+    rc = npu_err_set(err,
+                     "%s: " KEY ": expected system files without node types of their own, "
+                     "found \"%.200s\", whose " KEY " is \"%.200s\"",
+                     cfg_doc_blame(doc, KEY), system, own->valuestring);
+  } else {
+    system_cfg_t *s = malloc(sizeof *s);
+    if (!s)
+      rc = npu_err_set(err, "%s: " KEY ": out of memory", cfg_doc_blame(doc, KEY));
+    else if ((rc = config_doc_resolve(sub, s, err)) == 0)
+      sys->node_chips[i] = s->chip;
+    free(s);
+  }
+  config_doc_free(sub);
+  if (rc == 0 && sys->node_chips[i].dies_per_package != sys->chip.dies_per_package)
+    rc = npu_err_set(err,
+                     "%s: " KEY ": expected chips of chip.dies_per_package = %d (the "
+                     "default chip's: the servers' links are the cluster's), found %d in "
+                     "\"%.200s\"",
+                     cfg_doc_blame(doc, KEY), sys->chip.dies_per_package,
+                     sys->node_chips[i].dies_per_package, system);
+  return rc;
+}
+
+/* The document's canonical JSON (npusim validate) names each file by its
+ * absolute path, so that it loads back to the same chips wherever it is
+ * written; the struct keeps the paths as written, for messages. A list that
+ * would grow past the key's limits stays as written. */
+static void absolute_paths(config_doc_t *doc, const system_cfg_t *sys) {
+  const node_types_t *nt = &sys->cluster.node_types;
+  char text[1024] = "", path[PATH_MAX], real[PATH_MAX];
+  size_t used = 0;
+  for (int i = 0; i < nt->n; i++) {
+    referenced_path(doc, nt->v[i].system, path, sizeof path);
+    if (!realpath(path, real) || strlen(real) > CLUSTER_NODE_TYPE_PATH_MAX)
+      return;
+    int n = nt->v[i].first == nt->v[i].last
+                ? snprintf(text + used, sizeof text - used, "%s%d:%s", i ? "," : "", nt->v[i].first,
+                           real)
+                : snprintf(text + used, sizeof text - used, "%s%d-%d:%s", i ? "," : "",
+                           nt->v[i].first, nt->v[i].last, real);
+    if (n < 0 || (size_t)n >= sizeof text - used)
+      return;
+    used += (size_t)n;
+  }
+  cJSON *item = cfg_tree_get(doc->root, KEY);
+  if (cJSON_IsString(item))
+    cJSON_SetValuestring(item, text);
+}
+
+int cfg_node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
+  if (check_ranges(doc, sys, err))
+    return -1;
+  for (int i = 0; i < sys->cluster.node_types.n; i++)
+    if (load_chip(doc, sys, i, err))
+      return -1;
+  if (sys->cluster.node_types.n > 0)
+    absolute_paths(doc, sys);
+  return 0;
+}
