@@ -192,8 +192,9 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
 double coll_analytic_time_from(const topo_t *topo, const coll_cfg_t *cfg,
                                const coll_sched_t *sched, double start_s) {
   double alone = analytic(topo, cfg, sched, NULL, 1, NULL);
-  /* faults only slow links: one after the schedule would end changes nothing */
-  if (!topo_changes_within(topo, start_s, start_s + alone))
+  /* faults only slow links: with none before the schedule would end alone,
+   * none changes it */
+  if (!topo_changes_within(topo, 0, start_s + alone))
     return alone;
   return timed(topo, cfg, sched, start_s) - start_s;
 }
