@@ -157,7 +157,8 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
   sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);
   double *wait = calloc((size_t)sched->endpoints + 1, sizeof *wait);
   int loops = sched->loops > 0 ? sched->loops : 1;
-  double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1, now = start_s + cfg->op_overhead_s;
+  double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
+  double now = start_s + cfg->op_overhead_s;
   for (int loop = 0; loop < loops; loop++)
     for (int p = 0; p < sched->nphases; p++) {
       const coll_phase_t *ph = &sched->phases[p];

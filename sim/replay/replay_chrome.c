@@ -1,7 +1,8 @@
 /* replay_chrome.c - the timeline of a replay as a Chrome trace (Perfetto):
  * see replay.h. Timed link faults show as instant events across the whole
- * timeline ("fault LINK xFACTOR", cat "fault"). Not shown: link utilisation over time (the analytic fidelity
- * has no per-link timeline; `--links` gives the totals). */
+ * timeline ("fault LINK xFACTOR", cat "fault"). Not shown: link utilisation
+ * over time (the analytic fidelity has no per-link timeline; `--links` gives
+ * the totals). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
