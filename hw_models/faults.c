@@ -21,9 +21,21 @@ int faults_parse(const char *text, link_faults_t *out) {
     char *end;
     errno = 0;
     double f = strtod(p + len + 1, &end);
-    if (end == p + len + 1 || errno || !(f >= 0 && f <= 1) || (*end && *end != ','))
+    if (end == p + len + 1 || errno || !(f >= 0 && f <= 1))
       return -1;
-    out->v[n++].factor = f;
+    out->v[n].factor = f;
+    out->v[n].at_s = 0;
+    out->v[n].timed = *end == '@';
+    if (*end == '@') {
+      const char *at = end + 1;
+      double t = strtod(at, &end);
+      if (end == at || errno || !(t >= 0 && t < 1e9) || isspace((unsigned char)*at))
+        return -1;
+      out->v[n].at_s = t;
+    }
+    if (*end && *end != ',')
+      return -1;
+    n++;
     p = end;
     if (*p == ',' && !*++p)
       return -1;

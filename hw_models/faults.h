@@ -9,12 +9,21 @@
  * spine uplink's flows hashed onto the other spines (ECMP). Any other dead
  * link cuts ranks off, and the job is refused, naming them.
  *
- * Faults hold for the whole run. Nothing here knows about SimGrid: the flow
- * platform and the analytic costs both read the faulted topology, so the two
+ * A fault holds from the start, or from a time in the run ("LINK:FACTOR@T",
+ * T in seconds of simulated time): from T on the link has FACTOR of the
+ * bandwidth it had before (faults on one link multiply). A transfer that
+ * crosses T runs at the old rate until T and the new one after, as a link
+ * training down its lanes does. A link dying during the run (FACTOR 0 with
+ * T > 0) is not modelled: routes are fixed when the run starts, so it is
+ * refused (topo.c); "@0" is the fault from the start.
+ *
+ * Nothing here knows about SimGrid: the flow platform and the analytic costs
+ * both read the faulted topology (topo.h, its timed changes too), so the two
  * fidelities see the same fabric. */
 #ifndef NPUSIM_FAULTS_H
 #define NPUSIM_FAULTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define FAULTS_MAX 32
@@ -23,6 +32,8 @@
 typedef struct {
   char link[FAULTS_NAME_MAX]; /* a link kind or a link's name */
   double factor;              /* bandwidth left, [0, 1]; 0: dead */
+  double at_s;                /* from when, seconds into the run; 0: the start */
+  bool timed;                 /* written with "@T" (shown on the timeline) */
 } link_fault_t;
 
 typedef struct {
@@ -30,8 +41,8 @@ typedef struct {
   link_fault_t v[FAULTS_MAX];
 } link_faults_t;
 
-/* Parses "LINK:FACTOR[,...]" (FACTOR in [0, 1]) into out; "" is no fault.
- * Returns 0, or -1 if text is not such a list. */
+/* Parses "LINK:FACTOR[@T][,...]" (FACTOR in [0, 1], T >= 0 seconds) into out;
+ * "" is no fault. Returns 0, or -1 if text is not such a list. */
 int faults_parse(const char *text, link_faults_t *out);
 
 #endif

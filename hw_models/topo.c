@@ -198,16 +198,55 @@ static const char *cut_off(const topo_t *t, int link, char *buf, size_t len) {
   return buf;
 }
 
+static int cmp_change(const void *a, const void *b) {
+  const topo_change_t *x = a, *y = b;
+  if (x->link != y->link)
+    return x->link < y->link ? -1 : 1;
+  return x->at_s < y->at_s ? -1 : x->at_s > y->at_s; /* qsort is not stable: ties */
+}
+
+/* Keeps the timed faults (T > 0) as changes by link, then time. */
+static int add_changes(topo_t *t) {
+  const link_faults_t *f = &t->cluster.faults;
+  int n = 0;
+  for (int i = 0; i < f->n; i++)
+    for (int link = 0; f->v[i].at_s > 0 && link < t->nlinks; link++)
+      n += fault_matches(t, link, f->v[i].link);
+  if (n == 0)
+    return 0;
+  t->changes = malloc((size_t)n * sizeof *t->changes);
+  t->change_off = calloc((size_t)t->nlinks + 1, sizeof *t->change_off);
+  if (!t->changes || !t->change_off)
+    return -1;
+  for (int i = 0; i < f->n; i++)
+    for (int link = 0; f->v[i].at_s > 0 && link < t->nlinks; link++)
+      if (fault_matches(t, link, f->v[i].link))
+        t->changes[t->nchanges++] = (topo_change_t){link, f->v[i].at_s, f->v[i].factor};
+  /* changes of one link at one time multiply: their order does not matter */
+  qsort(t->changes, (size_t)n, sizeof *t->changes, cmp_change);
+  for (int c = 0; c < n; c++)
+    t->change_off[t->changes[c].link + 1]++;
+  for (int l = 0; l < t->nlinks; l++)
+    t->change_off[l + 1] += t->change_off[l];
+  return 0;
+}
+
 /* Applies the faults; a fault naming no link, or a dead link without a
- * detour, is refused in err. */
+ * detour, or a link dying during the run, is refused in err. */
 static int apply_faults(topo_t *t, char *err, size_t err_len) {
   const link_faults_t *f = &t->cluster.faults;
   for (int i = 0; i < f->n; i++) {
     int matched = 0;
+    if (f->v[i].at_s > 0 && f->v[i].factor == 0)
+      return snprintf(err, err_len, "cluster.faults.links: expected a dead link (FACTOR 0) from "
+                      "the start (no @T, or @0): routes are fixed for the run, found %s:0@%g",
+                      f->v[i].link, f->v[i].at_s), -1;
     for (int link = 0; link < t->nlinks; link++) {
       if (!fault_matches(t, link, f->v[i].link))
         continue;
       matched++;
+      if (f->v[i].at_s > 0) /* a change at T: add_changes */
+        continue;
       if (f->v[i].factor > 0) {
         t->links[link].cfg.bw_bytes_per_s *= f->v[i].factor;
         continue;
@@ -236,13 +275,20 @@ static int apply_faults(topo_t *t, char *err, size_t err_len) {
                         "spine both reach, found none for leaves %d and %d, which cuts the ranks "
                         "under one off from the other's", la, lb), -1;
     }
+  if (add_changes(t))
+    return snprintf(err, err_len, "cluster.faults.links: out of memory for %d links' faults",
+                    t->nlinks), -1;
   return 0;
 }
 
 void topo_free(topo_t *t) {
   free(t->links);
+  free(t->changes);
+  free(t->change_off);
   t->links = NULL;
-  t->nlinks = 0;
+  t->changes = NULL;
+  t->change_off = NULL;
+  t->nlinks = t->nchanges = 0;
 }
 
 int topo_server_of(const topo_t *t, int rank) { return rank / t->ranks_per_node; }
@@ -417,6 +463,39 @@ long topo_switch_ports(const topo_t *t) {
 }
 
 double topo_link_bw(const topo_t *t, int link) { return link_effective_bw(&t->links[link].cfg); }
+
+double topo_link_bw_at(const topo_t *t, int link, double time_s) {
+  double bw = topo_link_bw(t, link);
+  for (int c = t->nchanges ? t->change_off[link] : 0;
+       t->nchanges && c < t->change_off[link + 1] && t->changes[c].at_s <= time_s; c++)
+    bw *= t->changes[c].factor;
+  return bw;
+}
+
+double topo_link_drain_end_s(const topo_t *t, int link, double bytes, double start_s) {
+  double bw = topo_link_bw_at(t, link, start_s);
+  if (!t->nchanges)
+    return start_s + bytes / bw;
+  double now = start_s;
+  for (int c = t->change_off[link]; c < t->change_off[link + 1]; c++) {
+    const topo_change_t *ch = &t->changes[c];
+    if (ch->at_s <= now)
+      continue; /* already in bw */
+    if (now + bytes / bw <= ch->at_s)
+      break;
+    bytes -= (ch->at_s - now) * bw; /* at the old rate until the change */
+    now = ch->at_s;
+    bw *= ch->factor;
+  }
+  return now + bytes / bw;
+}
+
+bool topo_changes_within(const topo_t *t, double from_s, double to_s) {
+  for (int c = 0; c < t->nchanges; c++)
+    if (t->changes[c].at_s > from_s && t->changes[c].at_s <= to_s)
+      return true;
+  return false;
+}
 
 void topo_link_name(const topo_t *t, int link, char *buf, size_t len) {
   const topo_link_t *l = &t->links[link];

@@ -20,7 +20,8 @@
  *
  * Faults (faults.h) slow links down or kill them; routes go around dead ones:
  * a full-mesh pair through a third NPU, a spine's flows onto the next live
- * spine.
+ * spine. A fault from a time T > 0 is kept as a change of the link's bandwidth
+ * at T (topo_change_t); routes never change during a run.
  *
  * Nothing here knows about SimGrid: sim/ turns the graph into a platform. */
 #ifndef NPUSIM_TOPO_H
@@ -57,6 +58,14 @@ typedef struct {
   int dir;
 } topo_hop_t;
 
+/* A timed fault on one link: from at_s on, its bandwidth is factor (> 0)
+ * times what it was just before. */
+typedef struct {
+  int link;
+  double at_s;
+  double factor;
+} topo_change_t;
+
 #define TOPO_MAX_HOPS 16 /* a ring of 32 NPUs needs 16 hops; everything else <= 4 */
 
 typedef struct {
@@ -74,6 +83,11 @@ typedef struct {
   int first_scale_up, per_server_scale_up;
   int first_die, per_server_die;
   int first_supernode, first_nic, first_uplink;
+  /* timed faults (T > 0), by link then time; change_off[l]..change_off[l+1]
+   * are link l's (CSR); NULL and 0 without timed faults */
+  int nchanges;
+  topo_change_t *changes;
+  int *change_off;
 } topo_t;
 
 /* Builds the graph for ranks placed ranks_per_node per server (0 = node.npus),
@@ -118,8 +132,19 @@ double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops);
  * its servers and both ends of every leaf-spine link (0 for one server). */
 long topo_switch_ports(const topo_t *t);
 
-/* Effective bandwidth of a link (line rate x efficiency), bytes/s. */
+/* Effective bandwidth of a link (line rate x efficiency), bytes/s, at the
+ * start of the run (faults from the start applied, timed ones not). */
 double topo_link_bw(const topo_t *t, int link);
+
+/* The same at time_s into the run: timed faults up to time_s applied. */
+double topo_link_bw_at(const topo_t *t, int link, double time_s);
+
+/* When bytes sent over the link from start_s at its full (time-varying)
+ * bandwidth are through: start_s + bytes / bandwidth without timed faults. */
+double topo_link_drain_end_s(const topo_t *t, int link, double bytes, double start_s);
+
+/* Whether a timed fault of any link falls in (from_s, to_s]. */
+bool topo_changes_within(const topo_t *t, double from_s, double to_s);
 
 /* A stable, readable name: "s0.mesh1-5", "s0.ring3-4", "s2.port3" (switch),
  * "s1.die4-5", "s3.sn2" (supernode port), "s3.nic2", "leaf4.up". */

@@ -7,7 +7,8 @@ Checks:
     an event per line, is read line by line: any size in bounded memory);
   - every event has the fields its phase needs, of the right types
     (X: name, ts, dur >= 0, pid, tid; M: process/thread name or sort index
-    with args; s/f: id, ts, pid, tid; f has bp "e");
+    with args; s/f: id, ts, pid, tid; f has bp "e"; i: ts and a scope s of
+    g, p or t, with pid and tid unless global);
   - slices of one track (pid, tid) come in time order and never overlap in
     part: a slice starts after the previous one ends or lies inside it (a
     nested slice, such as a collective's straggler wait); times are compared
@@ -125,6 +126,12 @@ def check(evs, ranks=None):
             if ph == "f" and e.get("bp") != "e":
                 bad(f"{where}: expected bp \"e\" on a flow's finish")
             flows.setdefault(e["id"], []).append(ph)
+        elif ph == "i":  # an instant: a timed link fault, across the timeline
+            if not is_num(e.get("ts")) or e.get("s") not in ("g", "p", "t"):
+                bad(f"{where} ({e['name']}): expected a numeric ts and a scope s of g, p or t "
+                    f"on an instant event")
+            elif e.get("s") != "g" and not (is_int(e.get("pid")) and is_int(e.get("tid"))):
+                bad(f"{where}: expected integer pid and tid on a process or thread instant")
         else:
             bad(f"{where}: unexpected phase {ph!r}")
     for fid, phs in flows.items():

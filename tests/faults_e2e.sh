@@ -50,6 +50,6 @@ expect_line "a dead NIC cuts its rank off" \
   "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 16 \
   --set cluster.faults.links=s1.nic3:0
 expect_line "a factor above 1" \
-  '--set: cluster.faults.links: expected links and the bandwidth left, "LINK:FACTOR,..." (0 <= FACTOR <= 1), found "nic:1.5"' \
+  '--set: cluster.faults.links: expected links and the bandwidth left, "LINK:FACTOR[@T],..." (0 <= FACTOR <= 1, T >= 0 s), found "nic:1.5"' \
   "$npusim" coll --system configs/systems/ascend-910b.json $ar --set cluster.faults.links=nic:1.5
 finish faults_e2e

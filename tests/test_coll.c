@@ -461,6 +461,46 @@ static void test_the_table_prims_are_what_the_emitters_build(void) {
   }
 }
 
+/* "LINK:FACTOR@T": parsed with its time; on the topology a change of the
+ * link's bandwidth at T, that drains bytes at the old rate until T and the
+ * new one after; a link dying at T > 0 is refused. */
+static void test_timed_faults_change_a_link_at_their_time(void) {
+  link_faults_t f;
+  CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0.5@0.002,nic:0.25", &f), 0);
+  CU_ASSERT_EQUAL(f.n, 2);
+  CU_ASSERT_DOUBLE_EQUAL(f.v[0].at_s, 0.002, 0);
+  CU_ASSERT(f.v[0].timed && !f.v[1].timed);
+  CU_ASSERT_DOUBLE_EQUAL(f.v[1].at_s, 0, 0);
+  CU_ASSERT_EQUAL(faults_parse("nic:0.5@", &f), -1);
+  CU_ASSERT_EQUAL(faults_parse("nic:0.5@-1", &f), -1);
+  CU_ASSERT_EQUAL(faults_parse("nic:0.5@1x", &f), -1);
+  system_cfg_t b = load_system("ascend-910b.json", NULL);
+  CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0.5@0.002,s0.mesh0-1:0.5@0.004",
+                                     &b.cluster.faults), 0);
+  topo_t t;
+  char err[256];
+  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, err, sizeof err), 0);
+  topo_hop_t h[TOPO_MAX_HOPS];
+  CU_ASSERT_EQUAL_FATAL(topo_route(&t, 0, 1, h), 1);
+  int l = h[0].link;
+  double bw = topo_link_bw(&t, l);
+  CU_ASSERT_EQUAL(t.nchanges, 2);
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_bw_at(&t, l, 0.001), bw, 0);
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_bw_at(&t, l, 0.002), bw / 2, 0);
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_bw_at(&t, l, 0.005), bw / 4, 0);
+  /* 3 ms of bytes from 1 ms: 1 ms at bw, 2 ms at bw/2 (1 ms of bytes), the
+   * last 1 ms of bytes at bw/4 takes 4 ms: done at 8 ms */
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_drain_end_s(&t, l, 0.003 * bw, 0.001), 0.008, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_drain_end_s(&t, l, 0.0005 * bw, 0.001), 0.0015, 1e-12);
+  CU_ASSERT(topo_changes_within(&t, 0.001, 0.002) && !topo_changes_within(&t, 0.004, 1));
+  int other = h[0].link == 0 ? 1 : 0; /* another mesh link keeps its bandwidth */
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_bw_at(&t, other, 1), topo_link_bw(&t, other), 0);
+  topo_free(&t);
+  CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0@0.002", &b.cluster.faults), 0);
+  CU_ASSERT_EQUAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, err, sizeof err), TOPO_BAD_FAULT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "routes are fixed for the run"));
+}
+
 CU_TestInfo coll_tests[] = {
     {"communicators plan on their own ranks", test_communicators_plan_on_their_own_ranks},
     {"each algorithm moves the bytes of its formula",
@@ -479,5 +519,6 @@ CU_TestInfo coll_tests[] = {
     {"the config rules follow the table's levels", test_the_config_rules_follow_the_table_levels},
     {"the table's prims are what the emitters build",
      test_the_table_prims_are_what_the_emitters_build},
+    {"timed faults change a link at their time", test_timed_faults_change_a_link_at_their_time},
     CU_TEST_INFO_NULL,
 };

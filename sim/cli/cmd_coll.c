@@ -435,9 +435,14 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
   linkstats_init(&stats, &topo);
   int last = a->nsizes - 1;
   if (rc == 0 && opts->fidelity == FIDELITY_ANALYTIC) {
-    for (int i = 0; i < a->nsizes; i++)
+    double clock_s = 0; /* sizes run one after another, as in the flow fidelity */
+    for (int i = 0; i < a->nsizes; i++) {
       rows[i].time_s = coll_analytic_time(&topo, &cfg, &plans[i].sched,
                                           (opts->links && i == last) ? &stats : NULL);
+      if (topo.nchanges) /* timed faults: when it runs matters */
+        rows[i].time_s = coll_analytic_time_from(&topo, &cfg, &plans[i].sched, clock_s);
+      clock_s += rows[i].time_s;
+    }
   } else if (rc == 0) {
     const coll_sched_t **scheds = malloc((size_t)a->nsizes * sizeof *scheds);
     double *times = malloc((size_t)a->nsizes * sizeof *times);

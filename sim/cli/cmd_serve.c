@@ -85,6 +85,12 @@ static int deploy(const cli_opts_t *opts, const cli_configs_t *cfg, deployment_t
                        opts->workload_path, opts->system_path, npus,
                        npus > 1000000 ? "over a million" : why);
   d->has_topo = true;
+  for (int i = 0; i < sys->cluster.faults.n; i++) /* serve prices an iteration, not a clock */
+    if (sys->cluster.faults.v[i].at_s > 0)
+      return npu_err_set(err, "%s: cluster.faults.links: expected faults from the start in npusim "
+                         "serve (no @T), found %s:%g@%g", opts->system_path,
+                         sys->cluster.faults.v[i].link, sys->cluster.faults.v[i].factor,
+                         sys->cluster.faults.v[i].at_s);
   if (!(d->ops = op_cache_new(&sys->chip)))
     return npu_err_set(err, "npusim serve: out of memory");
   for (int k = 0; k < d->npools; k++) {

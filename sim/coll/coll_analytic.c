@@ -116,6 +116,90 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
   return analytic(topo, cfg, sched, stats, 1, NULL);
 }
 
+/* ---- timed faults: the rounds one by one on the clock ---- */
+
+/* The end of one round of a phase that starts at start_s, the phase's link
+ * loads in sc->load: each sender waits its sends' largest path latency and the
+ * step latency (as the flow engine's endpoints do), then each link direction
+ * drains its load at its bandwidth of the moment (topo_link_drain_end_s); the
+ * round ends with its slowest transfer, then the reduction. */
+static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
+                              double step_s, const scratch_t *sc, const double *wait,
+                              double start_s) {
+  double last = start_s, most_received = 0;
+  for (int i = 0; i < ph->nxfers; i++) {
+    const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    double from = start_s + wait[ph->xfers[i].src] + cfg->step_latency_s + step_s, end = from;
+    for (int j = 0; j < sc->nhops[i]; j++) {
+      double e = topo_link_drain_end_s(t, h[j].link, sc->load[2 * h[j].link + h[j].dir], from);
+      end = e > end ? e : end;
+    }
+    last = end > last ? end : last;
+    double r = sc->recv[ph->xfers[i].dst];
+    most_received = r > most_received ? r : most_received;
+  }
+  if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
+    last += most_received / cfg->reduce_bw_bytes_per_s;
+  return last;
+}
+
+/* Walks the schedule from start_s, round by round; returns its end. */
+static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
+                    double start_s) {
+  int maxx = 0;
+  for (int p = 0; p < sched->nphases; p++)
+    if (sched->phases[p].nxfers > maxx)
+      maxx = sched->phases[p].nxfers;
+  scratch_t sc = {0};
+  sc.load = calloc((size_t)2 * topo->nlinks + 1, sizeof *sc.load);
+  sc.recv = calloc((size_t)sched->endpoints + 1, sizeof *sc.recv);
+  sc.hops = malloc(((size_t)maxx + 1) * TOPO_MAX_HOPS * sizeof *sc.hops);
+  sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);
+  double *wait = calloc((size_t)sched->endpoints + 1, sizeof *wait);
+  int loops = sched->loops > 0 ? sched->loops : 1;
+  double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
+  double now = start_s + cfg->op_overhead_s;
+  for (int loop = 0; loop < loops; loop++)
+    for (int p = 0; p < sched->nphases; p++) {
+      const coll_phase_t *ph = &sched->phases[p];
+      for (int i = 0; i < ph->nxfers; i++) { /* one round's loads: every round alike */
+        const coll_xfer_t *x = &ph->xfers[i];
+        topo_hop_t *h = &sc.hops[(size_t)i * TOPO_MAX_HOPS];
+        sc.nhops[i] = topo_route(topo, x->src, x->dst, h);
+        for (int j = 0; j < sc.nhops[i]; j++)
+          sc.load[2 * h[j].link + h[j].dir] += x->bytes * wire;
+        sc.recv[x->dst] += x->bytes;
+        double a = topo_path_alpha_s(topo, h, sc.nhops[i]);
+        wait[x->src] = a > wait[x->src] ? a : wait[x->src];
+      }
+      for (int r = 0; r < ph->rounds && ph->nxfers > 0; r++)
+        now = timed_round_end(topo, cfg, ph, sched->step_s, &sc, wait, now);
+      for (int i = 0; i < ph->nxfers; i++) {
+        const topo_hop_t *h = &sc.hops[(size_t)i * TOPO_MAX_HOPS];
+        for (int j = 0; j < sc.nhops[i]; j++)
+          sc.load[2 * h[j].link + h[j].dir] = 0;
+        sc.recv[ph->xfers[i].dst] = 0;
+        wait[ph->xfers[i].src] = 0;
+      }
+    }
+  free(sc.load);
+  free(sc.recv);
+  free(sc.hops);
+  free(sc.nhops);
+  free(wait);
+  return now;
+}
+
+double coll_analytic_time_from(const topo_t *topo, const coll_cfg_t *cfg,
+                               const coll_sched_t *sched, double start_s) {
+  double alone = analytic(topo, cfg, sched, NULL, 1, NULL);
+  /* faults only slow links: with none before the schedule would end alone,
+   * none changes it */
+  if (!topo_changes_within(topo, 0, start_s + alone))
+    return alone;
+  return timed(topo, cfg, sched, start_s) - start_s;
+}
+
 void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats, double times) {
   analytic(topo, cfg, sched, stats, times, NULL);

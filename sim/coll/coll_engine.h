@@ -24,6 +24,15 @@
 double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats);
 
+/* The same for the schedule started start_s into the run, with the timed
+ * faults (topo_change_t) that fall in it: the rounds one by one, each link
+ * direction draining its round's load at its bandwidth of the moment, so a
+ * transfer crossing a fault runs at the old rate until it and the new one
+ * after. Exactly coll_analytic_time when no fault falls in the schedule's time
+ * alone. */
+double coll_analytic_time_from(const topo_t *topo, const coll_cfg_t *cfg,
+                               const coll_sched_t *sched, double start_s);
+
 /* Records the schedule's link figures as if it ran `times` times. */
 void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                           linkstats_t *stats, double times);

@@ -68,7 +68,7 @@ int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, 
   int argc = 7;
   simgrid_init(&argc, args);
   simgrid_load_platform(path);
-  unlink(path);
+  platform_remove(topo, path); /* SimGrid read the profiles while loading */
   return 0;
 }
 
@@ -216,7 +216,8 @@ static double dummy_payload; /* SimGrid refuses NULL payloads; never read or wri
  * transfers of a round run side by side, and waiting for them one by one
  * would cost far more simulation time than it tells. */
 void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo) {
-  for (int p = 0; p < job->nphases; p++)
+  /* a bandwidth that changes during a phase ends its rounds unevenly */
+  for (int p = 0; p < job->nphases && !topo->nchanges; p++)
     job->phases[p].uniform = uniform_phase(topo, job->phases[p].ph, job->phases[p].x);
 }
 

@@ -55,6 +55,42 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static void profile_path(const char *platform, int link, char *buf, size_t len) {
+  snprintf(buf, len, "%s.L%d", platform, link);
+}
+
+void platform_remove(const topo_t *t, const char *path) {
+  for (int l = 0; l < t->nlinks && t->nchanges; l++)
+    if (t->change_off[l] < t->change_off[l + 1]) {
+      char p[300];
+      profile_path(path, l, p, sizeof p);
+      unlink(p);
+    }
+  unlink(path);
+}
+
+/* The link's bandwidth from each of its timed faults on, one "time bandwidth"
+ * line per time (SimGrid's legacy profile, absolute dates, not repeated). */
+static int write_profile(const topo_t *t, const char *platform, int link, char *err,
+                         size_t err_len) {
+  char p[300];
+  profile_path(platform, link, p, sizeof p);
+  FILE *f = fopen(p, "w");
+  if (!f)
+    return snprintf(err, err_len, "%s: cannot write a SimGrid bandwidth profile: %s", p,
+                    strerror(errno)), -1;
+  for (int c = t->change_off[link]; c < t->change_off[link + 1]; c++) {
+    double at = t->changes[c].at_s;
+    if (c + 1 < t->change_off[link + 1] && t->changes[c + 1].at_s == at)
+      continue; /* one line per time, with every change at it */
+    fprintf(f, "%.17g %.17g\n", at, topo_link_bw_at(t, link, at));
+  }
+  if (fclose(f) != 0)
+    return snprintf(err, err_len, "%s: cannot write a SimGrid bandwidth profile: %s", p,
+                    strerror(errno)), -1;
+  return 0;
+}
+
 int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
                    size_t path_len, char *err, size_t err_len) {
   snprintf(path, path_len, "%s/npusim-platform-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -85,10 +121,21 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
              "<zone id=\"npusim\" routing=\"Full\">\n");
   for (int e = 0; e < endpoints; e++)
     fprintf(f, "<host id=\"h%d\" speed=\"1f\"/>\n", e);
-  for (int l = 0; l < t->nlinks; l++)
-    if (used[l])
-      fprintf(f, "<link id=\"L%d\" bandwidth=\"%.17gBps\" latency=\"0s\" "
-                 "sharing_policy=\"SPLITDUPLEX\"/>\n", l, topo_link_bw(t, l));
+  int rc = 0;
+  for (int l = 0; l < t->nlinks; l++) {
+    if (!used[l])
+      continue;
+    fprintf(f, "<link id=\"L%d\" bandwidth=\"%.17gBps\" latency=\"0s\" "
+               "sharing_policy=\"SPLITDUPLEX\"", l, topo_link_bw(t, l));
+    if (t->nchanges && t->change_off[l] < t->change_off[l + 1]) {
+      /* by its name in the platform's folder: SimGrid 3.32 opens an absolute
+       * path, then tries it again under "./", and fails (surf_ifsopen) */
+      const char *base = strrchr(path, '/');
+      fprintf(f, " bandwidth_file=\"%s.L%d\"", base ? base + 1 : path, l);
+      rc = rc ? rc : write_profile(t, path, l, err, err_len);
+    }
+    fputs("/>\n", f);
+  }
   for (size_t i = 0; i < n; i++) {
     int src = (int)(keys[i] >> 32), dst = (int)(uint32_t)keys[i];
     int nh = topo_route(t, src, dst, hops);
@@ -101,10 +148,11 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
   fputs("</zone>\n</platform>\n", f);
   free(keys);
   free(used);
-  if (fclose(f) != 0) {
+  if (fclose(f) != 0 && rc == 0) {
     snprintf(err, err_len, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
-    unlink(path);
-    return -1;
+    rc = -1;
   }
-  return 0;
+  if (rc)
+    platform_remove(t, path);
+  return rc;
 }

@@ -10,7 +10,13 @@
  * Links are declared with zero latency: SimGrid's CM02 model divides a shared
  * link in proportion to each flow's inverse route latency (TCP's RTT
  * unfairness), which RDMA fabrics do not show. The engine charges each
- * transfer's path latency itself, as a delay before it is posted. */
+ * transfer's path latency itself, as a delay before it is posted.
+ *
+ * A link with timed faults (topo_change_t) gets a SimGrid bandwidth profile,
+ * a file "<platform>.L<id>" of "time bandwidth" lines (absolute seconds and
+ * bytes/s: SimGrid 3.32 sets the link's bandwidth to the value at the time):
+ * SimGrid then shares the link at the new bandwidth from that time on,
+ * transfers in flight included. */
 #ifndef NPUSIM_PLATFORM_H
 #define NPUSIM_PLATFORM_H
 
@@ -30,9 +36,13 @@ void pair_set_add(pair_set_t *s, int src, int dst);
 void pair_set_free(pair_set_t *s);
 
 /* Writes the platform for endpoints 0..endpoints-1 and the routes of pairs to a
- * new temporary file; its path goes to path (caller unlinks it). Returns 0, or
- * -1 with a reason in err. */
+ * new temporary file, and its links' bandwidth profiles beside it; its path
+ * goes to path (the caller removes them with platform_remove once SimGrid has
+ * loaded them). Returns 0, or -1 with a reason in err (nothing left behind). */
 int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
                    size_t path_len, char *err, size_t err_len);
+
+/* Removes the platform file at path and its bandwidth profiles. */
+void platform_remove(const topo_t *t, const char *path);
 
 #endif

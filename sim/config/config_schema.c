@@ -301,15 +301,21 @@ static const cfg_key_t system_keys[] = {
            "collectives are not read), \"\" every server `chip`. Ranges may not overlap nor "
            "pass the cluster's servers; a job on more than one chip replays every rank, and "
            "its links are the cluster's whatever the chips."),
-    OBJ("cluster.faults", "Links slower than built, or dead, for the whole run (faults.h)."),
+    OBJ("cluster.faults", "Links slower than built, or dead, from the start or from a time in "
+        "the run (faults.h)."),
     PARSED("cluster.faults.links", system_cfg_t, cluster.faults, 0, 1023, "\"\"",
            convert_faults,
-           "links and the bandwidth left, \"LINK:FACTOR,...\" (0 <= FACTOR <= 1)",
+           "links and the bandwidth left, \"LINK:FACTOR[@T],...\" (0 <= FACTOR <= 1, T >= 0 s)",
            "Each LINK is a kind (scale_up, die, supernode, nic, uplink: all of them) or one "
            "link by its name in the job (s0.mesh1-5, s2.nic3, leaf0.spine1, as --links "
            "prints them); FACTOR is the bandwidth left, 0 a dead link. Dead links are routed "
            "around (a full-mesh pair through a third NPU, a spine's flows onto the other "
-           "spines); a dead link that cuts ranks off is refused, naming them."),
+           "spines); a dead link that cuts ranks off is refused, naming them. @T: from T "
+           "seconds into the run (simulated time; none or @0: from the start), the link has "
+           "FACTOR of its bandwidth before; a transfer crossing T runs at the old rate until T "
+           "and the new one after, in both fidelities (coll, replay, train; serve refuses "
+           "@T). A link dying during the run (FACTOR 0 with T > 0) is refused: routes are "
+           "fixed for the run."),
     OBJ("cluster.scale_out", "NICs and the switched network between servers."),
     ENUM("cluster.scale_out.topology", topology_scale_out_names, SCALE_OUT_COUNT,
          SYS(cluster.scale_out.kind), NULL,

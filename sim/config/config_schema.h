@@ -24,7 +24,7 @@ typedef enum {
 
 #define CFG_NO_FIELD ((size_t)-1)
 
-#define CFG_CONVERT_MAX_BYTES 2048
+#define CFG_CONVERT_MAX_BYTES 4096
 
 typedef struct {
   const char *path;              /* dotted JSON path, e.g. "chip.hbm.bandwidth_GBps" */

@@ -102,7 +102,8 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   out->representatives = (opts->representatives && !opts->flow && !plan.speed) || plan.reduced;
   replay_record_t rec;
   replay_record_init(&rec, &plan);
-  if (!opts->flow && opts->contention)
+  /* timed faults: only the links shared in time see them (replay_contend.h) */
+  if (!opts->flow && (opts->contention || out->topo.nchanges))
     rc = run_contended(&plan, &rec, trace_name, err, err_len);
   else if (plan.sweep)
     replay_sweep_run(&plan, &rec);

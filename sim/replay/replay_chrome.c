@@ -1,6 +1,8 @@
 /* replay_chrome.c - the timeline of a replay as a Chrome trace (Perfetto):
- * see replay.h. Not shown: link utilisation over time (the analytic fidelity
- * has no per-link timeline; `--links` gives the totals). */
+ * see replay.h. Timed link faults show as instant events across the whole
+ * timeline ("fault LINK xFACTOR", cat "fault"). Not shown: link utilisation
+ * over time (the analytic fidelity has no per-link timeline; `--links` gives
+ * the totals). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -175,6 +177,26 @@ static void chrome_rank(chrome_t *c, int rank) {
   }
 }
 
+/* Each timed fault (cluster.faults.links "LINK:FACTOR@T") as an instant
+ * event across the whole timeline, naming the link and the bandwidth left. */
+static void fault_marks(chrome_t *c) {
+  const link_faults_t *f = &c->r->topo.cluster.faults;
+  for (int i = 0; i < f->n; i++) {
+    if (!f->v[i].timed)
+      continue;
+    char name[FAULTS_NAME_MAX + 64];
+    snprintf(name, sizeof name, "fault %s x%g", f->v[i].link, f->v[i].factor);
+    event_sep(c);
+    fputs("{\"name\": ", c->out);
+    jsonfile_write_string(c->out, name);
+    fputs(", \"cat\": \"fault\", \"ph\": \"i\", \"s\": \"g\", \"ts\": ", c->out);
+    put_us(c->out, ns_of(f->v[i].at_s));
+    fprintf(c->out, ", \"pid\": %d, \"tid\": 0, \"args\": {\"link\": ", c->o->first_rank);
+    jsonfile_write_string(c->out, f->v[i].link);
+    fprintf(c->out, ", \"factor\": %.17g, \"at_s\": %.17g}}", f->v[i].factor, f->v[i].at_s);
+  }
+}
+
 int replay_write_chrome(const char *path, const trace_t *t, const replay_result_t *r,
                         const replay_chrome_opts_t *o, char *err, size_t err_len) {
   time_limit_off(); /* the run is done: the file is written whole */
@@ -194,6 +216,7 @@ int replay_write_chrome(const char *path, const trace_t *t, const replay_result_
     progress_step(&progress, 1, -1);
   }
   progress_end(&progress);
+  fault_marks(&c);
   fputs("\n]}\n", c.out);
   trace_pairing_free(&c.pairing);
   for (int k = 0; k <= CLUSTER_MAX_NODE_TYPES; k++)

@@ -37,6 +37,8 @@ struct replay_contend {
   int *users;            /* open jobs on each link direction */
   char *full;
   int nslots;
+  const topo_t *topo;
+  int *changes, nchanges, next_change; /* timed faults (topo_change_t) by time */
   /* the jobs in time */
   job_t *jobs;
   int njobs, capjobs;
@@ -111,6 +113,17 @@ static void find_siblings(replay_contend_t *c, const replay_plan_t *pl, int k) {
   }
 }
 
+/* Sorts change ids by time (then id: the same order every run); few, so an
+ * insertion sort. */
+static void sort_changes(int *ids, int n, const topo_t *topo) {
+  for (int i = 1; i < n; i++)
+    for (int k = i; k > 0 && topo->changes[ids[k]].at_s < topo->changes[ids[k - 1]].at_s; k--) {
+      int x = ids[k];
+      ids[k] = ids[k - 1];
+      ids[k - 1] = x;
+    }
+}
+
 replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   replay_contend_t *c = calloc(1, sizeof *c);
   c->ninsts = pl->ninsts;
@@ -130,6 +143,12 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   c->users = calloc((size_t)c->nslots + 1, sizeof *c->users);
   for (int s = 0; s < c->nslots; s++)
     c->cap[s] = topo_link_bw(pl->topo, s / 2);
+  c->topo = pl->topo;
+  c->nchanges = pl->topo->nchanges;
+  c->changes = malloc(((size_t)c->nchanges + 1) * sizeof *c->changes);
+  for (int k = 0; k < c->nchanges; k++)
+    c->changes[k] = k;
+  sort_changes(c->changes, c->nchanges, pl->topo);
   c->touched = malloc(((size_t)c->nslots + 1) * sizeof *c->touched);
   return c;
 }
@@ -150,6 +169,7 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->nsiblings);
   free(c->exclusive);
   free(c->cap);
+  free(c->changes);
   free(c->used);
   free(c->demand);
   free(c->full);
@@ -404,6 +424,10 @@ static void step(replay_contend_t *c) {
     double done = c->now + j->left_s / j->rate;
     t = done < t ? done : t;
   }
+  if (c->next_change < c->nchanges) { /* a timed fault: the rates change there */
+    double at = c->topo->changes[c->changes[c->next_change]].at_s;
+    t = at < t ? at : t;
+  }
   if (t < c->now) /* a start computed a hair before now: it starts now */
     t = c->now;
   int kept = 0;
@@ -420,6 +444,13 @@ static void step(replay_contend_t *c) {
   }
   c->nactive = kept;
   c->now = t;
+  for (; c->next_change < c->nchanges &&
+         c->topo->changes[c->changes[c->next_change]].at_s <= c->now;
+       c->next_change++) {
+    const topo_change_t *ch = &c->topo->changes[c->changes[c->next_change]];
+    c->cap[2 * ch->link] = c->cap[2 * ch->link + 1] = topo_link_bw_at(c->topo, ch->link, ch->at_s);
+    c->dirty = true;
+  }
   while (c->nheap > 0 && c->jobs[c->heap[0]].start_s <= c->now) {
     int id = heap_pop(c);
     job_t *j = &c->jobs[id];

@@ -24,6 +24,12 @@
  * the same message of every rank of its program, so a DP ring shares the
  * uplinks with the other DP rings of its stage.
  *
+ * Timed faults (topo_change_t) change a link direction's capacity at their
+ * time: the rates are shared again there, so a transfer crossing the fault
+ * runs at the old rate until it and at the new one after (rates are fractions
+ * of the speed alone on the links as they were built: a link at half its
+ * bandwidth halves the rate of a job that needs all of it).
+ *
  * Not modelled: how a real transport shares a link (congestion control, NCCL's
  * channels); a collective's rounds are averaged over its phase; collectives
  * whose links carry nothing else (replay_exclusive_insts: a TP group inside a

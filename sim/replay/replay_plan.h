@@ -130,7 +130,9 @@ typedef struct {
 } replay_scope_t;
 
 /* Per collective: its links carry nothing but its own collectives, issued from
- * one stream (so one at a time); every group's collectives must be planned. */
+ * one stream (so one at a time); every group's collectives must be planned.
+ * None with timed faults (topo_change_t): then a collective's time depends on
+ * when it runs, which its time alone does not say. */
 bool *replay_exclusive_insts(const replay_plan_t *pl);
 
 /* Plans every group's collectives in pl, then chooses; 0, or -1 with err. */
