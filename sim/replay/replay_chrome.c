@@ -22,6 +22,8 @@ typedef struct {
   const replay_chrome_opts_t *o;
   op_cache_t *cache[CLUSTER_MAX_NODE_TYPES + 1]; /* bounding pipes per chip index (node
                                                   * types), made on first use; NULL: none */
+  chip_cfg_t chips[CLUSTER_MAX_NODE_TYPES + 1]; /* the chips they cost on (a cache keeps a
+                                                 * pointer to its chip) */
   bool bounds;       /* a system to cost ops on was given */
   trace_pairing_t pairing;
   bool first_event;
@@ -77,9 +79,9 @@ static op_cache_t *rank_cache(chrome_t *c, int rank) {
                                           sys, topo_server_of(&c->r->topo, rank))
                                     : 0;
   if (!c->cache[k]) {
-    chip_cfg_t chip = *config_chip_at(sys, k);
-    chip.freq_hz *= chip.sustained_clock;
-    c->cache[k] = op_cache_new(&chip);
+    c->chips[k] = *config_chip_at(sys, k);
+    c->chips[k].freq_hz *= c->chips[k].sustained_clock;
+    c->cache[k] = op_cache_new(&c->chips[k]);
   }
   return c->cache[k];
 }
