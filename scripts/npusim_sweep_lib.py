@@ -500,10 +500,13 @@ def fmt(value):
 
 
 class Axis:
-    """One swept key: `path` is a config key or `--option`, `name` its column."""
+    """One swept key: `path` is a config key or `--option`, `name` its column,
+    `form` (or None) the text its value becomes on the command line, "{}"
+    standing for the value: the column keeps the number, the config gets the
+    text ("uplink:{}" with 0.5 sets uplink:0.5)."""
 
-    def __init__(self, path, name, values):
-        self.path, self.name, self.values = path, name, values
+    def __init__(self, path, name, values, form=None):
+        self.path, self.name, self.values, self.form = path, name, values, form
 
     @property
     def option(self):
@@ -609,8 +612,9 @@ class Sweep:
         if not isinstance(entry, dict):
             self._bad(where, "an object with path and values", json.dumps(entry))
         for key in entry:
-            if key not in ("path", "values", "name", "range"):
-                self._bad(f"{where}.{key}", "one of path, values, range, name", f"unknown key {key!r}")
+            if key not in ("path", "values", "name", "range", "format"):
+                self._bad(f"{where}.{key}", "one of path, values, range, name, format",
+                          f"unknown key {key!r}")
         self._check_path(f"{where}.path", entry.get("path"))
         values = entry.get("values")
         if "range" in entry:
@@ -623,7 +627,12 @@ class Sweep:
         name = entry.get("name", opt or path)
         if not isinstance(name, str) or not name:
             self._bad(f"{where}.name", "a column name", json.dumps(name))
-        return Axis(path, name, values)
+        form = entry.get("format")
+        if form is not None and (not isinstance(form, str) or "{}" not in form or
+                                 form.count("{") != 1 or form.count("}") != 1):
+            self._bad(f"{where}.format", 'a text with one {} for the value ("uplink:{}")',
+                      json.dumps(form))
+        return Axis(path, name, values, form)
 
     def _range(self, where, r):
         """[start, stop, step], stop included: a short way to write many
@@ -736,7 +745,10 @@ class Sweep:
         """npusim's argument list for one point; --format json always."""
         options = dict(self.base_options)
         sets = dict(self.base_set)
+        forms = {a.path: a.form for group in self.axes for a in group if a.form}
         for path, _, value in point:
+            if path in forms:
+                value = forms[path].replace("{}", fmt(value))
             if path.startswith("--"):
                 options[path[2:]] = value
             else:

@@ -297,6 +297,11 @@ check "line chart: step time against tp, one line per pp" png_ok "$tmp/line.png"
 check "bar chart: MFU against tp/pp from the JSONL" png_ok "$tmp/bar.png"
 "$plot" "$tmp/j1" --x tp,pp,parallel.dp --y 'breakdown.*' --kind stacked --out "$tmp/stack.png" >/dev/null 2>&1
 check "stacked breakdown bars" png_ok "$tmp/stack.png"
+"$plot" "$tmp/j1" --x tp --y step_time_s --hue pp --slowdown 1 --out "$tmp/slow.png" >/dev/null 2>&1
+check "slowdown chart: step time over its value at tp = 1, per pp" png_ok "$tmp/slow.png"
+"$plot" "$tmp/j1" --x tp --y step_time_s --hue pp --slowdown 3 --out "$tmp/slow3.png" >/dev/null 2>"$tmp/slow.err"
+check "slowdown against an x the sweep lacks: exit 2, one line naming the values, no file" \
+  bash -c "[ $? -eq 2 ] && grep -q -- '--slowdown: expected a value of tp (1, 2' '$tmp/slow.err' && [ ! -e '$tmp/slow3.png' ]"
 "$plot" "$tmp/j1" --x tp --y nope --out "$tmp/nope.png" >/dev/null 2>"$tmp/plot.err"
 check "plot of an unknown field: exit 2, one line, no file" \
   bash -c "[ $? -eq 2 ] && [ \$(wc -l <'$tmp/plot.err') -eq 1 ] && [ ! -e '$tmp/nope.png' ]"

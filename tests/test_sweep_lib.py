@@ -93,6 +93,15 @@ class Expansion(unittest.TestCase):
         self.assertEqual(args[args.index("--set") + 1], "chip.hbm.bandwidth_GBps=3200")
         self.assertEqual(args[-2:], ["--format", "json"])
 
+    def test_a_format_sets_text_and_keeps_the_number_in_the_column(self):
+        s = sweep(axes=[{"path": "cluster.faults.links", "name": "uplink_left",
+                         "format": "uplink:{}", "values": [1, 0.5]}],
+                  filter="uplink_left < 1")
+        point = s.points()
+        self.assertEqual(values(s), [(0.5,)])
+        args, _, sets = s.command_line(point[0])
+        self.assertEqual(args[args.index("--set") + 1], "cluster.faults.links=uplink:0.5")
+
 
 class Filters(unittest.TestCase):
     axes = [{"path": "parallel.tp", "name": "tp", "values": [1, 2, 4, 8]},
@@ -156,6 +165,9 @@ class SpecErrors(unittest.TestCase):
                              axes=[{"path": "parallel.tp", "values": [1]}])
         self.assertSpecError(r"axes: expected at least one axis or a points list")
         self.assertSpecError(r"--format", axes=[{"path": "--format", "values": ["csv"]}])
+        self.assertSpecError(r"axes\[0\]\.format: expected a text with one \{\}",
+                             axes=[{"path": "cluster.faults.links", "format": "uplink:",
+                                    "values": [1]}])
 
     def test_workload_keys_need_the_train_command(self):
         with self.assertRaisesRegex(lib.SpecError, "an --option of npusim coll"):
