@@ -1,9 +1,10 @@
 /* cluster.c - names and derived figures of the cluster's shape; see cluster.h. */
 #include "cluster.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "npu_int.h"
 
 const char *const topology_scale_up_names[SCALE_UP_COUNT] = {"full_mesh", "two_group_mesh",
                                                             "switch", "ring"};
@@ -32,19 +33,9 @@ int cluster_parse_node_types(const char *text, node_types_t *out) {
   int n = 0;
   const char *p = text;
   while (*p) {
-    char *end;
-    errno = 0;
-    long first = strtol(p, &end, 10), last = first;
-    if (end == p || first < 0 || first > 1000000 || errno || *p == '+' || *p == '-' ||
-        *p == ' ')
+    long first, last;
+    if (!(p = npu_parse_range(p, 1000000, &first, &last)))
       return -1;
-    p = end;
-    if (*p == '-') {
-      last = strtol(p + 1, &end, 10);
-      if (end == p + 1 || p[1] == '-' || p[1] == '+' || last < first || last > 1000000 || errno)
-        return -1;
-      p = end;
-    }
     if (*p != ':' || n == CLUSTER_MAX_NODE_TYPES)
       return -1;
     size_t len = strcspn(p + 1, ",:");

@@ -6,24 +6,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "npu_int.h"
+
 int variation_parse_ranges(const char *text, variation_ranges_t *out) {
   int n = 0;
   const char *p = text;
   while (*p) {
-    char *end;
-    errno = 0;
-    long first = strtol(p, &end, 10), last = first;
-    if (end == p || first < 0 || first > 100000000 || errno)
+    long first, last;
+    if (!(p = npu_parse_range(p, 100000000, &first, &last)))
       return -1;
-    p = end;
-    if (*p == '-') {
-      last = strtol(p + 1, &end, 10);
-      if (end == p + 1 || last < first || last > 100000000 || errno)
-        return -1;
-      p = end;
-    }
     if (*p != ':')
       return -1;
+    char *end;
+    errno = 0;
     double f = strtod(p + 1, &end);
     if (end == p + 1 || !(f > 0 && f <= 100) || errno)
       return -1;

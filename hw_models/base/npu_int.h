@@ -1,4 +1,5 @@
-/* npu_int.h - integer helpers every layer shares: rounding up and hashing.
+/* npu_int.h - integer helpers every layer shares: rounding up, hashing and
+ * the rank or server ranges of config strings ("3-5").
  *
  * Header-only, with no dependency, so hw_models/, workloads/ and sim/ can all
  * include it (CMake target npusim_common; it lives under the lowest layer
@@ -8,6 +9,7 @@
 #define NPUSIM_NPU_INT_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 /* a / b rounded up, for a >= 0 and b > 0. */
 static inline int64_t npu_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -36,6 +38,23 @@ static inline uint64_t npu_hash_str(uint64_t h, const char *s) {
   for (; *s; s++)
     h = (h ^ (unsigned char)*s) * NPU_HASH_PRIME;
   return h;
+}
+
+/* A range "N" or "N-M" of plain digits (no sign, no space) at p, with
+ * N <= M <= max: returns the character after it, or NULL if p does not start
+ * with one. The one reader of the ranges in speed factors, node types and
+ * job placements. */
+static inline const char *npu_parse_range(const char *p, long max, long *first, long *last) {
+  if (*p < '0' || *p > '9')
+    return NULL;
+  char *end;
+  *first = *last = strtol(p, &end, 10);
+  if (*end == '-') {
+    if (end[1] < '0' || end[1] > '9')
+      return NULL;
+    *last = strtol(end + 1, &end, 10);
+  }
+  return *first <= *last && *last <= max ? end : NULL;
 }
 
 #endif

@@ -79,10 +79,9 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
   return total;
 }
 
-/* Costs the schedule; per-phase costs go to costs (may be NULL, else one per
- * phase, zeroed, a phase without transfers left empty). */
-static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
-                       linkstats_t *stats, double times, coll_phase_cost_t *costs) {
+/* Scratch for a schedule's rounds on the topology: loads per link direction,
+ * bytes received per endpoint, the routes of a phase's transfers. */
+static scratch_t scratch_new(const topo_t *topo, const coll_sched_t *sched) {
   int maxx = 0;
   for (int p = 0; p < sched->nphases; p++)
     if (sched->phases[p].nxfers > maxx)
@@ -93,6 +92,22 @@ static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sch
   sc.touched = malloc(((size_t)2 * topo->nlinks + 1) * sizeof *sc.touched);
   sc.hops = malloc(((size_t)maxx + 1) * TOPO_MAX_HOPS * sizeof *sc.hops);
   sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);
+  return sc;
+}
+
+static void scratch_free(scratch_t *sc) {
+  free(sc->load);
+  free(sc->recv);
+  free(sc->touched);
+  free(sc->hops);
+  free(sc->nhops);
+}
+
+/* Costs the schedule; per-phase costs go to costs (may be NULL, else one per
+ * phase, zeroed, a phase without transfers left empty). */
+static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
+                       linkstats_t *stats, double times, coll_phase_cost_t *costs) {
+  scratch_t sc = scratch_new(topo, sched);
   int loops = sched->loops > 0 ? sched->loops : 1;
   double per_loop = 0, wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
   for (int p = 0; p < sched->nphases; p++) {
@@ -103,11 +118,7 @@ static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sch
     per_loop += ph->rounds * round_time(topo, cfg, ph, wire, sched->step_s, &sc, stats, repeat,
                                         costs ? &costs[p] : NULL);
   }
-  free(sc.load);
-  free(sc.recv);
-  free(sc.touched);
-  free(sc.hops);
-  free(sc.nhops);
+  scratch_free(&sc);
   return cfg->op_overhead_s + loops * per_loop;
 }
 
@@ -146,15 +157,7 @@ static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
 /* Walks the schedule from start_s, round by round; returns its end. */
 static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                     double start_s) {
-  int maxx = 0;
-  for (int p = 0; p < sched->nphases; p++)
-    if (sched->phases[p].nxfers > maxx)
-      maxx = sched->phases[p].nxfers;
-  scratch_t sc = {0};
-  sc.load = calloc((size_t)2 * topo->nlinks + 1, sizeof *sc.load);
-  sc.recv = calloc((size_t)sched->endpoints + 1, sizeof *sc.recv);
-  sc.hops = malloc(((size_t)maxx + 1) * TOPO_MAX_HOPS * sizeof *sc.hops);
-  sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);
+  scratch_t sc = scratch_new(topo, sched);
   double *wait = calloc((size_t)sched->endpoints + 1, sizeof *wait);
   int loops = sched->loops > 0 ? sched->loops : 1;
   double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
@@ -182,10 +185,7 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
         wait[ph->xfers[i].src] = 0;
       }
     }
-  free(sc.load);
-  free(sc.recv);
-  free(sc.hops);
-  free(sc.nhops);
+  scratch_free(&sc);
   free(wait);
   return now;
 }

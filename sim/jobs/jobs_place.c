@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu_int.h"
+
 const char *const jobs_policy_names[JOBS_POLICY_COUNT] = {"packed", "spread", "list"};
 
 int jobs_parse_spec(const char *arg, jobs_spec_t *out, char *err, size_t err_len) {
@@ -43,16 +45,10 @@ static long walk_list(const char *text, void (*visit)(void *, int), void *ctx) {
   long n = 0;
   const char *p = text;
   for (;;) {
-    char *end;
-    long a = strtol(p, &end, 10), b = a;
-    if (end == p || a < 0 || a > 1 << 24)
+    long a, b;
+    const char *end = npu_parse_range(p, 1 << 24, &a, &b);
+    if (!end)
       return -1;
-    if (*end == '-') {
-      p = end + 1;
-      b = strtol(p, &end, 10);
-      if (end == p || b < a || b > 1 << 24)
-        return -1;
-    }
     for (long v = a; v <= b; v++, n++)
       if (visit)
         visit(ctx, (int)v);
