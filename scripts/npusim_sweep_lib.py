@@ -685,11 +685,15 @@ class Sweep:
             return None
         if not isinstance(points, list) or not points:
             self._bad("points", "a non-empty array of objects", json.dumps(points))
+        formatted = {a.path for group in self.axes for a in group if a.form}
         for i, p in enumerate(points):
             if not isinstance(p, dict) or not p:
                 self._bad(f"points[{i}]", "an object of key: value", json.dumps(p))
             for path in p:
                 self._check_path(f"points[{i}].{path}", path)
+                if path in formatted:
+                    self._bad(f"points[{i}].{path}", "no key an axis with a format sweeps",
+                              json.dumps(path))
         return [{k: self._option_value(k[2:], v) if k.startswith("--") else v
                  for k, v in p.items()} for p in points]
 

@@ -89,10 +89,33 @@ expect_line "no room" \
   "$x: expected room for its 16 ranks (packed, 8 per server), found 0 free NPUs" \
   "$npusim" cluster --system $sys --job $x --job $x --job $x --job $x --job $x
 expect_line "a serving workload" \
-  'configs/workloads/serve-llama3-8b.json: training: expected a training section (npusim cluster runs training jobs and traces)' \
+  'configs/workloads/serve-llama3-8b.json: training: expected a training section (a serving workload runs with npusim serve)' \
   "$npusim" cluster --system $sys --job configs/workloads/serve-llama3-8b.json
 expect_line "bad --steps" '--steps: expected a whole number in [1, 1000], found "0"' \
   "$npusim" cluster --system $sys --job $x --steps 0
+python3 - "$x" "$tmp/fp8.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["programs"][0]["ops"][0] = {"id": 0, "kind": "matmul", "stream": "compute",
+                              "shape": [64, 64, 64], "dtype": "fp8"}
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_line "a job its run alone refuses names the job and the reason whole" \
+  "$tmp/fp8.json: npusim cluster: rank 0 op 0: dtype: expected a type the cube of ascend-910b2 computes, found fp8 (chip.cube.fp8_macs_per_cycle = 0)" \
+  "$npusim" cluster --system $sys --job "$tmp/fp8.json" --job $x
+expect_line "a step that takes no time" \
+  "$tmp/zero.json: expected a step that takes time, found one of 0 s (nothing to slow down)" \
+  bash -c "python3 -c 'import json; print(json.dumps({\"format\": \"npusim-trace\", \"version\": 1, \"name\": \"z\", \"ranks\": 1, \"communicators\": [], \"programs\": [{\"ranks\": \"0\", \"ops\": [{\"id\": 0, \"kind\": \"delay\", \"stream\": \"s\", \"duration_us\": 0}]}]}))' >'$tmp/zero.json' && exec '$npusim' cluster --system $sys --job '$tmp/zero.json'"
+gzip -c $x >"$tmp/x.json.gz"
+"$npusim" cluster --system $sys --job "$tmp/x.json.gz@spread" --job $x@spread --format json >"$tmp/gz.json"
+check "a gzipped trace job runs as the plain one" \
+  same "$(field "$tmp/gz.json" 'j["jobs"][0]["step_time_together_s"]')" \
+  "$(field "$tmp/shared_analytic.json" 'j["jobs"][0]["step_time_together_s"]')"
+"$npusim" cluster --system $sys --job $x@spread --job $half@spread --chrome-trace "$tmp/c.json" \
+  --trace-ranks 0-31 >"$tmp/table.txt"
+check "the run together as a Chrome trace the checker accepts" python3 tests/check_chrome_trace.py "$tmp/c.json"
+check "the table names both jobs and the shared uplinks" \
+  bash -c "grep -q '^0   exchange across leav' '$tmp/table.txt' && grep -q '^1   exchange across leav' '$tmp/table.txt' && grep -q 'leaf0.up' '$tmp/table.txt'"
 "$npusim" cluster --system $sys --job $x@0-7 --output "$tmp/out.txt" 2>/dev/null
 check "a refused run writes no --output" test ! -e "$tmp/out.txt"
 finish cluster_e2e

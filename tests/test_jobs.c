@@ -73,18 +73,20 @@ static void test_merge_moves_offsets(void) {
       " {\"ranks\": \"0\", \"ops\": ["
       "  {\"id\": 0, \"kind\": \"send\", \"stream\": \"a\", \"peer_offset\": 1, \"bytes\": 8},"
       "  {\"id\": 1, \"kind\": \"recv\", \"stream\": \"b\", \"peer_offset\": 3, \"bytes\": 8},"
-      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\", \"bytes\": "
-      "64}]},"
+      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\","
+      "   \"bytes\": 64},"
+      "  {\"id\": 3, \"kind\": \"record\", \"stream\": \"b\", \"event\": \"e\", \"deps\": [2]},"
+      "  {\"id\": 4, \"kind\": \"wait\", \"stream\": \"a\", \"event\": \"e\"}]},"
       " {\"ranks\": \"1-2\", \"ops\": ["
       "  {\"id\": 0, \"kind\": \"send\", \"stream\": \"a\", \"peer_offset\": 1, \"bytes\": 8},"
       "  {\"id\": 1, \"kind\": \"recv\", \"stream\": \"b\", \"peer_offset\": -1, \"bytes\": 8},"
-      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\", \"bytes\": "
-      "64}]},"
+      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\","
+      "   \"bytes\": 64}]},"
       " {\"ranks\": \"3\", \"ops\": ["
       "  {\"id\": 0, \"kind\": \"send\", \"stream\": \"a\", \"peer_offset\": -3, \"bytes\": 8},"
       "  {\"id\": 1, \"kind\": \"recv\", \"stream\": \"b\", \"peer_offset\": -1, \"bytes\": 8},"
-      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\", \"bytes\": "
-      "64}]}]}";
+      "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\","
+      "   \"bytes\": 64}]}]}";
   trace_t t;
   char err[512];
   CU_ASSERT_EQUAL_FATAL(
@@ -98,13 +100,20 @@ static void test_merge_moves_offsets(void) {
     int pi = m.trace.program_of[map[r]];
     const trace_program_t *p = &m.trace.programs[pi];
     CU_ASSERT_EQUAL(m.programs[pi].job, 0);
-    CU_ASSERT_EQUAL(p->nops, 6); /* two steps */
+    int step = r == 0 ? 5 : 3; /* ops per step */
+    CU_ASSERT_EQUAL(p->nops, 2 * step);
+    CU_ASSERT_EQUAL(m.programs[pi].step_ops, step);
     CU_ASSERT_EQUAL(trace_peer(&p->ops[0], map[r]), map[(r + 1) % 4]);
-    CU_ASSERT_EQUAL(trace_peer(&p->ops[4], map[r]), map[(r + 3) % 4]); /* step 2's recv */
-    CU_ASSERT_EQUAL(p->ops[3].deps == NULL || p->ops[3].ndeps == 0, true);
+    CU_ASSERT_EQUAL(trace_peer(&p->ops[step + 1], map[r]), map[(r + 3) % 4]); /* step 2's recv */
+    CU_ASSERT_EQUAL(p->ops[step].id, p->ops[0].id + step); /* ids stay distinct */
     const trace_comm_t *cm = &m.trace.comms[p->ops[2].comm];
     CU_ASSERT_EQUAL(cm->groups[trace_group_of(cm, map[r])][r], map[r]);
   }
+  const trace_program_t *p0 = &m.trace.programs[m.trace.program_of[map[0]]];
+  CU_ASSERT_EQUAL_FATAL(p0->ops[5 + 3].ndeps, 1);
+  CU_ASSERT_EQUAL(p0->ops[5 + 3].deps[0], 5 + 2); /* step 2's record waits on step 2's op */
+  CU_ASSERT_STRING_EQUAL(p0->events[p0->ops[3].event], "e#0");
+  CU_ASSERT_STRING_EQUAL(p0->events[p0->ops[5 + 4].event], "e#1"); /* its own step's event */
   int idle = m.trace.program_of[0];
   CU_ASSERT_EQUAL(m.programs[idle].job, -1);
   CU_ASSERT_EQUAL(m.trace.programs[idle].nops, 0);

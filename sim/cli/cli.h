@@ -27,7 +27,7 @@ extern const char *const cli_format_names[FORMAT_COUNT];
 extern const char *const cli_fidelity_names[FIDELITY_COUNT];
 
 #define CLI_MAX_SETS 256
-#define CLI_MAX_JOBS 64
+#define CLI_MAX_JOBS 32 /* npusim cluster: a link names its jobs in a 32-bit set */
 
 typedef struct {
   const char *command;          /* subcommand name */

@@ -10,12 +10,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "commands.h"
 #include "jobs_place.h"
 #include "jobs_run.h"
 #include "jsonfile.h"
+#include "npu_err.h"
 #include "replay.h"
 #include "time_limit.h"
 #include "train_gen.h"
@@ -34,19 +34,6 @@ typedef struct {
   double alone_s, together_s; /* mean step over the compared steps */
 } job_t;
 
-/* Whether the file is an npusim trace rather than a workload config: its
- * first bytes name the trace format. */
-static bool is_trace(const char *path) {
-  gzFile gz = gzopen(path, "rb");
-  if (!gz)
-    return false;
-  char head[4096];
-  int n = gzread(gz, head, sizeof head - 1);
-  gzclose(gz);
-  head[n > 0 ? n : 0] = '\0';
-  return strstr(head, "\"" TRACE_FORMAT "\"") != NULL;
-}
-
 static int load_workload_job(const cli_configs_t *cfg, job_t *job, npu_err_t *err) {
   config_doc_t *doc = config_doc_load(CONFIG_WORKLOAD, job->spec.file, err);
   if (!doc)
@@ -54,15 +41,14 @@ static int load_workload_job(const cli_configs_t *cfg, job_t *job, npu_err_t *er
   workload_cfg_t wl;
   int rc =
       config_doc_resolve(doc, &wl, err) || config_check_job(cfg->sys_doc, &cfg->sys, doc, &wl, err);
-  if (rc == 0 && !wl.has_training)
-    rc = npu_err_set(err,
-                     "%s: training: expected a training section (npusim cluster runs "
-                     "training jobs and traces)",
-                     job->spec.file);
+  const char *refused = rc ? NULL : train_refusal(&wl);
+  if (refused)
+    rc = npu_err_set(err, "%s: %s", job->spec.file, refused);
   train_info_t info;
-  if (rc == 0 && train_generate(&wl, &replay_vocab, cfg->sys.node.npus, &job->trace, &info,
-                                err->msg, sizeof err->msg))
-    rc = -1;
+  char why[NPU_ERR_MAX - 256];
+  if (rc == 0 &&
+      train_generate(&wl, &replay_vocab, cfg->sys.node.npus, &job->trace, &info, why, sizeof why))
+    rc = npu_err_set(err, "%s: %s", job->spec.file, why);
   if (rc == 0) {
     snprintf(job->name, sizeof job->name, "%s", wl.model.name);
     train_info_free(&info);
@@ -71,13 +57,30 @@ static int load_workload_job(const cli_configs_t *cfg, job_t *job, npu_err_t *er
   return rc ? -1 : 0;
 }
 
+/* A job's file: an npusim trace (its "format" says so) or a workload config. */
 static int load_job(const cli_configs_t *cfg, job_t *job, npu_err_t *err) {
-  if (!is_trace(job->spec.file))
-    return load_workload_job(cfg, job, err);
-  if (trace_read(job->spec.file, &replay_vocab, &job->trace, err->msg, sizeof err->msg))
-    return -1;
-  snprintf(job->name, sizeof job->name, "%s", job->trace.name ? job->trace.name : "trace");
-  return 0;
+  char why[256];
+  size_t len;
+  char *text = jsonfile_read(job->spec.file, TRACE_MAX_BYTES, &len, why, sizeof why);
+  cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+  const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+  bool trace = cJSON_IsString(format) && strcmp(format->valuestring, TRACE_FORMAT) == 0;
+  cJSON_Delete(root);
+  int rc = 0;
+  if (!trace) /* the config loader names what is wrong with the file, if anything */
+    rc = load_workload_job(cfg, job, err);
+  else if (trace_parse(job->spec.file, text, len, &replay_vocab, &job->trace, err->msg,
+                       sizeof err->msg))
+    rc = -1;
+  else if (job->trace.ranks_per_node != 0 && job->trace.ranks_per_node != cfg->sys.node.npus)
+    rc = npu_err_set(err,
+                     "%s: ranks_per_node: expected 0 or node.npus = %d (npusim cluster "
+                     "places the ranks itself), found %d",
+                     job->spec.file, cfg->sys.node.npus, job->trace.ranks_per_node);
+  else
+    snprintf(job->name, sizeof job->name, "%s", job->trace.name ? job->trace.name : "trace");
+  free(text);
+  return rc;
 }
 
 /* Servers in the cluster: the system's cluster.nodes, or as many as the jobs
@@ -132,8 +135,16 @@ static int alone_steps(const cli_configs_t *cfg, job_t *jobs, int njobs, int npu
   for (int j = 0; j < njobs; j++) {
     jobs_part_t one = part_of(&jobs[j], 1);
     jobs_figs_t f;
-    if (jobs_run_apart(&cfg->sys, &one, 1, npus, ro, &f, err->msg, sizeof err->msg))
-      return npu_err_set(err, "%s: %s", jobs[j].spec.file, err->msg);
+    char why[NPU_ERR_MAX - 256];
+    if (jobs_run_apart(&cfg->sys, &one, 1, npus, ro, &f, why, sizeof why))
+      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
+    if (!(f.step_end_s[0] > 0)) {
+      jobs_figs_free(&f);
+      return npu_err_set(err,
+                         "%s: expected a step that takes time, found one of 0 s (nothing "
+                         "to slow down)",
+                         jobs[j].spec.file);
+    }
     jobs[j].alone_step_s = f.step_end_s[0];
     longest = fmax(longest, f.step_end_s[0]);
     jobs_figs_free(&f);
@@ -147,7 +158,9 @@ static int alone_steps(const cli_configs_t *cfg, job_t *jobs, int njobs, int npu
 }
 
 /* A job's comparison: the steps it finished together before the first job
- * finished all its steps, and the same steps alone. */
+ * finished all its steps, and the same steps alone; at least its first step
+ * (which ran partly alone only if the jobs' slowdowns differ by more than
+ * --steps times). */
 static void compare(job_t *job, const double *alone_end, const double *together_end,
                     double window_end) {
   int m = 0;
@@ -191,6 +204,14 @@ static int shared_links(int njobs, const jobs_figs_t *alone, const replay_result
   return n;
 }
 
+/* The job's NPUs as ranges, whole: "0-15,32-47" (malloc'd). */
+static char *npu_list(const job_t *job) {
+  size_t len = (size_t)job->trace.ranks * 16 + 1; /* "NNNNNNN-NNNNNNN," per rank at most */
+  char *buf = malloc(len);
+  jobs_format_npus(job->npu_of, job->trace.ranks, buf, len);
+  return buf;
+}
+
 static void print_table(FILE *out, const cli_opts_t *opts, const system_cfg_t *sys,
                         const job_t *jobs, int njobs, int npus, int steps,
                         const replay_result_t *res, const shared_link_t *sh, int nsh) {
@@ -201,7 +222,7 @@ static void print_table(FILE *out, const cli_opts_t *opts, const system_cfg_t *s
   fprintf(out, "%-3s %-20s %6s %-8s %-16s %6s %12s %12s %9s\n", "job", "name", "npus", "place",
           "npu_list", "steps", "alone_ms", "together_ms", "slowdown");
   for (int j = 0; j < njobs; j++) {
-    char list[64];
+    char list[64]; /* the table shows its start */
     jobs_format_npus(jobs[j].npu_of, jobs[j].trace.ranks, list, sizeof list);
     fprintf(out, "%-3d %-20.20s %6d %-8s %-16.16s %6d %12.3f %12.3f %9.3f\n", j, jobs[j].name,
             jobs[j].trace.ranks, jobs_policy_names[jobs[j].spec.policy], list, jobs[j].steps,
@@ -217,7 +238,7 @@ static void print_table(FILE *out, const cli_opts_t *opts, const system_cfg_t *s
   fprintf(out, "  %-18s %3s %-10s %12s %10s%s\n", "link", "dir", "jobs", "bytes_GB", "mean_util",
           flow ? "  peak_util" : "");
   for (int i = 0; i < nsh && i < LINKSTATS_DEFAULT_ROWS; i++) {
-    char name[64], who[32] = "";
+    char name[64], who[128] = "";
     topo_link_name(&res->topo, sh[i].slot / 2, name, sizeof name);
     for (int j = 0; j < njobs && j < 32; j++)
       if (sh[i].jobs & 1u << j)
@@ -242,8 +263,7 @@ static void print_json(FILE *out, const cli_opts_t *opts, const system_cfg_t *sy
           "  \"together_s\": %.9g,\n  \"jobs\": [",
           cli_fidelity_names[opts->fidelity], npus, steps, res->step_time_s);
   for (int j = 0; j < njobs; j++) {
-    char list[4096];
-    jobs_format_npus(jobs[j].npu_of, jobs[j].trace.ranks, list, sizeof list);
+    char *list = npu_list(&jobs[j]);
     fprintf(out, "%s\n    {\"job\": %d, \"file\": ", j ? "," : "", j);
     jsonfile_write_string(out, jobs[j].spec.file);
     fprintf(out, ", \"name\": ");
@@ -281,14 +301,14 @@ static void print_csv(FILE *out, const system_cfg_t *sys, const job_t *jobs, int
         "step_time_alone_s,step_time_together_s,slowdown,shared_links\n",
         out);
   for (int j = 0; j < njobs; j++) {
-    char list[4096];
-    jobs_format_npus(jobs[j].npu_of, jobs[j].trace.ranks, list, sizeof list);
+    char *list = npu_list(&jobs[j]);
     out_csv_field(out, sys->name, ",");
     fprintf(out, "%s,%d,", cli_fidelity_names[opts->fidelity], j);
     out_csv_field(out, jobs[j].spec.file, ",");
     out_csv_field(out, jobs[j].name, ",");
     fprintf(out, "%d,%s,", jobs[j].trace.ranks, jobs_policy_names[jobs[j].spec.policy]);
     out_csv_field(out, list, ",");
+    free(list);
     fprintf(out, "%d,%d,%.9g,%.9g,%.6g,%d\n", jobs[j].steps, jobs[j].compared, jobs[j].alone_s,
             jobs[j].together_s, jobs[j].together_s / jobs[j].alone_s, nsh);
   }
@@ -314,8 +334,9 @@ static int run_all(const cli_opts_t *opts, const cli_configs_t *cfg, job_t *jobs
                    replay_result_t *res, npu_err_t *err) {
   for (int j = 0; j < njobs; j++) {
     jobs_part_t one = part_of(&jobs[j], jobs[j].steps);
-    if (jobs_run_apart(&cfg->sys, &one, 1, npus, ro, &alone[j], err->msg, sizeof err->msg))
-      return npu_err_set(err, "%s: %s", jobs[j].spec.file, err->msg);
+    char why[NPU_ERR_MAX - 256];
+    if (jobs_run_apart(&cfg->sys, &one, 1, npus, ro, &alone[j], why, sizeof why))
+      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
   }
   jobs_part_t *parts = malloc((size_t)njobs * sizeof *parts);
   for (int j = 0; j < njobs; j++)

@@ -338,14 +338,7 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_configs_t cfg;
   if (cli_load_configs(opts, &cfg, err))
     return -1;
-  const model_cfg_t *m = &cfg.wl.model;
-  const char *refused = !cfg.wl.has_training     ? "training: expected a training section "
-                                                   "(a serving workload runs with npusim serve)"
-                        : m->has_mla              ? "model.mla: expected no such section (the "
-                                                   "training generator has no latent attention)"
-                        : m->moe.dense_layers > 0 ? "model.moe.dense_layers: expected 0 (the "
-                                                   "training generator makes every layer MoE)"
-                                                 : NULL;
+  const char *refused = train_refusal(&cfg.wl);
   if (refused) {
     npu_err_set(err, "%s: %s", opts->workload_path, refused);
     cli_free_configs(&cfg);

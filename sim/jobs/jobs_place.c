@@ -46,7 +46,7 @@ static long walk_list(const char *text, void (*visit)(void *, int), void *ctx) {
   const char *p = text;
   for (;;) {
     long a, b;
-    const char *end = npu_parse_range(p, 1 << 24, &a, &b);
+    const char *end = npu_parse_range(p, JOBS_MAX_NPU, &a, &b);
     if (!end)
       return -1;
     for (long v = a; v <= b; v++, n++)

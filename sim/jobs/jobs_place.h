@@ -8,9 +8,10 @@
  *            groups of a rail-optimised fabric), each on the first free
  *            server of its leaf: a job across as many uplinks as it can get;
  *   a list   "0-15,32-47": the NPUs for job ranks 0, 1, ... in order.
- * Jobs are placed in command-line order; a job's rank r keeps its local index
- * within a server (r % node.npus) under packed and spread, so its scale-up
- * groups stay inside servers.
+ * Jobs are placed in command-line order. Under packed and spread a job of
+ * whole servers keeps each rank's local index (r % node.npus), and a smaller
+ * job sits on contiguous NPUs of one server, so scale-up groups stay inside
+ * servers (a small job may straddle the two halves of a 910A's two-group mesh).
  *
  * What it does not do: schedule in time (every job runs from time 0), or move
  * jobs to avoid each other; the placement is the user's what-if. Nothing here
@@ -20,6 +21,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#define JOBS_MAX_NPU 65535 /* the highest NPU a list may name */
 
 typedef enum { JOBS_PACKED, JOBS_SPREAD, JOBS_LIST, JOBS_POLICY_COUNT } jobs_policy_t;
 

@@ -88,7 +88,9 @@ static int read_all(int fd, void *buf, size_t n) {
 /* The child: runs, sends {rc, then the error line or the figures}, exits. */
 static void child(int fd, const system_cfg_t *sys, const jobs_part_t *parts, int nparts, int npus,
                   const replay_opts_t *ropts) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL); /* the parent's deadline ends us too */
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* the parent's deadline ends us too... */
+  if (getppid() == 1)               /* ...even if it came before the line above */
+    _exit(1);
   jobs_merged_t m;
   replay_result_t res;
   jobs_figs_t f;
@@ -154,9 +156,11 @@ int jobs_run_apart(const system_cfg_t *sys, const jobs_part_t *parts, int nparts
   close(fds[1]);
   int rc = receive(fds[0], out, err, err_len);
   close(fds[0]);
-  int status;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+  int status = 0, w;
+  while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
     ;
+  if (w < 0)
+    rc = -2;
   if (rc == -2 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     jobs_figs_free(out);
     if (rc != -1)
