@@ -65,14 +65,16 @@ typedef struct {
   double efficiency;                /* achievable fraction of bw_bytes_per_s, (0, 1] */
 } chip_hbm_cfg_t;
 
-/* Power: what the die draws idle, and on top what its units draw when busy.
- * All 0: energy is not modelled (hw_models/power.h). */
+/* Power: what the die draws idle, and on top what its units draw when busy at
+ * clock_hz. All 0: energy is not modelled (hw_models/power.h). */
 typedef struct {
   double idle_W;                    /* powered, clocks up, nothing running */
   double cube_W;                    /* more, with every cube core busy */
   double vector_W;                  /* more, with every vector core busy */
   double hbm_J_per_byte;            /* per byte between HBM and the cores */
   double max_W;                     /* the board's power limit (TDP); 0: none */
+  double clock_hz;                  /* clock cube_W and vector_W are stated at; 0: none */
+  double clock_exponent;            /* unit power goes as clock^clock_exponent */
 } chip_power_cfg_t;
 
 typedef struct {

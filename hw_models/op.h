@@ -69,6 +69,8 @@ extern const char *const pipe_names[PIPE_COUNT];
 typedef struct {
   double time_s;
   double cycles;             /* core clock cycles, launch overhead included */
+  double clock_hz;           /* the clock it ran at: the chip's, lower if it throttled at
+                              * chip.power.max_W (power.h) */
   double flops;              /* useful FLOPs of the op */
   double hbm_bytes;          /* bytes moved to or from HBM */
   double tflops;             /* achieved, flops / time / 1e12 */

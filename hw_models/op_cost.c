@@ -3,7 +3,10 @@
  * The core models give the critical core's cycles and each pipe's busy cycles.
  * op_model adds the launch overhead, applies the HBM floor (no op finishes
  * before its HBM traffic could, at bandwidth x efficiency), and names the pipe
- * that bounds the op: the one busy for the largest share of the time.
+ * that bounds the op: the one busy for the largest share of the time. An op
+ * whose power (power.h) at the chip's clock passes chip.power.max_W is costed
+ * again at the highest clock that keeps it within: its cycles stretch, its HBM
+ * floor and launch overhead stay.
  *
  * The cache is an open-addressing table from op descriptors to costs. Results
  * live in blocks that never move, so the pointers handed out survive the
@@ -16,6 +19,7 @@
 #include "attention.h"
 #include "cube.h"
 #include "npu_int.h"
+#include "power.h"
 #include "vector.h"
 
 #define BLOCK_RESULTS 256
@@ -38,7 +42,8 @@ struct op_cache {
   block_t *blocks; /* newest first; the newest is filled up to count % BLOCK_RESULTS */
 };
 
-void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
+/* The op at the chip's clock (chip->freq_hz). */
+static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   if (op->kind == OP_MATMUL)
     cube_matmul(chip, op, out);
   else if (op_on_cube(op->kind))
@@ -51,6 +56,7 @@ void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   double busy_s = core_s > hbm_s ? core_s : hbm_s;
   out->time_s = overhead_s + busy_s;
   out->cycles = out->time_s * f;
+  out->clock_hz = f;
   double memory_s = out->util[PIPE_HBM] / f; /* HBM and L2 together, from the core model */
   for (int p = 0; p < PIPE_COUNT; p++)
     out->util[p] /= out->cycles; /* busy cycles -> fraction of the op */
@@ -62,6 +68,31 @@ void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
       out->bound = (pipe_t)p;
   out->tflops = out->flops / out->time_s / 1e12;
   out->hbm_GBps = out->hbm_bytes / out->time_s / 1e9;
+}
+
+/* Halvings of the clock interval when throttling: 2^-30 of the clock, far
+ * below any difference a report shows; a fixed count keeps runs identical. */
+#define THROTTLE_STEPS 30
+
+void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
+  model_at_clock(chip, op, out);
+  if (!power_throttles(chip) || power_op_W(chip, out) <= chip->power.max_W)
+    return;
+  /* Power rises with the clock (units as f^k, HBM bytes over a time that
+   * shrinks with it), so the highest clock within max_W is found by bisection
+   * between the lowest clock and the chip's. */
+  chip_cfg_t slow = *chip;
+  double lo = chip->freq_hz * POWER_MIN_CLOCK_FRACTION, hi = chip->freq_hz;
+  for (int i = 0; i < THROTTLE_STEPS; i++) {
+    slow.freq_hz = 0.5 * (lo + hi);
+    model_at_clock(&slow, op, out);
+    if (power_op_W(&slow, out) > chip->power.max_W)
+      hi = slow.freq_hz;
+    else
+      lo = slow.freq_hz;
+  }
+  slow.freq_hz = lo;
+  model_at_clock(&slow, op, out);
 }
 
 op_cache_t *op_cache_new(const chip_cfg_t *chip) {

@@ -8,8 +8,9 @@
 #include "op.h"
 
 /* Costs an op on the chip, without memoisation: the core model's cycles plus
- * the launch overhead, floored by the HBM traffic, with the bounding pipe. op
- * must have passed op_check. */
+ * the launch overhead, floored by the HBM traffic, with the bounding pipe; at
+ * the chip's clock, or lower where its power would pass chip.power.max_W
+ * (power.h). op must have passed op_check. */
 void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out);
 
 typedef struct op_cache op_cache_t;

@@ -1,17 +1,28 @@
-/* power.h - the energy a chip spends, from what the op model says it did.
+/* power.h - the power a chip draws running an op, and the clock it throttles to.
  *
  * A die draws its idle power whenever it is on; on top, each unit draws its
  * full-load power scaled by the share of the op's time it is busy (the op
- * model's per-pipe utilisation: cube, vector), and every byte to or from HBM
- * costs its energy on its whole way between the DRAM and the cores (DRAM, PHY,
- * L2 and on-chip network, load units; scripts/validate_energy.py fits it). So
- * a GEMM bound by the cube draws near cube_W, a decode step bound by HBM draws
- * idle plus the bytes it streams. Not modelled: unit power scaling with the
- * clock an op runs at, and throttling at the power limit (the model's clock is
- * the sustained one), which leave H100 serving power 15-18% low near the limit,
- * and let an op keeping cube and vector busy at once (fused attention) pass
- * max_W where a chip would throttle; leakage rising with temperature; the host
- * and the fans.
+ * model's per-pipe utilisation: cube, vector) and by the clock the op runs at,
+ * and every byte to or from HBM costs its energy on its whole way between the
+ * DRAM and the cores (DRAM, PHY, L2 and on-chip network, load units;
+ * scripts/validate_energy.py fits it):
+ *
+ *   P = idle_W + (f / clock)^k (cube_W u_cube + vector_W u_vector) + E_byte B / t
+ *
+ * cube_W and vector_W are stated at chip.power.clock_GHz; dynamic power goes as
+ * f V^2 and the voltage rises with the clock over the upper part of the DVFS
+ * range, so unit power scales as f^k, k = chip.power.clock_exponent [A]. The
+ * shipped configs state cube_W so that a dense 8192^3 GEMM at chip.freq_GHz,
+ * where it delivers the measured TFLOP/s, draws exactly max_W [A: dense GEMMs
+ * run at the power limit].
+ *
+ * Throttling: an op whose power at the chip's clock passes max_W runs at the
+ * highest clock at which it stays within max_W (op_model in op_cost.c finds
+ * it). Its compute (cycles) stretches with the clock; its
+ * HBM time and launch overhead do not. max_W = 0 or clock_GHz = 0: no
+ * throttling. Not modelled: leakage rising with temperature, a limit averaged
+ * over a window (a chip may exceed max_W for milliseconds; every op here is held
+ * to it on its own), the memory clock, the host and the fans.
  * Link energy is per byte on each link class (link_cfg_t.energy_J_per_byte).
  * Nothing here knows about SimGrid. */
 #ifndef NPUSIM_POWER_H
@@ -21,11 +32,24 @@
 
 #include "op.h"
 
+/* The lowest clock a throttled op runs at, as a fraction of the chip's [A: far
+ * below what the shipped configs' ops reach]. An op still above max_W there
+ * (idle and its HBM traffic alone pass it) runs there and draws more. */
+#define POWER_MIN_CLOCK_FRACTION 0.2
+
 /* Whether the chip has a power model (any parameter above 0). */
 bool power_modelled(const chip_cfg_t *chip);
 
-/* Joules an op spends above idle: its units' busy power over its time and
- * its HBM bytes. */
+/* Whether ops are held to max_W by lowering their clock: a power model, a
+ * limit and the clock unit power is stated at. */
+bool power_throttles(const chip_cfg_t *chip);
+
+/* Factor on cube_W and vector_W at clock_hz: (clock_hz / chip.power.clock)^k;
+ * 1 when the chip states no clock. */
+double power_unit_scale(const chip_cfg_t *chip, double clock_hz);
+
+/* Joules an op spends above idle: its units' busy power at the clock it ran at
+ * (r->clock_hz) over its time, and its HBM bytes. */
 double power_op_dynamic_J(const chip_cfg_t *chip, const op_result_t *r);
 
 /* Watts the die draws running the op back to back: idle plus dynamic. */

@@ -94,50 +94,124 @@ static void test_no_op_beats_the_roofline(void) {
   }
 }
 
-/* The power model (hw_models/power.h) against each chip's power limit: no
- * matmul, decode attention or vector op of a spread of shapes draws more than
- * max_W at the sustained clock (the configs give cube_W so that a fully busy
- * cube reaches it), and the dense 8192^3 GEMM draws at least 80% of it, as
- * dense GEMMs run at the power limit. Fused attention's power is printed: with
- * cube and vector busy together it passes the limit, where a chip throttles. */
+/* The power model (hw_models/power.h) against each chip's power limit. Chips
+ * that throttle (h100-dgx: chip.power.clock_GHz set): the dense 8192^3 GEMM at
+ * chip.freq_GHz, where the model gives its measured TFLOP/s, sits at max_W
+ * (within 1%) without throttling, and no op of a spread of shapes (matmul,
+ * fused attention, decode attention, vector ops) draws more than max_W at the
+ * chip's clock or the sustained one. Chips that do not: at the sustained clock
+ * no matmul, decode attention or vector op passes max_W and the GEMM draws at
+ * least 80% of it; fused attention's power is printed (cube and vector busy
+ * together pass the limit, which these chips do not throttle to). */
+static void check_ops_within_limit(const char *system, const chip_cfg_t *chip, bool strict) {
+  chip_dtype_t dt = CHIP_DTYPE_BF16;
+  double max_W = chip->power.max_W * 1.0001;
+  static const int64_t mm[][4] = {{16, 8192, 8192, 1}, {4096, 4096, 4096, 1},
+                                  {1024, 28672, 8192, 1}, {128, 128, 128, 64},
+                                  {16384, 16384, 16384, 1}};
+  for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
+    op_result_t r = cost(chip, OP_MATMUL, dt, mm[i][0], mm[i][1], mm[i][2], mm[i][3]);
+    if (power_op_W(chip, &r) > max_W)
+      printf("\n  %s: matmul %lld,%lld,%lld,%lld draws %.0f W (cube %.2f, %.0f GB/s)", system,
+             (long long)mm[i][0], (long long)mm[i][1], (long long)mm[i][2], (long long)mm[i][3],
+             power_op_W(chip, &r), r.util[PIPE_CUBE], r.hbm_GBps);
+    CU_ASSERT(power_op_W(chip, &r) <= max_W);
+    CU_ASSERT(power_op_W(chip, &r) >= chip->power.idle_W);
+  }
+  op_kind_t attn[] = {OP_ATTN_FWD, OP_ATTN_BWD};
+  for (size_t i = 0; i < 2; i++) {
+    op_result_t r = cost(chip, attn[i], dt, 4, 32, 4096, 128);
+    printf(" | %s %.0f W at %.2f GHz", op_kind_names[attn[i]], power_op_W(chip, &r),
+           r.clock_hz / 1e9);
+    if (strict)
+      CU_ASSERT(power_op_W(chip, &r) <= max_W);
+  }
+  op_result_t dec = cost(chip, OP_ATTN_DECODE, dt, 64, 32, 4096, 128);
+  CU_ASSERT(power_op_W(chip, &dec) <= max_W);
+  for (op_kind_t k = OP_ADD; k <= OP_REDUCE_SUM; k++) {
+    op_result_t r = cost(chip, k, dt, 8192, 8192, 0, 0);
+    CU_ASSERT(power_op_W(chip, &r) <= max_W);
+  }
+}
+
 static void test_no_op_draws_more_than_the_power_limit(void) {
   const char *systems[] = {"ascend-910b.json", "a100-dgx.json", "h100-dgx.json",
                            "ascend-910c-cm384.json"};
+  int throttling = 0;
   for (size_t s = 0; s < sizeof systems / sizeof systems[0]; s++) {
     system_cfg_t sys = load_system(systems[s], NULL);
-    chip_cfg_t chip = sys.chip;
-    chip.freq_hz *= chip.sustained_clock;
-    CU_ASSERT_FATAL(power_modelled(&chip) && chip.power.max_W > 0);
-    chip_dtype_t dt = CHIP_DTYPE_BF16;
-    op_result_t gemm = cost(&chip, OP_MATMUL, dt, 8192, 8192, 8192, 1);
-    double w = power_op_W(&chip, &gemm);
-    printf("\n  %-24s 8192^3 GEMM %4.0f W of max_W %4.0f", systems[s], w, chip.power.max_W);
-    CU_ASSERT(w >= 0.8 * chip.power.max_W && w <= chip.power.max_W);
-    static const int64_t mm[][4] = {{16, 8192, 8192, 1}, {4096, 4096, 4096, 1},
-                                    {1024, 28672, 8192, 1}, {128, 128, 128, 64}};
-    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
-      op_result_t r = cost(&chip, OP_MATMUL, dt, mm[i][0], mm[i][1], mm[i][2], mm[i][3]);
-      if (power_op_W(&chip, &r) > chip.power.max_W * 1.001)
-        printf("\n  %s: matmul %lld,%lld,%lld,%lld draws %.0f W (cube %.2f, %.0f GB/s)", systems[s],
-               (long long)mm[i][0], (long long)mm[i][1], (long long)mm[i][2], (long long)mm[i][3],
-               power_op_W(&chip, &r), r.util[PIPE_CUBE], r.hbm_GBps);
-      CU_ASSERT(power_op_W(&chip, &r) <= chip.power.max_W * 1.001);
-      CU_ASSERT(power_op_W(&chip, &r) >= chip.power.idle_W);
-    }
-    /* attention keeps cube and vector busy at once: the model's power then passes the
-     * limit, where a real chip would throttle its clock (not modelled: power.h) */
-    op_kind_t attn[] = {OP_ATTN_FWD, OP_ATTN_BWD};
-    for (size_t i = 0; i < 2; i++) {
-      op_result_t r = cost(&chip, attn[i], dt, 4, 32, 4096, 128);
-      printf(" | %s %.0f W", op_kind_names[attn[i]], power_op_W(&chip, &r));
-    }
-    op_result_t dec = cost(&chip, OP_ATTN_DECODE, dt, 64, 32, 4096, 128);
-    CU_ASSERT(power_op_W(&chip, &dec) <= chip.power.max_W * 1.001);
-    for (op_kind_t k = OP_ADD; k <= OP_REDUCE_SUM; k++) {
-      op_result_t r = cost(&chip, k, dt, 8192, 8192, 0, 0);
-      CU_ASSERT(power_op_W(&chip, &r) <= chip.power.max_W * 1.001);
+    chip_cfg_t sustained = sys.chip;
+    sustained.freq_hz *= sustained.sustained_clock;
+    CU_ASSERT_FATAL(power_modelled(&sys.chip) && sys.chip.power.max_W > 0);
+    bool throttles = power_throttles(&sys.chip);
+    throttling += throttles;
+    const chip_cfg_t *at = throttles ? &sys.chip : &sustained;
+    op_result_t gemm = cost(at, OP_MATMUL, CHIP_DTYPE_BF16, 8192, 8192, 8192, 1);
+    double w = power_op_W(at, &gemm);
+    printf("\n  %-24s 8192^3 GEMM %5.1f W of max_W %4.0f at %.2f GHz", systems[s], w,
+           sys.chip.power.max_W, gemm.clock_hz / 1e9);
+    CU_ASSERT(w <= sys.chip.power.max_W * 1.0001);
+    if (throttles) {
+      CU_ASSERT(w >= 0.99 * sys.chip.power.max_W);
+      CU_ASSERT_DOUBLE_EQUAL(gemm.clock_hz, sys.chip.freq_hz, 1e-9 * sys.chip.freq_hz);
+      check_ops_within_limit(systems[s], &sys.chip, true);
+      check_ops_within_limit(systems[s], &sustained, true);
+    } else {
+      CU_ASSERT(w >= 0.8 * sys.chip.power.max_W);
+      check_ops_within_limit(systems[s], &sustained, false);
     }
   }
+  CU_ASSERT(throttling >= 1); /* the law above is exercised on a throttling chip */
+}
+
+/* Throttling (op_cost.c, power.h) with known answers on h100-dgx: an op over
+ * a lowered max_W runs at the clock where it draws max_W exactly; a compute-
+ * bound GEMM's time stretches by the clock ratio (its launch overhead does
+ * not), an HBM-bound copy's time does not move; a lower limit never gives a
+ * higher clock; max_W = 0 or clock_GHz = 0 turns throttling off; unit power
+ * follows (f / clock_GHz)^k. */
+static void test_ops_throttle_at_the_power_limit(void) {
+  system_cfg_t sys = load_system("h100-dgx.json", NULL);
+  chip_cfg_t chip = sys.chip;
+  double f0 = chip.freq_hz;
+  CU_ASSERT_FATAL(power_throttles(&chip));
+  CU_ASSERT_DOUBLE_EQUAL(power_unit_scale(&chip, 0.5 * chip.power.clock_hz),
+                         pow(0.5, chip.power.clock_exponent), 1e-12);
+  chip_cfg_t off = chip;
+  off.power.max_W = 0;
+  op_result_t free_gemm = cost(&off, OP_MATMUL, CHIP_DTYPE_BF16, 8192, 8192, 8192, 1);
+  CU_ASSERT_EQUAL(free_gemm.clock_hz, f0);
+  double prev_clock = f0;
+  for (double limit = 650; limit >= 350; limit -= 100) {
+    chip.power.max_W = limit;
+    op_result_t g = cost(&chip, OP_MATMUL, CHIP_DTYPE_BF16, 8192, 8192, 8192, 1);
+    CU_ASSERT(g.clock_hz < prev_clock);
+    CU_ASSERT_DOUBLE_EQUAL(power_op_W(&chip, &g), limit, 1e-3 * limit);
+    double overhead_s = chip.cube.op_overhead_s;
+    CU_ASSERT_DOUBLE_EQUAL((g.time_s - overhead_s) / (free_gemm.time_s - overhead_s),
+                           f0 / g.clock_hz, 1e-3 * f0 / g.clock_hz);
+    prev_clock = g.clock_hz;
+  }
+  /* gelu is bound by HBM with its vector cores a third busy: holding it 10 W
+   * lower lowers its clock (to about 0.78 of it), not its time */
+  chip = sys.chip;
+  op_result_t gelu = cost(&chip, OP_GELU, CHIP_DTYPE_BF16, 8192, 8192, 0, 0);
+  CU_ASSERT_EQUAL(gelu.clock_hz, f0);
+  CU_ASSERT_EQUAL(gelu.bound, PIPE_HBM);
+  CU_ASSERT(gelu.util[PIPE_VECTOR] > 0.2);
+  chip.power.max_W = power_op_W(&chip, &gelu) - 10;
+  op_result_t held = cost(&chip, OP_GELU, CHIP_DTYPE_BF16, 8192, 8192, 0, 0);
+  CU_ASSERT(held.clock_hz < 0.9 * f0 && held.clock_hz > 0.5 * f0);
+  CU_ASSERT_DOUBLE_EQUAL(held.time_s, gelu.time_s, 1e-6 * gelu.time_s);
+  CU_ASSERT_DOUBLE_EQUAL(power_op_W(&chip, &held), chip.power.max_W, 1e-3 * chip.power.max_W);
+  /* no clock stated: unit power does not follow the clock, nothing throttles */
+  chip = sys.chip;
+  chip.power.clock_hz = 0;
+  chip.power.max_W = 350;
+  CU_ASSERT_FALSE(power_throttles(&chip));
+  op_result_t g = cost(&chip, OP_MATMUL, CHIP_DTYPE_BF16, 8192, 8192, 8192, 1);
+  CU_ASSERT_EQUAL(g.clock_hz, f0);
+  CU_ASSERT(power_op_W(&chip, &g) > 350);
 }
 
 static void test_more_cores_are_never_slower(void) {
@@ -244,6 +318,7 @@ CU_TestInfo op_tests[] = {
     {"no op beats the roofline", test_no_op_beats_the_roofline},
     {"more cores are never slower", test_more_cores_are_never_slower},
     {"no op draws more than the power limit", test_no_op_draws_more_than_the_power_limit},
+    {"ops throttle at the power limit", test_ops_throttle_at_the_power_limit},
     {"small and skinny shapes lose efficiency", test_small_and_skinny_shapes_lose_efficiency},
     {"streaming vector ops run at HBM speed", test_streaming_vector_ops_run_at_hbm_speed},
     {"identical ops are costed once", test_identical_ops_are_costed_once},

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "op_cost.h"
+#include "power.h"
 
 static int parse_shape(const char *text, op_desc_t *op, npu_err_t *err) {
   char why[256];
@@ -92,6 +93,15 @@ static void print_row(FILE *out, out_format_t fmt, const chip_cfg_t *chip, const
   }
 }
 
+/* The power the op would draw at the chip's clock, were it not throttled. */
+static double throttle_W(const chip_cfg_t *chip, const op_desc_t *op) {
+  chip_cfg_t free_running = *chip;
+  free_running.power.max_W = 0;
+  op_result_t r;
+  op_model(&free_running, op, &r);
+  return power_op_W(&free_running, &r);
+}
+
 static void explain(FILE *out, const chip_cfg_t *chip, const op_desc_t *op, const op_result_t *r) {
   fprintf(out, "\n");
   if (op->kind == OP_MATMUL)
@@ -108,7 +118,11 @@ static void explain(FILE *out, const chip_cfg_t *chip, const op_desc_t *op, cons
             "waves\n", r->tile[0], (long long)r->tiles, r->cores, chip->vector.cores,
             (long long)r->waves);
   fprintf(out, "pipes (busy share of the op's %.0f cycles at %.2f GHz):\n", r->cycles,
-          chip->freq_hz / 1e9);
+          r->clock_hz / 1e9);
+  if (r->clock_hz < chip->freq_hz) /* power.h: the op would pass the board's limit */
+    fprintf(out, "throttled: %.1f W at %.3f GHz would pass chip.power.max_W = %.0f W; runs at "
+            "%.3f GHz, drawing %.1f W\n", throttle_W(chip, op), chip->freq_hz / 1e9,
+            chip->power.max_W, r->clock_hz / 1e9, power_op_W(chip, r));
   for (int p = 0; p < PIPE_COUNT; p++)
     if (r->util[p] > 0)
       fprintf(out, "  %-8s %6.1f%%  %14.0f cycles%s\n", pipe_names[p], 100 * r->util[p],

@@ -246,13 +246,23 @@ static const cfg_key_t system_keys[] = {
     OFF("chip.power.idle_W", "W", 1, SYS(chip.power.idle_W), 0.1, 1e5, "0",
         "Power of the die powered and idle."),
     OFF("chip.power.cube_W", "W", 1, SYS(chip.power.cube_W), 0.1, 1e5, "0",
-        "Power on top of idle with every cube core busy (scaled by the cube's busy share)."),
+        "Power on top of idle with every cube core busy at chip.power.clock_GHz (scaled by "
+        "the cube's busy share and the clock)."),
     OFF("chip.power.vector_W", "W", 1, SYS(chip.power.vector_W), 0.1, 1e5, "0",
-        "Power on top of idle with every vector core busy (scaled by their busy share)."),
+        "Power on top of idle with every vector core busy at chip.power.clock_GHz (scaled by "
+        "their busy share and the clock)."),
+    OFF("chip.power.clock_GHz", "GHz", GIGA, SYS(chip.power.clock_hz), 0.01, 10, "0",
+        "Clock cube_W and vector_W are stated at; at clock f they draw (f / clock_GHz)^"
+        "clock_exponent of it. With max_W, an op that would pass max_W at its clock runs "
+        "at the highest clock within it (its compute stretches, its HBM time does not). "
+        "0: unit power does not follow the clock and no op throttles."),
+    NUM("chip.power.clock_exponent", "", 1, SYS(chip.power.clock_exponent), 0, 4, "2",
+        "k in unit power ~ clock^k (P = C V^2 f: 1 at a fixed voltage, 3 with the voltage "
+        "rising in proportion to the clock)."),
     OFF("chip.power.hbm_pJ_per_bit", "pJ/bit", 8e-12, SYS(chip.power.hbm_J_per_byte), 0.001,
         1e4, "0", "Energy of one bit between HBM and the cores (DRAM, PHY, on-chip path)."),
     OFF("chip.power.max_W", "W", 1, SYS(chip.power.max_W), 1, 1e5, "0",
-        "The board's power limit (TDP), for checks; 0: none."),
+        "The board's power limit (TDP): ops throttle to it (see clock_GHz); 0: none."),
 
     OBJ("chip.variation", "Stragglers: NPUs away from the chip model's speed (variation.h)."),
     PARSED("chip.variation.speed_factors", system_cfg_t, variation.ranges, 0, 1023, "\"\"",
