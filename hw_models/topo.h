@@ -101,7 +101,8 @@ struct topo {
 
 /* Builds the graph for ranks placed ranks_per_node per server (0 = node.npus),
  * with cluster->faults applied (and the topology after links die, if any do
- * during the run: refused when they cut ranks off, or die at two times). Returns 0, or -1 with a one-line reason in err
+ * during the run: refused when they cut ranks off, or die at two times).
+ * Returns 0, or -1 with a one-line reason in err
  * when the job does not fit the system, or a fault names no link of it or cuts
  * ranks off: "FIELD: expected ..., found ...", FIELD being the parameter at
  * fault (ranks, ranks_per_node or cluster.faults.links); the caller adds where

@@ -184,7 +184,8 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
   double T = t->death_s;
   int n = ph->nxfers;
   size_t nslots = (size_t)2 * t->nlinks + 1;
-  double *from = malloc(((size_t)n + 1) * sizeof *from), *end = malloc(((size_t)n + 1) * sizeof *end);
+  double *from = malloc(((size_t)n + 1) * sizeof *from);
+  double *end = malloc(((size_t)n + 1) * sizeof *end);
   char *late = calloc((size_t)n + 1, 1); /* 1: starts at or after T; 2: resent at T */
   double *pre = calloc(nslots, sizeof *pre), *first = malloc(nslots * sizeof *first);
   double *resent = calloc(nslots, sizeof *resent), *post = calloc(nslots, sizeof *post);
