@@ -14,8 +14,11 @@
  * bandwidth it had before (faults on one link multiply). A transfer that
  * crosses T runs at the old rate until T and the new one after, as a link
  * training down its lanes does. A link dying during the run (FACTOR 0 with
- * T > 0) is not modelled: routes are fixed when the run starts, so it is
- * refused (topo.c); "@0" is the fault from the start.
+ * T > 0; all such links at one T) works until T; transfers starting at or
+ * after T take the paths that remain, and a transfer on it at T is resent
+ * whole on them from T (an RDMA queue pair retransmits what was not
+ * acknowledged after a link-down; here all of it). "@0" is the fault from the
+ * start.
  *
  * Nothing here knows about SimGrid: the flow platform and the analytic costs
  * both read the faulted topology (topo.h, its timed changes too), so the two

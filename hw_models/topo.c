@@ -78,10 +78,22 @@ static void add_scale_up(topo_t *t, int server) {
 }
 
 static int apply_faults(topo_t *t, char *err, size_t err_len);
+static int build_after(topo_t *t, char *err, size_t err_len);
+static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
+                 int ranks, int ranks_per_node, double died_s, topo_t *out, char *err,
+                 size_t err_len);
 
 int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
                int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len) {
+  return build(node, cluster, dies_per_package, ranks, ranks_per_node, 0, out, err, err_len);
+}
+
+/* topo_build; died_s > 0 builds the topology after links died at died_s. */
+static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
+                 int ranks, int ranks_per_node, double died_s, topo_t *out, char *err,
+                 size_t err_len) {
   memset(out, 0, sizeof *out);
+  out->died_s = died_s;
   int k = ranks_per_node > 0 ? ranks_per_node : node->npus;
   if (ranks < 1) {
     snprintf(err, err_len, "ranks: expected at least 1 rank, found %d", ranks);
@@ -160,10 +172,32 @@ int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_pe
       up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / so->spines;
       add_link(out, TOPO_LINK_UPLINK, leaf, spine, -1, up);
     }
-  if (apply_faults(out, err, err_len)) {
+  if (apply_faults(out, err, err_len) || build_after(out, err, err_len)) {
     topo_free(out);
     return TOPO_BAD_FAULT;
   }
+  return 0;
+}
+
+/* The topology from the links' death on: the same faults, the dying links
+ * dead from the start (only transfers starting at or after T use it). */
+static int build_after(topo_t *t, char *err, size_t err_len) {
+  if (t->death_s <= 0)
+    return 0;
+  cluster_cfg_t cl = t->cluster;
+  for (int i = 0; i < cl.faults.n; i++)
+    if (cl.faults.v[i].factor == 0)
+      cl.faults.v[i].at_s = 0;
+  topo_t *after = malloc(sizeof *after);
+  if (!after)
+    return snprintf(err, err_len, "cluster.faults.links: out of memory"), -1;
+  int rc = build(&t->node, &cl, t->dies_per_package, t->ranks, t->ranks_per_node, t->death_s,
+                 after, err, err_len);
+  if (rc) {
+    free(after);
+    return -1;
+  }
+  t->after = after;
   return 0;
 }
 
@@ -237,21 +271,29 @@ static int apply_faults(topo_t *t, char *err, size_t err_len) {
   const link_faults_t *f = &t->cluster.faults;
   for (int i = 0; i < f->n; i++) {
     int matched = 0;
-    if (f->v[i].at_s > 0 && f->v[i].factor == 0)
-      return snprintf(err, err_len, "cluster.faults.links: expected a dead link (FACTOR 0) from "
-                      "the start (no @T, or @0): routes are fixed for the run, found %s:0@%g",
-                      f->v[i].link, f->v[i].at_s), -1;
+    if (f->v[i].at_s > 0 && f->v[i].factor == 0) { /* dies during the run: build_after */
+      if (t->death_s > 0 && t->death_s != f->v[i].at_s)
+        return snprintf(err, err_len, "cluster.faults.links: expected links dying during the "
+                        "run (FACTOR 0 at T > 0) to die at one time, found %s:0@%g after one "
+                        "@%g", f->v[i].link, f->v[i].at_s, t->death_s), -1;
+      t->death_s = f->v[i].at_s;
+    }
     for (int link = 0; link < t->nlinks; link++) {
       if (!fault_matches(t, link, f->v[i].link))
         continue;
       matched++;
-      if (f->v[i].at_s > 0) /* a change at T: add_changes */
+      if (f->v[i].at_s > 0) /* a change at T: add_changes; a death: build_after */
         continue;
       if (f->v[i].factor > 0) {
         t->links[link].cfg.bw_bytes_per_s *= f->v[i].factor;
         continue;
       }
       char who[96];
+      if (cut_off(t, link, who, sizeof who) && t->died_s > 0 && f->v[i].timed)
+        return snprintf(err, err_len, "cluster.faults.links: expected links dying during the "
+                        "run to leave a path (a full-mesh link, a spine uplink), found %s:0@%g, "
+                        "which cuts off %s from %g s", f->v[i].link, t->died_s, who, t->died_s),
+               -1;
       if (cut_off(t, link, who, sizeof who))
         return snprintf(err, err_len, "cluster.faults.links: expected dead links that leave a "
                         "path (a full-mesh link, a spine uplink), found %s dead, which cuts off "
@@ -270,6 +312,11 @@ static int apply_faults(topo_t *t, char *err, size_t err_len) {
       for (int s = 0; s < spines && !joined; s++)
         joined = !t->links[t->first_uplink + la * spines + s].failed &&
                  !t->links[t->first_uplink + lb * spines + s].failed;
+      if (!joined && t->died_s > 0)
+        return snprintf(err, err_len, "cluster.faults.links: expected two leaves to keep a "
+                        "spine both reach after links die at %g s, found none for leaves %d and "
+                        "%d, which cuts the ranks under one off from the other's from %g s",
+                        t->died_s, la, lb, t->died_s), -1;
       if (!joined)
         return snprintf(err, err_len, "cluster.faults.links: expected two leaves to keep a "
                         "spine both reach, found none for leaves %d and %d, which cuts the ranks "
@@ -282,6 +329,11 @@ static int apply_faults(topo_t *t, char *err, size_t err_len) {
 }
 
 void topo_free(topo_t *t) {
+  if (t->after) {
+    topo_free(t->after);
+    free(t->after);
+    t->after = NULL;
+  }
   free(t->links);
   free(t->changes);
   free(t->change_off);
@@ -490,7 +542,42 @@ double topo_link_drain_end_s(const topo_t *t, int link, double bytes, double sta
   return now + bytes / bw;
 }
 
+const topo_t *topo_at(const topo_t *t, double start_s) {
+  return t->after && start_s >= t->death_s ? t->after : t;
+}
+
+bool topo_link_dies(const topo_t *t, int link) {
+  return t->after && t->after->links[link].failed && !t->links[link].failed;
+}
+
+bool topo_path_dies(const topo_t *t, const topo_hop_t *hops, int nhops) {
+  for (int h = 0; t->after && h < nhops; h++)
+    if (topo_link_dies(t, hops[h].link))
+      return true;
+  return false;
+}
+
+double topo_link_bytes_between(const topo_t *t, int link, double from_s, double to_s) {
+  if (to_s <= from_s)
+    return 0;
+  double bytes = 0, now = from_s, bw = topo_link_bw_at(t, link, from_s);
+  for (int c = t->nchanges ? t->change_off[link] : 0;
+       t->nchanges && c < t->change_off[link + 1]; c++) {
+    const topo_change_t *ch = &t->changes[c];
+    if (ch->at_s <= now)
+      continue; /* already in bw */
+    if (ch->at_s >= to_s)
+      break;
+    bytes += (ch->at_s - now) * bw;
+    now = ch->at_s;
+    bw *= ch->factor;
+  }
+  return bytes + (to_s - now) * bw;
+}
+
 bool topo_changes_within(const topo_t *t, double from_s, double to_s) {
+  if (t->after && t->death_s > from_s && t->death_s <= to_s)
+    return true;
   for (int c = 0; c < t->nchanges; c++)
     if (t->changes[c].at_s > from_s && t->changes[c].at_s <= to_s)
       return true;

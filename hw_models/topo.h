@@ -21,7 +21,9 @@
  * Faults (faults.h) slow links down or kill them; routes go around dead ones:
  * a full-mesh pair through a third NPU, a spine's flows onto the next live
  * spine. A fault from a time T > 0 is kept as a change of the link's bandwidth
- * at T (topo_change_t); routes never change during a run.
+ * at T (topo_change_t). Links dying at T > 0 ("LINK:0@T") give a second
+ * topology, `after`, with them dead: a transfer starting at or after T takes
+ * its routes, one starting before T the first one's (topo_at).
  *
  * Nothing here knows about SimGrid: sim/ turns the graph into a platform. */
 #ifndef NPUSIM_TOPO_H
@@ -68,7 +70,9 @@ typedef struct {
 
 #define TOPO_MAX_HOPS 16 /* a ring of 32 NPUs needs 16 hops; everything else <= 4 */
 
-typedef struct {
+typedef struct topo topo_t;
+
+struct topo {
   node_cfg_t node;
   cluster_cfg_t cluster;
   int dies_per_package;
@@ -88,10 +92,17 @@ typedef struct {
   int nchanges;
   topo_change_t *changes;
   int *change_off;
-} topo_t;
+  /* links dying during the run (FACTOR 0 at T > 0, one T for all of them):
+   * death_s = T, and after is this topology with them dead (its own death_s
+   * 0, died_s T); NULL and 0 without */
+  double death_s, died_s;
+  topo_t *after;
+};
 
 /* Builds the graph for ranks placed ranks_per_node per server (0 = node.npus),
- * with cluster->faults applied. Returns 0, or -1 with a one-line reason in err
+ * with cluster->faults applied (and the topology after links die, if any do
+ * during the run: refused when they cut ranks off, or die at two times).
+ * Returns 0, or -1 with a one-line reason in err
  * when the job does not fit the system, or a fault names no link of it or cuts
  * ranks off: "FIELD: expected ..., found ...", FIELD being the parameter at
  * fault (ranks, ranks_per_node or cluster.faults.links); the caller adds where
@@ -143,7 +154,21 @@ double topo_link_bw_at(const topo_t *t, int link, double time_s);
  * bandwidth are through: start_s + bytes / bandwidth without timed faults. */
 double topo_link_drain_end_s(const topo_t *t, int link, double bytes, double start_s);
 
-/* Whether a timed fault of any link falls in (from_s, to_s]. */
+/* The topology a transfer starting at start_s is routed on: after from the
+ * links' death on, else t itself. */
+const topo_t *topo_at(const topo_t *t, double start_s);
+
+/* Whether the link dies during the run (alive in t, dead in t->after). */
+bool topo_link_dies(const topo_t *t, int link);
+
+/* Whether a path crosses a link that dies during the run. */
+bool topo_path_dies(const topo_t *t, const topo_hop_t *hops, int nhops);
+
+/* Bytes the link carries at full bandwidth from from_s to to_s (its timed
+ * faults applied; a dying link as if it lived). */
+double topo_link_bytes_between(const topo_t *t, int link, double from_s, double to_s);
+
+/* Whether a timed fault of any link (a death too) falls in (from_s, to_s]. */
 bool topo_changes_within(const topo_t *t, double from_s, double to_s);
 
 /* A stable, readable name: "s0.mesh1-5", "s0.ring3-4", "s2.port3" (switch),

@@ -11,7 +11,18 @@
 #     halved at T = B / 2 (after its latencies, which come first): the bytes
 #     left at T, (B - T) worth at the old rate, take twice as long, so it ends
 #     at T + 2 (B - T) = 1.5 B, to 0.1%;
-#   - a link dying during the run (FACTOR 0 with T > 0) is refused in one line;
+#   - a link dying at T (FACTOR 0 with T > 0): a 256 MiB sendrecv between two
+#     NPUs of a 910B server whose mesh link dies at T, half way through, is
+#     resent whole from T round the third NPU (links of the same rate), so it
+#     ends at T + B / bw, bw from two sizes (time(256M) - time(128M) is 128M /
+#     bw), to 0.1%; the 8-NPU all-reduce's sizes that start after T take the
+#     time of the link dead from the start, those ending before T that of no
+#     fault (to 1e-6), and one in flight at T lies between; in a two-spine
+#     fabric a spine uplink dying at T: the sizes after T take the static dead
+#     spine's time, which is one spine of half the capacity (faults_e2e.sh);
+#     a death after the run: byte-identical output;
+#   - refused in one line: a death that cuts ranks off after T (naming them and
+#     T), deaths at two times, a death in a replay;
 #   - the Chrome trace marks each timed fault (an instant event naming the
 #     link and the factor) and tests/check_chrome_trace.py accepts it.
 # Then a grid: link kinds x fault times x factors on an HCCS full mesh (910B,
@@ -20,7 +31,8 @@
 # lands inside different ones, and replays
 # (DP all-reduces crossing servers, TP all-reduces in a server, a pipeline's
 # sends): analytic within 3% of flow, and the fault seen (each case slower
-# than without it). Prints the grid. Run from the repository root.
+# than without it); then links dying at T in the mesh, the two-spine fabric and
+# across two servers. Prints the grid. Run from the repository root.
 set -u
 npusim=${1:?usage: fault_time_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
@@ -83,9 +95,65 @@ for fid in analytic flow; do
   check "$fid: one transfer's link halved at its midpoint ends at 1.5x ($alone -> $halved us, want $want)" \
     near "$halved" "$want" 0.001
 done
-expect_line "a link dying during the run" \
-  'configs/systems/ascend-910b.json: cluster.faults.links: expected a dead link (FACTOR 0) from the start (no @T, or @0): routes are fixed for the run, found s0.mesh0-1:0@0.001' \
+# ---- links dying at T ----
+mesh3="ascend-910b.json --op allreduce --ranks 8 --sizes 64M:256M"
+spine2="h100-dgx.json --op allgather --ranks 16 --sizes 64M:256M
+  --set cluster.scale_out.topology=spine_leaf --set cluster.scale_out.npus_per_leaf=8"
+nth() { echo "$1" | cut -d' ' -f"$2"; }
+for fid in analytic flow; do
+  pair=$(coll_times $fid ascend-910b.json --op sendrecv --ranks 2 --sizes 128M:256M)
+  alone=$(nth "$pair" 2)
+  at=$(python3 -c "print($alone / 2 * 1e-6)")
+  died=$(coll_times $fid ascend-910b.json --op sendrecv --ranks 2 --sizes 256M:256M \
+    $f=s0.mesh0-1:0@$at)
+  want=$(python3 -c "print($alone / 2 + 2 * ($alone - $(nth "$pair" 1)))")
+  check "$fid: a transfer whose link dies half way is resent whole round it from T ($alone -> $died us, want $want)" \
+    near "$died" "$want" 0.001
+  healthy=$(coll_times $fid $mesh3)
+  dead=$(coll_times $fid $mesh3 $f=s0.mesh0-1:0)
+  at=$(python3 -c "print($(nth "$healthy" 1) / 2 * 1e-6)") # inside the first size
+  mid=$(coll_times $fid $mesh3 $f=s0.mesh0-1:0@$at)
+  for k in 2 3; do
+    check "$fid: mesh all-reduce size $k, after the link died, takes the static dead link's time ($(nth "$mid" $k) vs $(nth "$dead" $k) us)" \
+      near "$(nth "$mid" $k)" "$(nth "$dead" $k)" 1e-6
+  done
+  check "$fid: the size in flight at T is slower than without the fault ($(nth "$mid" 1) > $(nth "$healthy" 1))" \
+    slower "$(nth "$mid" 1)" "$(nth "$healthy" 1)"
+  check "$fid: and faster than the fault from the start ($(nth "$mid" 1) < $(nth "$dead" 1))" \
+    slower "$(nth "$dead" 1)" "$(nth "$mid" 1)"
+  at=$(python3 -c "print(($(nth "$healthy" 1) + $(nth "$healthy" 2) / 2) * 1e-6)") # inside the second
+  mid=$(coll_times $fid $mesh3 $f=s0.mesh0-1:0@$at)
+  check "$fid: the size that ended before T is unchanged ($(nth "$mid" 1) vs $(nth "$healthy" 1) us)" \
+    near "$(nth "$mid" 1)" "$(nth "$healthy" 1)" 1e-6
+  half=$(coll_times $fid $spine2 --set cluster.scale_out.spines=1 \
+    --set cluster.scale_out.oversubscription=2)
+  healthy=$(coll_times $fid $spine2 --set cluster.scale_out.spines=2)
+  at=$(python3 -c "print($(nth "$healthy" 1) / 2 * 1e-6)")
+  mid=$(coll_times $fid $spine2 --set cluster.scale_out.spines=2 $f=leaf0.spine0:0@$at)
+  for k in 2 3; do
+    check "$fid: 2-spine all-gather size $k after a spine uplink died = one spine of half the capacity ($(nth "$mid" $k) vs $(nth "$half" $k) us)" \
+      near "$(nth "$mid" $k)" "$(nth "$half" $k)" 1e-6
+  done
+  "$npusim" coll --system configs/systems/$mesh3 --fidelity $fid >"$tmp/d0"
+  "$npusim" coll --system configs/systems/$mesh3 --fidelity $fid $f=s0.mesh0-1:0@10 >"$tmp/d1"
+  check "coll $fid: a link dying after the run ends changes nothing" cmp "$tmp/d0" "$tmp/d1"
+done
+expect_line "a link dying at T that cuts a rank off" \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected links dying during the run to leave a path (a full-mesh link, a spine uplink), found s0.nic0:0@0.001, which cuts off rank 0 from 0.001 s' \
+  "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 16 \
+  --set cluster.scale_out.topology=spine_leaf $f=s0.nic0:0@0.001
+expect_line "the last spine two leaves share dying at T" \
+  'configs/systems/h100-dgx.json: cluster.faults.links: expected two leaves to keep a spine both reach after links die at 0.001 s, found none for leaves 0 and 1, which cuts the ranks under one off from the other'"'"'s from 0.001 s' \
+  "$npusim" coll --system configs/systems/h100-dgx.json --op allgather --ranks 16 \
+  --set cluster.scale_out.topology=spine_leaf --set cluster.scale_out.npus_per_leaf=8 \
+  --set cluster.scale_out.spines=2 $f=leaf0.spine0:0,leaf1.spine1:0@0.001
+expect_line "links dying at two times" \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected links dying during the run (FACTOR 0 at T > 0) to die at one time, found s0.mesh0-2:0@0.002 after one @0.001' \
   "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 8 \
+  $f=s0.mesh0-1:0@0.001,s0.mesh0-2:0@0.002
+expect_line "a link dying during a replay" \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected links dying during the run (FACTOR 0 @T > 0) only in npusim coll, found s0.mesh0-1:0@0.001' \
+  "$npusim" replay --system configs/systems/ascend-910b.json --trace "$tmp/tp8.json" \
   $f=s0.mesh0-1:0@0.001
 expect_line "a time that is no number" \
   '--set: cluster.faults.links: expected links and the bandwidth left, "LINK:FACTOR[@T],..." (0 <= FACTOR <= 1, T >= 0 s), found "nic:0.5@soon"' \
@@ -128,6 +196,22 @@ for fault in uplink:0.25@0.004 leaf1.spine1:0.1@0.002 s0.nic0:0.25@0.001 \
 done
 base=$(coll_times flow $servers)
 for fault in nic:0.5@0.002 s1.mesh0-1:0.5@0.001 s0.nic3:0.3@0.0042; do
+  grid "910b 2 servers allreduce 64M..512M" $fault "$base" \
+    "$(coll_times analytic $servers $f=$fault)" "$(coll_times flow $servers $f=$fault)"
+done
+base=$(coll_times flow $mesh3)
+for fault in s0.mesh0-1:0@0.0003 s0.mesh2-5:0@0.0012 s0.mesh0-7:0@0.004 \
+  s0.mesh0-1:0@0.0005,s0.mesh3-4:0@0.0005,s0.mesh2-5:0.5@0.0002; do
+  grid "910b mesh allreduce 64M..256M" $fault "$base" "$(coll_times analytic $mesh3 $f=$fault)" \
+    "$(coll_times flow $mesh3 $f=$fault)"
+done
+base=$(coll_times flow $two)
+for fault in leaf0.spine1:0@0.0005 leaf1.spine1:0@0.003 leaf0.spine1:0@0.001,uplink:0.5@0.002; do
+  grid "h100 2-spine allgather 16M..1G" $fault "$base" "$(coll_times analytic $two $f=$fault)" \
+    "$(coll_times flow $two $f=$fault)"
+done
+base=$(coll_times flow $servers)
+for fault in s1.mesh0-1:0@0.001 s0.mesh2-3:0@0.0001,nic:0.5@0.002; do
   grid "910b 2 servers allreduce 64M..512M" $fault "$base" \
     "$(coll_times analytic $servers $f=$fault)" "$(coll_times flow $servers $f=$fault)"
 done

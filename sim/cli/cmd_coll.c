@@ -439,7 +439,7 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
     for (int i = 0; i < a->nsizes; i++) {
       rows[i].time_s = coll_analytic_time(&topo, &cfg, &plans[i].sched,
                                           (opts->links && i == last) ? &stats : NULL);
-      if (topo.nchanges) /* timed faults: when it runs matters */
+      if (topo.nchanges || topo.after) /* timed faults: when it runs matters */
         rows[i].time_s = coll_analytic_time_from(&topo, &cfg, &plans[i].sched, clock_s);
       clock_s += rows[i].time_s;
     }

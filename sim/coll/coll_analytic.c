@@ -154,7 +154,122 @@ static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
   return last;
 }
 
-/* Walks the schedule from start_s, round by round; returns its end. */
+/* Loads one round of the phase on topology t (routes, link loads, bytes
+ * received, each sender's largest path latency) into sc and wait. */
+static void load_round(const topo_t *t, const coll_phase_t *ph, double wire, scratch_t *sc,
+                       double *wait) {
+  for (int i = 0; i < ph->nxfers; i++) {
+    const coll_xfer_t *x = &ph->xfers[i];
+    topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    sc->nhops[i] = topo_route(t, x->src, x->dst, h);
+    for (int j = 0; j < sc->nhops[i]; j++)
+      sc->load[2 * h[j].link + h[j].dir] += x->bytes * wire;
+    sc->recv[x->dst] += x->bytes;
+    double a = topo_path_alpha_s(t, h, sc->nhops[i]);
+    wait[x->src] = a > wait[x->src] ? a : wait[x->src];
+  }
+}
+
+static void clear_round(const coll_phase_t *ph, scratch_t *sc, double *wait) {
+  for (int i = 0; i < ph->nxfers; i++) {
+    const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    for (int j = 0; j < sc->nhops[i]; j++)
+      sc->load[2 * h[j].link + h[j].dir] = 0;
+    sc->recv[ph->xfers[i].dst] = 0;
+    wait[ph->xfers[i].src] = 0;
+  }
+}
+
+/* The end of a round that starts before the links' death and would end after
+ * it (loads of the round on t in sc, as load_round left them). A transfer
+ * starting at or after T takes t->after's route; one on a dying link and
+ * not through by T is resent whole on its after route from T. From T, each
+ * link direction drains what the transfers that go on left on it at T (its
+ * load less what it carried since the earliest start on it, less the resent
+ * transfers' share of that) with the after routes' loads; the round ends with
+ * its slowest transfer, then the reduction. */
+static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
+                              double wire, double step_s, const scratch_t *sc,
+                              const double *wait, double start_s) {
+  const topo_t *after = t->after;
+  double T = t->death_s;
+  int n = ph->nxfers;
+  size_t nslots = (size_t)2 * t->nlinks + 1;
+  double *from = malloc(((size_t)n + 1) * sizeof *from);
+  double *end = malloc(((size_t)n + 1) * sizeof *end);
+  char *late = calloc((size_t)n + 1, 1); /* 1: starts at or after T; 2: resent at T */
+  double *pre = calloc(nslots, sizeof *pre), *first = malloc(nslots * sizeof *first);
+  double *resent = calloc(nslots, sizeof *resent), *post = calloc(nslots, sizeof *post);
+  topo_hop_t *ah = malloc(((size_t)n + 1) * TOPO_MAX_HOPS * sizeof *ah);
+  int *anh = malloc(((size_t)n + 1) * sizeof *anh);
+  for (size_t k = 0; k < nslots; k++)
+    first[k] = T;
+  for (int i = 0; i < n; i++) { /* before T: the round's loads on t's routes */
+    const coll_xfer_t *x = &ph->xfers[i];
+    const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    from[i] = start_s + wait[x->src] + cfg->step_latency_s + step_s;
+    late[i] = from[i] >= T;
+    anh[i] = topo_route(after, x->src, x->dst, &ah[(size_t)i * TOPO_MAX_HOPS]);
+    for (int j = 0; !late[i] && j < sc->nhops[i]; j++) {
+      int slot = 2 * h[j].link + h[j].dir;
+      pre[slot] += x->bytes * wire;
+      first[slot] = from[i] < first[slot] ? from[i] : first[slot];
+    }
+  }
+  for (int i = 0; i < n; i++) { /* the ends alone on t; the transfers resent at T */
+    const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    end[i] = from[i];
+    for (int j = 0; !late[i] && j < sc->nhops[i]; j++) {
+      double e = topo_link_drain_end_s(t, h[j].link, pre[2 * h[j].link + h[j].dir], from[i]);
+      end[i] = e > end[i] ? e : end[i];
+    }
+    if (!late[i] && end[i] > T && topo_path_dies(t, h, sc->nhops[i])) {
+      late[i] = 2;
+      for (int j = 0; j < sc->nhops[i]; j++)
+        resent[2 * h[j].link + h[j].dir] += ph->xfers[i].bytes * wire;
+    }
+  }
+  for (size_t k = 0; k < nslots; k++) /* what goes on on each direction from T */
+    if (pre[k] > 0) {
+      double left = pre[k] - topo_link_bytes_between(t, (int)k / 2, first[k], T);
+      post[k] = left > 0 ? left * (1 - resent[k] / pre[k]) : 0;
+    }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; late[i] && j < anh[i]; j++) {
+      const topo_hop_t *h = &ah[(size_t)i * TOPO_MAX_HOPS + j];
+      post[2 * h->link + h->dir] += ph->xfers[i].bytes * wire;
+    }
+  double last = start_s, most_received = 0;
+  for (int i = 0; i < n; i++) {
+    const topo_hop_t *h = late[i] ? &ah[(size_t)i * TOPO_MAX_HOPS]
+                                  : &sc->hops[(size_t)i * TOPO_MAX_HOPS];
+    int nh = late[i] ? anh[i] : sc->nhops[i];
+    double e = late[i] ? from[i] : end[i], go = late[i] == 2 ? T : from[i];
+    for (int j = 0; j < nh && (late[i] || end[i] > T); j++) {
+      double left = post[2 * h[j].link + h[j].dir];
+      double d = left > 0 ? topo_link_drain_end_s(after, h[j].link, left, go > T ? go : T) : go;
+      e = d > e ? d : e;
+    }
+    last = e > last ? e : last;
+    double r = sc->recv[ph->xfers[i].dst];
+    most_received = r > most_received ? r : most_received;
+  }
+  if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
+    last += most_received / cfg->reduce_bw_bytes_per_s;
+  free(from);
+  free(end);
+  free(late);
+  free(pre);
+  free(first);
+  free(resent);
+  free(post);
+  free(ah);
+  free(anh);
+  return last;
+}
+
+/* Walks the schedule from start_s, round by round; returns its end. A round
+ * starting at or after the links' death runs on the topology after it. */
 static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                     double start_s) {
   scratch_t sc = scratch_new(topo, sched);
@@ -165,25 +280,19 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
   for (int loop = 0; loop < loops; loop++)
     for (int p = 0; p < sched->nphases; p++) {
       const coll_phase_t *ph = &sched->phases[p];
-      for (int i = 0; i < ph->nxfers; i++) { /* one round's loads: every round alike */
-        const coll_xfer_t *x = &ph->xfers[i];
-        topo_hop_t *h = &sc.hops[(size_t)i * TOPO_MAX_HOPS];
-        sc.nhops[i] = topo_route(topo, x->src, x->dst, h);
-        for (int j = 0; j < sc.nhops[i]; j++)
-          sc.load[2 * h[j].link + h[j].dir] += x->bytes * wire;
-        sc.recv[x->dst] += x->bytes;
-        double a = topo_path_alpha_s(topo, h, sc.nhops[i]);
-        wait[x->src] = a > wait[x->src] ? a : wait[x->src];
+      const topo_t *on = topo_at(topo, now); /* every round alike on one topology */
+      load_round(on, ph, wire, &sc, wait);
+      for (int r = 0; r < ph->rounds && ph->nxfers > 0; r++) {
+        if (topo_at(topo, now) != on) { /* the links died: the next rounds go round them */
+          clear_round(ph, &sc, wait);
+          load_round(on = topo_at(topo, now), ph, wire, &sc, wait);
+        }
+        double end = timed_round_end(on, cfg, ph, sched->step_s, &sc, wait, now);
+        if (on == topo && topo->after && end > topo->death_s)
+          end = death_round_end(topo, cfg, ph, wire, sched->step_s, &sc, wait, now);
+        now = end;
       }
-      for (int r = 0; r < ph->rounds && ph->nxfers > 0; r++)
-        now = timed_round_end(topo, cfg, ph, sched->step_s, &sc, wait, now);
-      for (int i = 0; i < ph->nxfers; i++) {
-        const topo_hop_t *h = &sc.hops[(size_t)i * TOPO_MAX_HOPS];
-        for (int j = 0; j < sc.nhops[i]; j++)
-          sc.load[2 * h[j].link + h[j].dir] = 0;
-        sc.recv[ph->xfers[i].dst] = 0;
-        wait[ph->xfers[i].src] = 0;
-      }
+      clear_round(ph, &sc, wait);
     }
   scratch_free(&sc);
   free(wait);

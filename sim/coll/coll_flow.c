@@ -9,7 +9,15 @@
  *
  * SimGrid runs once per process (its engine is global and its clock never
  * restarts), hence the guard in coll_flow_start: a second simulation is
- * refused, not silently wrong. */
+ * refused, not silently wrong.
+ *
+ * Links dying at T (topo_t.after): an endpoint that posts at or after T moves
+ * onto its shadow host first (platform.h), so its transfers take the routes
+ * after T. Until T each endpoint waits its round with T as deadline; then a
+ * transfer on a dying link that both ends had posted before T and that is not
+ * through is resent whole from T: both ends leave the old communication (it
+ * crawls on the dead link, platform.c) and post it again from their shadow
+ * hosts. */
 #include <math.h>
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
@@ -30,19 +38,38 @@ typedef struct {
   double data_bytes; /* what the receiver reduces */
   double alpha_s;    /* path latency + message overhead */
   sg_mailbox_t box;
+  double alpha_after_s; /* the same on the route after links die */
+  bool dies;            /* its route crosses a link that dies during the run */
 } fxfer_t;
+
+/* When each end last posted a transfer (links dying during the run only):
+ * both had posted it before T when the counts match and both times are. */
+typedef struct {
+  long sent, got;
+  double sent_s, got_s;
+} fstamp_t;
 
 typedef struct {
   const coll_phase_t *ph;
   bool uniform;             /* its rounds run as one (coll_flow_collapse, uniform_phase) */
   fxfer_t *x;
+  fstamp_t *stamp;          /* per transfer; NULL unless links die */
   int *send_off, *send_idx; /* transfers by sender, CSR over endpoints */
   int *recv_off, *recv_idx; /* transfers by receiver */
 } fphase_t;
 
+/* Communications left on dead links at T: still running (at 1 byte/s), so
+ * held until SimGrid has run (it cancels them as their actors end). */
+typedef struct {
+  sg_comm_t *v;
+  size_t n, cap;
+} left_comms_t;
+
 struct coll_flow_sched {
   int nphases, loops, endpoints;
+  left_comms_t *left; /* NULL unless links die */
   double step_s;     /* protocol latency per round */
+  double death_s;    /* when links die (topo_t.death_s); 0: none do */
   fphase_t *phases;
 };
 
@@ -129,6 +156,8 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
   job->nphases = s->nphases;
   job->loops = s->loops > 0 ? s->loops : 1;
   job->step_s = s->step_s;
+  job->death_s = topo->after ? topo->death_s : 0;
+  job->left = topo->after ? calloc(1, sizeof *job->left) : NULL;
   job->endpoints = s->endpoints;
   job->phases = calloc((size_t)(s->nphases > 0 ? s->nphases : 1), sizeof *job->phases);
   double wire = s->wire_factor >= 1 ? s->wire_factor : 1;
@@ -145,8 +174,16 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
       snprintf(name, sizeof name, "%s:%d>%d", channel, x->src, x->dst);
       long bytes = lround(x->bytes * wire);
       fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1, x->bytes,
-                           topo_path_alpha_s(topo, hops, nh), sg_mailbox_by_name(name)};
+                           topo_path_alpha_s(topo, hops, nh), sg_mailbox_by_name(name), 0,
+                           topo_path_dies(topo, hops, nh)};
+      fp->x[i].alpha_after_s = fp->x[i].alpha_s;
+      if (topo->after) {
+        nh = topo_route(topo->after, x->src, x->dst, hops);
+        fp->x[i].alpha_after_s = topo_path_alpha_s(topo->after, hops, nh);
+      }
     }
+    if (topo->after)
+      fp->stamp = calloc((size_t)(ph->nxfers > 0 ? ph->nxfers : 1), sizeof *fp->stamp);
     csr(job->endpoints, fp->x, ph->nxfers, true, &fp->send_off, &fp->send_idx);
     csr(job->endpoints, fp->x, ph->nxfers, false, &fp->recv_off, &fp->recv_idx);
   }
@@ -159,12 +196,18 @@ void coll_flow_free(coll_flow_sched_t *job) {
   for (int p = 0; p < job->nphases; p++) {
     fphase_t *fp = &job->phases[p];
     free(fp->x);
+    free(fp->stamp);
     free(fp->send_off);
     free(fp->send_idx);
     free(fp->recv_off);
     free(fp->recv_idx);
   }
   free(job->phases);
+  for (size_t i = 0; job->left && i < job->left->n; i++)
+    sg_comm_unref(job->left->v[i]);
+  if (job->left)
+    free(job->left->v);
+  free(job->left);
   free(job);
 }
 
@@ -202,7 +245,7 @@ void coll_flow_log_to_stats(const coll_flow_log_t *log, const topo_t *topo, link
   for (size_t i = 0; i < log->n; i++) {
     const coll_flow_xfer_t *x = &log->v[i];
     topo_hop_t hops[TOPO_MAX_HOPS];
-    int nh = topo_route(topo, x->src, x->dst, hops);
+    int nh = topo_route(topo_at(topo, x->start_s), x->src, x->dst, hops);
     for (int h = 0; h < nh; h++)
       linkstats_add_interval(stats, hops[h].link, hops[h].dir, x->start_s, x->end_s, x->bytes);
   }
@@ -217,8 +260,59 @@ static double dummy_payload; /* SimGrid refuses NULL payloads; never read or wri
  * would cost far more simulation time than it tells. */
 void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo) {
   /* a bandwidth that changes during a phase ends its rounds unevenly */
-  for (int p = 0; p < job->nphases && !topo->nchanges; p++)
+  for (int p = 0; p < job->nphases && !topo->nchanges && !topo->after; p++)
     job->phases[p].uniform = uniform_phase(topo, job->phases[p].ph, job->phases[p].x);
+}
+
+/* Moves the calling endpoint's actor onto its shadow host (platform.h), whose
+ * routes go round the links dead from T. */
+static void to_shadow_host(int me) {
+  char name[32];
+  snprintf(name, sizeof name, "a%d", me);
+  sg_host_t shadow = sg_host_by_name(name);
+  if (sg_host_self() != shadow)
+    sg_actor_set_host(sg_actor_self(), shadow);
+}
+
+static void *sink_left; /* where left communications put their payload, if ever through */
+
+/* At T: comms[done..n) of endpoint me's round are not through (comms[0..nr)
+ * its receives, the rest its sends). Each one on a dying link that both ends
+ * posted before T is left and posted again from the shadow hosts, whole;
+ * marks those receives in resent. Returns the comms to wait for, compacted
+ * into comms[done..]. */
+static size_t resend_at_death(const coll_flow_sched_t *job, const fphase_t *fp, int me,
+                              sg_comm_t *comms, size_t done, size_t n, size_t nr, int times,
+                              char *resent) {
+  double T = job->death_s;
+  size_t keep = done;
+  int r0 = fp->recv_off[me], s0 = fp->send_off[me];
+  to_shadow_host(me);
+  for (size_t i = done; i < n; i++) {
+    int xi = i < nr ? fp->recv_idx[r0 + (int)i] : fp->send_idx[s0 + (int)(i - nr)];
+    const fxfer_t *x = &fp->x[xi];
+    const fstamp_t *st = &fp->stamp[xi];
+    bool on_it = x->dies && st->sent == st->got && st->sent_s < T && st->got_s < T;
+    if (!on_it) {
+      comms[keep++] = comms[i];
+      continue;
+    }
+    if (sg_comm_test(comms[i])) /* through at T after all */
+      continue;
+    left_comms_t *left = job->left;
+    if (left->n == left->cap) {
+      left->cap = left->cap ? 2 * left->cap : 16;
+      left->v = realloc(left->v, left->cap * sizeof *left->v);
+    }
+    left->v[left->n++] = comms[i];
+    if (i < nr) {
+      comms[keep++] = sg_mailbox_get_async(x->box, &sink_left);
+      resent[i] = 1;
+    } else {
+      comms[keep++] = sg_mailbox_put_async(x->box, &dummy_payload, x->bytes * times);
+    }
+  }
+  return keep;
 }
 
 /* One round of a phase, or `times` of them as one: every wait, transfer and
@@ -227,31 +321,53 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
                       const fphase_t *fp, coll_flow_log_t *log, sg_comm_t *comms, int times) {
   int s0 = fp->send_off[me], s1 = fp->send_off[me + 1];
   int r0 = fp->recv_off[me], r1 = fp->recv_off[me + 1];
+  double T = job->death_s;
+  bool after = T > 0 && simgrid_get_clock() >= T; /* routes round the dead links */
   double wait = 0;
-  for (int i = s0; i < s1; i++)
-    if (fp->x[fp->send_idx[i]].alpha_s > wait)
-      wait = fp->x[fp->send_idx[i]].alpha_s;
+  for (int i = s0; i < s1; i++) {
+    const fxfer_t *x = &fp->x[fp->send_idx[i]];
+    double a = after ? x->alpha_after_s : x->alpha_s;
+    wait = a > wait ? a : wait;
+  }
   if (s1 > s0)
     wait += cfg->step_latency_s + job->step_s;
   if (wait > 0)
     sg_actor_sleep_for(wait * times);
-  int n = 0;
   double posted = simgrid_get_clock(), received = 0;
+  if (T > 0 && posted >= T)
+    to_shadow_host(me);
+  size_t n = 0;
   void *sink; /* SimGrid needs somewhere to put the (dummy) payload */
   for (int i = r0; i < r1; i++) {
     const fxfer_t *x = &fp->x[fp->recv_idx[i]];
-    comms[n++] = sg_mailbox_get_async(x->box, &sink);
+    comms[n++] = sg_mailbox_get_async(x->box, T > 0 ? &sink_left : &sink);
     received += x->data_bytes * times;
+    if (fp->stamp)
+      fp->stamp[fp->recv_idx[i]].got++, fp->stamp[fp->recv_idx[i]].got_s = posted;
   }
+  size_t nr = n;
   for (int i = s0; i < s1; i++) {
     const fxfer_t *x = &fp->x[fp->send_idx[i]];
     comms[n++] = sg_mailbox_put_async(x->box, &dummy_payload, x->bytes * times);
+    if (fp->stamp)
+      fp->stamp[fp->send_idx[i]].sent++, fp->stamp[fp->send_idx[i]].sent_s = posted;
   }
-  sg_comm_wait_all(comms, (size_t)n);
+  char *resent = NULL;
+  size_t done = 0, left = n;
+  if (T > 0 && posted < T && n > 0) {
+    done = sg_comm_wait_all_for(comms, n, T - posted);
+    if (done < n) {
+      resent = calloc(n, 1);
+      left = resend_at_death(job, fp, me, comms, done, n, nr, times, resent);
+    }
+  }
+  sg_comm_wait_all(comms + done, left - done);
   for (int i = r0; log && i < r1; i++) {
     const fxfer_t *x = &fp->x[fp->recv_idx[i]];
-    coll_flow_log_add(log, x->src, x->dst, (double)x->bytes * times, posted, simgrid_get_clock());
+    double from = resent && resent[i - r0] ? T : posted;
+    coll_flow_log_add(log, x->src, x->dst, (double)x->bytes * times, from, simgrid_get_clock());
   }
+  free(resent);
   if (fp->ph->reduces && cfg->reduce_bw_bytes_per_s > 0 && received > 0)
     sg_actor_sleep_for(received / cfg->reduce_bw_bytes_per_s);
 }

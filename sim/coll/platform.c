@@ -59,9 +59,15 @@ static void profile_path(const char *platform, int link, char *buf, size_t len) 
   snprintf(buf, len, "%s.L%d", platform, link);
 }
 
+/* Whether the link gets a bandwidth profile: it has timed faults, or dies. */
+static bool has_profile(const topo_t *t, int link) {
+  return (t->nchanges && t->change_off[link] < t->change_off[link + 1]) ||
+         topo_link_dies(t, link);
+}
+
 void platform_remove(const topo_t *t, const char *path) {
-  for (int l = 0; l < t->nlinks && t->nchanges; l++)
-    if (t->change_off[l] < t->change_off[l + 1]) {
+  for (int l = 0; l < t->nlinks; l++)
+    if (has_profile(t, l)) {
       char p[300];
       profile_path(path, l, p, sizeof p);
       unlink(p);
@@ -79,12 +85,23 @@ static int write_profile(const topo_t *t, const char *platform, int link, char *
   if (!f)
     return snprintf(err, err_len, "%s: cannot write a SimGrid bandwidth profile: %s", p,
                     strerror(errno)), -1;
-  for (int c = t->change_off[link]; c < t->change_off[link + 1]; c++) {
+  bool dies = topo_link_dies(t, link);
+  for (int c = t->nchanges ? t->change_off[link] : 0; t->nchanges && c < t->change_off[link + 1];
+       c++) {
     double at = t->changes[c].at_s;
+    if (dies && at >= t->death_s)
+      break; /* dead from then on */
     if (c + 1 < t->change_off[link + 1] && t->changes[c + 1].at_s == at)
       continue; /* one line per time, with every change at it */
     fprintf(f, "%.17g %.17g\n", at, topo_link_bw_at(t, link, at));
   }
+  /* A dead link carries nothing new: no route from T crosses it, and the
+   * transfers on it at T are resent elsewhere (coll_flow.c). What they left
+   * on it crawls at 1 byte/s, unwaited, until its actors end (SimGrid 3.32's C
+   * API cannot cancel a communication, and a link turned off fails them with
+   * an exception C cannot catch). */
+  if (dies)
+    fprintf(f, "%.17g 1\n", t->death_s);
   if (fclose(f) != 0)
     return snprintf(err, err_len, "%s: cannot write a SimGrid bandwidth profile: %s", p,
                     strerror(errno)), -1;
@@ -111,23 +128,26 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
   qsort(keys, n, sizeof *keys, cmp_u64);
   char *used = calloc((size_t)t->nlinks + 1, 1);
   topo_hop_t hops[TOPO_MAX_HOPS];
-  for (size_t i = 0; i < n; i++) {
-    int nh = topo_route(t, (int)(keys[i] >> 32), (int)(uint32_t)keys[i], hops);
-    for (int h = 0; h < nh; h++)
-      used[hops[h].link] = 1;
-  }
+  for (size_t i = 0; i < n; i++)
+    for (const topo_t *on = t; on; on = on == t ? t->after : NULL) {
+      int nh = topo_route(on, (int)(keys[i] >> 32), (int)(uint32_t)keys[i], hops);
+      for (int h = 0; h < nh; h++)
+        used[hops[h].link] = 1;
+    }
   fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM "
              "\"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n"
              "<zone id=\"npusim\" routing=\"Full\">\n");
   for (int e = 0; e < endpoints; e++)
     fprintf(f, "<host id=\"h%d\" speed=\"1f\"/>\n", e);
+  for (int e = 0; t->after && e < endpoints; e++) /* the shadow hosts (platform.h) */
+    fprintf(f, "<host id=\"a%d\" speed=\"1f\"/>\n", e);
   int rc = 0;
   for (int l = 0; l < t->nlinks; l++) {
     if (!used[l])
       continue;
     fprintf(f, "<link id=\"L%d\" bandwidth=\"%.17gBps\" latency=\"0s\" "
                "sharing_policy=\"SPLITDUPLEX\"", l, topo_link_bw(t, l));
-    if (t->nchanges && t->change_off[l] < t->change_off[l + 1]) {
+    if (has_profile(t, l)) {
       /* by its name in the platform's folder: SimGrid 3.32 opens an absolute
        * path, then tries it again under "./", and fails (surf_ifsopen) */
       const char *base = strrchr(path, '/');
@@ -136,15 +156,18 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
     }
     fputs("/>\n", f);
   }
-  for (size_t i = 0; i < n; i++) {
-    int src = (int)(keys[i] >> 32), dst = (int)(uint32_t)keys[i];
-    int nh = topo_route(t, src, dst, hops);
-    fprintf(f, "<route src=\"h%d\" dst=\"h%d\" symmetrical=\"NO\">", src, dst);
-    for (int h = 0; h < nh; h++)
-      fprintf(f, "<link_ctn id=\"L%d\" direction=\"%s\"/>", hops[h].link,
-              hops[h].dir ? "DOWN" : "UP");
-    fputs("</route>\n", f);
-  }
+  static const char *const ends[4][2] = {{"h", "h"}, {"a", "a"}, {"a", "h"}, {"h", "a"}};
+  for (int k = 0; k < (t->after ? 4 : 1); k++) /* k > 0: a shadow host at one end */
+    for (size_t i = 0; i < n; i++) {
+      int src = (int)(keys[i] >> 32), dst = (int)(uint32_t)keys[i];
+      int nh = topo_route(k ? t->after : t, src, dst, hops);
+      fprintf(f, "<route src=\"%s%d\" dst=\"%s%d\" symmetrical=\"NO\">", ends[k][0], src,
+              ends[k][1], dst);
+      for (int h = 0; h < nh; h++)
+        fprintf(f, "<link_ctn id=\"L%d\" direction=\"%s\"/>", hops[h].link,
+                hops[h].dir ? "DOWN" : "UP");
+      fputs("</route>\n", f);
+    }
   fputs("</zone>\n</platform>\n", f);
   free(keys);
   free(used);

@@ -16,7 +16,13 @@
  * a file "<platform>.L<id>" of "time bandwidth" lines (absolute seconds and
  * bytes/s: SimGrid 3.32 sets the link's bandwidth to the value at the time):
  * SimGrid then shares the link at the new bandwidth from that time on,
- * transfers in flight included. */
+ * transfers in flight included.
+ *
+ * With links dying at T (topo_t.after), each endpoint has a shadow host
+ * "a<id>" too: routes between two shadow hosts, or a shadow host and a host,
+ * follow the topology after T, so an actor that moves onto its shadow host
+ * at T sends and receives round the dead links; a dying link's profile drops
+ * to 1 byte/s at T. */
 #ifndef NPUSIM_PLATFORM_H
 #define NPUSIM_PLATFORM_H
 
