@@ -20,18 +20,23 @@
 #include "time_limit.h"
 #include "train_gen.h"
 
+#define GIB (1024.0 * 1024.0 * 1024.0)
 #define CLUSTER_DEFAULT_STEPS 3
 #define CLUSTER_MAX_STEPS 1000 /* per job: a job far shorter than another repeats this often */
 
 typedef struct {
   jobs_spec_t spec;
   char name[128]; /* the model's or the trace's */
+  bool is_trace;
   trace_t trace;
   int *npu_of;
   int steps;
   double alone_step_s;        /* one step, alone */
   int compared;               /* steps compared alone and together */
   double alone_s, together_s; /* mean step over the compared steps */
+  double peak_bytes;          /* memory per NPU: the fullest pipeline stage (a workload, as npusim
+                               * train counts it) or the replay's high-water mark (a trace) */
+  double capacity_bytes;      /* the least HBM among the chips of its NPUs */
 } job_t;
 
 static int load_workload_job(const cli_configs_t *cfg, job_t *job, npu_err_t *err) {
@@ -51,6 +56,8 @@ static int load_workload_job(const cli_configs_t *cfg, job_t *job, npu_err_t *er
     rc = npu_err_set(err, "%s: %s", job->spec.file, why);
   if (rc == 0) {
     snprintf(job->name, sizeof job->name, "%s", wl.model.name);
+    for (int st = 0; st < info.stages; st++)
+      job->peak_bytes = fmax(job->peak_bytes, info.memory[st].total);
     train_info_free(&info);
   }
   config_doc_free(doc);
@@ -79,6 +86,7 @@ static int load_job(const cli_configs_t *cfg, job_t *job, npu_err_t *err) {
                      job->spec.file, cfg->sys.node.npus, job->trace.ranks_per_node);
   else
     snprintf(job->name, sizeof job->name, "%s", job->trace.name ? job->trace.name : "trace");
+  job->is_trace = trace;
   free(text);
   return rc;
 }
@@ -120,6 +128,14 @@ static int place_jobs(const cli_opts_t *opts, const system_cfg_t *sys, job_t *jo
   }
   free(used);
   free(leaf);
+  for (int j = 0; j < njobs && rc == 0; j++) {
+    jobs[j].capacity_bytes = INFINITY;
+    for (int r = 0; r < jobs[j].trace.ranks; r++) {
+      int server = jobs[j].npu_of[r] / sys->node.npus;
+      const chip_cfg_t *chip = config_chip_at(sys, config_server_chip_index(sys, server));
+      jobs[j].capacity_bytes = fmin(jobs[j].capacity_bytes, (double)chip->hbm.capacity_bytes);
+    }
+  }
   return rc;
 }
 
@@ -204,6 +220,10 @@ static int shared_links(int njobs, const jobs_figs_t *alone, const replay_result
   return n;
 }
 
+static bool fits(const job_t *job) {
+  return job->peak_bytes <= job->capacity_bytes;
+}
+
 /* The job's NPUs as ranges, whole: "0-15,32-47" (malloc'd). */
 static char *npu_list(const job_t *job) {
   size_t len = (size_t)job->trace.ranks * 16 + 1; /* "NNNNNNN-NNNNNNN," per rank at most */
@@ -219,14 +239,16 @@ static void print_table(FILE *out, const cli_opts_t *opts, const system_cfg_t *s
           "# npusim cluster: %d jobs on %d NPUs of %s, %s fidelity, until the longest has "
           "run %d steps\n",
           njobs, npus, sys->name, cli_fidelity_names[opts->fidelity], steps);
-  fprintf(out, "%-3s %-20s %6s %-8s %-16s %6s %12s %12s %9s\n", "job", "name", "npus", "place",
-          "npu_list", "steps", "alone_ms", "together_ms", "slowdown");
+  fprintf(out, "%-3s %-20s %6s %-8s %-16s %6s %12s %12s %9s %9s\n", "job", "name", "npus", "place",
+          "npu_list", "steps", "alone_ms", "together_ms", "slowdown", "mem_GiB");
   for (int j = 0; j < njobs; j++) {
     char list[64]; /* the table shows its start */
     jobs_format_npus(jobs[j].npu_of, jobs[j].trace.ranks, list, sizeof list);
-    fprintf(out, "%-3d %-20.20s %6d %-8s %-16.16s %6d %12.3f %12.3f %9.3f\n", j, jobs[j].name,
-            jobs[j].trace.ranks, jobs_policy_names[jobs[j].spec.policy], list, jobs[j].steps,
-            jobs[j].alone_s * 1e3, jobs[j].together_s * 1e3, jobs[j].together_s / jobs[j].alone_s);
+    fprintf(out, "%-3d %-20.20s %6d %-8s %-16.16s %6d %12.3f %12.3f %9.3f %9.2f%s\n", j,
+            jobs[j].name, jobs[j].trace.ranks, jobs_policy_names[jobs[j].spec.policy], list,
+            jobs[j].steps, jobs[j].alone_s * 1e3, jobs[j].together_s * 1e3,
+            jobs[j].together_s / jobs[j].alone_s, jobs[j].peak_bytes / GIB,
+            fits(&jobs[j]) ? "" : "  does NOT fit its HBM");
   }
   fprintf(out,
           "\nlinks shared by jobs (each crosses it alone), over the %.3f ms run together: "
@@ -273,9 +295,11 @@ static void print_json(FILE *out, const cli_opts_t *opts, const system_cfg_t *sy
     jsonfile_write_string(out, list);
     fprintf(out,
             ", \"steps\": %d, \"steps_compared\": %d, \"step_time_alone_s\": %.9g, "
-            "\"step_time_together_s\": %.9g, \"slowdown\": %.6g}",
+            "\"step_time_together_s\": %.9g, \"slowdown\": %.6g, \"peak_memory_GiB\": %.6g, "
+            "\"capacity_GiB\": %.6g, \"fits\": %s}",
             jobs[j].steps, jobs[j].compared, jobs[j].alone_s, jobs[j].together_s,
-            jobs[j].together_s / jobs[j].alone_s);
+            jobs[j].together_s / jobs[j].alone_s, jobs[j].peak_bytes / GIB,
+            jobs[j].capacity_bytes / GIB, fits(&jobs[j]) ? "true" : "false");
   }
   fprintf(out, "\n  ],\n  \"shared_links\": [");
   for (int i = 0; i < nsh; i++) {
@@ -298,7 +322,8 @@ static void print_json(FILE *out, const cli_opts_t *opts, const system_cfg_t *sy
 static void print_csv(FILE *out, const system_cfg_t *sys, const job_t *jobs, int njobs,
                       const cli_opts_t *opts, int nsh) {
   fputs("system,fidelity,job,file,name,npus,placement,npu_list,steps,steps_compared,"
-        "step_time_alone_s,step_time_together_s,slowdown,shared_links\n",
+        "step_time_alone_s,step_time_together_s,slowdown,peak_memory_GiB,capacity_GiB,fits,"
+        "shared_links\n",
         out);
   for (int j = 0; j < njobs; j++) {
     char *list = npu_list(&jobs[j]);
@@ -309,8 +334,10 @@ static void print_csv(FILE *out, const system_cfg_t *sys, const job_t *jobs, int
     fprintf(out, "%d,%s,", jobs[j].trace.ranks, jobs_policy_names[jobs[j].spec.policy]);
     out_csv_field(out, list, ",");
     free(list);
-    fprintf(out, "%d,%d,%.9g,%.9g,%.6g,%d\n", jobs[j].steps, jobs[j].compared, jobs[j].alone_s,
-            jobs[j].together_s, jobs[j].together_s / jobs[j].alone_s, nsh);
+    fprintf(out, "%d,%d,%.9g,%.9g,%.6g,%.6g,%.6g,%s,%d\n", jobs[j].steps, jobs[j].compared,
+            jobs[j].alone_s, jobs[j].together_s, jobs[j].together_s / jobs[j].alone_s,
+            jobs[j].peak_bytes / GIB, jobs[j].capacity_bytes / GIB,
+            fits(&jobs[j]) ? "true" : "false", nsh);
   }
 }
 
@@ -352,6 +379,10 @@ static int run_all(const cli_opts_t *opts, const cli_configs_t *cfg, job_t *jobs
   free(parts);
   if (rc)
     return -1;
+  for (int j = 0; j < njobs; j++) /* a trace's memory: its ranks' high-water marks */
+    for (int r = 0; r < jobs[j].trace.ranks && jobs[j].is_trace; r++)
+      jobs[j].peak_bytes =
+          fmax(jobs[j].peak_bytes, res->per_rank[jobs[j].npu_of[r]].peak_memory_bytes);
   double window = INFINITY;
   for (int j = 0, first = 0; j < njobs; first += jobs[j++].steps)
     window = fmin(window, together.step_end_s[first + jobs[j].steps - 1]);
