@@ -6,8 +6,11 @@
 # chip's step (its compute and optimizer plus the gradient reduction), the
 # fast ranks show the difference as straggler_wait, energy is the mean of the
 # two uniform clusters', memory is checked against the smaller HBM, and the
-# analytic and flow fidelities agree; an empty list changes no byte; bad node
-# lists are one line, exit 2. Run from the repository root.
+# analytic and flow fidelities agree; an empty list changes no byte; a default
+# chip that no server of the job carries is never asked for the job's ops
+# (train, replay, cluster); bad node lists are one line, exit 2, and so is
+# validate's JSON when a file's absolute path does not fit the key. Run from
+# the repository root.
 set -u
 npusim=${1:?usage: hetero_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
@@ -105,8 +108,96 @@ check "the shipped mixed system trains (pipeline stage 1 on its 910A servers)" b
     --workload configs/workloads/llama2-7b.json --set workload.parallel.dp=16 \
     --set workload.training.precision=fp16 | grep -q 'tightest stage on its chip'"
 
-# bad node lists
+# The default chip is not asked for what no rank of the job runs on it:
+# ascend-910a.json (no bf16) with every server on the 910B chip trains bf16 as
+# ascend-910a.json's fabric with the 910B chip as its default does.
 mkdir -p "$tmp/sys"
+python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+a["chip"] = b["chip"]
+json.dump(a, open(sys.argv[3], "w"))
+' "$A" "$B" "$tmp/910a-fabric-910b-chip.json"
+cat >"$tmp/sys/a-allB.json" <<JSON
+{"extends": "$PWD/$A", "cluster": {"node_types": "0-3:$PWD/$B"}}
+JSON
+cat >"$tmp/sys/a-halfB.json" <<JSON
+{"extends": "$PWD/$A", "cluster": {"node_types": "0-1:$PWD/$B"}}
+JSON
+bf16="$npusim train --workload configs/workloads/llama2-7b.json --set workload.parallel.tp=1
+  --set workload.parallel.pp=1 --set workload.parallel.dp=32 --set workload.parallel.zero=1
+  --set workload.parallel.sequence_parallel=false --set workload.training.global_batch=64
+  --set workload.training.precision=bf16 --format json"
+$bf16 --system "$tmp/sys/a-allB.json" >"$tmp/a-allB.json"
+$bf16 --system "$tmp/910a-fabric-910b-chip.json" >"$tmp/a-fabric-b-chip.json"
+check "bf16 on a 910A system whose servers all carry the 910B chip equals the 910B chip on its fabric" \
+  python3 -c '
+import json, sys
+l, d = (json.load(open(f)) for f in sys.argv[1:3])
+for k in ("step_time_s", "mfu", "breakdown", "memory", "energy", "simulated_npus"):
+    assert l[k] == d[k], (k, l[k], d[k])
+' "$tmp/a-allB.json" "$tmp/a-fabric-b-chip.json"
+expect_line "a mixed 910A system refuses bf16, naming a rank on a 910A server" \
+  "--set: training.precision: expected a precision every chip of the job computes (rank 16, server 2: chip.cube.bf16_macs_per_cycle = 0 in $tmp/sys/a-halfB.json, its default chip), found \"bf16\"" \
+  $bf16 --system "$tmp/sys/a-halfB.json"
+rep="$npusim replay --trace traces/mixed.json --format json"
+$rep --system $A --set cluster.node_types=0-1:$B >"$tmp/rep-allB.json"
+$rep --system "$tmp/910a-fabric-910b-chip.json" >"$tmp/rep-b-chip.json"
+check "replay: a bf16 trace on a 910A system whose servers all carry the 910B chip" python3 -c '
+import json, sys
+l, d = (json.load(open(f)) for f in sys.argv[1:3])
+assert l["step_time_s"] == d["step_time_s"] > 0, (l["step_time_s"], d["step_time_s"])
+' "$tmp/rep-allB.json" "$tmp/rep-b-chip.json"
+expect_line "replay names the first rank on the default chip when it cannot run an op" \
+  "traces/mixed.json: rank 0 op 2: dtype: expected a type the cube of ascend-910a computes, found bf16 (chip.cube.bf16_macs_per_cycle = 0)" \
+  $rep --system $A --set cluster.node_types=1:$B
+cat >"$tmp/wl8.json" <<JSON
+{"extends": "$PWD/configs/workloads/llama2-7b.json", "parallel": {"tp": 1, "pp": 1, "dp": 8,
+ "zero": 1, "sequence_parallel": false}, "training": {"global_batch": 16, "precision": "bf16"}}
+JSON
+"$npusim" cluster --system $B --set cluster.nodes=2 --set cluster.node_types=0:$A \
+  --job "$tmp/wl8.json@8-15" --steps 1 --format json >"$tmp/cluster8.json"
+$npusim train --system $B --workload "$tmp/wl8.json" --format json >"$tmp/train8.json"
+check "cluster: a bf16 job placed on the 910B server beside a 910A one runs as on 910B alone" \
+  python3 -c '
+import json, sys
+c, t = (json.load(open(f)) for f in sys.argv[1:3])
+assert c["jobs"][0]["step_time_alone_s"] == t["step_time_s"], (c["jobs"][0], t["step_time_s"])
+' "$tmp/cluster8.json" "$tmp/train8.json"
+expect_line "cluster: a bf16 job placed on the 910A server is refused, naming its first NPU there" \
+  "$tmp/wl8.json: npusim cluster: rank 8 op 2: dtype: expected a type the cube of ascend-910a computes, found bf16 (chip.cube.bf16_macs_per_cycle = 0)" \
+  "$npusim" cluster --system $B --set cluster.nodes=2 --set cluster.node_types=1:$A \
+  --job "$tmp/wl8.json@8-15" --steps 1
+
+# validate's JSON names each file by its absolute path (loads from anywhere);
+# a path the key cannot hold is refused, not printed relative
+real=$(cd "$tmp" && pwd -P)
+pad=$(printf '%*s' $((201 - ${#real} - 8)) '' | tr ' ' p) # $real/$pad/a.json: 201 characters
+mkdir -p "$tmp/$pad" "$tmp/x:y"
+cp $A "$tmp/$pad/a.json"
+cp $A "$tmp/x:y/a.json"
+ln -s "$tmp/x:y" "$tmp/colon"
+cat >"$tmp/$pad/long.json" <<JSON
+{"extends": "$PWD/$B", "cluster": {"node_types": "2-3:a.json"}}
+JSON
+cat >"$tmp/sys/colon.json" <<JSON
+{"extends": "$PWD/$B", "cluster": {"node_types": "1:../colon/a.json"}}
+JSON
+case "$npusim" in /*) exe=$npusim ;; *) exe=$PWD/$npusim ;; esac
+check "validate's JSON loads back to the same JSON from another directory" bash -c "
+  cd '$tmp' && '$exe' validate --system '$PWD/configs/systems/ascend-910-mixed.json' \\
+    --format json >canon.json && grep -q '\"2-3:/' canon.json &&
+  cd / && '$exe' validate --system '$tmp/canon.json' --format json | cmp - '$tmp/canon.json'"
+check "a long absolute path still runs and validates as a table" \
+  "$npusim" validate --system "$tmp/$pad/long.json"
+expect_line "validate's JSON refuses a file whose absolute path is too long for the key" \
+  "$tmp/$pad/long.json: cluster.node_types: expected files whose absolute paths the key can hold (for npusim validate's JSON), found \"2-3:a.json\" (its absolute path has 201 characters, over 200)" \
+  $npusim validate --system "$tmp/$pad/long.json" --format json
+expect_line "validate's JSON refuses a file whose absolute path has a ':'" \
+  "$tmp/sys/colon.json: cluster.node_types: expected files whose absolute paths the key can hold (for npusim validate's JSON), found \"1:../colon/a.json\" (its absolute path \"$real/x:y/a.json\" has a ',' or ':')" \
+  $npusim validate --system "$tmp/sys/colon.json" --format json
+
+# bad node lists
 cat >"$tmp/sys/overlap.json" <<JSON
 {"extends": "$PWD/$B", "cluster": {"node_types": "0-3:$PWD/$A,2-5:$PWD/$A"}}
 JSON
@@ -141,7 +232,7 @@ expect_line "a referenced file with node types of its own" \
   "--set: cluster.node_types: expected system files without node types of their own, found \"configs/systems/ascend-910-mixed.json\", whose cluster.node_types is \"2-3:ascend-910a.json\"" \
   $npusim validate --system $B --set cluster.node_types=0:configs/systems/ascend-910-mixed.json
 expect_line "a precision one of the chips lacks" \
-  "--set: training.precision: expected a precision every chip computes (chip.cube.bf16_macs_per_cycle = 0 in $A, cluster.node_types of $B), found \"bf16\"" \
+  "--set: training.precision: expected a precision every chip of the job computes (rank 8, server 1: chip.cube.bf16_macs_per_cycle = 0 in $A, cluster.node_types of $B), found \"bf16\"" \
   $train --system $B --set cluster.node_types=1:$A --set workload.training.precision=bf16
 expect_line "replay names the first rank on the chip that cannot run an op" \
   "traces/mixed.json: rank 8 op 2: dtype: expected a type the cube of ascend-910a computes, found bf16 (chip.cube.bf16_macs_per_cycle = 0)" \

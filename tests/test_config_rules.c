@@ -152,7 +152,7 @@ static const char *job(const char *system, const char *workload, const char *con
   snprintf(text, sizeof text, "{\"extends\": \"%s\"}", workload);
   config_doc_t *w = s ? load_text_doc(CONFIG_WORKLOAD, WORKLOADS_DIR, text, sets, &wl, &err) : NULL;
   if (w)
-    config_check_job(s, &sys, w, &wl, &err);
+    config_check_job(s, &sys, w, &wl, true, &err);
   config_doc_free(s);
   config_doc_free(w);
   return err.msg;

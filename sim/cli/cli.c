@@ -709,7 +709,7 @@ int cli_load_configs(const cli_opts_t *opts, cli_configs_t *cfg, npu_err_t *err)
   if (config_doc_resolve(cfg->sys_doc, &cfg->sys, err))
     goto fail;
   if (cfg->wl_doc && (config_doc_resolve(cfg->wl_doc, &cfg->wl, err) ||
-                      config_check_job(cfg->sys_doc, &cfg->sys, cfg->wl_doc, &cfg->wl, err)))
+                      config_check_job(cfg->sys_doc, &cfg->sys, cfg->wl_doc, &cfg->wl, true, err)))
     goto fail;
   return 0;
 fail:

@@ -44,8 +44,8 @@ static int load_workload_job(const cli_configs_t *cfg, job_t *job, npu_err_t *er
   if (!doc)
     return -1;
   workload_cfg_t wl;
-  int rc =
-      config_doc_resolve(doc, &wl, err) || config_check_job(cfg->sys_doc, &cfg->sys, doc, &wl, err);
+  int rc = config_doc_resolve(doc, &wl, err) ||
+           config_check_job(cfg->sys_doc, &cfg->sys, doc, &wl, false, err);
   const char *refused = rc ? NULL : train_refusal(&wl);
   if (refused)
     rc = npu_err_set(err, "%s: %s", job->spec.file, refused);
@@ -293,6 +293,7 @@ static void print_json(FILE *out, const cli_opts_t *opts, const system_cfg_t *sy
     fprintf(out, ", \"npus\": %d, \"placement\": \"%s\", \"npu_list\": ", jobs[j].trace.ranks,
             jobs_policy_names[jobs[j].spec.policy]);
     jsonfile_write_string(out, list);
+    free(list);
     fprintf(out,
             ", \"steps\": %d, \"steps_compared\": %d, \"step_time_alone_s\": %.9g, "
             "\"step_time_together_s\": %.9g, \"slowdown\": %.6g, \"peak_memory_GiB\": %.6g, "

@@ -43,6 +43,11 @@ int cmd_validate(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_configs_t cfg;
   if (cli_load_configs(opts, &cfg, err))
     return -1;
+  /* refused before a byte is written: JSON that would not load back */
+  if (opts->format == FORMAT_JSON && config_doc_json_loadable(cfg.sys_doc, err)) {
+    cli_free_configs(&cfg);
+    return -1;
+  }
   switch (opts->format) {
   case FORMAT_JSON:
     if (cfg.wl_doc) {

@@ -457,6 +457,7 @@ void config_doc_free(config_doc_t *doc) {
     free(doc->origins[i].origin);
   }
   free(doc->origins);
+  free(doc->json_refusal);
   cJSON_Delete(doc->root);
   free(doc->file);
   free(doc);

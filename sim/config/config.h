@@ -77,9 +77,14 @@ int config_doc_set(config_doc_t *doc, const char *assignment, npu_err_t *err);
 int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err);
 
 /* Rules that need both documents (the job must fit the system, the precision
- * must exist on the chip). Call after both resolved. */
+ * must exist on the chips). Call after both resolved. from_server0: the job's
+ * ranks fill servers 0, 1, ... (npusim train), so with cluster.node_types the
+ * precision is checked on the chips of those servers only; false (a job placed
+ * elsewhere: npusim cluster): with node types it is left to the replay, which
+ * checks each op on its rank's chip. */
 int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
-                     const config_doc_t *wl_doc, const workload_cfg_t *wl, npu_err_t *err);
+                     const config_doc_t *wl_doc, const workload_cfg_t *wl, bool from_server0,
+                     npu_err_t *err);
 
 /* A number key of a resolved system config (a CFG_NUM: a double field), read and
  * written in the JSON's units (GBps, us) by its dotted path, so a calibration can
@@ -105,6 +110,11 @@ void config_doc_print_json(const config_doc_t *doc, FILE *out, int depth);
 
 /* The canonical JSON as a string the caller frees (to compare or hash configs). */
 char *config_doc_json_string(const config_doc_t *doc);
+
+/* 0 when the canonical JSON loads back to the same structs from any
+ * directory; else -1 with the one-line reason in err (a cluster.node_types
+ * file whose absolute path the key cannot hold). Check before printing it. */
+int config_doc_json_loadable(const config_doc_t *doc, npu_err_t *err);
 
 /* Prints a resolved document as rows: key, value, unit, where it came from
  * (file, default or --set) and its source note. csv selects CSV over a table. */

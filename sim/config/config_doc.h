@@ -28,6 +28,8 @@ struct config_doc {
   cfg_origin_t *origins;  /* latest origin of each value path */
   size_t norigins, origins_cap;
   size_t nodes_read;      /* JSON values in all files read, against a cap */
+  char *json_refusal;     /* why the canonical JSON would not load back (a node-type
+                           * path that cannot be made absolute), or NULL */
 };
 
 /* Records that the value at path came from origin (replacing an earlier one). */

@@ -100,30 +100,61 @@ static int load_chip(const config_doc_t *doc, system_cfg_t *sys, int i, npu_err_
   return rc;
 }
 
+/* Entry t's file by its absolute path (into real), or -1 with why it cannot
+ * stand in the key: the key holds paths of at most CLUSTER_NODE_TYPE_PATH_MAX
+ * characters, without ',' or ':' (a symbolic link's target may have them). */
+static int absolute_path(const config_doc_t *doc, const node_type_t *t, char *real, char *why,
+                         size_t len) {
+  char path[PATH_MAX];
+  referenced_path(doc, t->system, path, sizeof path);
+  size_t n = 0;
+  if (!realpath(path, real))
+    snprintf(why, len, "%s", strerror(errno));
+  else if ((n = strlen(real)) > CLUSTER_NODE_TYPE_PATH_MAX)
+    snprintf(why, len, "its absolute path has %zu characters, over %d", n,
+             CLUSTER_NODE_TYPE_PATH_MAX);
+  else if (strpbrk(real, ",:"))
+    snprintf(why, len, "its absolute path \"%.300s\" has a ',' or ':'", real);
+  else
+    return 0;
+  return -1;
+}
+
 /* The document's canonical JSON (npusim validate) names each file by its
  * absolute path, so that it loads back to the same chips wherever it is
- * written; the struct keeps the paths as written, for messages. A list that
- * would grow past the key's limits stays as written. */
-static void absolute_paths(config_doc_t *doc, const system_cfg_t *sys) {
+ * written; the struct keeps the paths as written, for messages. A list whose
+ * absolute paths the key cannot hold stays as written, and the document
+ * records why its JSON would not load back (config_doc_json_loadable refuses
+ * it): the run itself reads the files as written. */
+static int absolute_paths(config_doc_t *doc, const system_cfg_t *sys) {
   const node_types_t *nt = &sys->cluster.node_types;
-  char text[1024] = "", path[PATH_MAX], real[PATH_MAX];
+  char text[1024] = "", real[PATH_MAX], why[512], range[32];
   size_t used = 0;
+  free(doc->json_refusal);
+  doc->json_refusal = NULL;
   for (int i = 0; i < nt->n; i++) {
-    referenced_path(doc, nt->v[i].system, path, sizeof path);
-    if (!realpath(path, real) || strlen(real) > CLUSTER_NODE_TYPE_PATH_MAX)
-      return;
-    int n = nt->v[i].first == nt->v[i].last
-                ? snprintf(text + used, sizeof text - used, "%s%d:%s", i ? "," : "", nt->v[i].first,
-                           real)
-                : snprintf(text + used, sizeof text - used, "%s%d-%d:%s", i ? "," : "",
-                           nt->v[i].first, nt->v[i].last, real);
-    if (n < 0 || (size_t)n >= sizeof text - used)
-      return;
+    const node_type_t *t = &nt->v[i];
+    int n = absolute_path(doc, t, real, why, sizeof why)
+                ? -1
+                : snprintf(text + used, sizeof text - used, "%s%s:%s", i ? "," : "",
+                           range_text(t, range, sizeof range), real);
+    if (n >= 0 && (size_t)n >= sizeof text - used)
+      snprintf(why, sizeof why, "the absolute paths pass the key's %zu characters",
+               sizeof text - 1);
+    if (n < 0 || (size_t)n >= sizeof text - used) {
+      npu_err_t e;
+      npu_err_set(&e,
+                  "%s: " KEY ": expected files whose absolute paths the key can hold (for "
+                  "npusim validate's JSON), found \"%s:%.200s\" (%s)",
+                  cfg_doc_blame(doc, KEY), range_text(t, range, sizeof range), t->system, why);
+      return (doc->json_refusal = strdup(e.msg)) ? 0 : -1;
+    }
     used += (size_t)n;
   }
   cJSON *item = cfg_tree_get(doc->root, KEY);
-  if (cJSON_IsString(item))
-    cJSON_SetValuestring(item, text);
+  if (cJSON_IsString(item) && !cJSON_SetValuestring(item, text))
+    return -1;
+  return 0;
 }
 
 int cfg_node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
@@ -132,7 +163,7 @@ int cfg_node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
   for (int i = 0; i < sys->cluster.node_types.n; i++)
     if (load_chip(doc, sys, i, err))
       return -1;
-  if (sys->cluster.node_types.n > 0)
-    absolute_paths(doc, sys);
+  if (sys->cluster.node_types.n > 0 && absolute_paths(doc, sys))
+    return npu_err_set(err, "%s: " KEY ": out of memory", cfg_doc_blame(doc, KEY));
   return 0;
 }

@@ -246,3 +246,9 @@ void config_schema_print_json(FILE *out) {
   }
   fputs("\n]\n", out);
 }
+
+int config_doc_json_loadable(const config_doc_t *doc, npu_err_t *err) {
+  if (doc->json_refusal)
+    return npu_err_set(err, "%s", doc->json_refusal);
+  return 0;
+}

@@ -302,8 +302,51 @@ int cfg_rules_check(const config_doc_t *doc, const void *cfg, npu_err_t *err) {
 static const chip_dtype_t precision_dtype[PRECISION_COUNT] = {CHIP_DTYPE_BF16, CHIP_DTYPE_FP16,
                                                               CHIP_DTYPE_FP8};
 
+/* The training precision on every chip the job's servers carry: its ranks
+ * fill servers 0, 1, ... in order (train places rank r on server r /
+ * node.npus), so with node types only those servers' chips are checked - a
+ * default chip that no server of the job carries need not compute it. The
+ * message names the file of the chip that lacks it and, with node types, the
+ * job's first rank on that chip. */
+static int check_precision(const config_doc_t *sys_doc, const system_cfg_t *sys,
+                           const config_doc_t *wl_doc, const workload_cfg_t *wl, long world,
+                           npu_err_t *err) {
+  chip_dtype_t dt = precision_dtype[wl->training.precision];
+  const char *dtype = chip_dtype_name(dt),
+             *found = workload_precision_names[wl->training.precision];
+  const node_types_t *nt = &sys->cluster.node_types;
+  if (nt->n == 0) {
+    if (sys->chip.cube.macs_per_cycle[dt] <= 0)
+      return fail(wl_doc, "training.precision", err,
+                  "a precision the chip computes (chip.cube.%s_macs_per_cycle = 0 in %s), "
+                  "found \"%s\"",
+                  dtype, sys_doc->file, found);
+    return 0;
+  }
+  int per_node = sys->node.npus;
+  long servers = (world + per_node - 1) / per_node;
+  for (long server = 0; server < servers; server++) {
+    int k = config_server_chip_index(sys, (int)server);
+    if (config_chip_at(sys, k)->cube.macs_per_cycle[dt] > 0)
+      continue;
+    long rank = server * per_node;
+    if (k == 0)
+      return fail(wl_doc, "training.precision", err,
+                  "a precision every chip of the job computes (rank %ld, server %ld: "
+                  "chip.cube.%s_macs_per_cycle = 0 in %s, its default chip), found \"%s\"",
+                  rank, server, dtype, sys_doc->file, found);
+    return fail(wl_doc, "training.precision", err,
+                "a precision every chip of the job computes (rank %ld, server %ld: "
+                "chip.cube.%s_macs_per_cycle = 0 in %s, cluster.node_types of %s), found "
+                "\"%s\"",
+                rank, server, dtype, nt->v[k - 1].system, sys_doc->file, found);
+  }
+  return 0;
+}
+
 int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
-                     const config_doc_t *wl_doc, const workload_cfg_t *wl, npu_err_t *err) {
+                     const config_doc_t *wl_doc, const workload_cfg_t *wl, bool from_server0,
+                     npu_err_t *err) {
   if (!wl->has_training)
     return 0; /* serving: npusim serve places its pools itself */
   long world = workload_world_size(wl);
@@ -311,24 +354,14 @@ int config_check_job(const config_doc_t *sys_doc, const system_cfg_t *sys,
   if (world > per_node && world % per_node)
     return fail(wl_doc, "parallel", err,
                 "dp x tp x pp x cp <= node.npus = %d (in %s) or a multiple of it (whole "
-                "servers), found %ld", per_node, sys_doc->file, world);
+                "servers), found %ld",
+                per_node, sys_doc->file, world);
   long nodes = sys->cluster.nodes;
   if (nodes > 0 && world > nodes * per_node)
     return fail(wl_doc, "parallel", err,
                 "dp x tp x pp x cp <= the %ld NPUs of cluster.nodes = %ld (in %s), found %ld",
                 nodes * per_node, nodes, sys_doc->file, world);
-  chip_dtype_t dt = precision_dtype[wl->training.precision];
-  if (sys->chip.cube.macs_per_cycle[dt] <= 0)
-    return fail(wl_doc, "training.precision", err,
-                "a precision the chip computes (chip.cube.%s_macs_per_cycle = 0 in %s), found "
-                "\"%s\"", chip_dtype_name(dt), sys_doc->file,
-                workload_precision_names[wl->training.precision]);
-  for (int i = 0; i < sys->cluster.node_types.n; i++)
-    if (sys->node_chips[i].cube.macs_per_cycle[dt] <= 0)
-      return fail(wl_doc, "training.precision", err,
-                  "a precision every chip computes (chip.cube.%s_macs_per_cycle = 0 in %s, "
-                  "cluster.node_types of %s), found \"%s\"", chip_dtype_name(dt),
-                  sys->cluster.node_types.v[i].system, sys_doc->file,
-                  workload_precision_names[wl->training.precision]);
-  return 0;
+  if (!from_server0 && sys->cluster.node_types.n > 0)
+    return 0; /* which chips the job runs on is known once it is placed */
+  return check_precision(sys_doc, sys, wl_doc, wl, world, err);
 }

@@ -49,16 +49,21 @@ double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes)
 
 /* ---- compute ---- */
 
-/* The first rank of program p on chip index k (its first rank without node types). */
+/* The first rank of program p on chip index k (its first rank without node
+ * types), or -1 where none of its ranks carries chip k. */
 static int first_rank_on(const replay_plan_t *pl, const trace_program_t *p, int k) {
-  for (int m = 0; pl->chip_of && m < p->nranks; m++)
+  if (!pl->chip_of)
+    return p->ranks[0];
+  for (int m = 0; m < p->nranks; m++)
     if (pl->chip_of[p->ranks[m]] == k)
       return p->ranks[m];
-  return p->ranks[0];
+  return -1;
 }
 
-/* The shaped ops of every program on one chip (index k), at the clock it holds
- * through a step; an op the chip cannot run fails, naming the chip. */
+/* The shaped ops of every program some rank of which carries chip k, on that
+ * chip at the clock it holds through a step (the other programs' rows stay 0:
+ * no rank reads them, and an op of theirs the chip cannot run is no error);
+ * an op the chip cannot run fails, naming the chip and a rank that carries it. */
 static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, char *err,
                              size_t len) {
   const chip_cfg_t *model = config_chip_at(pl->sys, k);
@@ -74,7 +79,8 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, c
     const trace_program_t *p = &t->programs[pi];
     if (!(costs[pi] = calloc((size_t)p->nops + 1, sizeof **costs)))
       rc = -1, snprintf(err, len, "%s: out of memory for the op costs", name);
-    for (int i = 0; i < p->nops && rc == 0; i++) {
+    int rank = first_rank_on(pl, p, k);
+    for (int i = 0; i < p->nops && rc == 0 && rank >= 0; i++) {
       const trace_op_t *op = &p->ops[i];
       if (op->type != TRACE_OP_SHAPED)
         continue;
@@ -82,7 +88,7 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, c
       replay_op_desc(op, &d);
       char why[512];
       if (op_check(model, &d, why, sizeof why)) { /* "shape: ..." names the field */
-        snprintf(err, len, "%s: rank %d op %d: %s", name, first_rank_on(pl, p, k), op->id, why);
+        snprintf(err, len, "%s: rank %d op %d: %s", name, rank, op->id, why);
         rc = -1;
       } else {
         costs[pi][i] = op_cost(cache, &d)->time_s;
@@ -99,19 +105,17 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, c
   return costs;
 }
 
-/* Costs the shaped ops on the default chip and on every other chip a rank
- * carries (node types). */
+/* Costs the shaped ops on each chip a rank carries: the default chip only
+ * where a rank is on it, so a chip no server of the job uses need not run its
+ * ops (node types covering every server). */
 static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t len) {
-  if (!(pl->compute_s = cost_on_chip(pl, 0, name, err, len)))
-    return -1;
   if (!pl->chip_of)
-    return 0;
-  pl->chip_compute_s[0] = pl->compute_s;
+    return (pl->compute_s = cost_on_chip(pl, 0, name, err, len)) ? 0 : -1;
   for (int r = 0; r < pl->trace->ranks; r++) {
     int k = pl->chip_of[r];
-    if (!pl->chip_compute_s[k] &&
-        !(pl->chip_compute_s[k] = cost_on_chip(pl, k, name, err, len)))
+    if (!pl->chip_compute_s[k] && !(pl->chip_compute_s[k] = cost_on_chip(pl, k, name, err, len)))
       return -1;
+    pl->compute_s = pl->chip_compute_s[0]; /* freed as compute_s; NULL while no rank is on it */
   }
   return 0;
 }
