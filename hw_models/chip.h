@@ -69,6 +69,7 @@ typedef struct {
  * clock_hz. All 0: energy is not modelled (hw_models/power.h). */
 typedef struct {
   double idle_W;                    /* powered, clocks up, nothing running */
+  double active_W;                  /* more, while any op runs, whatever its pipes' shares */
   double cube_W;                    /* more, with every cube core busy */
   double vector_W;                  /* more, with every vector core busy */
   double hbm_J_per_byte;            /* per byte between HBM and the cores */

@@ -5,7 +5,7 @@
 
 bool power_modelled(const chip_cfg_t *chip) {
   const chip_power_cfg_t *p = &chip->power;
-  return p->idle_W > 0 || p->cube_W > 0 || p->vector_W > 0 || p->hbm_J_per_byte > 0;
+  return p->idle_W > 0 || p->active_W > 0 || p->cube_W > 0 || p->vector_W > 0 || p->hbm_J_per_byte > 0;
 }
 
 bool power_throttles(const chip_cfg_t *chip) {
@@ -21,7 +21,8 @@ double power_unit_scale(const chip_cfg_t *chip, double clock_hz) {
 
 double power_op_dynamic_J(const chip_cfg_t *chip, const op_result_t *r) {
   const chip_power_cfg_t *p = &chip->power;
-  double units_W = p->cube_W * r->util[PIPE_CUBE] + p->vector_W * r->util[PIPE_VECTOR];
+  double units_W =
+      p->active_W + p->cube_W * r->util[PIPE_CUBE] + p->vector_W * r->util[PIPE_VECTOR];
   return r->time_s * units_W * power_unit_scale(chip, r->clock_hz) +
          r->hbm_bytes * p->hbm_J_per_byte;
 }

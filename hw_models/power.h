@@ -7,9 +7,15 @@
  * DRAM and the cores (DRAM, PHY, L2 and on-chip network, load units;
  * scripts/validate_energy.py fits it):
  *
- *   P = idle_W + (f / clock)^k (cube_W u_cube + vector_W u_vector) + E_byte B / t
+ *   P = idle_W + (f / clock)^k (active_W + cube_W u_cube + vector_W u_vector) + E_byte B / t
  *
- * cube_W and vector_W are stated at chip.power.clock_GHz; dynamic power goes as
+ * active_W is what the cores draw above idle whenever an op runs, whatever its
+ * pipes' busy shares: a memory-bound kernel keeps every SM clocked and occupied
+ * (clock tree, warp issue, register files, L1/L2 of stalled warps), which the
+ * per-unit and per-byte terms do not count (0 on chips whose per-byte energy was
+ * fitted with this folded in, as h100-dgx's). Every op time counts as active;
+ * the time between ops (engine overhead, waits) draws idle_W only.
+ * active_W, cube_W and vector_W are stated at chip.power.clock_GHz; dynamic power goes as
  * f V^2 and the voltage rises with the clock over the upper part of the DVFS
  * range, so unit power scales as f^k, k = chip.power.clock_exponent [A]. The
  * shipped configs state cube_W so that a dense 8192^3 GEMM at chip.freq_GHz,

@@ -101,6 +101,7 @@ def main():
     data = a.data or os.path.join(repo, "tests/data/validation")
     ok = True
     errs = {"fit": [], "held-out": []}
+    by_system = {}
     print("%-40s %10s %10s %8s  %-8s %s" % ("row (energy.csv)", "measured", "npusim", "error",
                                             "role", "bounded"))
     rows = read_rows(os.path.join(data, "energy.csv"))
@@ -120,6 +121,7 @@ def main():
         note = ""
         if why is None:
             errs[row["role"]].append(abs(err))
+            by_system.setdefault((row["system"], row["role"]), []).append(abs(err))
             if abs(err) > ROW_BOUND:
                 ok = False
                 note = "  OVER the %.0f%% bound" % (ROW_BOUND * 100)
@@ -130,6 +132,8 @@ def main():
                                                           note))
     print(summary("bounded, fitted", errs["fit"]))
     print(summary("bounded, held out", errs["held-out"]))
+    for (system, role), e in sorted(by_system.items()):
+        print(summary("  %s, %s" % (system, role), e))
     if not ok:
         print("validate_energy: a bounded row is over the %.0f%% bound" % (ROW_BOUND * 100))
     sys.exit(0 if ok else 1)

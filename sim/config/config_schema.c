@@ -245,6 +245,10 @@ static const cfg_key_t system_keys[] = {
     OBJ("chip.power", "What the die draws (hw_models/power.h); all 0: energy not modelled."),
     OFF("chip.power.idle_W", "W", 1, SYS(chip.power.idle_W), 0.1, 1e5, "0",
         "Power of the die powered and idle."),
+    OFF("chip.power.active_W", "W", 1, SYS(chip.power.active_W), 0.1, 1e5, "0",
+        "Power on top of idle while any op runs, whatever its pipes' busy shares (cores "
+        "clocked and occupied: clock tree, issue, register files, caches of stalled "
+        "warps), at chip.power.clock_GHz (scaled by the clock like cube_W)."),
     OFF("chip.power.cube_W", "W", 1, SYS(chip.power.cube_W), 0.1, 1e5, "0",
         "Power on top of idle with every cube core busy at chip.power.clock_GHz (scaled by "
         "the cube's busy share and the clock)."),

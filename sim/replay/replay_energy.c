@@ -35,6 +35,25 @@ static int ranks_on_chip(const system_cfg_t *sys, const trace_program_t *p, cons
   return n;
 }
 
+/* Energy of the cores occupied by program pi's collectives on chip k where no
+ * compute op runs beside them (power.h's active_W: NCCL/HCCL collectives are
+ * kernels on the cores; under compute the cores are already counted). */
+static double active_comm_J(const system_cfg_t *sys, const chip_cfg_t *chip,
+                            const trace_program_t *p, const replay_result_t *r, int k) {
+  if (chip->power.active_W <= 0)
+    return 0;
+  double s = 0;
+  for (int m = 0; m < p->nranks; m++) {
+    int rank = p->ranks[m];
+    bool on_k = sys->cluster.node_types.n == 0
+                    ? k == 0
+                    : config_server_chip_index(sys, topo_server_of(&r->topo, rank)) == k;
+    if (on_k && rank >= 0 && rank < r->ranks)
+      s += r->per_rank[rank].exposed_comm_s;
+  }
+  return s * chip->power.active_W * power_unit_scale(chip, chip->freq_hz);
+}
+
 void replay_energy(const system_cfg_t *sys, const trace_t *t, const replay_result_t *r,
                    replay_energy_t *out) {
   memset(out, 0, sizeof *out);
@@ -64,7 +83,7 @@ void replay_energy(const system_cfg_t *sys, const trace_t *t, const replay_resul
         continue;
       double compute, hbm;
       program_energy(&chip, cache, &t->programs[pi], &compute, &hbm);
-      out->compute_J += compute * n;
+      out->compute_J += compute * n + active_comm_J(sys, &chip, &t->programs[pi], r, k);
       out->hbm_J += hbm * n;
     }
     op_cache_free(cache);

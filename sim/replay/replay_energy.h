@@ -1,6 +1,7 @@
 /* replay_energy.h - the energy of a replayed step: every rank's chip (its
  * server's, cluster.node_types) idle through the step, its compute ops' dynamic energy and HBM traffic
- * (hw_models/power.h, at the clock the replay costed them), every byte on
+ * (hw_models/power.h, at the clock the replay costed them), the cores' active_W
+ * while a collective runs with no compute op beside it (exposed_comm_s), every byte on
  * every link at its class's energy per byte, and the scale-out switch ports
  * the job holds (cluster.scale_out.switch_port_W) through the step.
  *

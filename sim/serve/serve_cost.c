@@ -150,6 +150,9 @@ static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, d
     return 0; /* not reached: auto selection always plans a group */
   double t = coll_analytic_time(c->topo, &c->sys->coll, &plan.sched, NULL);
   c->acc_link_J += sched_J(c->topo, &plan.sched);
+  /* NCCL/HCCL run a collective as kernels on the cores: they are occupied
+   * (power.h's active_W) while it runs, serial with the ops here */
+  c->acc_J += c->sys->chip.power.active_W * t;
   coll_plan_free(&plan);
   return t;
 }
