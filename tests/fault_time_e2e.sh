@@ -22,6 +22,18 @@
 #     fabric a spine uplink dying at T: the sizes after T take the static dead
 #     spine's time, which is one spine of half the capacity (faults_e2e.sh);
 #     a death after the run: byte-identical output;
+#   - a fault leaving a crossed link's bandwidth as it was (LINK:1@T), or on a
+#     link the collective never crosses (slowed or dying): byte-identical coll;
+#   - links dying in replays, the same rule: a replayed 256 MiB send/recv whose
+#     mesh link dies half way ends at T + B/bw; four 16-NPU all-reduces over two
+#     910B servers (200 us compute before each), the link dying 0.5 ms into the
+#     third: the first two take the healthy time, the third coll's time with the
+#     link dying 0.5 ms in, the fourth the static dead link's (to 1e-4); dying
+#     between the first and second: the first healthy, the rest dead; the Chrome
+#     trace marks it "fault LINK dead" (the checker accepts it), a fault @0 is
+#     not marked; npusim train (llama3-8b dp4 on the 2:1 pod, three spines) with
+#     leaf0.spine1 dying during the gradient all-reduce: slower than without, no
+#     faster than dead from the start;
 #   - refused in one line: a death that cuts ranks off after T (naming them and
 #     T), deaths at two times;
 #   - the Chrome trace marks each timed fault (an instant event naming the
@@ -33,7 +45,9 @@
 # (DP all-reduces crossing servers, TP all-reduces in a server, a pipeline's
 # sends): analytic within 3% of flow, and the fault seen (each case slower
 # than without it); then links dying at T in the mesh, the two-spine fabric and
-# across two servers. Prints the grid. Run from the repository root.
+# across two servers, and in replays (all-reduces over two servers, DP pairs
+# across a three-spine fabric, TP in a server, a pipeline's sends) and train.
+# Prints the grid. Run from the repository root.
 set -u
 npusim=${1:?usage: fault_time_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
