@@ -309,8 +309,7 @@ static bool crossed_change_within(const topo_t *topo, const coll_sched_t *sched,
     }
   bool hit = false;
   for (int l = 0; l < topo->nlinks && !hit; l++)
-    hit = crossed[l] && topo_link_dies(topo, l) && topo->death_s > from_s &&
-          topo->death_s <= to_s;
+    hit = crossed[l] && topo_link_dies(topo, l) && topo->death_s > from_s && topo->death_s <= to_s;
   for (int c = 0; c < topo->nchanges && !hit; c++)
     hit = crossed[topo->changes[c].link] && topo->changes[c].at_s > from_s &&
           topo->changes[c].at_s <= to_s;
@@ -329,8 +328,7 @@ double coll_analytic_time_from(const topo_t *topo, const coll_cfg_t *cfg,
 }
 
 void coll_analytic_death_rest(const topo_t *topo, const coll_sched_t *sched, int p,
-                              double done_frac,
-                              coll_phase_cost_t *out) {
+                              double done_frac, coll_phase_cost_t *out) {
   const topo_t *after = topo->after;
   const coll_phase_t *ph = &sched->phases[p];
   double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;

@@ -63,8 +63,7 @@ void coll_phase_costs_free(coll_phase_cost_t *costs, int n);
  * on those routes. Writes out's link loads and link_s (alone on topo->after),
  * fixed_s 0; free its arrays as coll_phase_costs_free does. */
 void coll_analytic_death_rest(const topo_t *topo, const coll_sched_t *sched, int p,
-                              double done_frac,
-                              coll_phase_cost_t *out);
+                              double done_frac, coll_phase_cost_t *out);
 
 /* What one SimGrid simulation can hold, refused before it starts. Each actor's
  * stack takes two of the kernel's memory maps (vm.max_map_count is 65530 by

@@ -52,7 +52,7 @@ typedef struct {
  * message both sides posted before T is resent whole if it is on a dying
  * link and not through at T, as coll_flow.c does with a collective's. */
 typedef struct {
-  sg_mailbox_t box;   /* the message's own mailbox; NULL: a free slot */
+  sg_mailbox_t box; /* the message's own mailbox; NULL: a free slot */
   double sent_s, got_s;
   bool sent, got;
 } p2p_stamp_t;
@@ -64,7 +64,7 @@ typedef struct {
   inst_run_t *runs;   /* per collective of the plan */
   p2p_stamp_t *stamps; /* open addressing by mailbox; links dying only */
   size_t nstamps, capstamps;
-  sg_comm_t *left;    /* messages left on dead links at T (crawling, platform.c) */
+  sg_comm_t *left; /* messages left on dead links at T (crawling, platform.c) */
   size_t nleft, capleft;
 } actors_t;
 
@@ -302,8 +302,8 @@ static void run_p2p_dying(actors_t *A, int rank, sg_mailbox_t box, bool send, in
   else
     st->got = true, st->got_s = posted;
   long size = (long)llround(bytes);
-  sg_comm_t c = send ? sg_mailbox_put_async(box, &p2p_payload, size)
-                     : sg_mailbox_get_async(box, &p2p_sink);
+  sg_comm_t c =
+      send ? sg_mailbox_put_async(box, &p2p_payload, size) : sg_mailbox_get_async(box, &p2p_sink);
   bool resent = false, through = false;
   if (posted < T) {
     through = sg_comm_wait_all_for(&c, 1, T - posted) == 1;

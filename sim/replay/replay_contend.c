@@ -25,10 +25,10 @@ typedef struct {
   const shape_t *shape; /* an inst's, or own (a message; a collective the links'
                          * death caught in a link part) */
   shape_t own;
-  coll_phase_cost_t own_phase;  /* a message's */
+  coll_phase_cost_t own_phase;   /* a message's */
   coll_phase_cost_t *own_phases; /* a caught collective's rest: [0] its own, the others
                                   * its inst's after the death (their arrays borrowed) */
-  int inst;             /* the collective's inst, or -1 (a message: src to dst) */
+  int inst;                      /* the collective's inst, or -1 (a message: src to dst) */
   int src, dst;
   double bytes;
   double start_s;
@@ -76,7 +76,8 @@ static void free_own(job_t *j);
 static void shape_of_inst(const replay_plan_t *pl, const topo_t *topo, int k, shape_t *sh) {
   const inst_t *x = &pl->insts[k];
   const coll_sched_t *s = &x->plan.sched;
-  *sh = (shape_t){.overhead_s = pl->sys->coll.op_overhead_s, .nphases = s->nphases,
+  *sh = (shape_t){.overhead_s = pl->sys->coll.op_overhead_s,
+                  .nphases = s->nphases,
                   .loops = s->loops > 0 ? s->loops : 1,
                   .phases = coll_analytic_phases(topo, &pl->sys->coll, s),
                   .alone_s = topo == pl->topo ? x->analytic_s
@@ -477,8 +478,8 @@ static void catch_collective(replay_contend_t *c, job_t *j, const shape_t *pre,
   double done = was->link_s > 0 ? 1 - j->left_s / was->link_s : 0;
   long rest = pre->nphases - ph - 1 + (pre->loops - loop - 1) * pre->nphases;
   coll_phase_cost_t *v = calloc((size_t)rest + 1, sizeof *v);
-  coll_analytic_death_rest(pl->topo, &pl->insts[j->inst].plan.sched, (int)ph,
-                           done > 0 ? done : 0, &v[0]);
+  coll_analytic_death_rest(pl->topo, &pl->insts[j->inst].plan.sched, (int)ph, done > 0 ? done : 0,
+                           &v[0]);
   for (long k = 1; k <= rest; k++)
     v[k] = after->phases[(ph + k) % pre->nphases];
   j->shape = NULL;

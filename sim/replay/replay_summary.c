@@ -123,7 +123,8 @@ static void collective_links(const replay_plan_t *pl, const replay_record_t *rec
   for (int pi = 0; pi < t->nprograms; pi++) {
     const trace_program_t *p = &t->programs[pi];
     int first = p->ranks[0], n = pl->ninsts;
-    int *count = calloc((size_t)2 * n + 1, sizeof *count), *op_at = calloc((size_t)n + 1, sizeof *op_at);
+    int *count = calloc((size_t)2 * n + 1, sizeof *count),
+        *op_at = calloc((size_t)n + 1, sizeof *op_at);
     for (int i = 0; i < p->nops; i++) {
       if (p->ops[i].type != TRACE_OP_COLL)
         continue;
