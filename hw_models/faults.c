@@ -25,7 +25,6 @@ int faults_parse(const char *text, link_faults_t *out) {
       return -1;
     out->v[n].factor = f;
     out->v[n].at_s = 0;
-    out->v[n].timed = *end == '@';
     if (*end == '@') {
       const char *at = end + 1;
       double t = strtod(at, &end);
@@ -33,6 +32,8 @@ int faults_parse(const char *text, link_faults_t *out) {
         return -1;
       out->v[n].at_s = t;
     }
+    /* "@0" is the fault from the start, exactly: no change in time, no mark */
+    out->v[n].timed = out->v[n].at_s > 0;
     if (*end && *end != ',')
       return -1;
     n++;

@@ -36,7 +36,7 @@ typedef struct {
   char link[FAULTS_NAME_MAX]; /* a link kind or a link's name */
   double factor;              /* bandwidth left, [0, 1]; 0: dead */
   double at_s;                /* from when, seconds into the run; 0: the start */
-  bool timed;                 /* written with "@T" (shown on the timeline) */
+  bool timed;                 /* from a T > 0 (shown on the timeline); "@0" is not */
 } link_fault_t;
 
 typedef struct {

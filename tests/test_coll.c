@@ -463,7 +463,9 @@ static void test_the_table_prims_are_what_the_emitters_build(void) {
 
 /* "LINK:FACTOR@T": parsed with its time; on the topology a change of the
  * link's bandwidth at T, that drains bytes at the old rate until T and the
- * new one after; a link dying at T > 0 is refused. */
+ * new one after; "@0" is the fault from the start; a link dying at T > 0
+ * gives the topology after T, and the rest of a phase caught by it follows
+ * the resend rule; deaths at two times are refused. */
 static void test_timed_faults_change_a_link_at_their_time(void) {
   link_faults_t f;
   CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0.5@0.002,nic:0.25", &f), 0);
@@ -471,6 +473,8 @@ static void test_timed_faults_change_a_link_at_their_time(void) {
   CU_ASSERT_DOUBLE_EQUAL(f.v[0].at_s, 0.002, 0);
   CU_ASSERT(f.v[0].timed && !f.v[1].timed);
   CU_ASSERT_DOUBLE_EQUAL(f.v[1].at_s, 0, 0);
+  CU_ASSERT_EQUAL_FATAL(faults_parse("nic:0.5@0,nic:0@0", &f), 0); /* the static fault */
+  CU_ASSERT(!f.v[0].timed && !f.v[1].timed);
   CU_ASSERT_EQUAL(faults_parse("nic:0.5@", &f), -1);
   CU_ASSERT_EQUAL(faults_parse("nic:0.5@-1", &f), -1);
   CU_ASSERT_EQUAL(faults_parse("nic:0.5@1x", &f), -1);
@@ -509,6 +513,30 @@ static void test_timed_faults_change_a_link_at_their_time(void) {
   CU_ASSERT(!topo_path_dies(&t, h, 2));
   CU_ASSERT(topo_changes_within(&t, 0.001, 0.002) && !topo_changes_within(&t, 0.002, 1));
   CU_ASSERT_DOUBLE_EQUAL(topo_link_bytes_between(&t, l, 0.0015, 0.002), 0.0005 * bw, 1e-3);
+  /* the rest of a 2-round phase (0 -> 1 and 2 -> 3, B each) caught a quarter
+   * through its link time, half way through its first round: 0 -> 1 resent
+   * whole round NPU k, 2 -> 3 keeps its half left; then one round after T. On
+   * the detour B + B, on 2-3 B / 2 + B; B / bw for each of the two rounds */
+  double B = 1 << 20;
+  coll_xfer_t xs[2] = {{0, 1, B}, {2, 3, B}};
+  coll_phase_t ph = {.rounds = 2, .nxfers = 2, .xfers = xs};
+  coll_sched_t s = {.nphases = 1, .phases = &ph, .loops = 1, .endpoints = 8, .wire_factor = 1};
+  coll_phase_cost_t rest;
+  coll_analytic_death_rest(&t, &s, 0, 0.25, &rest);
+  topo_hop_t d[TOPO_MAX_HOPS], q[TOPO_MAX_HOPS];
+  CU_ASSERT_EQUAL_FATAL(topo_route(t.after, 0, 1, d), 2);
+  CU_ASSERT_EQUAL_FATAL(topo_route(&t, 2, 3, q), 1);
+  CU_ASSERT_EQUAL(rest.nloads, 3);
+  CU_ASSERT_DOUBLE_EQUAL(rest.fixed_s, 0, 0);
+  CU_ASSERT_DOUBLE_EQUAL(rest.link_s, 2 * B / topo_link_bw(t.after, d[0].link), 1e-15);
+  for (int k = 0; k < rest.nloads; k++) {
+    bool detour = rest.slots[k] == 2 * d[0].link + d[0].dir ||
+                  rest.slots[k] == 2 * d[1].link + d[1].dir;
+    CU_ASSERT(detour || rest.slots[k] == 2 * q[0].link + q[0].dir);
+    CU_ASSERT_DOUBLE_EQUAL(rest.bytes[k], detour ? 2 * B : 1.5 * B, 1e-6);
+  }
+  free(rest.slots);
+  free(rest.bytes);
   topo_free(&t);
   CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0@0.002,s0.mesh0-2:0@0.003",
                                      &b.cluster.faults), 0);

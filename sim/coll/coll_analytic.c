@@ -130,17 +130,17 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
 /* ---- timed faults: the rounds one by one on the clock ---- */
 
 /* The end of one round of a phase that starts at start_s, the phase's link
- * loads in sc->load: each sender waits its sends' largest path latency and the
- * step latency (as the flow engine's endpoints do), then each link direction
- * drains its load at its bandwidth of the moment (topo_link_drain_end_s); the
- * round ends with its slowest transfer, then the reduction. */
+ * loads in sc->load: each transfer waits its own path latency and the step
+ * latency (as analytic() charges it), then each link direction drains its
+ * load at its bandwidth of the moment (topo_link_drain_end_s); the round ends
+ * with its slowest transfer, then the reduction. */
 static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
-                              double step_s, const scratch_t *sc, const double *wait,
-                              double start_s) {
+                              double step_s, const scratch_t *sc, double start_s) {
   double last = start_s, most_received = 0;
   for (int i = 0; i < ph->nxfers; i++) {
     const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
-    double from = start_s + wait[ph->xfers[i].src] + cfg->step_latency_s + step_s, end = from;
+    double from = start_s + topo_path_alpha_s(t, h, sc->nhops[i]) + cfg->step_latency_s + step_s;
+    double end = from;
     for (int j = 0; j < sc->nhops[i]; j++) {
       double e = topo_link_drain_end_s(t, h[j].link, sc->load[2 * h[j].link + h[j].dir], from);
       end = e > end ? e : end;
@@ -155,9 +155,8 @@ static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
 }
 
 /* Loads one round of the phase on topology t (routes, link loads, bytes
- * received, each sender's largest path latency) into sc and wait. */
-static void load_round(const topo_t *t, const coll_phase_t *ph, double wire, scratch_t *sc,
-                       double *wait) {
+ * received) into sc. */
+static void load_round(const topo_t *t, const coll_phase_t *ph, double wire, scratch_t *sc) {
   for (int i = 0; i < ph->nxfers; i++) {
     const coll_xfer_t *x = &ph->xfers[i];
     topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
@@ -165,18 +164,15 @@ static void load_round(const topo_t *t, const coll_phase_t *ph, double wire, scr
     for (int j = 0; j < sc->nhops[i]; j++)
       sc->load[2 * h[j].link + h[j].dir] += x->bytes * wire;
     sc->recv[x->dst] += x->bytes;
-    double a = topo_path_alpha_s(t, h, sc->nhops[i]);
-    wait[x->src] = a > wait[x->src] ? a : wait[x->src];
   }
 }
 
-static void clear_round(const coll_phase_t *ph, scratch_t *sc, double *wait) {
+static void clear_round(const coll_phase_t *ph, scratch_t *sc) {
   for (int i = 0; i < ph->nxfers; i++) {
     const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
     for (int j = 0; j < sc->nhops[i]; j++)
       sc->load[2 * h[j].link + h[j].dir] = 0;
     sc->recv[ph->xfers[i].dst] = 0;
-    wait[ph->xfers[i].src] = 0;
   }
 }
 
@@ -189,8 +185,7 @@ static void clear_round(const coll_phase_t *ph, scratch_t *sc, double *wait) {
  * transfers' share of that) with the after routes' loads; the round ends with
  * its slowest transfer, then the reduction. */
 static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
-                              double wire, double step_s, const scratch_t *sc,
-                              const double *wait, double start_s) {
+                              double wire, double step_s, const scratch_t *sc, double start_s) {
   const topo_t *after = t->after;
   double T = t->death_s;
   int n = ph->nxfers;
@@ -207,7 +202,7 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
   for (int i = 0; i < n; i++) { /* before T: the round's loads on t's routes */
     const coll_xfer_t *x = &ph->xfers[i];
     const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
-    from[i] = start_s + wait[x->src] + cfg->step_latency_s + step_s;
+    from[i] = start_s + topo_path_alpha_s(t, h, sc->nhops[i]) + cfg->step_latency_s + step_s;
     late[i] = from[i] >= T;
     anh[i] = topo_route(after, x->src, x->dst, &ah[(size_t)i * TOPO_MAX_HOPS]);
     for (int j = 0; !late[i] && j < sc->nhops[i]; j++) {
@@ -273,7 +268,6 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
 static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                     double start_s) {
   scratch_t sc = scratch_new(topo, sched);
-  double *wait = calloc((size_t)sched->endpoints + 1, sizeof *wait);
   int loops = sched->loops > 0 ? sched->loops : 1;
   double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
   double now = start_s + cfg->op_overhead_s;
@@ -281,32 +275,100 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
     for (int p = 0; p < sched->nphases; p++) {
       const coll_phase_t *ph = &sched->phases[p];
       const topo_t *on = topo_at(topo, now); /* every round alike on one topology */
-      load_round(on, ph, wire, &sc, wait);
+      load_round(on, ph, wire, &sc);
       for (int r = 0; r < ph->rounds && ph->nxfers > 0; r++) {
         if (topo_at(topo, now) != on) { /* the links died: the next rounds go round them */
-          clear_round(ph, &sc, wait);
-          load_round(on = topo_at(topo, now), ph, wire, &sc, wait);
+          clear_round(ph, &sc);
+          load_round(on = topo_at(topo, now), ph, wire, &sc);
         }
-        double end = timed_round_end(on, cfg, ph, sched->step_s, &sc, wait, now);
+        double end = timed_round_end(on, cfg, ph, sched->step_s, &sc, now);
         if (on == topo && topo->after && end > topo->death_s)
-          end = death_round_end(topo, cfg, ph, wire, sched->step_s, &sc, wait, now);
+          end = death_round_end(topo, cfg, ph, wire, sched->step_s, &sc, now);
         now = end;
       }
-      clear_round(ph, &sc, wait);
+      clear_round(ph, &sc);
     }
   scratch_free(&sc);
-  free(wait);
   return now;
+}
+
+/* Whether a timed fault of a link the schedule crosses (a death too) falls in
+ * (from_s, to_s]: routes that cross no dying link are the same after it. */
+static bool crossed_change_within(const topo_t *topo, const coll_sched_t *sched, double from_s,
+                                  double to_s) {
+  if (!topo_changes_within(topo, from_s, to_s))
+    return false;
+  char *crossed = calloc((size_t)topo->nlinks + 1, 1);
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  for (int p = 0; p < sched->nphases; p++)
+    for (int i = 0; i < sched->phases[p].nxfers; i++) {
+      const coll_xfer_t *x = &sched->phases[p].xfers[i];
+      int nh = topo_route(topo, x->src, x->dst, hops);
+      for (int h = 0; h < nh; h++)
+        crossed[hops[h].link] = 1;
+    }
+  bool hit = false;
+  for (int l = 0; l < topo->nlinks && !hit; l++)
+    hit = crossed[l] && topo_link_dies(topo, l) && topo->death_s > from_s && topo->death_s <= to_s;
+  for (int c = 0; c < topo->nchanges && !hit; c++)
+    hit = crossed[topo->changes[c].link] && topo->changes[c].at_s > from_s &&
+          topo->changes[c].at_s <= to_s;
+  free(crossed);
+  return hit;
 }
 
 double coll_analytic_time_from(const topo_t *topo, const coll_cfg_t *cfg,
                                const coll_sched_t *sched, double start_s) {
   double alone = analytic(topo, cfg, sched, NULL, 1, NULL);
-  /* faults only slow links: with none before the schedule would end alone,
-   * none changes it */
-  if (!topo_changes_within(topo, 0, start_s + alone))
+  /* faults only slow links: with none on its links before the schedule would
+   * end alone, none changes it */
+  if (!crossed_change_within(topo, sched, 0, start_s + alone))
     return alone;
   return timed(topo, cfg, sched, start_s) - start_s;
+}
+
+void coll_analytic_death_rest(const topo_t *topo, const coll_sched_t *sched, int p,
+                              double done_frac, coll_phase_cost_t *out) {
+  const topo_t *after = topo->after;
+  const coll_phase_t *ph = &sched->phases[p];
+  double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
+  double done = done_frac * ph->rounds; /* rounds through, and the one in flight's part */
+  int through = (int)done < ph->rounds ? (int)done : ph->rounds - 1;
+  double f = done - through;
+  size_t nslots = (size_t)2 * topo->nlinks + 1;
+  double *cur = calloc(nslots, sizeof *cur), *next = calloc(nslots, sizeof *next);
+  topo_hop_t h[TOPO_MAX_HOPS], ah[TOPO_MAX_HOPS];
+  for (int i = 0; i < ph->nxfers; i++) {
+    const coll_xfer_t *x = &ph->xfers[i];
+    double bytes = x->bytes * wire;
+    int nh = topo_route(topo, x->src, x->dst, h), anh = topo_route(after, x->src, x->dst, ah);
+    bool resent = topo_path_dies(topo, h, nh);
+    for (int j = 0; j < anh; j++) {
+      next[2 * ah[j].link + ah[j].dir] += bytes;
+      if (resent) /* caught on a dying link: whole, round it */
+        cur[2 * ah[j].link + ah[j].dir] += bytes;
+    }
+    for (int j = 0; !resent && j < nh; j++) /* the rest of its bytes, on its own route */
+      cur[2 * h[j].link + h[j].dir] += (1 - f) * bytes;
+  }
+  int left = ph->rounds - through - 1; /* rounds after the one in flight */
+  double busy_cur = 0, busy_next = 0;
+  out->slots = malloc(nslots * sizeof *out->slots);
+  out->bytes = malloc(nslots * sizeof *out->bytes);
+  out->nloads = 0;
+  for (size_t k = 0; k + 1 < nslots; k++) {
+    if (cur[k] == 0 && next[k] == 0)
+      continue;
+    double bw = topo_link_bw(after, (int)k / 2);
+    busy_cur = cur[k] / bw > busy_cur ? cur[k] / bw : busy_cur;
+    busy_next = next[k] / bw > busy_next ? next[k] / bw : busy_next;
+    out->slots[out->nloads] = (int)k;
+    out->bytes[out->nloads++] = cur[k] + left * next[k];
+  }
+  out->fixed_s = 0;
+  out->link_s = busy_cur + left * busy_next;
+  free(cur);
+  free(next);
 }
 
 void coll_analytic_record(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,

@@ -55,6 +55,16 @@ coll_phase_cost_t *coll_analytic_phases(const topo_t *topo, const coll_cfg_t *cf
                                         const coll_sched_t *sched);
 void coll_phase_costs_free(coll_phase_cost_t *costs, int n);
 
+/* The rest of phase p (one loop) of a schedule in flight when links die
+ * (topo->after), its fixed parts done and done_frac of its rounds' link time
+ * through at T: the round in flight keeps what its transfers on live paths
+ * have left (their bytes times the part of the round not through) and resends
+ * those on a dying path whole on their routes after T; the rounds after it run
+ * on those routes. Writes out's link loads and link_s (alone on topo->after),
+ * fixed_s 0; free its arrays as coll_phase_costs_free does. */
+void coll_analytic_death_rest(const topo_t *topo, const coll_sched_t *sched, int p,
+                              double done_frac, coll_phase_cost_t *out);
+
 /* What one SimGrid simulation can hold, refused before it starts. Each actor's
  * stack takes two of the kernel's memory maps (vm.max_map_count is 65530 by
  * default), so SimGrid aborts at about 32,000 actors; each transfer of a
@@ -117,6 +127,10 @@ void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, dou
 
 /* Feeds logged transfers to link statistics (and closes them). */
 void coll_flow_log_to_stats(const coll_flow_log_t *log, const topo_t *topo, linkstats_t *stats);
+
+/* Moves the calling actor onto endpoint me's shadow host (platform.h), whose
+ * routes go round the links dead from T; call at or after T. */
+void coll_flow_to_shadow_host(int me);
 
 /* Runs endpoint me's part of the schedule; call from a SimGrid actor on me's
  * host. Transfers are logged when log is not NULL. */

@@ -84,7 +84,7 @@ int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, 
     return -1;
   }
   simgrid_used = true;
-  char path[256];
+  char path[PLATFORM_PATH_MAX];
   if (platform_write(topo, endpoints, pairs, path, sizeof path, err, err_len))
     return -1;
   /* ker_engine's deadlock report is silenced: the replay names the stuck op
@@ -264,9 +264,7 @@ void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo) {
     job->phases[p].uniform = uniform_phase(topo, job->phases[p].ph, job->phases[p].x);
 }
 
-/* Moves the calling endpoint's actor onto its shadow host (platform.h), whose
- * routes go round the links dead from T. */
-static void to_shadow_host(int me) {
+void coll_flow_to_shadow_host(int me) {
   char name[32];
   snprintf(name, sizeof name, "a%d", me);
   sg_host_t shadow = sg_host_by_name(name);
@@ -287,7 +285,7 @@ static size_t resend_at_death(const coll_flow_sched_t *job, const fphase_t *fp, 
   double T = job->death_s;
   size_t keep = done;
   int r0 = fp->recv_off[me], s0 = fp->send_off[me];
-  to_shadow_host(me);
+  coll_flow_to_shadow_host(me);
   for (size_t i = done; i < n; i++) {
     int xi = i < nr ? fp->recv_idx[r0 + (int)i] : fp->send_idx[s0 + (int)(i - nr)];
     const fxfer_t *x = &fp->x[xi];
@@ -335,7 +333,7 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
     sg_actor_sleep_for(wait * times);
   double posted = simgrid_get_clock(), received = 0;
   if (T > 0 && posted >= T)
-    to_shadow_host(me);
+    coll_flow_to_shadow_host(me);
   size_t n = 0;
   void *sink; /* SimGrid needs somewhere to put the (dummy) payload */
   for (int i = r0; i < r1; i++) {

@@ -68,7 +68,7 @@ static bool has_profile(const topo_t *t, int link) {
 void platform_remove(const topo_t *t, const char *path) {
   for (int l = 0; l < t->nlinks; l++)
     if (has_profile(t, l)) {
-      char p[300];
+      char p[PLATFORM_PROFILE_PATH_MAX];
       profile_path(path, l, p, sizeof p);
       unlink(p);
     }
@@ -79,7 +79,7 @@ void platform_remove(const topo_t *t, const char *path) {
  * line per time (SimGrid's legacy profile, absolute dates, not repeated). */
 static int write_profile(const topo_t *t, const char *platform, int link, char *err,
                          size_t err_len) {
-  char p[300];
+  char p[PLATFORM_PROFILE_PATH_MAX];
   profile_path(platform, link, p, sizeof p);
   FILE *f = fopen(p, "w");
   if (!f)
@@ -102,7 +102,8 @@ static int write_profile(const topo_t *t, const char *platform, int link, char *
    * an exception C cannot catch). */
   if (dies)
     fprintf(f, "%.17g 1\n", t->death_s);
-  if (fclose(f) != 0)
+  bool failed = ferror(f) != 0; /* a write that failed (a full disk) sets it */
+  if (fclose(f) != 0 || failed)
     return snprintf(err, err_len, "%s: cannot write a SimGrid bandwidth profile: %s", p,
                     strerror(errno)), -1;
   return 0;
@@ -110,7 +111,14 @@ static int write_profile(const topo_t *t, const char *platform, int link, char *
 
 int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
                    size_t path_len, char *err, size_t err_len) {
-  snprintf(path, path_len, "%s/npusim-platform-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  size_t room = path_len < PLATFORM_PATH_MAX ? path_len : PLATFORM_PATH_MAX;
+  if ((size_t)snprintf(path, room, "%s/npusim-platform-XXXXXX", dir) >= room) {
+    snprintf(err, err_len, "TMPDIR: expected a folder path of at most %zu characters (the "
+             "SimGrid platform is written there), found %zu", room - 24, strlen(dir));
+    path[0] = '\0';
+    return -1;
+  }
   int fd = mkstemp(path);
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
@@ -171,7 +179,8 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
   fputs("</zone>\n</platform>\n", f);
   free(keys);
   free(used);
-  if (fclose(f) != 0 && rc == 0) {
+  bool failed = ferror(f) != 0;
+  if ((fclose(f) != 0 || failed) && rc == 0) {
     snprintf(err, err_len, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
     rc = -1;
   }

@@ -41,10 +41,16 @@ void pair_set_init(pair_set_t *s);
 void pair_set_add(pair_set_t *s, int src, int dst);
 void pair_set_free(pair_set_t *s);
 
+/* The longest platform path (TMPDIR/npusim-platform-XXXXXX), and room for a
+ * profile's suffix (".L<link>") after it. */
+#define PLATFORM_PATH_MAX 256
+#define PLATFORM_PROFILE_PATH_MAX (PLATFORM_PATH_MAX + 16)
+
 /* Writes the platform for endpoints 0..endpoints-1 and the routes of pairs to a
  * new temporary file, and its links' bandwidth profiles beside it; its path
  * goes to path (the caller removes them with platform_remove once SimGrid has
- * loaded them). Returns 0, or -1 with a reason in err (nothing left behind). */
+ * loaded them). path_len is at most PLATFORM_PATH_MAX. Returns 0, or -1 with a
+ * reason in err (nothing left behind): a TMPDIR too long for it is refused. */
 int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
                    size_t path_len, char *err, size_t err_len);
 

@@ -328,9 +328,10 @@ static const cfg_key_t system_keys[] = {
            "seconds into the run (simulated time; none or @0: from the start), the link has "
            "FACTOR of its bandwidth before; a transfer crossing T runs at the old rate until T "
            "and the new one after, in both fidelities (coll, replay, train; serve refuses "
-           "@T). A link dying during the run (FACTOR 0 with T > 0; npusim coll only, all "
-           "at one T): transfers starting at or after T take the paths that remain, one on "
-           "it at T is resent whole on them from T; refused when it cuts ranks off."),
+           "@T). A link dying during the run (FACTOR 0 with T > 0; all at one T; coll, "
+           "replay, train, cluster): transfers starting at or after T take the paths that "
+           "remain, one on it at T is resent whole on them from T; refused when it cuts "
+           "ranks off."),
     OBJ("cluster.scale_out", "NICs and the switched network between servers."),
     ENUM("cluster.scale_out.topology", topology_scale_out_names, SCALE_OUT_COUNT,
          SYS(cluster.scale_out.kind), NULL,

@@ -93,17 +93,6 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     bool system_key = topo_rc == TOPO_BAD_FAULT && opts->system_file;
     return snprintf(err, err_len, "%s: %s", system_key ? opts->system_file : trace_name, why), -1;
   }
-  if (out->topo.after) { /* routes by time are npusim coll's only, so far */
-    const link_faults_t *f = &sys->cluster.faults;
-    int i = 0;
-    while (i < f->n && !(f->v[i].factor == 0 && f->v[i].at_s > 0))
-      i++;
-    snprintf(err, err_len, "%s: cluster.faults.links: expected links dying during the run "
-             "(FACTOR 0 @T > 0) only in npusim coll, found %s:0@%g",
-             opts->system_file ? opts->system_file : trace_name, f->v[i].link, f->v[i].at_s);
-    topo_free(&out->topo);
-    return -1;
-  }
   replay_plan_t plan;
   int rc = replay_plan_build(&plan, sys, trace, &out->topo, trace_name, opts, err, err_len);
   if (rc) {

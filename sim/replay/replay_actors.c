@@ -17,6 +17,7 @@
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +48,24 @@ typedef struct {
   double pending_latest_s;
 } inst_run_t;
 
+/* When each side of a message posted it (links dying during the run only): a
+ * message both sides posted before T is resent whole if it is on a dying
+ * link and not through at T, as coll_flow.c does with a collective's. */
+typedef struct {
+  sg_mailbox_t box; /* the message's own mailbox; NULL: a free slot */
+  double sent_s, got_s;
+  bool sent, got;
+} p2p_stamp_t;
+
 typedef struct {
   const replay_plan_t *pl;
   replay_record_t *rec;
   rank_state_t *rs;   /* per rank */
   inst_run_t *runs;   /* per collective of the plan */
+  p2p_stamp_t *stamps; /* open addressing by mailbox; links dying only */
+  size_t nstamps, capstamps;
+  sg_comm_t *left; /* messages left on dead links at T (crawling, platform.c) */
+  size_t nleft, capleft;
 } actors_t;
 
 typedef struct {
@@ -240,6 +254,90 @@ static double exchange_arrivals(const char *name, bool send, double start_s) {
   return ready;
 }
 
+static size_t stamp_slot(const p2p_stamp_t *v, size_t cap, sg_mailbox_t box) {
+  size_t k = ((uintptr_t)box >> 4) * 0x9E3779B97F4A7C15u & (cap - 1);
+  while (v[k].box && v[k].box != box)
+    k = (k + 1) & (cap - 1);
+  return k;
+}
+
+/* The stamps of the message on box (found again after every wait: the table
+ * grows as other actors post). */
+static p2p_stamp_t *stamp_of(actors_t *A, sg_mailbox_t box) {
+  if (2 * (A->nstamps + 1) > A->capstamps) {
+    size_t cap = A->capstamps ? 2 * A->capstamps : 1024;
+    p2p_stamp_t *v = calloc(cap, sizeof *v);
+    for (size_t k = 0; k < A->capstamps; k++)
+      if (A->stamps[k].box)
+        v[stamp_slot(v, cap, A->stamps[k].box)] = A->stamps[k];
+    free(A->stamps);
+    A->stamps = v;
+    A->capstamps = cap;
+  }
+  size_t k = stamp_slot(A->stamps, A->capstamps, box);
+  if (!A->stamps[k].box) {
+    A->stamps[k].box = box;
+    A->nstamps++;
+  }
+  return &A->stamps[k];
+}
+
+static double p2p_payload; /* SimGrid refuses NULL payloads; never read or written */
+static void *p2p_sink;     /* where messages left on dead links put it, if ever through */
+
+/* Flow send/recv with links dying at T (topo_t.after): posted from the shadow
+ * host at or after T (the routes round them); posted before T, waited with T
+ * as deadline, then, if on a dying link, posted by both sides before T and not
+ * through, left there and posted again whole from the shadow hosts at T. Both
+ * sides then wait the latency of the route the data took. */
+static void run_p2p_dying(actors_t *A, int rank, sg_mailbox_t box, bool send, int src, int dst,
+                          double bytes, replay_span_t *sp) {
+  const topo_t *topo = A->pl->topo;
+  double T = topo->death_s, posted = simgrid_get_clock();
+  if (posted >= T)
+    coll_flow_to_shadow_host(rank);
+  p2p_stamp_t *st = stamp_of(A, box);
+  if (send)
+    st->sent = true, st->sent_s = posted;
+  else
+    st->got = true, st->got_s = posted;
+  long size = (long)llround(bytes);
+  sg_comm_t c =
+      send ? sg_mailbox_put_async(box, &p2p_payload, size) : sg_mailbox_get_async(box, &p2p_sink);
+  bool resent = false, through = false;
+  if (posted < T) {
+    through = sg_comm_wait_all_for(&c, 1, T - posted) == 1;
+    if (!through) {
+      coll_flow_to_shadow_host(rank);
+      topo_hop_t hops[TOPO_MAX_HOPS];
+      st = stamp_of(A, box);
+      bool both = st->sent && st->got && st->sent_s < T && st->got_s < T;
+      if (both && topo_path_dies(topo, hops, topo_route(topo, src, dst, hops)) &&
+          !(through = sg_comm_test(c))) {
+        if (A->nleft == A->capleft) {
+          A->capleft = A->capleft ? 2 * A->capleft : 16;
+          A->left = realloc(A->left, A->capleft * sizeof *A->left);
+        }
+        A->left[A->nleft++] = c;
+        c = send ? sg_mailbox_put_async(box, &p2p_payload, size)
+                 : sg_mailbox_get_async(box, &p2p_sink);
+        resent = true;
+      }
+    }
+  }
+  if (!through)
+    sg_comm_wait(c);
+  st = stamp_of(A, box);
+  double met = st->sent_s > st->got_s ? st->sent_s : st->got_s;
+  if (!send) {
+    sp->ready_s = met;
+    coll_flow_log_add(&A->rec->log, src, dst, bytes, resent ? T : met, simgrid_get_clock());
+  }
+  const topo_t *on = topo_at(topo, resent ? T : met);
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  sg_actor_sleep_for(topo_path_alpha_s(on, hops, topo_route(on, src, dst, hops)));
+}
+
 static void run_p2p(actors_t *A, int rank, int i, replay_span_t *sp) {
   int pi = A->pl->trace->program_of[rank];
   const trace_op_t *op = &A->pl->trace->programs[pi].ops[i];
@@ -258,6 +356,10 @@ static void run_p2p(actors_t *A, int rank, int i, replay_span_t *sp) {
     return;
   }
   sg_mailbox_t box = sg_mailbox_by_name(name);
+  if (A->pl->topo->after) {
+    run_p2p_dying(A, rank, box, send, src, dst, op->bytes, sp);
+    return;
+  }
   topo_hop_t hops[TOPO_MAX_HOPS];
   double alpha = topo_path_alpha_s(A->pl->topo, hops, topo_route(A->pl->topo, src, dst, hops));
   /* The data moves once both sides are there; then both wait out the path
@@ -476,6 +578,10 @@ static void free_state(actors_t *A) {
       sg_barrier_destroy(A->runs[i].barrier);
   }
   free(A->runs);
+  for (size_t k = 0; k < A->nleft; k++)
+    sg_comm_unref(A->left[k]);
+  free(A->left);
+  free(A->stamps);
 }
 
 int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,

@@ -179,15 +179,19 @@ static void chrome_rank(chrome_t *c, int rank) {
   }
 }
 
-/* Each timed fault (cluster.faults.links "LINK:FACTOR@T") as an instant
- * event across the whole timeline, naming the link and the bandwidth left. */
+/* Each timed fault (cluster.faults.links "LINK:FACTOR@T", T > 0) as an
+ * instant event across the whole timeline, naming the link and the bandwidth
+ * left: "fault s0.nic0 x0.5", or "fault leaf0.spine1 dead" for a link dying. */
 static void fault_marks(chrome_t *c) {
   const link_faults_t *f = &c->r->topo.cluster.faults;
   for (int i = 0; i < f->n; i++) {
     if (!f->v[i].timed)
       continue;
     char name[FAULTS_NAME_MAX + 64];
-    snprintf(name, sizeof name, "fault %s x%g", f->v[i].link, f->v[i].factor);
+    if (f->v[i].factor == 0)
+      snprintf(name, sizeof name, "fault %s dead", f->v[i].link);
+    else
+      snprintf(name, sizeof name, "fault %s x%g", f->v[i].link, f->v[i].factor);
     event_sep(c);
     fputs("{\"name\": ", c->out);
     jsonfile_write_string(c->out, name);

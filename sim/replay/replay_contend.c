@@ -14,11 +14,23 @@ typedef struct {
   double alone_s;       /* what the analytic model says alone, exactly */
 } shape_t;
 
+/* A timed fault: its time and its index in topo_t.changes. */
+typedef struct {
+  double at_s;
+  int id;
+} change_ref_t;
+
 /* One collective of a group, or one message, in flight. */
 typedef struct {
-  const shape_t *shape; /* an inst's, or own (a message) */
+  const shape_t *shape; /* an inst's, or own (a message; a collective the links'
+                         * death caught in a link part) */
   shape_t own;
-  coll_phase_cost_t own_phase;
+  coll_phase_cost_t own_phase;   /* a message's */
+  coll_phase_cost_t *own_phases; /* a caught collective's rest: [0] its own, the others
+                                  * its inst's after the death (their arrays borrowed) */
+  int inst;                      /* the collective's inst, or -1 (a message: src to dst) */
+  int src, dst;
+  double bytes;
   double start_s;
   long part;            /* 0: overhead; then 2 per phase per loop (fixed, link) */
   double left_s;        /* alone-time left of the part */
@@ -29,6 +41,9 @@ typedef struct {
 struct replay_contend {
   int ninsts;
   shape_t *inst_shapes;  /* per inst; phases NULL until built */
+  shape_t *after_shapes; /* per inst, on the topology after links die (topo_t.after) */
+  const replay_plan_t *pl;
+  bool dead;             /* the links' death has been applied to the jobs */
   bool *exclusive;       /* per inst */
   int **siblings;        /* per inst: the same collective of the groups it stands for */
   int *nsiblings;
@@ -38,7 +53,8 @@ struct replay_contend {
   char *full;
   int nslots;
   const topo_t *topo;
-  int *changes, nchanges, next_change; /* timed faults (topo_change_t) by time */
+  change_ref_t *changes; /* timed faults (topo_change_t) by time */
+  int nchanges, next_change;
   /* the jobs in time */
   job_t *jobs;
   int njobs, capjobs;
@@ -51,21 +67,32 @@ struct replay_contend {
   bool dirty;            /* the rates need sharing again */
 };
 
+static void free_own(job_t *j);
+
 /* ---- shapes ---- */
 
-static void shape_of_inst(const replay_plan_t *pl, int k, shape_t *sh) {
+/* Inst k's shape on topo: the plan's topology (alone: the plan's time) or
+ * the one after links die. */
+static void shape_of_inst(const replay_plan_t *pl, const topo_t *topo, int k, shape_t *sh) {
   const inst_t *x = &pl->insts[k];
   const coll_sched_t *s = &x->plan.sched;
-  *sh = (shape_t){.overhead_s = pl->sys->coll.op_overhead_s, .nphases = s->nphases,
+  *sh = (shape_t){.overhead_s = pl->sys->coll.op_overhead_s,
+                  .nphases = s->nphases,
                   .loops = s->loops > 0 ? s->loops : 1,
-                  .phases = coll_analytic_phases(pl->topo, &pl->sys->coll, s),
-                  .alone_s = x->analytic_s};
+                  .phases = coll_analytic_phases(topo, &pl->sys->coll, s),
+                  .alone_s = topo == pl->topo ? x->analytic_s
+                                              : coll_analytic_time(topo, &pl->sys->coll, s, NULL)};
 }
 
-static const shape_t *inst_shape(replay_contend_t *c, const replay_plan_t *pl, int k) {
-  if (!c->inst_shapes[k].phases)
-    shape_of_inst(pl, k, &c->inst_shapes[k]);
-  return &c->inst_shapes[k];
+/* Inst k's shape for a job starting at start_s: after the links' death, on
+ * the topology after it. */
+static const shape_t *inst_shape(replay_contend_t *c, const replay_plan_t *pl, int k,
+                                 double start_s) {
+  bool after = pl->topo->after && (c->dead || start_s >= pl->topo->death_s);
+  shape_t *sh = after ? &c->after_shapes[k] : &c->inst_shapes[k];
+  if (!sh->phases)
+    shape_of_inst(pl, after ? pl->topo->after : pl->topo, k, sh);
+  return sh;
 }
 
 /* A message: its path's latency, then its bytes on every hop. */
@@ -113,15 +140,13 @@ static void find_siblings(replay_contend_t *c, const replay_plan_t *pl, int k) {
   }
 }
 
-/* Sorts change ids by time (then id: the same order every run); few, so an
- * insertion sort. */
-static void sort_changes(int *ids, int n, const topo_t *topo) {
-  for (int i = 1; i < n; i++)
-    for (int k = i; k > 0 && topo->changes[ids[k]].at_s < topo->changes[ids[k - 1]].at_s; k--) {
-      int x = ids[k];
-      ids[k] = ids[k - 1];
-      ids[k - 1] = x;
-    }
+/* Timed faults in the order they strike: by time, then id (the same order
+ * every run). A fault on a link kind of a large cluster makes thousands. */
+static int cmp_change(const void *a, const void *b) {
+  const change_ref_t *x = a, *y = b;
+  if (x->at_s != y->at_s)
+    return x->at_s < y->at_s ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
 }
 
 replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
@@ -130,6 +155,8 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   c->exclusive = replay_exclusive_insts(pl);
   int n = pl->ninsts;
   c->inst_shapes = calloc((size_t)n + 1, sizeof *c->inst_shapes);
+  c->after_shapes = calloc((size_t)n + 1, sizeof *c->after_shapes);
+  c->pl = pl;
   c->siblings = calloc((size_t)n + 1, sizeof *c->siblings);
   c->nsiblings = calloc((size_t)n + 1, sizeof *c->nsiblings);
   for (int k = 0; k < n; k++)
@@ -147,8 +174,8 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   c->nchanges = pl->topo->nchanges;
   c->changes = malloc(((size_t)c->nchanges + 1) * sizeof *c->changes);
   for (int k = 0; k < c->nchanges; k++)
-    c->changes[k] = k;
-  sort_changes(c->changes, c->nchanges, pl->topo);
+    c->changes[k] = (change_ref_t){pl->topo->changes[k].at_s, k};
+  qsort(c->changes, (size_t)c->nchanges, sizeof *c->changes, cmp_change);
   c->touched = malloc(((size_t)c->nslots + 1) * sizeof *c->touched);
   return c;
 }
@@ -162,9 +189,11 @@ void replay_contend_free(replay_contend_t *c) {
     return;
   for (int k = 0; k < c->ninsts; k++) {
     coll_phase_costs_free(c->inst_shapes[k].phases, c->inst_shapes[k].nphases);
+    coll_phase_costs_free(c->after_shapes[k].phases, c->after_shapes[k].nphases);
     free(c->siblings[k]);
   }
   free(c->inst_shapes);
+  free(c->after_shapes);
   free(c->siblings);
   free(c->nsiblings);
   free(c->exclusive);
@@ -174,10 +203,8 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->demand);
   free(c->full);
   free(c->users);
-  for (int j = 0; j < c->njobs; j++) { /* messages still in flight (a replay cut short) */
-    free(c->jobs[j].own_phase.slots);
-    free(c->jobs[j].own_phase.bytes);
-  }
+  for (int j = 0; j < c->njobs; j++) /* jobs still in flight (a replay cut short) */
+    free_own(&c->jobs[j]);
   free(c->jobs);
   free(c->spare);
   free(c->active);
@@ -194,8 +221,23 @@ void replay_contend_free(replay_contend_t *c) {
 static const shape_t *job_shape(job_t *j) {
   if (j->shape)
     return j->shape;
-  j->own.phases = &j->own_phase;
+  j->own.phases = j->own_phases ? j->own_phases : &j->own_phase;
   return &j->own;
+}
+
+/* Frees what a job's own shape holds (a caught collective's phases after the
+ * first are its inst's). */
+static void free_own(job_t *j) {
+  free(j->own_phase.slots);
+  free(j->own_phase.bytes);
+  j->own_phase.slots = NULL;
+  j->own_phase.bytes = NULL;
+  if (j->own_phases) {
+    free(j->own_phases[0].slots);
+    free(j->own_phases[0].bytes);
+    free(j->own_phases);
+    j->own_phases = NULL;
+  }
 }
 
 static int new_job(replay_contend_t *c, double start_s, bool owner) {
@@ -214,7 +256,7 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
     }
     id = c->njobs++;
   }
-  c->jobs[id] = (job_t){.start_s = start_s, .owner = owner};
+  c->jobs[id] = (job_t){.start_s = start_s, .owner = owner, .inst = -1};
   return id;
 }
 
@@ -253,14 +295,16 @@ static int heap_pop(replay_contend_t *c) {
 }
 
 int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, double start_s) {
-  const shape_t *sh = inst_shape(c, pl, inst);
+  const shape_t *sh = inst_shape(c, pl, inst, start_s);
   int id = new_job(c, start_s, true);
   c->jobs[id].shape = sh;
+  c->jobs[id].inst = inst;
   heap_push(c, id);
   for (int s = 0; s < c->nsiblings[inst]; s++) {
-    const shape_t *sib = inst_shape(c, pl, c->siblings[inst][s]);
+    const shape_t *sib = inst_shape(c, pl, c->siblings[inst][s], start_s);
     int k = new_job(c, start_s, false);
     c->jobs[k].shape = sib;
+    c->jobs[k].inst = c->siblings[inst][s];
     heap_push(c, k);
   }
   return id;
@@ -270,8 +314,13 @@ static int add_message(replay_contend_t *c, const topo_t *topo, int src, int dst
                        double start_s, bool owner) {
   int id = new_job(c, start_s, owner);
   job_t *j = &c->jobs[id];
+  if (topo->after && (c->dead || start_s >= topo->death_s))
+    topo = topo->after; /* routed round the dead links */
   shape_of_message(topo, src, dst, bytes, &j->own, &j->own_phase);
   j->shape = NULL;
+  j->src = src;
+  j->dst = dst;
+  j->bytes = bytes;
   heap_push(c, id);
   return id;
 }
@@ -403,13 +452,75 @@ static void end_job(replay_contend_t *c, int id) {
     c->ended[c->nended++] = id;
     return; /* freed once handed out */
   }
-  if (!j->shape) {
-    free(j->own_phase.slots);
-    free(j->own_phase.bytes);
-    j->own_phase.slots = NULL;
-    j->own_phase.bytes = NULL;
-  }
+  free_own(j);
   c->spare[c->nspare++] = id;
+}
+
+/* ---- links dying (topo_t.after) ---- */
+
+/* Whether a link part loads a link direction whose link dies. */
+static bool part_dies(const topo_t *topo, const coll_phase_cost_t *link) {
+  for (int l = 0; link && l < link->nloads; l++)
+    if (topo_link_dies(topo, link->slots[l] / 2))
+      return true;
+  return false;
+}
+
+/* A collective in a link part on a dying link at T: its own shape from there,
+ * the rest of the phase (coll_analytic_death_rest: the round in flight's
+ * transfers on dying paths resent whole round them) then its inst's phases
+ * after the death to the end of its last loop. */
+static void catch_collective(replay_contend_t *c, job_t *j, const shape_t *pre,
+                             const shape_t *after) {
+  const replay_plan_t *pl = c->pl;
+  long q = j->part - 1, ph = (q / 2) % pre->nphases, loop = q / 2 / pre->nphases;
+  const coll_phase_cost_t *was = &pre->phases[ph];
+  double done = was->link_s > 0 ? 1 - j->left_s / was->link_s : 0;
+  long rest = pre->nphases - ph - 1 + (pre->loops - loop - 1) * pre->nphases;
+  coll_phase_cost_t *v = calloc((size_t)rest + 1, sizeof *v);
+  coll_analytic_death_rest(pl->topo, &pl->insts[j->inst].plan.sched, (int)ph, done > 0 ? done : 0,
+                           &v[0]);
+  for (long k = 1; k <= rest; k++)
+    v[k] = after->phases[(ph + k) % pre->nphases];
+  j->shape = NULL;
+  j->own = (shape_t){.nphases = (int)rest + 1, .loops = 1};
+  j->own_phases = v;
+  j->part = 2; /* the rest's link part */
+  j->left_s = v[0].link_s;
+}
+
+/* At T: every job on the links' old routes goes on on the routes after it.
+ * One in a link part on a dying link is resent whole there (a message) or as
+ * coll_analytic_death_rest says (a collective); the others keep their place
+ * (their routes cross no dying link, so they are the same after) and take
+ * the phases after the death from the next part on. Each is then timed by the
+ * clock (slowed), not by its time alone. */
+static void apply_death(replay_contend_t *c) {
+  const topo_t *topo = c->topo;
+  for (int a = 0; a < c->nactive; a++) {
+    int id = c->active[a];
+    job_t *j = &c->jobs[id];
+    const coll_phase_cost_t *link = job_link(j);
+    bool caught = part_dies(topo, link);
+    j->slowed = true;
+    if (j->inst >= 0) {
+      const shape_t *pre = j->shape;
+      const shape_t *after = inst_shape(c, c->pl, j->inst, INFINITY);
+      if (caught && pre)
+        catch_collective(c, j, pre, after);
+      else if (pre)
+        j->shape = after;
+      continue;
+    }
+    free_own(j); /* a message: its route after T, whole if it was caught */
+    shape_of_message(topo->after, j->src, j->dst, j->bytes, &j->own, &j->own_phase);
+    if (caught) {
+      j->part = 2;
+      j->left_s = j->own_phase.link_s;
+    }
+  }
+  c->dead = true;
+  c->dirty = true;
 }
 
 /* Runs time to the next moment some job ends or starts. */
@@ -425,7 +536,7 @@ static void step(replay_contend_t *c) {
     t = done < t ? done : t;
   }
   if (c->next_change < c->nchanges) { /* a timed fault: the rates change there */
-    double at = c->topo->changes[c->changes[c->next_change]].at_s;
+    double at = c->changes[c->next_change].at_s;
     t = at < t ? at : t;
   }
   if (t < c->now) /* a start computed a hair before now: it starts now */
@@ -444,13 +555,14 @@ static void step(replay_contend_t *c) {
   }
   c->nactive = kept;
   c->now = t;
-  for (; c->next_change < c->nchanges &&
-         c->topo->changes[c->changes[c->next_change]].at_s <= c->now;
+  for (; c->next_change < c->nchanges && c->changes[c->next_change].at_s <= c->now;
        c->next_change++) {
-    const topo_change_t *ch = &c->topo->changes[c->changes[c->next_change]];
+    const topo_change_t *ch = &c->topo->changes[c->changes[c->next_change].id];
     c->cap[2 * ch->link] = c->cap[2 * ch->link + 1] = topo_link_bw_at(c->topo, ch->link, ch->at_s);
     c->dirty = true;
   }
+  if (c->topo->after && !c->dead && c->now >= c->topo->death_s)
+    apply_death(c);
   while (c->nheap > 0 && c->jobs[c->heap[0]].start_s <= c->now) {
     int id = heap_pop(c);
     job_t *j = &c->jobs[id];

@@ -30,6 +30,15 @@
  * of the speed alone on the links as they were built: a link at half its
  * bandwidth halves the rate of a job that needs all of it).
  *
+ * Links dying at T (topo_t.after): a job starting at or after T has its shape
+ * on the topology after it. At T a message on a dying link is resent whole on
+ * its route after T; a collective in a link part on one goes on with the rest
+ * of its phase as coll_analytic_death_rest says (the round in flight's
+ * transfers on dying paths resent whole, the others' rest kept, its later
+ * rounds round the dead links), then its phases after T; any other job takes
+ * its phases after T from its next part. Every job in flight at T is timed by
+ * the clock from then on.
+ *
  * Not modelled: how a real transport shares a link (congestion control, NCCL's
  * channels); a collective's rounds are averaged over its phase; collectives
  * whose links carry nothing else (replay_exclusive_insts: a TP group inside a

@@ -114,27 +114,40 @@ static void summarise(const replay_plan_t *pl, const replay_record_t *rec, repla
 /* Analytic link figures of the collectives: each group's collective once per
  * issue. Ranks of one program issue the same collectives, so the first rank's
  * counts serve every group a rank of the program leads (the plan planned
- * them all). */
-static void collective_links(const replay_plan_t *pl, linkstats_t *links) {
+ * them all). With links dying at T, an issue that met at or after T counts on
+ * the routes after it (one in flight at T on the old ones). */
+static void collective_links(const replay_plan_t *pl, const replay_record_t *rec,
+                             linkstats_t *links) {
   const trace_t *t = pl->trace;
+  const topo_t *after = pl->topo->after;
   for (int pi = 0; pi < t->nprograms; pi++) {
     const trace_program_t *p = &t->programs[pi];
     int first = p->ranks[0], n = pl->ninsts;
-    int *count = calloc((size_t)n + 1, sizeof *count), *op_at = calloc((size_t)n + 1, sizeof *op_at);
-    for (int i = 0; i < p->nops; i++)
-      if (p->ops[i].type == TRACE_OP_COLL && count[pl->inst_of[first][i]]++ == 0)
-        op_at[pl->inst_of[first][i]] = i;
+    int *count = calloc((size_t)2 * n + 1, sizeof *count),
+        *op_at = calloc((size_t)n + 1, sizeof *op_at);
+    for (int i = 0; i < p->nops; i++) {
+      if (p->ops[i].type != TRACE_OP_COLL)
+        continue;
+      int k = pl->inst_of[first][i];
+      bool late = after && rec->spans[first][i].ready_s >= pl->topo->death_s;
+      if (count[k] + count[n + k] == 0)
+        op_at[k] = i;
+      count[late ? n + k : k]++;
+    }
     for (int k = 0; k < n; k++) {
-      if (!count[k])
+      if (!count[k] && !count[n + k])
         continue;
       const trace_op_t *op = &p->ops[op_at[k]];
       const trace_comm_t *cm = &t->comms[op->comm];
       for (int m = 0; m < p->nranks; m++) {
         int r = p->ranks[m], g = trace_group_of(cm, r);
-        if (cm->groups[g][0] == r)
-          coll_analytic_record(pl->topo, &pl->sys->coll,
-                               &pl->insts[replay_inst_find(pl, op->comm, g, op)].plan.sched,
-                               links, count[k]);
+        if (cm->groups[g][0] != r)
+          continue;
+        const coll_sched_t *s = &pl->insts[replay_inst_find(pl, op->comm, g, op)].plan.sched;
+        if (count[k])
+          coll_analytic_record(pl->topo, &pl->sys->coll, s, links, count[k]);
+        if (count[n + k])
+          coll_analytic_record(after, &pl->sys->coll, s, links, count[n + k]);
       }
     }
     free(count);
@@ -152,8 +165,8 @@ static void send_links(const replay_plan_t *pl, const replay_record_t *rec, link
       const trace_op_t *op = &p->ops[i];
       if (op->type != TRACE_OP_SEND)
         continue;
-      topo_hop_t hops[TOPO_MAX_HOPS];
-      int nh = topo_route(pl->topo, r, trace_peer(op, r), hops);
+      topo_hop_t hops[TOPO_MAX_HOPS]; /* routed round links dead by its start */
+      int nh = topo_route(topo_at(pl->topo, rec->spans[in][i].start_s), r, trace_peer(op, r), hops);
       double dur = rec->spans[in][i].end_s - rec->spans[in][i].start_s;
       for (int h = 0; h < nh; h++) {
         double busy = op->bytes / topo_link_bw(pl->topo, hops[h].link);
@@ -174,7 +187,7 @@ static void link_figures(const replay_plan_t *pl, const replay_record_t *rec,
     return;
   }
   send_links(pl, rec, &out->links);
-  collective_links(pl, &out->links);
+  collective_links(pl, rec, &out->links);
 }
 
 void replay_summarise(const replay_plan_t *pl, const replay_record_t *rec,
