@@ -5,7 +5,9 @@
 # mesh's pace); that link dead is detoured through a third NPU, whose two links
 # then carry double (the same time); in a two-spine fabric a dead spine uplink
 # puts every flow between the two leaves on the other spine: the same time as
-# one spine of half the capacity (oversubscription 2); a fault naming no link,
+# one spine of half the capacity (oversubscription 2); with every NPU of one leaf
+# sending to every NPU of the other over two spines (ECMP splits the flows evenly)
+# a dead spine uplink halves the bandwidth: twice the time; a fault naming no link,
 # or a dead link that cuts ranks off, is one line naming them, exit 2.
 # Run from the repository root.
 set -u
@@ -52,4 +54,35 @@ expect_line "a dead NIC cuts its rank off" \
 expect_line "a factor above 1" \
   '--set: cluster.faults.links: expected links and the bandwidth left, "LINK:FACTOR[@T],..." (0 <= FACTOR <= 1, T >= 0 s), found "nic:1.5"' \
   "$npusim" coll --system configs/systems/ascend-910b.json $ar --set cluster.faults.links=nic:1.5
+# The issue's known answer: a failed link in a 2-path fabric halves the bandwidth of
+# the traffic it carried. Every NPU of one leaf sends 16 MiB to every NPU of the
+# other (two 910B servers per leaf, two spines): ECMP puts half the 256 flows each
+# way on each spine, the NICs and the two spines' uplinks both run full, so with
+# one spine's uplink dead its flows move to the other and the exchange takes twice
+# as long, in both fidelities.
+python3 - "$tmp/cross.json" <<'PY'
+import json, sys
+programs = []
+for r in range(32):
+    ops = []
+    for b in (range(16, 32) if r < 16 else range(16)):
+        ops.append({"id": len(ops), "kind": "send", "stream": f"tx{b}", "peer": b, "bytes": 16777216})
+        ops.append({"id": len(ops), "kind": "recv", "stream": f"rx{b}", "peer": b, "bytes": 16777216})
+    programs.append({"ranks": str(r), "ops": ops})
+json.dump({"format": "npusim-trace", "version": 1, "name": "leaf to leaf", "ranks": 32,
+           "communicators": [], "programs": programs}, open(sys.argv[1], "w"))
+PY
+cross_s() { # cross_s FIDELITY [SET...]: the exchange's time in s
+  local fid=$1
+  shift
+  "$npusim" replay --system configs/systems/ascend-910b.json --trace "$tmp/cross.json" \
+    --fidelity "$fid" --set cluster.scale_out.npus_per_leaf=16 --set cluster.scale_out.spines=2 \
+    "$@" --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])'
+}
+for fid in analytic flow; do
+  healthy=$(cross_s $fid)
+  dead=$(cross_s $fid --set cluster.faults.links=leaf0.spine0:0)
+  check "$fid: a dead spine uplink of two halves the leaf-to-leaf bandwidth ($healthy -> $dead s)" \
+    near "$dead" "$(python3 -c "print(2 * $healthy)")" 0.01
+done
 finish faults_e2e
