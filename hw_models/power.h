@@ -30,7 +30,12 @@
  * over a window (a chip may exceed max_W for milliseconds; every op here is held
  * to it on its own), the memory clock, the host and the fans.
  * Link energy is per byte on each link class (link_cfg_t.energy_J_per_byte).
- * Nothing here knows about SimGrid. */
+ * Nothing here knows about SimGrid. SimGrid's host energy plugin is not used: it
+ * gives a host's power from its CPU load and pstate while SimGrid executes its
+ * work, whereas npusim's ops are costed by the chip model outside SimGrid (the
+ * analytic replay, serve and the op memo never run them on SimGrid hosts), and
+ * the power here needs what that plugin has no place for: each pipe's busy
+ * share, the HBM bytes and the throttled clock of every op. */
 #ifndef NPUSIM_POWER_H
 #define NPUSIM_POWER_H
 
