@@ -55,7 +55,7 @@ bool power_modelled(const chip_cfg_t *chip);
  * limit and the clock unit power is stated at. */
 bool power_throttles(const chip_cfg_t *chip);
 
-/* Factor on cube_W and vector_W at clock_hz: (clock_hz / chip.power.clock)^k;
+/* Factor on active_W, cube_W and vector_W at clock_hz: (clock_hz / chip.power.clock)^k;
  * 1 when the chip states no clock. */
 double power_unit_scale(const chip_cfg_t *chip, double clock_hz);
 

@@ -437,7 +437,8 @@ static int run(const cli_opts_t *opts, const coll_args_t *a, const system_cfg_t 
   if (rc == 0 && opts->fidelity == FIDELITY_ANALYTIC) {
     double clock_s = 0; /* sizes run one after another, as in the flow fidelity */
     for (int i = 0; i < a->nsizes; i++) {
-      rows[i].time_s = coll_analytic_time(&topo, &cfg, &plans[i].sched,
+      /* the links it crosses: round the links dead by its start */
+      rows[i].time_s = coll_analytic_time(topo_at(&topo, clock_s), &cfg, &plans[i].sched,
                                           (opts->links && i == last) ? &stats : NULL);
       if (topo.nchanges || topo.after) /* timed faults: when it runs matters */
         rows[i].time_s = coll_analytic_time_from(&topo, &cfg, &plans[i].sched, clock_s);

@@ -362,7 +362,13 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
   sg_comm_wait_all(comms + done, left - done);
   for (int i = r0; log && i < r1; i++) {
     const fxfer_t *x = &fp->x[fp->recv_idx[i]];
+    /* posted before T, the data moved after it once the sender posted (still in
+     * this round): it went the routes of then */
+    const fstamp_t *st = fp->stamp ? &fp->stamp[fp->recv_idx[i]] : NULL;
     double from = resent && resent[i - r0] ? T : posted;
+    if (st && !(resent && resent[i - r0]) && posted < T && st->sent == st->got &&
+        st->sent_s >= T)
+      from = st->sent_s;
     coll_flow_log_add(log, x->src, x->dst, (double)x->bytes * times, from, simgrid_get_clock());
   }
   free(resent);

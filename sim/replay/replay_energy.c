@@ -48,7 +48,7 @@ static double active_comm_J(const system_cfg_t *sys, const chip_cfg_t *chip,
     bool on_k = sys->cluster.node_types.n == 0
                     ? k == 0
                     : config_server_chip_index(sys, topo_server_of(&r->topo, rank)) == k;
-    if (on_k && rank >= 0 && rank < r->ranks)
+    if (on_k)
       s += r->per_rank[rank].exposed_comm_s;
   }
   return s * chip->power.active_W * power_unit_scale(chip, chip->freq_hz);

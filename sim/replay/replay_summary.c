@@ -165,8 +165,8 @@ static void send_links(const replay_plan_t *pl, const replay_record_t *rec, link
       const trace_op_t *op = &p->ops[i];
       if (op->type != TRACE_OP_SEND)
         continue;
-      topo_hop_t hops[TOPO_MAX_HOPS]; /* routed round links dead by its start */
-      int nh = topo_route(topo_at(pl->topo, rec->spans[in][i].start_s), r, trace_peer(op, r), hops);
+      topo_hop_t hops[TOPO_MAX_HOPS]; /* routed round links dead when both ends met */
+      int nh = topo_route(topo_at(pl->topo, rec->spans[in][i].ready_s), r, trace_peer(op, r), hops);
       double dur = rec->spans[in][i].end_s - rec->spans[in][i].start_s;
       for (int h = 0; h < nh; h++) {
         double busy = op->bytes / topo_link_bw(pl->topo, hops[h].link);

@@ -152,7 +152,8 @@ static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, d
   c->acc_link_J += sched_J(c->topo, &plan.sched);
   /* NCCL/HCCL run a collective as kernels on the cores: they are occupied
    * (power.h's active_W) while it runs, serial with the ops here */
-  c->acc_J += c->sys->chip.power.active_W * t;
+  c->acc_J += c->sys->chip.power.active_W * t *
+               power_unit_scale(&c->sys->chip, c->sys->chip.freq_hz); /* as replay_energy.c */
   coll_plan_free(&plan);
   return t;
 }
