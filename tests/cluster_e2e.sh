@@ -79,6 +79,9 @@ check "a workload job's memory is train's fullest stage ($train_peak GiB)" \
   same "$(field "$tmp/mem.json" 'j["jobs"][0]["peak_memory_GiB"]')" "$train_peak"
 check "... and a job over its HBM says it does not fit" \
   same "$(field "$tmp/mem.json" '(j["jobs"][0]["capacity_GiB"], j["jobs"][0]["fits"])')" "(32, False)"
+expect_line "a job that would repeat over 1000 times" \
+  "$half: expected a step of at least 0.0328159 s (the longest job's 0.0546931 s x --steps / 1000), found 0.0273495 s: it would repeat 1200 times" \
+  "$npusim" cluster --system $sys --job $x@spread --job $half@spread --steps 600
 expect_line "no job" 'npusim cluster: expected --job FILE[@PLACEMENT], found none' \
   "$npusim" cluster --system $sys
 expect_line "a bad placement" \
@@ -122,6 +125,10 @@ check "a gzipped trace job runs as the plain one" \
 "$npusim" cluster --system $sys --job $x@spread --job $half@spread --chrome-trace "$tmp/c.json" \
   --trace-ranks 0-31 >"$tmp/table.txt"
 check "the run together as a Chrome trace the checker accepts" python3 tests/check_chrome_trace.py "$tmp/c.json"
+check "... holding the NPUs --trace-ranks names" same "$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(sorted({e["pid"] for e in (d["traceEvents"] if isinstance(d, dict) else d) if "pid" in e}))' "$tmp/c.json")" \
+  "$(python3 -c 'print(list(range(32)))')"
 check "the table names both jobs and the shared uplinks" \
   bash -c "grep -q '^0   exchange across leav' '$tmp/table.txt' && grep -q '^1   exchange across leav' '$tmp/table.txt' && grep -q 'leaf0.up' '$tmp/table.txt'"
 "$npusim" cluster --system $sys --job $x@0-7 --output "$tmp/out.txt" 2>/dev/null

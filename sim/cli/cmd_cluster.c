@@ -144,31 +144,34 @@ static jobs_part_t part_of(const job_t *job, int steps) {
 }
 
 /* Steps per job: the longest job (alone) runs `steps`, every other as many as
- * fit in that time, at least `steps`. */
+ * fit in that time, at least `steps`. Each job first runs `steps` steps alone
+ * (into alone[j]): its first step's time sets its count, and a job that keeps
+ * `steps` needs no second run alone. */
 static int alone_steps(const cli_configs_t *cfg, job_t *jobs, int njobs, int npus, int steps,
-                       const replay_opts_t *ro, npu_err_t *err) {
+                       const replay_opts_t *ro, jobs_figs_t *alone, npu_err_t *err) {
   double longest = 0;
   for (int j = 0; j < njobs; j++) {
-    jobs_part_t one = part_of(&jobs[j], 1);
-    jobs_figs_t f;
+    jobs_part_t part = part_of(&jobs[j], steps);
     char why[NPU_ERR_MAX - 256];
-    if (jobs_run_apart(&cfg->sys, &one, 1, npus, ro, &f, why, sizeof why))
+    if (jobs_run_apart(&cfg->sys, &part, 1, npus, ro, &alone[j], why, sizeof why))
       return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
-    if (!(f.step_end_s[0] > 0)) {
-      jobs_figs_free(&f);
+    jobs[j].alone_step_s = alone[j].step_end_s[0];
+    if (!(jobs[j].alone_step_s > 0))
       return npu_err_set(err,
                          "%s: expected a step that takes time, found one of 0 s (nothing "
                          "to slow down)",
                          jobs[j].spec.file);
-    }
-    jobs[j].alone_step_s = f.step_end_s[0];
-    longest = fmax(longest, f.step_end_s[0]);
-    jobs_figs_free(&f);
+    longest = fmax(longest, jobs[j].alone_step_s);
   }
   for (int j = 0; j < njobs; j++) {
-    double n =
-        jobs[j].alone_step_s > 0 ? ceil(steps * longest / jobs[j].alone_step_s - 1e-9) : steps;
-    jobs[j].steps = (int)fmin(fmax(n, steps), CLUSTER_MAX_STEPS);
+    double n = fmax(ceil(steps * longest / jobs[j].alone_step_s - 1e-9), steps);
+    if (n > CLUSTER_MAX_STEPS)
+      return npu_err_set(err,
+                         "%s: expected a step of at least %.6g s (the longest job's %.6g s x "
+                         "--steps / %d), found %.6g s: it would repeat %.0f times",
+                         jobs[j].spec.file, steps * longest / CLUSTER_MAX_STEPS, longest,
+                         CLUSTER_MAX_STEPS, jobs[j].alone_step_s, n);
+    jobs[j].steps = (int)n;
   }
   return 0;
 }
@@ -360,10 +363,13 @@ static int parse_steps(const cli_opts_t *opts, int *steps, npu_err_t *err) {
 static int run_all(const cli_opts_t *opts, const cli_configs_t *cfg, job_t *jobs, int njobs,
                    int npus, const replay_opts_t *ro, jobs_figs_t *alone, jobs_merged_t *m,
                    replay_result_t *res, npu_err_t *err) {
-  for (int j = 0; j < njobs; j++) {
-    jobs_part_t one = part_of(&jobs[j], jobs[j].steps);
+  for (int j = 0; j < njobs; j++) { /* a job that repeats more: alone again, all its steps */
+    if (alone[j].total_steps == jobs[j].steps)
+      continue;
+    jobs_figs_free(&alone[j]);
+    jobs_part_t part = part_of(&jobs[j], jobs[j].steps);
     char why[NPU_ERR_MAX - 256];
-    if (jobs_run_apart(&cfg->sys, &one, 1, npus, ro, &alone[j], why, sizeof why))
+    if (jobs_run_apart(&cfg->sys, &part, 1, npus, ro, &alone[j], why, sizeof why))
       return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
   }
   jobs_part_t *parts = malloc((size_t)njobs * sizeof *parts);
@@ -412,9 +418,9 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     rc = place_jobs(opts, &cfg.sys, jobs, njobs, servers, err);
   replay_opts_t ro = replay_opts(opts->fidelity == FIDELITY_FLOW, false);
   ro.system_file = opts->system_path;
-  if (rc == 0)
-    rc = alone_steps(&cfg, jobs, njobs, npus, steps, &ro, err);
   jobs_figs_t *alone = calloc((size_t)njobs, sizeof *alone);
+  if (rc == 0)
+    rc = alone_steps(&cfg, jobs, njobs, npus, steps, &ro, alone, err);
   jobs_merged_t m = {0};
   replay_result_t res;
   bool ran = false;
@@ -422,8 +428,11 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     ran = (rc = run_all(opts, &cfg, jobs, njobs, npus, &ro, alone, &m, &res, err)) == 0;
   if (ran)
     time_limit_off();
+  int first = 0, last = npus - 1; /* --trace-ranks: the NPUs the Chrome trace shows */
+  if (rc == 0 && opts->chrome_trace)
+    rc = cli_trace_ranks(opts, npus, &first, &last, err);
   replay_chrome_opts_t copts = {
-      .first_rank = 0, .last_rank = npus - 1, .sys = &cfg.sys, .progress = opts->progress};
+      .first_rank = first, .last_rank = last, .sys = &cfg.sys, .progress = opts->progress};
   if (rc == 0 && opts->chrome_trace &&
       replay_write_chrome(opts->chrome_trace, &m.trace, &res, &copts, err->msg, sizeof err->msg))
     rc = CMD_CANNOT_WRITE;
