@@ -229,6 +229,61 @@ if [ -e /sys/kernel/uevent_seqnum ]; then
     "$npusim" validate --system /sys/kernel/uevent_seqnum
 fi
 
+# ---- every input path refuses a FIFO unread, in one line (issue 26, item 7).
+# Twice: with no writer (an open for reading would block: timeout), then held
+# open for reading and writing by this shell with a byte in it (an open would
+# not block, a read would consume the byte).
+mkdir "$tmp/in"
+fifo_in() { # fifo_in NAME ARGS... : NAME, a FIFO, refused unread
+  local name=$1 rc byte=""
+  shift
+  rm -f "$tmp/in/$name"
+  mkfifo "$tmp/in/$name"
+  timeout 10 "$npusim" "$@" >"$tmp/in.out" 2>"$tmp/in.err"
+  rc=$?
+  [ "$rc" -eq 2 ] || { echo "exit $rc, want 2: $*"; cat "$tmp/in.err"; return 1; }
+  [ "$(wc -l <"$tmp/in.err")" -eq 1 ] || { echo "stderr is not one line:"; cat "$tmp/in.err"; return 1; }
+  grep -q "$name.*a FIFO, not a regular file" "$tmp/in.err" || { cat "$tmp/in.err"; return 1; }
+  exec 3<>"$tmp/in/$name"
+  printf x >&3
+  timeout 10 "$npusim" "$@" >/dev/null 2>&1
+  rc=$?
+  read -r -t 1 -n 1 byte <&3
+  exec 3>&-
+  [ "$rc" -eq 2 ] || { echo "with a writer: exit $rc, want 2: $*"; return 1; }
+  [ "$byte" = x ] || { echo "the FIFO was read"; return 1; }
+}
+abs_sys=$PWD/$sys0
+printf '{"extends": "ext.json"}\n' >"$tmp/in/child.json"
+printf '{"extends": "%s", "cluster": {"node_types": "0-0:types.json"}}\n' "$abs_sys" >"$tmp/in/mixed.json"
+cp traces/chakra/generator_allreduce.0.et "$tmp/in/et.0.et"
+python3 - "$tmp/in/serve.json" <<'PY'
+import json, sys
+w = json.load(open("configs/workloads/serve-llama3-8b.json"))
+w["serving"]["requests"] = {"trace": "requests.jsonl"}
+json.dump(w, open(sys.argv[1], "w"))
+PY
+check "FIFO refused unread: --system" fifo_in sys.json validate --system "$tmp/in/sys.json"
+check "FIFO refused unread: --workload" fifo_in wl.json validate --system $sys0 --workload "$tmp/in/wl.json"
+check "FIFO refused unread: extends" fifo_in ext.json validate --system "$tmp/in/child.json"
+check "FIFO refused unread: cluster.node_types" fifo_in types.json validate --system "$tmp/in/mixed.json"
+check "FIFO refused unread: cluster.node_types from --set" \
+  fifo_in types.json validate --system $sys0 --set "cluster.node_types=0-0:$tmp/in/types.json"
+check "FIFO refused unread: --trace .json" fifo_in t.json replay --system $sys0 --trace "$tmp/in/t.json"
+check "FIFO refused unread: --trace .json.gz" fifo_in t.json.gz replay --system $sys0 --trace "$tmp/in/t.json.gz"
+check "FIFO refused unread: a Chakra ET rank file" fifo_in et.1.et replay --system $sys0 --trace "$tmp/in/et"
+check "FIFO refused unread: --comm-group" \
+  fifo_in groups.json replay --system $sys0 --trace "$tmp/in/et.0.et" --comm-group "$tmp/in/groups.json"
+check "FIFO refused unread: serving.requests.trace" \
+  fifo_in requests.jsonl serve --system configs/systems/h100-dgx.json --workload "$tmp/in/serve.json"
+check "FIFO refused unread: --matrix" \
+  fifo_in matrix.json coll --system $sys0 --op alltoallv --ranks 2 --matrix "$tmp/in/matrix.json"
+check "FIFO refused unread: calibrate --measurements" \
+  fifo_in ops.csv calibrate --system $sys0 --measurements "$tmp/in/ops.csv"
+check "FIFO refused unread: cluster --job" fifo_in job.json cluster --system $sys0 --job "$tmp/in/job.json"
+check "FIFO refused unread: cluster --job@PLACEMENT" \
+  fifo_in job.json cluster --system $sys0 --job "$tmp/in/job.json@packed"
+
 # ---- one line, whatever the arguments hold (F7)
 check "a newline in a file name stays on one line" \
   one_line 2 'no\nsuch.json: expected a readable system config file, found No such file or directory' \

@@ -152,7 +152,62 @@ static void test_an_aborted_file_keeps_the_old_one(void) {
   remove_dir(dir);
 }
 
+/* The bytes of a file, NULL-safe for the tests. */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = malloc(1 << 16);
+  *len = buf ? fread(buf, 1, 1 << 16, f) : 0;
+  fclose(f);
+  return buf;
+}
+
+static void spit(const char *path, const char *a, size_t na, const char *b, size_t nb) {
+  FILE *f = fopen(path, "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fwrite(a, 1, na, f);
+  fwrite(b, 1, nb, f);
+  CU_ASSERT_EQUAL(fclose(f), 0);
+}
+
+/* gzip members one after another read as one stream (RFC 1952, as gzip -d
+ * reads them); anything else after a member is refused, saying where. */
+static void test_gzip_members_concatenate_and_trailing_bytes_are_refused(void) {
+  char dir[64], a[128], b[128], both[128], err[256], why[256];
+  make_dir(dir, sizeof dir);
+  snprintf(a, sizeof a, "%s/a.gz", dir);
+  snprintf(b, sizeof b, "%s/b.gz", dir);
+  snprintf(both, sizeof both, "%s/both.gz", dir);
+  CU_ASSERT_EQUAL(outfile_write_all(a, "{\"x\": ", 6, true, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(b, "[1, 2]}", 7, true, err, sizeof err), 0);
+  size_t na = 0, nb = 0, len = 0;
+  char *ga = slurp(a, &na), *gb = slurp(b, &nb);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(ga);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(gb);
+  spit(both, ga, na, gb, nb);
+  char *got = jsonfile_read(both, 1 << 20, &len, why, sizeof why);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+  CU_ASSERT_STRING_EQUAL(got, "{\"x\": [1, 2]}");
+  free(got);
+  const char *tails[] = {"x", "garbage after the member", "\0\0\0\0", "\x1f"};
+  size_t tail_len[] = {1, 24, 4, 1};
+  for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+    spit(both, ga, na, tails[i], tail_len[i]);
+    CU_ASSERT_PTR_NULL(jsonfile_read(both, 1 << 20, &len, why, sizeof why));
+    char want[128];
+    snprintf(want, sizeof want, "a gzip stream followed by %zu byte%s not a gzip member (at byte %zu)",
+             tail_len[i], tail_len[i] == 1 ? " that is" : "s that are", na);
+    CU_ASSERT_STRING_EQUAL(why, want);
+  }
+  free(ga);
+  free(gb);
+  remove_dir(dir);
+}
+
 CU_TestInfo outfile_tests[] = {
+    {"gzip members concatenate and trailing bytes are refused",
+     test_gzip_members_concatenate_and_trailing_bytes_are_refused},
     {"chunks of any size come back whole", test_chunks_of_any_size_come_back_whole},
     {"a refused write leaves nothing and says why",
      test_a_refused_write_leaves_nothing_and_says_why},

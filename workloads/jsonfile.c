@@ -61,11 +61,202 @@ static int check_regular(const struct stat *st, const struct statfs *fs, char *w
   return 0;
 }
 
-/* gzerror's message without the "<fd:N>: " it starts with for a gzdopen'ed file. */
-static const char *gz_reason(gzFile gz, int *code) {
-  const char *msg = gzerror(gz, code);
-  const char *sep = strncmp(msg, "<fd:", 4) == 0 ? strstr(msg, ">: ") : NULL;
-  return sep ? sep + 3 : msg;
+/* Reading a file whole: plain bytes, or gzip. */
+typedef struct {
+  int fd;
+  unsigned char in[1 << 16]; /* bytes read from fd, in[pos..end) not used yet */
+  size_t pos, end;
+  bool eof;
+  unsigned long long offset; /* of in[end] in the file */
+  unsigned long long file_bytes;
+  char *buf; /* what was read (inflated), buf[n]; room for cap + 1 */
+  size_t n, cap, max;
+} reader_t;
+
+/* Refills r->in once it is used up; 0, or -1 with the reason. */
+static int fill(reader_t *r, char *why, size_t why_len) {
+  while (r->pos == r->end && !r->eof) {
+    ssize_t got = read(r->fd, r->in, sizeof r->in);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return snprintf(why, why_len, "%s", strerror(errno)), -1;
+    r->pos = 0;
+    r->end = (size_t)got;
+    r->offset += (unsigned long long)got;
+    r->eof = got == 0;
+  }
+  return 0;
+}
+
+/* Room for at least one more byte in r->buf, doubling it up to r->max. */
+static int make_room(reader_t *r, bool gz, char *why, size_t why_len) {
+  if (r->buf && r->n < r->cap)
+    return 0;
+  if (r->buf && r->cap >= r->max)
+    return snprintf(why, why_len,
+                    gz ? "a gzip stream inflating to over %zu MiB" : "a file over %zu MiB",
+                    r->max >> 20),
+           -1;
+  size_t cap = r->buf ? 2 * r->cap : 65536;
+  char *grown = realloc(r->buf, cap + 1);
+  if (!grown)
+    return snprintf(why, why_len, "a file too large for memory"), -1;
+  r->buf = grown;
+  r->cap = cap;
+  return 0;
+}
+
+static int read_plain(reader_t *r, char *why, size_t why_len) {
+  for (;;) {
+    if (fill(r, why, why_len))
+      return -1;
+    if (r->eof)
+      return 0;
+    while (r->pos < r->end) {
+      if (make_room(r, false, why, why_len))
+        return -1;
+      size_t k = r->end - r->pos < r->cap - r->n ? r->end - r->pos : r->cap - r->n;
+      memcpy(r->buf + r->n, r->in + r->pos, k);
+      r->n += k;
+      r->pos += k;
+    }
+  }
+}
+
+/* Whether inflating stopped within what would be the 10-byte header of a
+ * member after the first: bytes after a gzip stream that are none (why says
+ * how many and where). */
+static bool trailing(const reader_t *r, const z_stream *zs, int members, char *why,
+                     size_t why_len) {
+  if (members == 0 || zs->total_out != 0 || zs->total_in > 10)
+    return false;
+  unsigned long long at = r->offset - (r->end - r->pos) - zs->total_in;
+  unsigned long long n = r->file_bytes > at ? r->file_bytes - at : 0;
+  snprintf(why, why_len, "a gzip stream followed by %llu %s not a gzip member (at byte %llu)", n,
+           n == 1 ? "byte that is" : "bytes that are", at);
+  return true;
+}
+
+/* Inflates gzip members one after another until the end of the file. Several
+ * members are one stream (RFC 1952, section 2.2: `cat a.gz b.gz` is a gzip
+ * file of both, as gzip -d reads it); anything else after a member (garbage,
+ * zero padding) is refused, where zlib's gzread would drop it silently. */
+static int read_gzip(reader_t *r, char *why, size_t why_len) {
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    return snprintf(why, why_len, "out of memory"), -1;
+  int rc = 0;
+  int members = 0; /* ended */
+  for (;;) {
+    if (fill(r, why, why_len) || make_room(r, true, why, why_len)) {
+      rc = -1;
+      break;
+    }
+    bool at_end = r->pos == r->end;
+    if (at_end && !trailing(r, &zs, members, why, why_len)) {
+      rc = snprintf(why, why_len, "a truncated or corrupt gzip stream (unexpected end of file)");
+      break;
+    }
+    if (at_end) {
+      rc = -1;
+      break;
+    }
+    size_t room = r->cap - r->n;
+    zs.next_in = r->in + r->pos;
+    zs.avail_in = (uInt)(r->end - r->pos);
+    zs.next_out = (Bytef *)r->buf + r->n;
+    zs.avail_out = (uInt)(room > (1u << 30) ? (1u << 30) : room);
+    uInt out_before = zs.avail_out;
+    int z = inflate(&zs, Z_NO_FLUSH);
+    r->pos = r->end - zs.avail_in;
+    r->n += out_before - zs.avail_out;
+    if (z == Z_DATA_ERROR && trailing(r, &zs, members, why, why_len)) {
+      rc = -1;
+      break;
+    }
+    if (z == Z_DATA_ERROR || z == Z_NEED_DICT || z == Z_STREAM_ERROR) {
+      rc = snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)",
+                    zs.msg ? zs.msg : "invalid data");
+      break;
+    }
+    if (z == Z_MEM_ERROR) {
+      rc = snprintf(why, why_len, "out of memory");
+      break;
+    }
+    if (z != Z_STREAM_END)
+      continue;
+    members++;
+    /* A member ended: the file ends here, or another member follows. */
+    if (fill(r, why, why_len)) {
+      rc = -1;
+      break;
+    }
+    if (r->pos == r->end)
+      break;
+    inflateReset(&zs);
+  }
+  inflateEnd(&zs);
+  return rc ? -1 : 0;
+}
+
+/* Reads the whole file, gunzipping it if it starts as gzip does (1f 8b). */
+static int read_all(reader_t *r, char *why, size_t why_len) {
+  if (fill(r, why, why_len) || make_room(r, false, why, why_len)) /* an empty file too */
+    return -1;
+  bool gz = r->end - r->pos >= 2 && r->in[r->pos] == 0x1f && r->in[r->pos + 1] == 0x8b;
+  return gz ? read_gzip(r, why, why_len) : read_plain(r, why, why_len);
+}
+
+int jsonfile_check(const char *path, char *why, size_t why_len) {
+  struct stat st;
+  struct statfs fs;
+  if (stat(path, &st) != 0 || statfs(path, &fs) != 0) {
+    snprintf(why, why_len, "%s", strerror(errno));
+    return -1;
+  }
+  return check_regular(&st, &fs, why, why_len);
+}
+
+/* Every file read, by identity, so that no output replaces one (outfile.c
+ * asks jsonfile_input_of before renaming into place). */
+static struct input {
+  dev_t dev;
+  ino_t ino;
+  char *path;
+} * inputs;
+static size_t ninputs, inputs_cap;
+
+static void remember_input(const struct stat *st, const char *path) {
+  if (jsonfile_input_of(st->st_dev, st->st_ino))
+    return;
+  if (ninputs == inputs_cap) {
+    size_t cap = inputs_cap ? 2 * inputs_cap : 16;
+    struct input *grown = realloc(inputs, cap * sizeof *grown);
+    if (!grown)
+      return; /* out of memory: the read fails soon after anyway */
+    inputs = grown;
+    inputs_cap = cap;
+  }
+  char *copy = strdup(path);
+  if (copy)
+    inputs[ninputs++] = (struct input){st->st_dev, st->st_ino, copy};
+}
+
+const char *jsonfile_input_of(dev_t dev, ino_t ino) {
+  for (size_t i = 0; i < ninputs; i++)
+    if (inputs[i].dev == dev && inputs[i].ino == ino)
+      return inputs[i].path;
+  return NULL;
+}
+
+void jsonfile_forget_inputs(void) {
+  for (size_t i = 0; i < ninputs; i++)
+    free(inputs[i].path);
+  free(inputs);
+  inputs = NULL;
+  ninputs = inputs_cap = 0;
 }
 
 char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len) {
@@ -73,14 +264,10 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
    * the rights on it, and nothing is opened that could block or be consumed;
    * then again on the descriptor, opened without blocking (a FIFO put in its
    * place meanwhile), which is what is read. */
+  if (jsonfile_check(path, why, why_len))
+    return NULL;
   struct stat st;
   struct statfs fs;
-  if (stat(path, &st) != 0 || statfs(path, &fs) != 0) {
-    snprintf(why, why_len, "%s", strerror(errno));
-    return NULL;
-  }
-  if (check_regular(&st, &fs, why, why_len))
-    return NULL;
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     snprintf(why, why_len, "%s", strerror(errno));
@@ -95,54 +282,17 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
     close(fd);
     return NULL;
   }
-  gzFile gz = gzdopen(fd, "rb");
-  if (!gz) {
-    snprintf(why, why_len, "%s", strerror(errno ? errno : ENOMEM));
-    close(fd);
+  remember_input(&st, path);
+  reader_t r = {.fd = fd, .max = max_bytes, .file_bytes = (unsigned long long)st.st_size};
+  int rc = read_all(&r, why, why_len);
+  close(fd);
+  if (rc) {
+    free(r.buf);
     return NULL;
   }
-  size_t cap = 65536, n = 0;
-  char *buf = malloc(cap + 1);
-  for (;;) {
-    if (n == cap) {
-      if (cap >= max_bytes) {
-        snprintf(why, why_len, gzdirect(gz) ? "a file over %zu MiB"
-                                             : "a gzip stream inflating to over %zu MiB",
-                 max_bytes >> 20);
-        goto fail;
-      }
-      cap *= 2;
-      char *grown = realloc(buf, cap + 1);
-      if (!grown) {
-        snprintf(why, why_len, "a file too large for memory");
-        goto fail;
-      }
-      buf = grown;
-    }
-    int got = gzread(gz, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
-    if (got < 0) {
-      int code;
-      snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", gz_reason(gz, &code));
-      goto fail;
-    }
-    if (got == 0)
-      break;
-    n += (size_t)got;
-  }
-  int code;
-  const char *reason = gz_reason(gz, &code);
-  if (code != Z_OK && code != Z_STREAM_END) {
-    snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", reason);
-    goto fail;
-  }
-  gzclose(gz);
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-fail:
-  gzclose(gz);
-  free(buf);
-  return NULL;
+  r.buf[r.n] = '\0';
+  *len = r.n;
+  return r.buf;
 }
 
 static void position_of(const char *text, size_t offset, int *line, int *col) {
@@ -172,6 +322,28 @@ static void describe_char(const char *text, size_t len, size_t offset, char *buf
     snprintf(buf, n, "byte 0x%02x", c);
 }
 
+/* How many objects and arrays are open at text[off], strings skipped. */
+static int depth_at(const char *text, size_t off) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < off; i++) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      depth--;
+    }
+  }
+  return depth;
+}
+
 cJSON *jsonfile_parse(const char *name, const char *text, size_t len, char *err, size_t err_len) {
   const char *nul = memchr(text, '\0', len);
   int line, col;
@@ -191,7 +363,14 @@ cJSON *jsonfile_parse(const char *name, const char *text, size_t len, char *err,
     char what[32];
     position_of(text, off, &line, &col);
     describe_char(text, len, off, what, sizeof what);
-    snprintf(err, err_len, "%s:%d:%d: expected valid JSON, found %s", name, line, col, what);
+    int depth = depth_at(text, off);
+    if (off < len && (text[off] == '{' || text[off] == '[') && depth >= CJSON_NESTING_LIMIT)
+      snprintf(err, err_len,
+               "%s:%d:%d: expected JSON nested at most %d deep (cJSON's nesting limit), found %s "
+               "opening level %d",
+               name, line, col, CJSON_NESTING_LIMIT, what, depth + 1);
+    else
+      snprintf(err, err_len, "%s:%d:%d: expected valid JSON, found %s", name, line, col, what);
   }
   return root;
 }

@@ -7,13 +7,31 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
-/* Reads a whole regular file, gunzipping it if it is gzip, NUL-terminated.
- * Returns NULL with a reason in why ("No such file or directory", "a
- * directory", "a truncated or corrupt gzip stream (...)") on failure. Anything
- * but a regular file (a FIFO, a device, a file of /proc or /sys) is refused
- * without reading it, so a special file can neither block nor be consumed. */
+/* Reads a whole regular file, gunzipping it if it is gzip, NUL-terminated;
+ * every input file of npusim is read here. Returns NULL with a reason in why
+ * ("No such file or directory", "a directory", "a file over N MiB", "a
+ * truncated or corrupt gzip stream (...)") on failure. Anything but a regular
+ * file (a FIFO, a device, a file of /proc or /sys) is refused without reading
+ * it (jsonfile_check), so a special file can neither block nor be consumed.
+ * gzip: one member or several concatenated (RFC 1952), nothing after the last
+ * (trailing bytes are refused). max_bytes bounds the bytes read (inflated).
+ * The file is remembered as an input (jsonfile_input_of). */
 char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len);
+
+/* The one check of an input path, without opening it: 0 for a regular file of
+ * a disk file system, else -1 with what it is in why ("a FIFO, not a regular
+ * file", "No such file or directory", ...). For a caller that wants to name a
+ * bad file before jsonfile_read reads it. */
+int jsonfile_check(const char *path, char *why, size_t why_len);
+
+/* The path of a file jsonfile_read has read that is the file dev/ino (the same
+ * file under any name or link), or NULL: outputs are checked against it. */
+const char *jsonfile_input_of(dev_t dev, ino_t ino);
+
+/* Forgets the inputs read so far (frees their record). */
+void jsonfile_forget_inputs(void);
 
 /* Parses text (text[len] must be '\0') as named; NULL with
  * "NAME:LINE:COL: expected valid JSON, found ..." in err on bad syntax. */

@@ -9,6 +9,7 @@
  * its chip is kept; a file with node types of its own is refused, so
  * references never chain or cycle. */
 #include "config_doc.h"
+#include "jsonfile.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -64,13 +65,13 @@ static int load_chip(const config_doc_t *doc, system_cfg_t *sys, int i, npu_err_
   const char *system = sys->cluster.node_types.v[i].system;
   char path[PATH_MAX];
   referenced_path(doc, system, path, sizeof path);
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  char why[256];
+  /* The inputs' one check (a FIFO would block an open), named from this key. */
+  if (jsonfile_check(path, why, sizeof why))
     return npu_err_set(err,
                        "%s: " KEY ": expected readable system config files, found \"%.200s\" "
                        "(%s)",
-                       cfg_doc_blame(doc, KEY), path, strerror(errno));
-  fclose(f);
+                       cfg_doc_blame(doc, KEY), path, why);
   config_doc_t *sub = config_doc_load(CONFIG_SYSTEM, path, err);
   if (!sub)
     return -1;
