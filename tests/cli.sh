@@ -284,6 +284,93 @@ check "FIFO refused unread: cluster --job" fifo_in job.json cluster --system $sy
 check "FIFO refused unread: cluster --job@PLACEMENT" \
   fifo_in job.json cluster --system $sys0 --job "$tmp/in/job.json@packed"
 
+# ---- an output that is an input is refused (one line, exit 2), the input
+# untouched: by file identity (a symlink, a hard link, another spelling), for
+# every command and output option (issue 26, item 13)
+io=$tmp/io
+mkdir "$io"
+cp $sys0 "$io/sys.json"
+cp traces/two_ranks_p2p.json "$io/trace.json"
+cp traces/chakra/generator_allreduce.[0-3].et "$io/"
+printf '{"extends": "sys.json"}\n' >"$io/child.json"
+printf '{"extends": "%s", "cluster": {"node_types": "0-0:types.json"}}\n' "$abs_sys" >"$io/mixed.json"
+cp configs/systems/ascend-910a.json "$io/types.json"
+cp configs/workloads/llama2-7b.json "$io/wl.json"
+printf '[[0, 1024], [2048, 0]]\n' >"$io/matrix.json"
+head -5 tests/data/validation/ops_h100.csv >"$io/ops.csv"
+python3 - "$io/serve.json" "$io/requests.jsonl" <<'PY'
+import json, sys
+w = json.load(open("configs/workloads/serve-llama3-8b.json"))
+w["serving"]["requests"] = {"trace": "requests.jsonl"}
+json.dump(w, open(sys.argv[1], "w"))
+open(sys.argv[2], "w").write("".join('{"arrival_s": %d, "prompt_tokens": 100, "output_tokens": 10}\n' % i
+                                     for i in range(4)))
+PY
+ln -s sys.json "$io/sys_link.json"
+ln "$io/trace.json" "$io/trace_hard.json"
+(cd "$io" && md5sum *.json *.jsonl *.csv *.et) >"$tmp/io.md5"
+output_is_input() { # output_is_input WANT_IN_LINE ARGS... : exit 2, one line naming both, inputs untouched
+  local want=$1
+  shift
+  one_line 2 "" timeout 60 "$npusim" "$@" || return 1
+  grep -q "expected .*none of the run's inputs, found .*$want" "$tmp/ol.err" ||
+    { echo "got: $(cat "$tmp/ol.err")"; return 1; }
+  [ ! -s "$tmp/ol.out" ] || { echo "stdout is not empty"; return 1; }
+  (cd "$io" && md5sum --quiet -c "$tmp/io.md5") && no_temp_files "$io"
+}
+t2=(--trace "$io/trace.json" --fidelity analytic)
+train_io=(train --system $sys0 --workload "$io/wl.json" --set training.global_batch=32)
+serve_io=(serve --system configs/systems/h100-dgx.json --workload "$io/serve.json")
+check "validate --output = --system" output_is_input sys.json validate --system "$io/sys.json" --output "$io/sys.json"
+check "validate --output = --system through a symlink" \
+  output_is_input sys.json validate --system "$io/sys.json" --output "$io/sys_link.json"
+check "validate --output = --system spelled another way" \
+  output_is_input sys.json validate --system "$io/sys.json" --output "$io/../io/./sys.json"
+check "validate --output = --workload" \
+  output_is_input wl.json validate --system $sys0 --workload "$io/wl.json" --output "$io/wl.json"
+check "validate --output = a file --system extends" \
+  output_is_input sys.json validate --system "$io/child.json" --output "$io/sys.json"
+check "validate --output = a cluster.node_types file" \
+  output_is_input types.json validate --system "$io/mixed.json" --output "$io/types.json"
+check "op --output = --system" \
+  output_is_input sys.json op --system "$io/sys.json" --op matmul --shape 64,64,64 --output "$io/sys.json"
+check "coll --output = --matrix" output_is_input matrix.json coll --system $sys0 --op alltoallv --ranks 2 \
+  --matrix "$io/matrix.json" --sizes 1K:1K --output "$io/matrix.json"
+check "replay --chrome-trace = --trace" \
+  output_is_input trace.json replay --system $sys0 "${t2[@]}" --chrome-trace "$io/trace.json"
+check "replay --chrome-trace = --trace through a hard link" \
+  output_is_input trace.json replay --system $sys0 "${t2[@]}" --chrome-trace "$io/trace_hard.json"
+check "replay --output = --system" output_is_input sys.json replay --system "$io/sys.json" "${t2[@]}" \
+  --output "$io/sys.json"
+check "replay --chrome-trace = a Chakra rank file" output_is_input generator_allreduce.2.et \
+  replay --system $sys0 --trace "$io/generator_allreduce" --fidelity analytic \
+  --chrome-trace "$io/generator_allreduce.2.et"
+check "train --emit-trace = --workload" output_is_input wl.json "${train_io[@]}" --emit-trace "$io/wl.json"
+check "train --list-ops = --system" \
+  output_is_input sys.json "${train_io[@]/$sys0/$io/sys.json}" --list-ops "$io/sys.json"
+check "train --chrome-trace = --workload" output_is_input wl.json "${train_io[@]}" --chrome-trace "$io/wl.json"
+check "train --emit-chakra PREFIX with PREFIX.comm_groups.json = --system" bash -c "
+  cp '$io/sys.json' '$tmp/x.comm_groups.json'
+  '$npusim' ${train_io[*]/$sys0/$tmp/x.comm_groups.json} --emit-chakra '$tmp/x' >/dev/null 2>'$tmp/x.err'
+  [ \$? -eq 2 ] && grep -q 'x.comm_groups.json: expected an output that is none of the run' '$tmp/x.err' &&
+  cmp '$tmp/x.comm_groups.json' '$io/sys.json' && [ ! -e '$tmp/x.0.et' ]"
+check "serve --timeseries = --workload" \
+  output_is_input serve.json "${serve_io[@]}" --timeseries "$io/serve.json"
+check "serve --timeseries = its request trace" \
+  output_is_input requests.jsonl "${serve_io[@]}" --timeseries "$io/requests.jsonl"
+check "serve --chrome-trace = its request trace" \
+  output_is_input requests.jsonl "${serve_io[@]}" --chrome-trace "$io/requests.jsonl"
+check "cluster --output = --job" output_is_input wl.json cluster --system $sys0 \
+  --job "$io/wl.json@packed" --set workload.training.global_batch=32 --output "$io/wl.json"
+check "calibrate --output = --measurements" output_is_input ops.csv calibrate --system \
+  configs/systems/h100-dgx.json --measurements "$io/ops.csv" --fit none --output "$io/ops.csv"
+check "calibrate --output = --system" output_is_input sys.json calibrate --system "$io/sys.json" \
+  --measurements "$io/ops.csv" --fit none --output "$io/sys.json"
+check "two outputs in one file: exit 2, one line, nothing written" bash -c "
+  ! '$npusim' replay --system $sys0 ${t2[*]} --chrome-trace '$tmp/same.json' --output '$tmp/same.json' 2>'$tmp/same.err' &&
+  [ \$(wc -l <'$tmp/same.err') -eq 1 ] && grep -q 'expected a file of its own for each output' '$tmp/same.err' &&
+  [ ! -e '$tmp/same.json' ]"
+
 # ---- one line, whatever the arguments hold (F7)
 check "a newline in a file name stays on one line" \
   one_line 2 'no\nsuch.json: expected a readable system config file, found No such file or directory' \

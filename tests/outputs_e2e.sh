@@ -99,4 +99,81 @@ assert all(r["workload"] == "a,\"b\"" for r in rows), rows[0]["workload"]
 parts = sum(float(rows[0][k]) for k in rows[0] if k.endswith("_s") and k not in ("step_time_s", "tokens_per_s"))
 assert abs(parts - float(rows[0]["step_time_s"])) < 1e-6 * parts, (parts, rows[0])' "$train"
 
+# ---- a run's outputs are one set: all new or all old (issue 26, items 12 and 14)
+set_dir=$tmp/set
+mkdir "$set_dir"
+no_temp() { ! ls -a "$1" | grep -q '\.tmp'; }
+serve="$npusim serve --system configs/systems/h100-dgx.json --workload configs/workloads/serve-llama3-8b.json \
+  --set serving.requests.count=50"
+echo old >"$set_dir/ts.csv"
+echo old >"$set_dir/tl.json"
+check "a failed --chrome-trace leaves --timeseries untouched (exit 1, one line)" bash -c "
+  $serve --timeseries '$set_dir/ts.csv' --chrome-trace '$set_dir' >/dev/null 2>'$tmp/set.err'; [ \$? -eq 1 ] &&
+  [ \$(wc -l <'$tmp/set.err') -eq 1 ] && grep -qx old '$set_dir/ts.csv'"
+check "a failed --output leaves --chrome-trace and --timeseries untouched" bash -c "
+  ! $serve --timeseries '$set_dir/ts.csv' --chrome-trace '$set_dir/tl.json' --output '$set_dir' >/dev/null 2>&1 &&
+  grep -qx old '$set_dir/ts.csv' && grep -qx old '$set_dir/tl.json'"
+check "no temporary file after a failed set" no_temp "$set_dir"
+
+# A signal while the second file is made durable (strace delays the second
+# fsync: the Chrome trace's, --timeseries being written first): neither file
+# is replaced and no temporary file stays. SIGKILL instead leaves its
+# temporary files, NAME.npusim-PID-N.tmp; the next run removes them.
+if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
+  signal_mid_set() { # signal_mid_set SIGNAL : runs serve, signals it at its second fsync
+    strace -f -o /dev/null -e trace=fsync -e inject=fsync:delay_enter=3000000:when=2 \
+      $serve --timeseries "$set_dir/ts.csv" --chrome-trace "$set_dir/tl.json" >/dev/null 2>&1 &
+    local tracer=$! pid=""
+    for _ in $(seq 100); do
+      [ "$(ls "$set_dir" | grep -c '\.tmp$')" -ge 2 ] && break
+      sleep 0.05
+    done
+    pid=$(pgrep -P "$tracer" -x npusim)
+    [ -n "$pid" ] && kill "-$1" "$pid"
+    { wait "$tracer"; } 2>/dev/null # "Killed" is expected
+  }
+  signal_mid_set TERM
+  check "SIGTERM between two outputs: both old, no temporary file" bash -c "
+    grep -qx old '$set_dir/ts.csv' && grep -qx old '$set_dir/tl.json' && ! ls -a '$set_dir' | grep -q '\.tmp'"
+  signal_mid_set KILL
+  check "SIGKILL between two outputs: both old, its temporary files left" bash -c "
+    grep -qx old '$set_dir/ts.csv' && grep -qx old '$set_dir/tl.json' &&
+    [ \$(ls '$set_dir' | grep -c '^t[sl]\.[a-z]*\.npusim-[0-9]*-0\.tmp\$') -eq 2 ]"
+  sleep 300 &
+  alive=$!
+  echo live >"$set_dir/other.json.npusim-$alive-0.tmp" # a live process's: kept
+  dead=$(sh -c 'echo $$')
+  echo dead >"$set_dir/other.json.npusim-$dead-3.tmp" # an exited process's: removed
+  check "the next run removes a dead run's temporary files, not a live one's" bash -c "
+    $serve --timeseries '$set_dir/ts.csv' >/dev/null && ! grep -qx old '$set_dir/ts.csv' &&
+    [ \"\$(ls '$set_dir' | grep '\.tmp\$')\" = other.json.npusim-$alive-0.tmp ]"
+  kill "$alive"
+  rm -f "$set_dir/other.json.npusim-$alive-0.tmp"
+else
+  echo "outputs_e2e: strace unavailable, the signal checks are skipped"
+fi
+
+# --emit-chakra: the set is written whole or not at all, and a later export of
+# fewer ranks removes the ranks it no longer has (a replay of PREFIX read them)
+emit="$npusim train --system configs/systems/ascend-910b.json --workload configs/workloads/llama2-7b.json \
+  --set training.global_batch=32 --set parallel.dp=2 --fidelity analytic"
+chakra=$tmp/chakra
+mkdir "$chakra"
+$emit --set parallel.pp=4 --emit-chakra "$chakra/c" >/dev/null
+check "8 ranks exported" test -s "$chakra/c.7.et"
+rm "$chakra/c.2.et"
+mkdir "$chakra/c.2.et" # rank 2 cannot be written
+(cd "$chakra" && md5sum c.[0-9]*.et c.comm_groups.json 2>/dev/null) >"$tmp/chakra.md5"
+check "a failed export leaves the old set untouched and no temporary file" bash -c "
+  ! $emit --set parallel.pp=2 --emit-chakra '$chakra/c' >/dev/null 2>&1 &&
+  (cd '$chakra' && md5sum --quiet -c '$tmp/chakra.md5') && ! ls -a '$chakra' | grep -q '\.tmp'"
+rmdir "$chakra/c.2.et"
+gzip -c "$chakra/c.0.et" >"$chakra/c.8.et.gz" # an earlier gzip rank: read as rank 8
+check "an export of 4 ranks over 8 leaves 4 ranks and the groups" bash -c "
+  $emit --set parallel.pp=2 --emit-chakra '$chakra/c' >/dev/null &&
+  [ \"\$(cd '$chakra' && ls | tr '\n' ' ')\" = 'c.0.et c.1.et c.2.et c.3.et c.comm_groups.json ' ]"
+check "and a replay of the prefix reads 4 ranks" bash -c "
+  $npusim replay --system configs/systems/ascend-910b.json --trace '$chakra/c' --fidelity analytic \
+    --comm-group '$chakra/c.comm_groups.json' --format json | python3 -c 'import json, sys; assert json.load(sys.stdin)[\"ranks\"] == 4'"
+
 finish outputs_e2e

@@ -205,7 +205,121 @@ static void test_gzip_members_concatenate_and_trailing_bytes_are_refused(void) {
   remove_dir(dir);
 }
 
+/* The text of a small file, or "" (for asserts). */
+static void text_of(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "rb");
+  size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+  buf[n] = '\0';
+  if (f)
+    fclose(f);
+}
+
+/* Staged files wait as temporary files: the targets change only at publish,
+ * all together, and a discard leaves every old one. */
+static void test_staged_files_land_together_or_not_at_all(void) {
+  char dir[64], a[128], b[128], err[256], got[64];
+  make_dir(dir, sizeof dir);
+  jsonfile_forget_inputs(); /* an earlier test's input may have had these inodes */
+  snprintf(a, sizeof a, "%s/a.txt", dir);
+  snprintf(b, sizeof b, "%s/b.txt", dir);
+  CU_ASSERT_EQUAL(outfile_write_all(a, "old a", 5, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(b, "old b", 5, false, err, sizeof err), 0);
+  for (int publish = 0; publish < 2; publish++) {
+    CU_ASSERT_TRUE(outfile_stage_begin());
+    CU_ASSERT_FALSE(outfile_stage_begin()); /* already staging: the caller's */
+    CU_ASSERT_EQUAL(outfile_write_all(a, "new a", 5, false, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(outfile_write_all(b, "new b", 5, false, err, sizeof err), 0);
+    text_of(a, got, sizeof got);
+    CU_ASSERT_STRING_EQUAL(got, "old a");
+    CU_ASSERT_EQUAL(count_files(dir), 4); /* two targets, two waiting */
+    CU_ASSERT_EQUAL(outfile_stage_check(err, sizeof err), 0);
+    if (publish) {
+      CU_ASSERT_EQUAL(outfile_stage_publish(err, sizeof err), 0);
+    } else {
+      outfile_stage_discard();
+    }
+    text_of(a, got, sizeof got);
+    CU_ASSERT_STRING_EQUAL(got, publish ? "new a" : "old a");
+    text_of(b, got, sizeof got);
+    CU_ASSERT_STRING_EQUAL(got, publish ? "new b" : "old b");
+    CU_ASSERT_EQUAL(count_files(dir), 2);
+  }
+  remove_dir(dir);
+}
+
+/* A file marked for removal goes at publish, not before; a staged file that
+ * is a file read as input (any name) or another staged file's is refused. */
+static void test_staging_removes_marked_files_and_refuses_inputs(void) {
+  char dir[64], a[128], link[128], stale[128], err[256], why[128];
+  make_dir(dir, sizeof dir);
+  snprintf(a, sizeof a, "%s/in.json", dir);
+  snprintf(link, sizeof link, "%s/link.json", dir);
+  snprintf(stale, sizeof stale, "%s/stale.et", dir);
+  CU_ASSERT_EQUAL(outfile_write_all(stale, "x", 1, false, err, sizeof err), 0);
+  outfile_stage_begin();
+  CU_ASSERT_EQUAL(outfile_stage_remove(stale), 0);
+  CU_ASSERT_EQUAL(access(stale, F_OK), 0);
+  CU_ASSERT_EQUAL(outfile_stage_publish(err, sizeof err), 0);
+  CU_ASSERT_NOT_EQUAL(access(stale, F_OK), 0);
+
+  CU_ASSERT_EQUAL(outfile_write_all(a, "{}", 2, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(symlink("in.json", link), 0);
+  size_t len;
+  free(jsonfile_read(a, 100, &len, why, sizeof why)); /* now an input */
+  outfile_stage_begin();
+  CU_ASSERT_EQUAL(outfile_write_all(link, "[]", 2, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_stage_check(err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "link.json: expected an output that is none of the run's "
+                                     "inputs, found the input "));
+  outfile_stage_discard();
+  jsonfile_forget_inputs();
+  CU_ASSERT_STRING_EQUAL((text_of(a, why, sizeof why), why), "{}");
+
+  outfile_stage_begin();
+  CU_ASSERT_EQUAL(outfile_write_all(a, "1", 1, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(link, "2", 1, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_stage_check(err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected a file of its own for each output"));
+  outfile_stage_discard();
+  remove_dir(dir);
+}
+
+/* NAME.npusim-PID-N.tmp of a process that is gone is removed when a file is
+ * written beside it; a live process's stays, as does any other name. */
+static void test_a_dead_runs_temporary_files_are_removed(void) {
+  char dir[64], path[160], err[256];
+  make_dir(dir, sizeof dir);
+  pid_t dead = fork();
+  CU_ASSERT_FATAL(dead >= 0);
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, NULL, 0);
+  const char *names[] = {"x.json.npusim-%ld-0.tmp", "y.npusim-%ld-12.tmp",
+                         "x.json.npusim-%ld-0.tmp", "x.json.tmp%ld.0", "x.json.npusim-%ldx-0.tmp"};
+  long pids[] = {(long)dead, (long)dead, (long)getppid(), (long)dead, (long)dead};
+  bool removed[] = {true, true, false, false, false};
+  for (int i = 0; i < 5; i++) {
+    char name[64];
+    snprintf(name, sizeof name, names[i], pids[i]);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    spit(path, "d", 1, "", 0); /* not through outfile: its first file here scans */
+  }
+  snprintf(path, sizeof path, "%s/x.json", dir);
+  CU_ASSERT_EQUAL(outfile_write_all(path, "{}", 2, false, err, sizeof err), 0);
+  for (int i = 0; i < 5; i++) {
+    char name[64];
+    snprintf(name, sizeof name, names[i], pids[i]);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CU_ASSERT_EQUAL(access(path, F_OK) != 0, removed[i]);
+  }
+  remove_dir(dir);
+}
+
 CU_TestInfo outfile_tests[] = {
+    {"staged files land together or not at all", test_staged_files_land_together_or_not_at_all},
+    {"staging removes marked files and refuses inputs",
+     test_staging_removes_marked_files_and_refuses_inputs},
+    {"a dead run's temporary files are removed", test_a_dead_runs_temporary_files_are_removed},
     {"gzip members concatenate and trailing bytes are refused",
      test_gzip_members_concatenate_and_trailing_bytes_are_refused},
     {"chunks of any size come back whole", test_chunks_of_any_size_come_back_whole},

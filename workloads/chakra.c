@@ -3,6 +3,7 @@
  * varint length then that many bytes, 5 four bytes. */
 #include "chakra.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -953,6 +954,56 @@ static int write_groups(const char *prefix, const trace_t *t, char *err, size_t 
   return outfile_commit(f, err, err_len);
 }
 
+/* The rank of a file of the set PREFIX (dir/base): base.<rank>.et or .et.gz
+ * with rank written as rank_file writes it (no sign, no leading zero); -1 for
+ * any other name. gz is set for .et.gz. */
+static long set_rank(const char *name, const char *base, bool *gz) {
+  size_t nb = strlen(base);
+  if (strncmp(name, base, nb) != 0 || name[nb] != '.')
+    return -1;
+  const char *digits = name + nb + 1, *end = digits;
+  while (*end >= '0' && *end <= '9')
+    end++;
+  if (end == digits || end - digits > 9 || (*digits == '0' && end - digits > 1))
+    return -1;
+  *gz = strcmp(end, ".et.gz") == 0;
+  if (!*gz && strcmp(end, ".et") != 0)
+    return -1;
+  return strtol(digits, NULL, 10);
+}
+
+/* Marks for removal, when the new set lands, the files of PREFIX the reader
+ * would take for ranks that this set does not write: ranks from `ranks` on,
+ * and any .et.gz (this writer writes .et). */
+static int remove_stale_ranks(const char *prefix, int ranks, char *err, size_t err_len) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", prefix);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? prefix + (slash - dir) + 1 : prefix;
+  if (slash)
+    slash[slash == dir] = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0; /* a missing directory: the first file's open says so */
+  int rc = 0;
+  for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+    bool gz;
+    long r = set_rank(e->d_name, base, &gz);
+    if (r < 0 || (!gz && r < ranks))
+      continue;
+    char path[8192];
+    snprintf(path, sizeof path, "%.*s%s", (int)(base - prefix), prefix, e->d_name);
+    if (outfile_stage_remove(path)) {
+      snprintf(err, err_len, "%s: cannot write: out of memory", prefix);
+      rc = -1;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
                  chakra_duration_fn duration, const void *ctx, char *err, size_t err_len) {
   for (int p = 0; p < t->nprograms; p++)
@@ -964,11 +1015,21 @@ int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *voca
                         vocab->colls[op->kind]),
                -1;
     }
+  /* One set: the files land together (the caller's staging, or our own), and
+   * the ranks of an earlier export past this one's go with them, or a replay
+   * of PREFIX would read them as ranks of this one. */
+  bool own = outfile_stage_begin();
   trace_pairing_t pp;
   trace_pairing_init(&pp, t);
-  int rc = write_groups(prefix, t, err, err_len);
+  int rc = remove_stale_ranks(prefix, t->ranks, err, err_len);
+  if (rc == 0)
+    rc = write_groups(prefix, t, err, err_len);
   for (int r = 0; rc == 0 && r < t->ranks; r++)
     rc = write_rank(prefix, t, vocab, &pp, r, duration, ctx, err, err_len);
   trace_pairing_free(&pp);
+  if (own && rc == 0)
+    rc = outfile_stage_publish(err, err_len);
+  else if (own)
+    outfile_stage_discard();
   return rc;
 }

@@ -1,6 +1,7 @@
 /* outfile.c - see outfile.h. */
 #include "outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,6 +12,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "jsonfile.h"
+
+/* A temporary file is TARGET.npusim-PID-N.tmp: a later run recognises the
+ * debris of a killed one by it (remove_debris). */
+#define TMP_TAG ".npusim-"
+
 /* The temporary file being written, for the signal handler to remove. A
  * signal handler gets no argument: the path it must unlink has to be reachable
  * from a static. npusim writes one file at a time, so one slot is enough; it
@@ -19,12 +26,29 @@
 static char pending_tmp[PATH_MAX];
 static volatile sig_atomic_t pending_set;
 
+/* Staging (outfile_stage_begin): the temporary files written whole and
+ * waiting to be renamed together, and the files to remove then. Changed only
+ * with the signals blocked, so the handler sees each file in one list. */
+typedef struct {
+  char *tmp;    /* the temporary file */
+  char *target; /* where it goes (symlinks followed) */
+  char *name;   /* the path as given, for messages */
+  char *key;    /* the target's directory resolved, and its name: one key per file */
+} staged_t;
+static staged_t *staged;
+static size_t nstaged, staged_cap;
+static char **doomed; /* removed at publication: files the outputs replace as a set */
+static size_t ndoomed, doomed_cap;
+static bool staging;
+
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
 #define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
 
 void outfile_remove_pending(void) {
   if (pending_set)
     unlink(pending_tmp);
+  for (size_t i = 0; i < nstaged; i++)
+    unlink(staged[i].tmp);
 }
 
 /* Installed with SA_RESETHAND: after the unlink, raising the signal again ends
@@ -40,24 +64,32 @@ typedef struct {
 } sig_guard_t;
 
 /* Catches the cleanup signals the process does not ignore (a signal ignored by
- * nohup or a background shell stays ignored). */
-static void guard_install(sig_guard_t *g) {
+ * nohup or a background shell stays ignored), while a file is open or staged:
+ * one guard for all, held by each open file and by staging. */
+static sig_guard_t guard;
+static int guard_users;
+
+static void guard_acquire(void) {
+  if (guard_users++ > 0)
+    return;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = remove_pending;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESETHAND;
   for (size_t i = 0; i < NCLEANUP; i++) {
-    g->installed[i] = sigaction(cleanup_signals[i], NULL, &g->old[i]) == 0 &&
-                      g->old[i].sa_handler != SIG_IGN &&
-                      sigaction(cleanup_signals[i], &sa, NULL) == 0;
+    guard.installed[i] = sigaction(cleanup_signals[i], NULL, &guard.old[i]) == 0 &&
+                         guard.old[i].sa_handler != SIG_IGN &&
+                         sigaction(cleanup_signals[i], &sa, NULL) == 0;
   }
 }
 
-static void guard_remove(sig_guard_t *g) {
+static void guard_release(void) {
+  if (--guard_users > 0)
+    return;
   for (size_t i = 0; i < NCLEANUP; i++)
-    if (g->installed[i])
-      sigaction(cleanup_signals[i], &g->old[i], NULL);
+    if (guard.installed[i])
+      sigaction(cleanup_signals[i], &guard.old[i], NULL);
 }
 
 /* The cleanup signals, and SIGALRM: the run's deadline (sim/time_limit.c)
@@ -115,7 +147,6 @@ struct outfile {
   size_t chunk;
   int err; /* the first errno of a failed write, 0 */
   unsigned long long bytes;
-  sig_guard_t guard;
   char target[PATH_MAX - 48]; /* room for the temporary name's suffix */
   char name[PATH_MAX];        /* for messages: the path as given, or "stdout" */
 };
@@ -152,16 +183,75 @@ static ssize_t cookie_write(void *cookie, const char *data, size_t len) {
   return (ssize_t)done;
 }
 
+/* The pid in a temporary file's name, NAME.npusim-PID-N.tmp; 0 if name is
+ * not one. */
+static long debris_pid(const char *name) {
+  size_t n = strlen(name);
+  if (n < 4 || strcmp(name + n - 4, ".tmp") != 0)
+    return 0;
+  const char *p = name + n - 4; /* back over N, '-', PID */
+  const char *digits_end = p;
+  while (p > name && p[-1] >= '0' && p[-1] <= '9')
+    p--;
+  if (p == digits_end || p == name || p[-1] != '-')
+    return 0;
+  const char *pid_end = --p;
+  while (p > name && p[-1] >= '0' && p[-1] <= '9')
+    p--;
+  size_t tag = strlen(TMP_TAG);
+  if (p == pid_end || pid_end - p > 9 || (size_t)(p - name) <= tag ||
+      strncmp(p - tag, TMP_TAG, tag) != 0)
+    return 0;
+  return strtol(p, NULL, 10);
+}
+
+/* Removes from dir the temporary files of npusim runs that died without
+ * cleaning up (SIGKILL, a power cut): regular files named as
+ * open_temporary names them, whose process is gone. Each directory once per
+ * run (the last one scanned is remembered: an output set shares one). */
+static void remove_debris(const char *target) {
+  static char last_dir[PATH_MAX];
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", target);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    slash[slash == dir] = '\0'; /* "/x" -> "/" */
+  if (strcmp(dir, last_dir) == 0)
+    return;
+  snprintf(last_dir, sizeof last_dir, "%s", dir);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+  if (!d) {
+    if (dfd >= 0)
+      close(dfd);
+    return;
+  }
+  for (struct dirent *e; (e = readdir(d));) {
+    long pid = debris_pid(e->d_name);
+    struct stat st;
+    if (pid <= 0 || pid == (long)getpid() ||
+        fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) /* EPERM: alive, another user's */
+      unlinkat(dfd, e->d_name, 0);
+  }
+  closedir(d);
+}
+
 /* Creates the temporary file next to target (old: the target's stat, or NULL).
  * Returns 0 or an errno. */
 static int open_temporary(outfile_t *f, const struct stat *old) {
+  remove_debris(f->target);
   sigset_t mask;
   block_cleanup_signals(&mask);
   /* 0666: the kernel applies the umask (and a default ACL) as for any new
    * file; mkstemp would give 0600. */
   f->fd = -1;
   for (unsigned attempt = 0; f->fd < 0 && attempt < 1000; attempt++) {
-    snprintf(pending_tmp, sizeof pending_tmp, "%s.tmp%ld.%u", f->target, (long)getpid(), attempt);
+    snprintf(pending_tmp, sizeof pending_tmp, "%s" TMP_TAG "%ld-%u.tmp", f->target, (long)getpid(),
+             attempt);
     /* O_EXCL: never an existing file, nor one a link points to. */
     f->fd = open(pending_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (f->fd < 0 && errno != EEXIST)
@@ -243,7 +333,7 @@ static void release(outfile_t *f, bool keep) {
     pending_set = 0;
     sigprocmask(SIG_SETMASK, &mask, NULL);
   }
-  guard_remove(&f->guard);
+  guard_release();
   free(f);
 }
 
@@ -257,7 +347,7 @@ outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, char *e
   f->fd = -1;
   f->chunk = chunk_bytes ? chunk_bytes : OUTFILE_CHUNK_BYTES;
   snprintf(f->name, sizeof f->name, "%s", strcmp(path, "-") == 0 ? "stdout" : path);
-  guard_install(&f->guard);
+  guard_acquire();
   int e = open_target(f, path);
   if (e == 0 && gzip) {
     int dup_fd = dup(f->fd); /* gzclose closes the descriptor it is given */
@@ -289,12 +379,16 @@ unsigned long long outfile_bytes(const outfile_t *f) {
   return f->bytes;
 }
 
+static int stage(outfile_t *f);
+
 int outfile_commit(outfile_t *f, char *err, size_t err_len) {
   int e = 0;
   if (fflush(f->stream) != 0 || ferror(f->stream))
     e = f->err ? f->err : EIO;
   e = close_all(f, e);
-  if (e == 0 && f->temporary) {
+  if (e == 0 && f->temporary && staging)
+    e = stage(f);
+  else if (e == 0 && f->temporary) {
     sigset_t mask;
     block_cleanup_signals(&mask);
     if (rename(pending_tmp, f->target) != 0)
@@ -305,6 +399,178 @@ int outfile_commit(outfile_t *f, char *err, size_t err_len) {
     fail_message(f, e, err, err_len);
   release(f, e == 0);
   return e ? -1 : 0;
+}
+
+/* ---- staging: the outputs of a run land together ---- */
+
+/* The key of a file: its directory resolved (symlinks, "..") and its name. */
+static char *key_of(const char *target) {
+  char dir[PATH_MAX], real[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", target);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? target + (slash - dir) + 1 : target;
+  if (slash)
+    slash[slash == dir] = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  char *key = NULL;
+  if (!realpath(dir, real) || asprintf(&key, "%s/%s", real, base) < 0)
+    return strdup(target);
+  return key;
+}
+
+/* Moves f's written temporary file from pending to the staged list. */
+static int stage(outfile_t *f) {
+  staged_t s = {strdup(pending_tmp), strdup(f->target), strdup(f->name), key_of(f->target)};
+  int e = 0;
+  sigset_t mask;
+  block_cleanup_signals(&mask);
+  if (nstaged == staged_cap) {
+    size_t cap = staged_cap ? 2 * staged_cap : 8;
+    staged_t *grown = realloc(staged, cap * sizeof *grown);
+    if (grown) {
+      staged = grown;
+      staged_cap = cap;
+    }
+  }
+  if (nstaged < staged_cap && s.tmp && s.target && s.name && s.key) {
+    staged[nstaged++] = s;
+    pending_set = 0; /* now in the staged list: release keeps it */
+  } else {
+    e = ENOMEM;
+  }
+  sigprocmask(SIG_SETMASK, &mask, NULL);
+  if (e) {
+    free(s.tmp);
+    free(s.target);
+    free(s.name);
+    free(s.key);
+  }
+  return e;
+}
+
+bool outfile_stage_begin(void) {
+  if (staging)
+    return false;
+  staging = true;
+  guard_acquire();
+  return true;
+}
+
+int outfile_stage_remove(const char *path) {
+  char *copy = strdup(path);
+  sigset_t mask;
+  block_cleanup_signals(&mask);
+  if (copy && ndoomed == doomed_cap) {
+    size_t cap = doomed_cap ? 2 * doomed_cap : 8;
+    char **grown = realloc(doomed, cap * sizeof *grown);
+    if (grown) {
+      doomed = grown;
+      doomed_cap = cap;
+    }
+  }
+  bool kept = copy && ndoomed < doomed_cap;
+  if (kept)
+    doomed[ndoomed++] = copy;
+  sigprocmask(SIG_SETMASK, &mask, NULL);
+  if (!kept)
+    free(copy);
+  return kept ? 0 : -1;
+}
+
+/* The input read as the file at path (symlinks followed), or NULL. */
+static const char *input_at(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? jsonfile_input_of(st.st_dev, st.st_ino) : NULL;
+}
+
+int outfile_stage_check(char *err, size_t err_len) {
+  for (size_t i = 0; i < nstaged; i++) {
+    const char *input = input_at(staged[i].target);
+    if (input)
+      return snprintf(err, err_len,
+                      "%s: expected an output that is none of the run's inputs, found the "
+                      "input %s",
+                      staged[i].name, input),
+             -1;
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(staged[i].key, staged[j].key) == 0)
+        return snprintf(err, err_len,
+                        "%s: expected a file of its own for each output, found the file of "
+                        "the output %s",
+                        staged[i].name, staged[j].name),
+               -1;
+  }
+  for (size_t i = 0; i < ndoomed; i++) {
+    const char *input = input_at(doomed[i]);
+    if (input)
+      return snprintf(err, err_len,
+                      "%s: expected no input among the files the outputs replace, found "
+                      "the input %s",
+                      doomed[i], input),
+             -1;
+  }
+  return 0;
+}
+
+/* Frees the lists (signals blocked by the caller) and ends staging. */
+static void stage_end(void) {
+  for (size_t i = 0; i < nstaged; i++) {
+    free(staged[i].tmp);
+    free(staged[i].target);
+    free(staged[i].name);
+    free(staged[i].key);
+  }
+  for (size_t i = 0; i < ndoomed; i++)
+    free(doomed[i]);
+  free(staged);
+  free(doomed);
+  staged = NULL;
+  doomed = NULL;
+  nstaged = staged_cap = ndoomed = doomed_cap = 0;
+  staging = false;
+}
+
+int outfile_stage_publish(char *err, size_t err_len) {
+  if (!staging)
+    return 0;
+  int e = 0;
+  const char *failed = NULL;
+  /* With the signals blocked, SIGINT and SIGTERM wait until every file has
+   * landed: a run's outputs are all new, or (on failure) all old. */
+  sigset_t mask;
+  block_cleanup_signals(&mask);
+  for (size_t i = 0; i < nstaged; i++) {
+    if (e == 0 && rename(staged[i].tmp, staged[i].target) != 0) {
+      e = errno;
+      failed = staged[i].name;
+    }
+    if (e)
+      unlink(staged[i].tmp);
+  }
+  for (size_t i = 0; e == 0 && i < ndoomed; i++)
+    if (unlink(doomed[i]) != 0 && errno != ENOENT) {
+      e = errno;
+      failed = doomed[i];
+    }
+  if (e)
+    snprintf(err, err_len, "%s: cannot write: %s", failed, strerror(e));
+  stage_end();
+  sigprocmask(SIG_SETMASK, &mask, NULL);
+  guard_release();
+  return e ? -1 : 0;
+}
+
+void outfile_stage_discard(void) {
+  if (!staging)
+    return;
+  sigset_t mask;
+  block_cleanup_signals(&mask);
+  for (size_t i = 0; i < nstaged; i++)
+    unlink(staged[i].tmp);
+  stage_end();
+  sigprocmask(SIG_SETMASK, &mask, NULL);
+  guard_release();
 }
 
 void outfile_abort(outfile_t *f) {

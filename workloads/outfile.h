@@ -8,7 +8,18 @@
  * in chunks of bounded size, through gzip when asked, and every write and
  * close is checked: memory stays bounded whatever the file's size, and no
  * failure (a full disk, a file size limit) passes silently. The temporary file
- * is removed on every failure and on SIGINT, SIGTERM and SIGHUP. */
+ * is removed on every failure and on SIGINT, SIGTERM and SIGHUP; its name,
+ * TARGET.npusim-PID-N.tmp, lets a later run remove what a killed one (SIGKILL)
+ * left: the files so named beside a target whose process is gone.
+ *
+ * Staging makes the outputs of a run one set: between outfile_stage_begin and
+ * outfile_stage_publish, a committed file waits as its temporary file, and
+ * publishing renames them all (and removes the files the set replaces, such as
+ * a Chakra export's ranks past the new count) with the signals blocked;
+ * outfile_stage_discard, a failure or a signal removes them all. What is
+ * written in place (a device, a FIFO, stdout) cannot wait: it is written at
+ * commit. Not covered: a rename that fails after others succeeded (the
+ * directory gone or made read-only meanwhile) leaves those others new. */
 #ifndef NPUSIM_OUTFILE_H
 #define NPUSIM_OUTFILE_H
 
@@ -47,7 +58,30 @@ int outfile_write_all(const char *path, const char *data, size_t len, bool gzip,
 /* Whether path names a gzip output (ends in ".gz"). */
 bool outfile_is_gz(const char *path);
 
-/* Removes the temporary file being written, if any. Async-signal-safe: for
+/* Starts staging; returns false (and does nothing) if it was already started,
+ * so that a writer of several files (chakra_write) stages them itself only
+ * when its caller does not. */
+bool outfile_stage_begin(void);
+
+/* While staging: path is removed when the staged files are published (a file
+ * of an output set that this run's set no longer has). 0, or -1 out of memory. */
+int outfile_stage_remove(const char *path);
+
+/* While staging: 0 if no staged file replaces an input that jsonfile_read read
+ * (the same file, by device and inode, whatever the name or link) or another
+ * staged file, and no file to remove is an input; else -1 with "PATH:
+ * expected ..., found ..." in err (bad input: nothing may be published). */
+int outfile_stage_check(char *err, size_t err_len);
+
+/* Renames every staged file into place and removes the files marked; ends
+ * staging. Returns 0, or -1 with "PATH: cannot write: REASON" in err (the
+ * staged files not yet renamed are removed). 0 when not staging. */
+int outfile_stage_publish(char *err, size_t err_len);
+
+/* Removes every staged file (the targets stay untouched) and ends staging. */
+void outfile_stage_discard(void);
+
+/* Removes the temporary files being written and staged, if any. Async-signal-safe: for
  * another signal handler that ends the process with _exit (--time-limit's),
  * which would otherwise leave the file behind. */
 void outfile_remove_pending(void);

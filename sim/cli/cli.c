@@ -5,12 +5,14 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <xbt/base.h>
 #include <simgrid/version.h> /* needs xbt/base.h first */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "commands.h"
@@ -595,6 +597,46 @@ static bool json_output_valid(const char *buf, size_t len) {
   return root != NULL;
 }
 
+/* An output option naming the file of an input option (by device and inode:
+ * any name, any link), refused before the run. The outputs are checked again,
+ * against every file the run read (extends, node types, request traces, ...),
+ * before they land (outfile_stage_check). */
+static int check_outputs(const cli_opts_t *o, npu_err_t *err) {
+  struct named {
+    const char *opt, *path;
+  };
+  char jobs[CLI_MAX_JOBS][PATH_MAX];
+  struct named in[6 + CLI_MAX_JOBS] = {{"--system", o->system_path},
+                                       {"--workload", o->workload_path},
+                                       {"--trace", o->trace},
+                                       {"--matrix", o->matrix},
+                                       {"--measurements", o->measurements},
+                                       {"--comm-group", o->comm_group}};
+  size_t nin = 6;
+  for (int j = 0; j < o->njobs; j++) { /* FILE[@PLACEMENT] */
+    snprintf(jobs[j], sizeof jobs[j], "%.*s", (int)strcspn(o->jobs[j], "@"), o->jobs[j]);
+    in[nin++] = (struct named){"--job", jobs[j]};
+  }
+  const struct named out[] = {{"--output", o->output_path},
+                              {"--chrome-trace", o->chrome_trace},
+                              {"--timeseries", o->timeseries},
+                              {"--emit-trace", o->emit_trace},
+                              {"--list-ops", o->list_ops}};
+  for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+    struct stat so, si;
+    if (!out[i].path || stat(out[i].path, &so) != 0 || !S_ISREG(so.st_mode))
+      continue;
+    for (size_t k = 0; k < nin; k++)
+      if (in[k].path && stat(in[k].path, &si) == 0 && si.st_dev == so.st_dev &&
+          si.st_ino == so.st_ino)
+        return npu_err_set(err,
+                           "%s: %s: expected an output that is none of the run's inputs, found "
+                           "the file of %s %s",
+                           out[i].path, out[i].opt, in[k].opt, in[k].path);
+  }
+  return 0;
+}
+
 static int run_command(const command_t *cmd, int argc, char **argv) {
   cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = cmd->fidelity};
   npu_err_t err = {{0}};
@@ -605,6 +647,10 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
     npu_err_print(stderr, err.msg);
     return EXIT_BAD_INPUT;
   }
+  if (check_outputs(&opts, &err)) {
+    npu_err_print(stderr, err.msg);
+    return EXIT_BAD_INPUT;
+  }
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
@@ -612,6 +658,9 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
     return fail(EXIT_INTERNAL, "npusim: out of memory");
   if (opts.time_limit_s > 0)
     time_limit_start(cmd->name, opts.time_limit_s);
+  /* Every file the command writes waits as a temporary file; all land
+   * together below, or none. */
+  outfile_stage_begin();
   int rc = cmd->run(&opts, out, &err);
   time_limit_off();
   int status = EXIT_OK;
@@ -624,12 +673,22 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
                 "that is not finite?); nothing written", cmd->name);
     rc = CMD_CANNOT_WRITE;
   }
+  /* Checked before anything is written in place (stdout, a device), and again
+   * once --output waits beside its target. */
+  if (rc == 0 && outfile_stage_check(err.msg, sizeof err.msg))
+    rc = -1;
   if (rc == 0) {
     /* --output "-" is stdout, as no --output is. */
     const char *dest = opts.output_path && !cmd->own_output ? opts.output_path : "-";
     if (outfile_write_all(dest, buf, len, 0, err.msg, sizeof err.msg))
       rc = CMD_CANNOT_WRITE;
   }
+  if (rc == 0 && outfile_stage_check(err.msg, sizeof err.msg))
+    rc = -1;
+  if (rc == 0 && outfile_stage_publish(err.msg, sizeof err.msg))
+    rc = CMD_CANNOT_WRITE;
+  if (rc != 0)
+    outfile_stage_discard();
   if (rc != 0) {
     npu_err_print(stderr, err.msg);
     status = rc == CMD_CANNOT_WRITE ? EXIT_INTERNAL : EXIT_BAD_INPUT;
