@@ -168,6 +168,35 @@ def compare_structure(name, got_text, real_text, complete):
 
 # ---- npusim's numbers against its JSON ----
 
+
+def nccl_size(op, ranks, dtype, size):
+    """The bytes nccl-tests runs for a requested size (its setupArgs and
+    getCollByteCount): whole elements, whole per-rank slices where the size is
+    all ranks' slices; alltoallv (its matrix's mean) as it is."""
+    if op == "alltoallv":
+        return size
+    slices = ranks if op in PER_RANK_SLICE else 1
+    return math.floor(math.floor(size / DTYPE_BYTES[dtype]) / slices) * slices * DTYPE_BYTES[dtype]
+
+
+def json_at_nccl_sizes(npusim, args, js):
+    """The JSON rows of the sizes nccl-tests runs: a row whose requested size
+    is no whole number of elements (per rank) is run again at the rounded one."""
+    op, ranks = opt(args, "--op", ""), int(opt(args, "--ranks", "0"))
+    dtype = opt(args, "--dtype", "fp32")
+    rows = []
+    for j in js:
+        size = nccl_size(op, ranks, dtype, j["bytes"])
+        if size != j["bytes"]:
+            at = list(args)
+            at[at.index("--sizes") + 1] = str(size)
+            rc, text, err = run(npusim, ["coll"] + at + ["--format", "json"])
+            if rc != 0:
+                raise ValueError("coll at %d bytes: exit %d: %s" % (size, rc, err.strip()))
+            j = json.loads(text)[0]
+        rows.append(j)
+    return rows
+
 NCCL_TYPES = {"fp16": "half", "bf16": "bfloat16", "fp32": "float", "int8": "int8",
               "fp8": "f8e4m3"}
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1, "fp8": 1}
@@ -209,6 +238,13 @@ def check_nccl_values(name, args, text, js):
         for k, v in want.items():
             if r[k] != v:
                 problems.append("%s: size %s: %s %r, expected %r" % (name, f[0], k, r[k], v))
+        # size and count agree as nccl-tests prints them: the size is count
+        # elements (count per rank, all ranks' slices for the sliced ops)
+        slices = ranks if op in PER_RANK_SLICE else 1
+        if r["size"] != r["count"] * DTYPE_BYTES[dtype] * slices:
+            problems.append("%s: size %d is not count %d x %d B%s" % (
+                name, r["size"], r["count"], DTYPE_BYTES[dtype],
+                " x %d ranks" % slices if slices > 1 else ""))
         for half, base in (("out-of-place", 5), ("in-place", 9)):
             for off, key, jd in ((0, "time_us", 3), (1, "algbw_GBps", 4), (2, "busbw_GBps", 4)):
                 if not close(f[base + off], j[key], jd):
@@ -321,6 +357,12 @@ def main():
                 "--dtype", "bf16"],
         h100 + ["--op", "reduce", "--ranks", "8", "--root", "2", "--sizes", "64K"],
         h100 + ["--op", "sendrecv", "--ranks", "16", "--sizes", "1M:1G:32", "--dtype", "int8"],
+        # sizes of no whole number of elements (per rank): nccl-tests runs and
+        # prints them rounded down, count and size agreeing
+        b910 + ["--op", "allgather", "--ranks", "3", "--sizes", "1K:4K:2"],
+        b910 + ["--op", "allreduce", "--ranks", "3", "--sizes", "1001", "--dtype", "fp16"],
+        b910 + ["--op", "reducescatter", "--ranks", "6", "--sizes", "1M", "--fidelity",
+                "analytic"],
     ]
     ran = 0
     for args in cases:
@@ -334,7 +376,12 @@ def main():
         if rc != 0 or err:
             fail("%s --style nccl-tests: exit %d: %s" % (name, rc, err.strip()))
             continue
-        for p in nccl_problems(name, args, text, js, reals):
+        try:
+            js_nccl = json_at_nccl_sizes(npusim, args, js)
+        except ValueError as e:
+            fail("%s: %s" % (name, e))
+            continue
+        for p in nccl_problems(name, args, text, js_nccl, reals):
             fail(p)
         rc, htext, err = run(npusim, ["coll"] + args + ["--style", "hccl-test"])
         if rc != 0 or err:
@@ -371,7 +418,10 @@ def main():
             (["--style", "nccl-tests", "--format", "json"], "--style nccl-tests: expected --format table"),
             (["--style", "hccl-test", "--format", "csv"], "--style hccl-test: expected --format table"),
             (["--style", "nccl-tests", "--links"], "--style nccl-tests: expected no --links"),
-            (["--style", "nccl"], '--style: expected nccl-tests or hccl-test, found "nccl"')):
+            (["--style", "nccl"], '--style: expected nccl-tests or hccl-test, found "nccl"'),
+            (["--style", "nccl-tests", "--op", "allgather", "--ranks", "512", "--sizes", "1K"],
+             "--sizes: expected at least 2048 bytes with --style nccl-tests (one float element "
+             "per rank), found 1024")):
         rc, out, err = run(npusim, ["coll"] + base + extra)
         if rc != 2 or out or len(err.splitlines()) != 1 or not err.startswith(want):
             fail("coll %s: exit %d, %d bytes out, stderr %r; expected exit 2 and one line "

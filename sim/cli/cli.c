@@ -75,7 +75,8 @@ static const command_t commands[] = {
      "--dtype (fp32 default) sets the count column; --root R for broadcast and reduce.\n"
      "--style nccl-tests prints the table and summary lines of nccl-tests' *_perf (2.13 to\n"
      "2.16), --style hccl-test those of hccl_test, so their parsers read it: one run per\n"
-     "size, no data check (#wrong N/A, check_result NULL), nccl-tests' in-place half\n"
+     "size (nccl-tests: rounded as it runs sizes, to whole elements per rank), no data\n"
+     "check (#wrong N/A, check_result NULL), nccl-tests' in-place half\n"
      "repeating the out-of-place numbers (the model has no in-place difference); device\n"
      "lines name the simulated chip. Not with --format json or csv, nor with --links.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND | OPT_LINKS,

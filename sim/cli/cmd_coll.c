@@ -225,20 +225,42 @@ static void print_rows(FILE *out, const cli_opts_t *opts, const coll_args_t *a,
 static const char *const nccl_type_names[CHIP_DTYPE_COUNT] = {"half", "bfloat16", "float", "int8",
                                                               "f8e4m3"};
 
+/* Whether an nccl-tests row's size is all ranks' slices of count elements. */
+static bool nccl_sliced(coll_op_t op) {
+  return op == COLL_ALLGATHER || op == COLL_REDUCESCATTER || op == COLL_ALLTOALL ||
+         op == COLL_ALLTOALLV;
+}
+
+/* --style nccl-tests runs and prints each size as nccl-tests does (setupArgs
+ * and getCollByteCount in its src/): count = size / sizeof(type) elements,
+ * cut to count / ranks per rank where the size is all ranks' slices; the row's
+ * size is then max(send, receive bytes): count x sizeof(type), or count /
+ * ranks x ranks x sizeof(type). So size and count agree and the times are the
+ * printed size's. A size of no element per rank is refused. (alltoallv's size
+ * is its matrix's mean, kept.) */
+static int nccl_sizes(coll_args_t *a, npu_err_t *err) {
+  if (a->op == COLL_ALLTOALLV)
+    return 0;
+  double esize = chip_dtype_bytes(a->dtype), per = nccl_sliced(a->op) ? a->ranks : 1;
+  for (int i = 0; i < a->nsizes; i++) {
+    double count = floor(floor(a->sizes[i] / esize) / per);
+    if (count < 1)
+      return npu_err_set(err,
+                         "--sizes: expected at least %.0f bytes with --style nccl-tests (one "
+                         "%s element%s), found %.0f",
+                         esize * per, nccl_type_names[a->dtype], per > 1 ? " per rank" : "",
+                         a->sizes[i]);
+    a->sizes[i] = count * per * esize;
+  }
+  return 0;
+}
+
 /* The elements an nccl-tests row counts: the count passed to NCCL, which is
  * one rank's slice where the size is all ranks' slices (allgather,
  * reducescatter, alltoall; alltoallv: a rank's mean send over its peers). */
 static long long nccl_count(const coll_args_t *a, double bytes) {
   double elems = floor(bytes / chip_dtype_bytes(a->dtype));
-  switch (a->op) {
-  case COLL_ALLGATHER:
-  case COLL_REDUCESCATTER:
-  case COLL_ALLTOALL:
-  case COLL_ALLTOALLV:
-    return (long long)floor(elems / a->ranks);
-  default:
-    return (long long)elems;
-  }
+  return (long long)(nccl_sliced(a->op) ? floor(elems / a->ranks) : elems);
 }
 
 /* A number the way the tools print a step factor: "4", or "1.5". */
@@ -387,7 +409,9 @@ static int parse_args(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
     a->nsizes = 1;
     return 0;
   }
-  return parse_sizes(opts->sizes ? opts->sizes : "1K:1G:4", a, err);
+  if (parse_sizes(opts->sizes ? opts->sizes : "1K:1G:4", a, err))
+    return -1;
+  return a->style == STYLE_NCCL_TESTS ? nccl_sizes(a, err) : 0;
 }
 
 /* topo_build names the parameter at fault ("ranks_per_node: expected ..."); here
