@@ -95,6 +95,26 @@ check "calibrate --fit none only reports" bash -c "
   '$npusim' calibrate --system configs/systems/h100-dgx.json \
     --measurements tests/data/validation/ops_h100.csv --fit none --format json |
     python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"parameters\"] == [] and d[\"kernels\"] == 77'"
+# a row 1000x off (milliseconds written as microseconds) in the fit half: the
+# report names it as the row that weighs most, with most of the squared error
+check "calibrate names the row that dominates the fit" python3 - "$npusim" "$tmp/ms.csv" <<'PY'
+import json, subprocess, sys
+npusim, path = sys.argv[1:3]
+lines = open("tests/data/validation/ops_h100.csv").read().splitlines()
+head = next(i for i, l in enumerate(lines) if l and not l.startswith("#"))
+col = lines[head].split(",").index("time_us")
+matmuls = [i for i in range(head + 1, len(lines)) if lines[i].startswith("matmul,")]
+row = matmuls[2]  # even index in its class: a fit row
+f = lines[row].split(",")
+f[col] = "%g" % (float(f[col]) * 1000)
+lines[row] = ",".join(f)
+open(path, "w").write("\n".join(lines) + "\n")
+out = subprocess.run([npusim, "calibrate", "--system", "configs/systems/h100-dgx.json",
+                      "--measurements", path, "--format", "json"], capture_output=True, text=True,
+                     check=True).stdout
+top = json.loads(out)["dominant_rows"][0]
+assert top["line"] == row + 1 and top["class"] == "matmul" and top["share"] > 0.5, top
+PY
 # train --list-ops: a table of the step's distinct ops that measure_ops.py reads
 check "train --list-ops writes the distinct ops measure_ops.py reads" bash -c "
   '$npusim' train --system configs/systems/a100-dgx.json --workload configs/workloads/gpt-22b.json \

@@ -53,6 +53,37 @@ static double objective(const chip_cfg_t *chip, const meas_table_t *t) {
   return classes ? total / classes : 0;
 }
 
+int cal_dominant_rows(const chip_cfg_t *chip, const meas_table_t *t, int max, size_t *top,
+                      double *share) {
+  int n[MEAS_CLASS_COUNT] = {0}, classes = 0;
+  for (size_t i = 0; i < t->n; i++)
+    if (!t->rows[i].held_out)
+      classes += n[t->rows[i].cls]++ == 0;
+  double total = objective(chip, t);
+  int found = 0;
+  if (!(total > 0))
+    return 0;
+  for (size_t i = 0; i < t->n; i++) { /* insertion into the top max, ties by file order */
+    if (t->rows[i].held_out)
+      continue;
+    double e = cal_log_error(chip, &t->rows[i]);
+    double s = e * e / n[t->rows[i].cls] / classes / total;
+    int k = found < max ? found++ : max;
+    while (k > 0 && share[k - 1] < s) {
+      if (k < max) {
+        share[k] = share[k - 1];
+        top[k] = top[k - 1];
+      }
+      k--;
+    }
+    if (k < max) {
+      share[k] = s;
+      top[k] = i;
+    }
+  }
+  return found;
+}
+
 typedef struct {
   system_cfg_t *sys;
   const meas_table_t *t;

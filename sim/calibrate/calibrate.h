@@ -31,6 +31,19 @@ typedef struct {
 /* log(predicted / measured) of one row on chip (at chip->freq_hz). */
 double cal_log_error(const chip_cfg_t *chip, const meas_row_t *row);
 
+/* The most a measured time may differ from the model before the fit, either
+ * way: a row 10^6 times off is not this op's kernel time (wrong units, shape
+ * or op), and no fit within 16x per key can explain it. */
+#define CAL_MAX_MODEL_RATIO 1e6
+
+/* The fit-half rows that weigh most in the objective on chip: up to max rows
+ * (indices into t->rows, largest first) in top, each one's share of the
+ * objective in share (the objective is a mean over classes of class means of
+ * squared log errors, so a share is a row's term over the whole). Returns the
+ * number written. */
+int cal_dominant_rows(const chip_cfg_t *chip, const meas_table_t *t, int max, size_t *top,
+                      double *share);
+
 /* Errors of every row of t on chip, summed up per class and half. */
 void cal_errors(const chip_cfg_t *chip, const meas_table_t *t, cal_errors_t *out);
 

@@ -151,6 +151,11 @@ static int parse_row(const reader_t *r, meas_row_t *row, npu_err_t *err) {
   if (end == get(r, COL_TIME) || *end || !isfinite(us) || us <= 0)
     return npu_err_set(err, "%s:%d: time_us: expected a positive number of microseconds, found "
                        "\"%.40s\"", r->path, r->line, get(r, COL_TIME));
+  if (us > MEAS_MAX_TIME_US)
+    return npu_err_set(err,
+                       "%s:%d: time_us: expected at most %.0f microseconds (an hour: one "
+                       "kernel call, not a run), found \"%.40s\"",
+                       r->path, r->line, MEAS_MAX_TIME_US, get(r, COL_TIME));
   row->time_s = us * 1e-6;
   row->cls = meas_class_of(op->kind);
   return 0;

@@ -39,6 +39,12 @@ typedef struct {
 /* The most rows a table may hold (a bound on memory, far above any suite). */
 #define MEAS_MAX_ROWS 100000
 
+/* The longest time_us a row may give: an hour. One kernel call never takes
+ * that long; such a number is a wrong unit or a corrupt row, and one of them
+ * would drag every fitted key to its bound (calibrate also refuses a row over
+ * CAL_MAX_MODEL_RATIO away from the model). */
+#define MEAS_MAX_TIME_US 3.6e9
+
 /* Reads a measurement CSV: '#' lines are comments ("# device: NAME" names the
  * device), the first other line is the header; columns op, shape, dtype and
  * time_us are required, out_dtype, causal and layout optional, others ignored.

@@ -77,7 +77,51 @@ static int check_rows(const chip_cfg_t *chip, const char *file, const meas_table
     for (int k = 0; k < t->rows[i].nops; k++)
       if (op_check(chip, &t->rows[i].ops[k], why, sizeof why))
         return npu_err_set(err, "%s:%d: %s", file, t->rows[i].line, why);
+  for (size_t i = 0; i < t->n; i++) { /* a row no fit can explain drags every key to its bound */
+    double ratio = exp(-cal_log_error(chip, &t->rows[i])); /* measured / predicted */
+    if (!(ratio <= CAL_MAX_MODEL_RATIO && ratio >= 1 / CAL_MAX_MODEL_RATIO))
+      return npu_err_set(err,
+                         "%s:%d: time_us: expected a time within a factor of %.0f of the "
+                         "model's %.4g us for this op (a kernel call in microseconds), found "
+                         "%.4g us",
+                         file, t->rows[i].line, CAL_MAX_MODEL_RATIO,
+                         t->rows[i].time_s / ratio * 1e6, t->rows[i].time_s * 1e6);
+  }
   return 0;
+}
+
+#define CAL_DOMINANT_ROWS 3
+
+/* The fit rows that weigh most in the fitted objective: their line, class,
+ * error (predicted / measured - 1) and share, so that a row that pulled the
+ * fit is seen. */
+static void print_dominant(FILE *out, out_format_t fmt, const chip_cfg_t *chip,
+                           const meas_table_t *t) {
+  size_t top[CAL_DOMINANT_ROWS];
+  double share[CAL_DOMINANT_ROWS];
+  int n = cal_dominant_rows(chip, t, CAL_DOMINANT_ROWS, top, share);
+  if (fmt == FORMAT_TABLE)
+    fprintf(out,
+            "\n# fit rows that weigh most after the fit (share of its squared log error)\n"
+            "  %-7s %-10s %10s %8s\n",
+            "line", "class", "error", "share");
+  else if (fmt == FORMAT_JSON)
+    fprintf(out, ",\n  \"dominant_rows\": [");
+  for (int k = 0; k < n; k++) {
+    const meas_row_t *row = &t->rows[top[k]];
+    double error = expm1(cal_log_error(chip, row));
+    if (fmt == FORMAT_TABLE)
+      fprintf(out, "  %-7d %-10s %+9.1f%% %7.1f%%\n", row->line, meas_class_names[row->cls],
+              100 * error, 100 * share[k]);
+    else if (fmt == FORMAT_CSV)
+      fprintf(out, "dominant_row,%d,%s,fit,%.6f,%.6f\n", row->line, meas_class_names[row->cls],
+              share[k], error);
+    else
+      fprintf(out, "%s\n    {\"line\": %d, \"class\": \"%s\", \"error\": %.6f, \"share\": %.6f}",
+              k ? "," : "", row->line, meas_class_names[row->cls], error, share[k]);
+  }
+  if (fmt == FORMAT_JSON)
+    fprintf(out, "]");
 }
 
 static void print_errors(FILE *out, out_format_t fmt, const char *when, const cal_errors_t *e,
@@ -103,7 +147,7 @@ static void print_errors(FILE *out, out_format_t fmt, const char *when, const ca
 
 static void print_report(FILE *out, out_format_t fmt, const char *file, const meas_table_t *t,
                          const cal_errors_t *before, const cal_errors_t *after,
-                         const cal_param_t *params, int n) {
+                         const cal_param_t *params, int n, const chip_cfg_t *chip) {
   if (fmt == FORMAT_TABLE) {
     fprintf(out, "# npusim calibrate: %zu kernels from %s%s%s\n", t->n, file,
             t->device[0] ? " measured on " : "", t->device);
@@ -133,7 +177,10 @@ static void print_report(FILE *out, out_format_t fmt, const char *file, const me
               params[i].path, params[i].before, params[i].after);
   }
   if (fmt == FORMAT_JSON)
-    fprintf(out, "]}\n");
+    fprintf(out, "]");
+  print_dominant(out, fmt, chip, t);
+  if (fmt == FORMAT_JSON)
+    fprintf(out, "}\n");
 }
 
 /* The path of target relative to the directory of from_file (both resolved). */
@@ -230,7 +277,8 @@ static int calibrate(const cli_opts_t *opts, cli_configs_t *cfg, const meas_tabl
   if (cal_fit(&cfg->sys, t, params, n, err))
     return -1;
   cal_errors(&cfg->sys.chip, t, &after);
-  print_report(out, opts->format, opts->measurements, t, &before, &after, params, n);
+  print_report(out, opts->format, opts->measurements, t, &before, &after, params, n,
+               &cfg->sys.chip);
   return opts->output_path ? write_config(opts, params, n, &after, err) : 0;
 }
 
