@@ -283,16 +283,27 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
     return NULL;
   }
   remember_input(&st, path);
-  reader_t r = {.fd = fd, .max = max_bytes, .file_bytes = (unsigned long long)st.st_size};
-  int rc = read_all(&r, why, why_len);
-  close(fd);
-  if (rc) {
-    free(r.buf);
+  reader_t *r = calloc(1, sizeof *r); /* 64 KiB: not on a (SimGrid actor's) stack */
+  if (!r) {
+    snprintf(why, why_len, "out of memory");
+    close(fd);
     return NULL;
   }
-  r.buf[r.n] = '\0';
-  *len = r.n;
-  return r.buf;
+  r->fd = fd;
+  r->max = max_bytes;
+  r->file_bytes = (unsigned long long)st.st_size;
+  int rc = read_all(r, why, why_len);
+  close(fd);
+  char *buf = r->buf;
+  if (rc) {
+    free(buf);
+    buf = NULL;
+  } else {
+    buf[r->n] = '\0';
+    *len = r->n;
+  }
+  free(r);
+  return buf;
 }
 
 static void position_of(const char *text, size_t offset, int *line, int *col) {
