@@ -7,12 +7,13 @@
  * starts when all its simulated members have arrived (arrivals at one
  * collective meet in order, as at a barrier) and lasts its analytic time; a
  * send and its recv (paired by trace_pairing_t) start when both are there and
- * last the path time. Each stream moves as far as it can; a stream that stops
- * is visited again only when an op of its rank finishes (a worklist), so the
- * work grows with the ops, not with ops x streams. The same times the SimGrid
- * actors produce, without a context switch per op. Not for memory ops (their
- * high-water mark depends on the order the simulator interleaves them): the
- * plan leaves those to the actors. */
+ * last the path time; a step barrier ends when its last member arrives. Each
+ * stream moves as far as it can; a stream that stops is visited again only
+ * when an op of its rank finishes (a worklist), so the work grows with the
+ * ops, not with ops x streams. The same times the SimGrid actors produce,
+ * without a context switch per op. Not for memory ops (their high-water mark
+ * depends on the order the simulator interleaves them): the plan leaves those
+ * to the actors. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
