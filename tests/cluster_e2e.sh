@@ -6,9 +6,10 @@
 # over the same leaves, where each job alone fills its leaf's uplink
 # (tests/data/cluster/exchange16.json: 8 NPUs per leaf send 1 GiB each across),
 # they share the uplinks and each exchange takes twice as long: together =
-# alone + the transfer time; a job alone takes what npusim replay says; a job
+# alone + the transfer time; a job alone takes what npusim replay says, step by
+# step for any --steps (the metamorphic "one job in cluster = replay"); a job
 # half as long runs twice the steps; the same run twice gives the same bytes;
-# bad placements are one line, exit 2.
+# bad placements and runs past the size bounds are one line, exit 2.
 # Run from the repository root.
 set -u
 npusim=${1:?usage: cluster_e2e.sh NPUSIM}
@@ -72,7 +73,7 @@ check "a listed placement that moves peer offsets still pairs every send (slowdo
 check "two spread training jobs slow each other down (DP traffic on shared uplinks)" \
   same "$(field "$tmp/train.json" 'all(k["slowdown"] > 1.001 for k in j["jobs"]) and len(j["shared_links"]) > 0')" True
 "$npusim" cluster --system $sys --job configs/workloads/llama2-70b.json --format json \
-  --set chip.hbm.capacity_GiB=32 >"$tmp/mem.json"
+  --set chip.hbm.capacity_GiB=32 --steps 1 >"$tmp/mem.json"
 train_peak=$("$npusim" train --system $sys --workload configs/workloads/llama2-70b.json --format json |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["memory"]["peak_GiB"])')
 check "a workload job's memory is train's fullest stage ($train_peak GiB)" \
@@ -82,6 +83,71 @@ check "... and a job over its HBM says it does not fit" \
 expect_line "a job that would repeat over 1000 times" \
   "$half: expected a step of at least 0.0328159 s (the longest job's 0.0546931 s x --steps / 1000), found 0.0273495 s: it would repeat 1200 times" \
   "$npusim" cluster --system $sys --job $x@spread --job $half@spread --steps 600
+# Metamorphic: one job alone in cluster = replay, step by step. Steps follow one
+# another as a training loop's do (each waits until every rank of the job has
+# ended the one before), so a job alone takes, per step, exactly what npusim
+# replay says of one step, for any --steps: traces with overlapping streams,
+# point-to-point pipelines and collectives, op ids up to the reader's 2^30, and
+# a training workload (dp 2, tp 2, pp 2: its stages end at different times),
+# both fidelities, alone and "together" (alone, it is its own together run).
+python3 - "$tmp/ids.json" <<'PY'
+import json, sys
+big = 1 << 30 # the largest id a trace may give
+ops = [{"id": big - 1, "kind": "delay", "stream": "a", "duration_us": 3},
+       {"id": big, "kind": "allreduce", "stream": "b", "comm": "all", "bytes": 1 << 20,
+        "deps": [big - 1]},
+       {"id": big - 2, "kind": "delay", "stream": "a", "duration_us": 50}]
+json.dump({"format": "npusim-trace", "version": 1, "name": "large ids", "ranks": 8,
+           "communicators": [{"name": "all", "groups": ["0-7"]}],
+           "programs": [{"ranks": "0-3", "ops": ops},
+                        {"ranks": "4-7", "ops": ops[:2]}]}, open(sys.argv[1], "w"))
+PY
+tiny=tests/data/train/tiny.json
+"$npusim" train --system $sys --workload $tiny --emit-trace "$tmp/tiny.json" >/dev/null
+for job in traces/tp_overlap.json.gz traces/mixed.json traces/two_ranks_p2p.json \
+  traces/pipeline_4stage.json "$tmp/ids.json" $tiny; do
+  trace=$job
+  [ "$job" = $tiny ] && trace=$tmp/tiny.json
+  for fid in analytic flow; do
+    rep=$("$npusim" replay --system $sys --trace "$trace" --fidelity $fid --format json |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])')
+    for steps in 1 3 10; do
+      "$npusim" cluster --system $sys --job "$job" --fidelity $fid --steps $steps --format json \
+        >"$tmp/one.json"
+      check "one job in cluster = replay: $(basename "$job") $fid --steps $steps ($rep s a step)" \
+        same "$(field "$tmp/one.json" '[(k["steps"], k["step_time_alone_s"], k["step_time_together_s"]) for k in j["jobs"]]')" \
+        "[($steps, $rep, $rep)]"
+    done
+  done
+done
+check "... and replay of the workload's trace = train" same "$rep" \
+  "$("$npusim" train --system $sys --workload $tiny --fidelity flow --format json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])')"
+# The merge's size is bounded before anything runs (jobs_merge.h): 32 Mi ops
+# run on all NPUs over all steps, 8 Mi ops in the merged programs.
+python3 - "$tmp/wide.json" <<'PY'
+import json, sys
+ops = [{"id": i, "kind": "compute", "stream": "s", "duration_us": 1} for i in range(4000)]
+json.dump({"format": "npusim-trace", "version": 1, "name": "wide", "ranks": 32,
+           "communicators": [], "programs": [{"ranks": "0-31", "ops": ops}]},
+          open(sys.argv[1], "w"))
+PY
+expect_line "a job past the bound on ops run on all NPUs, refused before it runs" \
+  "$tmp/wide.json: expected at most $((1 << 25)) ops run on its NPUs over its 1000 steps (its programs' ops x their ranks x the steps: npusim cluster simulates every rank), found $((32 * (4000 * 1000 + 999)))" \
+  "$npusim" cluster --system $sys --job "$tmp/wide.json" --steps 1000
+expect_line "two jobs within it alone, past it together" \
+  "npusim cluster: expected at most $((1 << 25)) ops run on all NPUs and $((1 << 23)) in the programs on the cluster over the jobs' steps, found $((2 * 32 * (4000 * 140 + 139))) and $((2 * (4000 * 140 + 139))) (the most from $tmp/wide.json)" \
+  "$npusim" cluster --system $sys --job "$tmp/wide.json" --job "$tmp/wide.json" --steps 140
+python3 - "$tmp/split.json" <<'PY'
+import json, sys
+ops = [{"id": i, "kind": "compute", "stream": "s", "duration_us": 1} for i in range(4000)]
+json.dump({"format": "npusim-trace", "version": 1, "name": "split", "ranks": 32,
+           "communicators": [], "programs": [{"ranks": str(r), "ops": ops} for r in range(32)]},
+          open(sys.argv[1], "w"))
+PY
+expect_line "a job past the bound on ops in the merged programs" \
+  "$tmp/split.json: expected at most $((1 << 23)) ops in its programs on the cluster over its 70 steps (its programs' ops x the groups its placement splits their ranks into x the steps), found $((32 * (4000 * 70 + 69)))" \
+  "$npusim" cluster --system $sys --job "$tmp/split.json" --steps 70
 expect_line "no job" 'npusim cluster: expected --job FILE[@PLACEMENT], found none' \
   "$npusim" cluster --system $sys
 expect_line "a bad placement" \

@@ -100,25 +100,122 @@ static void test_merge_moves_offsets(void) {
     int pi = m.trace.program_of[map[r]];
     const trace_program_t *p = &m.trace.programs[pi];
     CU_ASSERT_EQUAL(m.programs[pi].job, 0);
-    int step = r == 0 ? 5 : 3; /* ops per step */
-    CU_ASSERT_EQUAL(p->nops, 2 * step);
+    int step = r == 0 ? 5 : 3; /* ops per step; step 2 starts after the barrier */
+    CU_ASSERT_EQUAL(p->nops, 2 * step + 1);
     CU_ASSERT_EQUAL(m.programs[pi].step_ops, step);
+    CU_ASSERT_EQUAL(p->ops[step].type, TRACE_OP_BARRIER);
     CU_ASSERT_EQUAL(trace_peer(&p->ops[0], map[r]), map[(r + 1) % 4]);
-    CU_ASSERT_EQUAL(trace_peer(&p->ops[step + 1], map[r]), map[(r + 3) % 4]); /* step 2's recv */
-    CU_ASSERT_EQUAL(p->ops[step].id, p->ops[0].id + step); /* ids stay distinct */
+    CU_ASSERT_EQUAL(trace_peer(&p->ops[step + 2], map[r]), map[(r + 3) % 4]); /* step 2's recv */
+    CU_ASSERT_EQUAL(p->ops[step + 1].id, p->ops[0].id); /* the trace's ids, each step */
     const trace_comm_t *cm = &m.trace.comms[p->ops[2].comm];
     CU_ASSERT_EQUAL(cm->groups[trace_group_of(cm, map[r])][r], map[r]);
   }
   const trace_program_t *p0 = &m.trace.programs[m.trace.program_of[map[0]]];
-  CU_ASSERT_EQUAL_FATAL(p0->ops[5 + 3].ndeps, 1);
-  CU_ASSERT_EQUAL(p0->ops[5 + 3].deps[0], 5 + 2); /* step 2's record waits on step 2's op */
+  CU_ASSERT_EQUAL_FATAL(p0->ops[6 + 3].ndeps, 1);
+  CU_ASSERT_EQUAL(p0->ops[6 + 3].deps[0], 6 + 2); /* step 2's record waits on step 2's op */
   CU_ASSERT_STRING_EQUAL(p0->events[p0->ops[3].event], "e#0");
-  CU_ASSERT_STRING_EQUAL(p0->events[p0->ops[5 + 4].event], "e#1"); /* its own step's event */
+  CU_ASSERT_STRING_EQUAL(p0->events[p0->ops[6 + 4].event], "e#1"); /* its own step's event */
   int idle = m.trace.program_of[0];
   CU_ASSERT_EQUAL(m.programs[idle].job, -1);
   CU_ASSERT_EQUAL(m.trace.programs[idle].nops, 0);
   CU_ASSERT_EQUAL(m.trace.programs[idle].nranks, 8);
   jobs_merged_free(&m);
+  trace_free(&t);
+}
+
+/* One rank on two streams, 3 steps: a barrier ends each step but the last,
+ * after the step's last op on the other stream, and the next step's first op
+ * there waits for it; the barrier's communicator holds the job's NPU. */
+static void test_merge_step_barrier(void) {
+  const char *two =
+      "{\"format\": \"npusim-trace\", \"version\": 1, \"name\": \"two\", \"ranks\": 1,"
+      " \"communicators\": [], \"programs\": [{\"ranks\": \"0\", \"ops\": ["
+      "  {\"id\": 0, \"kind\": \"delay\", \"stream\": \"a\", \"duration_us\": 1},"
+      "  {\"id\": 1, \"kind\": \"delay\", \"stream\": \"b\", \"duration_us\": 5},"
+      "  {\"id\": 2, \"kind\": \"delay\", \"stream\": \"b\", \"duration_us\": 5}]}]}";
+  trace_t t;
+  char err[512];
+  CU_ASSERT_EQUAL_FATAL(trace_parse("two", two, strlen(two), &replay_vocab, &t, err, sizeof err),
+                        0);
+  int map[1] = {2};
+  jobs_part_t part = {&t, map, 3};
+  jobs_merged_t m;
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 4, &m, err, sizeof err), 0);
+  const trace_program_t *p = &m.trace.programs[m.trace.program_of[2]];
+  CU_ASSERT_EQUAL_FATAL(p->nops, 3 * 3 + 2);
+  for (int s = 0; s < 2; s++) {
+    const trace_op_t *b = &p->ops[s * 4 + 3];
+    CU_ASSERT_EQUAL(b->type, TRACE_OP_BARRIER);
+    CU_ASSERT_EQUAL(b->stream, 0);
+    CU_ASSERT_EQUAL_FATAL(b->ndeps, 1);
+    CU_ASSERT_EQUAL(b->deps[0], s * 4 + 2); /* stream b's last op of the step */
+    const trace_op_t *next_b = &p->ops[(s + 1) * 4 + 1];
+    CU_ASSERT_EQUAL_FATAL(next_b->ndeps, 1);
+    CU_ASSERT_EQUAL(next_b->deps[0], s * 4 + 3); /* the next step waits for the barrier */
+    const trace_comm_t *cm = &m.trace.comms[b->comm];
+    CU_ASSERT(cm->ngroups == 1 && cm->sizes[0] == 1 && cm->groups[0][0] == 2);
+  }
+  jobs_merged_free(&m);
+  part.steps = 1; /* one step: no barrier, no communicator */
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 4, &m, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(m.trace.programs[m.trace.program_of[2]].nops, 3);
+  CU_ASSERT_EQUAL(m.trace.ncomms, 0);
+  jobs_merged_free(&m);
+  trace_free(&t);
+}
+
+/* Op ids up to the reader's 2^30 merge over several steps as the trace has them (were
+ * step x (largest id + 1) + id: signed overflow from 2^30). */
+static void test_merge_large_ids(void) {
+  const char *big =
+      "{\"format\": \"npusim-trace\", \"version\": 1, \"name\": \"big\", \"ranks\": 1,"
+      " \"communicators\": [], \"programs\": [{\"ranks\": \"0\", \"ops\": ["
+      "  {\"id\": 1073741823, \"kind\": \"delay\", \"stream\": \"a\", \"duration_us\": 1},"
+      "  {\"id\": 1073741824, \"kind\": \"delay\", \"stream\": \"a\", \"duration_us\": 1,"
+      "   \"deps\": [1073741823]}]}]}";
+  trace_t t;
+  char err[512];
+  CU_ASSERT_EQUAL_FATAL(trace_parse("big", big, strlen(big), &replay_vocab, &t, err, sizeof err),
+                        0);
+  int map[1] = {0};
+  jobs_part_t part = {&t, map, 3};
+  jobs_merged_t m;
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 1, &m, err, sizeof err), 0);
+  const trace_program_t *p = &m.trace.programs[0];
+  CU_ASSERT_EQUAL_FATAL(p->nops, 3 * 2 + 2);
+  for (int s = 0; s < 3; s++) {
+    CU_ASSERT_EQUAL(p->ops[s * 3].id, 1073741823);
+    CU_ASSERT_EQUAL(p->ops[s * 3 + 1].id, 1073741824);
+    CU_ASSERT_EQUAL(p->ops[s * 3 + 1].deps[0], s * 3); /* its own step's op */
+  }
+  jobs_merged_free(&m);
+  trace_free(&t);
+}
+
+/* A merge past the bound (jobs_merge.h) is refused before anything is built. */
+static void test_merge_size_bound(void) {
+  const char *one =
+      "{\"format\": \"npusim-trace\", \"version\": 1, \"name\": \"one\", \"ranks\": 2,"
+      " \"communicators\": [], \"programs\": [{\"ranks\": \"0-1\", \"ops\": ["
+      "  {\"id\": 0, \"kind\": \"delay\", \"stream\": \"a\", \"duration_us\": 1}]}]}";
+  trace_t t;
+  char err[512];
+  CU_ASSERT_EQUAL_FATAL(trace_parse("one", one, strlen(one), &replay_vocab, &t, err, sizeof err),
+                        0);
+  int map[2] = {0, 1};
+  int steps = (int)(JOBS_MAX_RANK_OPS / 4) + 1; /* 2 ranks x (1 op + 1 barrier) per step */
+  jobs_part_t part = {&t, map, steps};
+  jobs_size_t size;
+  CU_ASSERT_EQUAL_FATAL(jobs_merge_size(&part, 1, &size, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(size.rank_ops, 2 * (2 * (int64_t)steps - 1));
+  CU_ASSERT_EQUAL(size.merged_ops, 2 * (int64_t)steps - 1); /* one program, one group */
+  jobs_merged_t m;
+  CU_ASSERT_EQUAL(jobs_merge(&part, 1, 2, &m, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected at most 33554432 ops run on all NPUs"));
+  CU_ASSERT_EQUAL(m.trace.nprograms, 0);
+  part.steps = steps - 1; /* 2 x (2 x steps - 3) is within it */
+  CU_ASSERT_EQUAL(jobs_merge_size(&part, 1, &size, err, sizeof err), 0);
+  CU_ASSERT(size.rank_ops <= JOBS_MAX_RANK_OPS);
   trace_free(&t);
 }
 
@@ -128,5 +225,8 @@ CU_TestInfo jobs_tests[] = {
     {"list: in rank order, taken and miscounted NPUs refused", test_list},
     {"merge: peers land on the mapped NPUs, steps repeat, idle NPUs run nothing",
      test_merge_moves_offsets},
+    {"merge: a barrier between steps, after every stream's last op", test_merge_step_barrier},
+    {"merge: op ids up to 2^30 keep their values over the steps", test_merge_large_ids},
+    {"merge: past the size bound, refused before building", test_merge_size_bound},
     CU_TEST_INFO_NULL,
 };

@@ -9,7 +9,8 @@
 #include "trace.h"
 
 const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT] = {
-    "shaped", "compute", "collective", "send", "recv", "record", "wait", "delay", "alloc", "free"};
+    "shaped", "compute", "collective", "send", "recv",   "record",
+    "wait",   "delay",   "alloc",      "free", "barrier"};
 
 /* Index of name in a growing list of names, adding it if new. */
 int trace_intern(char ***list, int *n, const char *name) {

@@ -47,11 +47,15 @@ typedef enum {
   TRACE_OP_DELAY,   /* idles its stream */
   TRACE_OP_ALLOC,   /* memory footprint: a buffer comes into use */
   TRACE_OP_FREE,
+  /* A step boundary: waits until every rank of its comm's group is there; takes
+   * no time, moves nothing. Made in memory by npusim cluster between a job's
+   * steps (jobs_merge.h); no file holds one. */
+  TRACE_OP_BARRIER,
   TRACE_OP_TYPE_COUNT
 } trace_op_type_t;
 
 typedef struct {
-  int id;               /* as in the file, unique in its program */
+  int id;               /* as in the file; unique in its program, or per step (jobs_merge.h) */
   trace_op_type_t type;
   int kind;             /* SHAPED: vocabulary compute kind; COLL: vocabulary collective */
   int stream;           /* index into the program's streams */
@@ -61,7 +65,7 @@ typedef struct {
   bool causal, trans_a, trans_b;
   double duration_us;   /* COMPUTE, DELAY: as written, so traces round-trip exactly */
   double bytes;         /* COLL (as npusim coll counts them), SEND, RECV, ALLOC */
-  int comm;             /* COLL: index into the trace's communicators */
+  int comm;             /* COLL, BARRIER: index into the trace's communicators */
   int root;             /* COLL broadcast/reduce: position of the root in its group */
   char *algo;           /* COLL: forced algorithms ("ring", "mesh,hd"), or NULL */
   int peer;             /* SEND/RECV: a rank, or an offset when peer_relative */

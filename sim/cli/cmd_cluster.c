@@ -6,7 +6,9 @@
  * utilisation. The jobs repeat their steps until the longest has run
  * --steps; a job's step times compare the steps it finished before the first
  * job ran out of steps, alone and together, so neither side counts steps that
- * ran with the others gone. */
+ * ran with the others gone. A job's steps follow one another: the next starts
+ * when all its ranks ended the last (jobs_merge.h), so a step of a job alone
+ * is its replay's. The runs' size is checked before any runs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@ typedef struct {
   bool is_trace;
   trace_t trace;
   int *npu_of;
+  char *npu_text; /* npu_of as ranges, whole: "0-15,32-47" */
   int steps;
   double alone_step_s;        /* one step, alone */
   int compared;               /* steps compared alone and together */
@@ -114,17 +117,24 @@ static int place_jobs(const cli_opts_t *opts, const system_cfg_t *sys, job_t *jo
                       sizeof why);
   if (rc)
     return npu_err_set(err, "%s: %s", opts->system_path, why);
-  int *leaf = malloc((size_t)servers * sizeof *leaf);
-  for (int s = 0; s < servers; s++)
+  int *leaf = malloc(((size_t)servers + 1) * sizeof *leaf);
+  for (int s = 0; leaf && s < servers; s++)
     leaf[s] = topo_leaf_of(&topo, s * sys->node.npus);
   topo_free(&topo);
   jobs_fabric_t fab = {servers, sys->node.npus, leaf};
-  bool *used = calloc((size_t)npus, sizeof *used);
+  bool *used = calloc((size_t)npus + 1, sizeof *used);
+  if (!leaf || !used)
+    rc = npu_err_set(err, "npusim cluster: out of memory placing %d NPUs", npus);
   for (int j = 0; j < njobs && rc == 0; j++) {
-    jobs[j].npu_of = malloc((size_t)jobs[j].trace.ranks * sizeof *jobs[j].npu_of);
-    if (jobs_place(&jobs[j].spec, jobs[j].trace.ranks, &fab, used, jobs[j].npu_of, err->msg,
-                   sizeof err->msg))
+    size_t len = (size_t)jobs[j].trace.ranks * 16 + 1; /* "NNNNNNN-NNNNNNN," per rank at most */
+    if (!(jobs[j].npu_of = malloc(((size_t)jobs[j].trace.ranks + 1) * sizeof *jobs[j].npu_of)) ||
+        !(jobs[j].npu_text = malloc(len)))
+      rc = npu_err_set(err, "%s: out of memory placing its ranks", jobs[j].spec.file);
+    else if (jobs_place(&jobs[j].spec, jobs[j].trace.ranks, &fab, used, jobs[j].npu_of, err->msg,
+                        sizeof err->msg))
       rc = -1;
+    else
+      jobs_format_npus(jobs[j].npu_of, jobs[j].trace.ranks, jobs[j].npu_text, len);
   }
   free(used);
   free(leaf);
@@ -141,6 +151,47 @@ static int place_jobs(const cli_opts_t *opts, const system_cfg_t *sys, job_t *jo
 
 static jobs_part_t part_of(const job_t *job, int steps) {
   return (jobs_part_t){&job->trace, job->npu_of, steps};
+}
+
+/* The runs' size before any runs (jobs_merge.h's bounds): each job alone with
+ * its steps (steps_each > 0: that many each), then all of them together. */
+static int check_size(const job_t *jobs, int njobs, int steps_each, npu_err_t *err) {
+  jobs_size_t all = {0, 0};
+  int64_t largest = -1;
+  const char *largest_file = "";
+  for (int j = 0; j < njobs; j++) {
+    int steps = steps_each > 0 ? steps_each : jobs[j].steps;
+    jobs_part_t part = part_of(&jobs[j], steps);
+    jobs_size_t size;
+    if (jobs_merge_size(&part, 1, &size, err->msg, sizeof err->msg))
+      return -1;
+    if (size.rank_ops > JOBS_MAX_RANK_OPS)
+      return npu_err_set(err,
+                         "%s: expected at most %lld ops run on its NPUs over its %d steps (its "
+                         "programs' ops x their ranks x the steps: npusim cluster simulates every "
+                         "rank), found %lld",
+                         jobs[j].spec.file, (long long)JOBS_MAX_RANK_OPS, steps,
+                         (long long)size.rank_ops);
+    if (size.merged_ops > JOBS_MAX_MERGED_OPS)
+      return npu_err_set(err,
+                         "%s: expected at most %lld ops in its programs on the cluster over its "
+                         "%d steps (its programs' ops x the groups its placement splits their "
+                         "ranks into x the steps), found %lld",
+                         jobs[j].spec.file, (long long)JOBS_MAX_MERGED_OPS, steps,
+                         (long long)size.merged_ops);
+    all.rank_ops += size.rank_ops;
+    all.merged_ops += size.merged_ops;
+    if (size.rank_ops > largest)
+      largest = size.rank_ops, largest_file = jobs[j].spec.file;
+  }
+  if (all.rank_ops > JOBS_MAX_RANK_OPS || all.merged_ops > JOBS_MAX_MERGED_OPS)
+    return npu_err_set(err,
+                       "npusim cluster: expected at most %lld ops run on all NPUs and %lld in the "
+                       "programs on the cluster over the jobs' steps, found %lld and %lld (the "
+                       "most from %s)",
+                       (long long)JOBS_MAX_RANK_OPS, (long long)JOBS_MAX_MERGED_OPS,
+                       (long long)all.rank_ops, (long long)all.merged_ops, largest_file);
+  return 0;
 }
 
 /* Steps per job: the longest job (alone) runs `steps`, every other as many as
@@ -207,7 +258,10 @@ static int shared_links(int njobs, const jobs_figs_t *alone, const replay_result
   link_stat_t *ls = NULL;
   linkstats_view_t all = {LINKSTATS_ALL, 0};
   int nls = linkstats_rank(&res->links, res->step_time_s, &all, &ls), n = 0;
-  *out = calloc((size_t)nls + 1, sizeof **out);
+  if (!(*out = calloc((size_t)nls + 1, sizeof **out))) {
+    free(ls);
+    return -1;
+  }
   for (int i = 0; i < nls; i++) {
     int slot = ls[i].link * 2 + ls[i].dir, users = 0;
     unsigned bits = 0;
@@ -225,14 +279,6 @@ static int shared_links(int njobs, const jobs_figs_t *alone, const replay_result
 
 static bool fits(const job_t *job) {
   return job->peak_bytes <= job->capacity_bytes;
-}
-
-/* The job's NPUs as ranges, whole: "0-15,32-47" (malloc'd). */
-static char *npu_list(const job_t *job) {
-  size_t len = (size_t)job->trace.ranks * 16 + 1; /* "NNNNNNN-NNNNNNN," per rank at most */
-  char *buf = malloc(len);
-  jobs_format_npus(job->npu_of, job->trace.ranks, buf, len);
-  return buf;
 }
 
 static void print_table(FILE *out, const cli_opts_t *opts, const system_cfg_t *sys,
@@ -288,15 +334,13 @@ static void print_json(FILE *out, const cli_opts_t *opts, const system_cfg_t *sy
           "  \"together_s\": %.9g,\n  \"jobs\": [",
           cli_fidelity_names[opts->fidelity], npus, steps, res->step_time_s);
   for (int j = 0; j < njobs; j++) {
-    char *list = npu_list(&jobs[j]);
     fprintf(out, "%s\n    {\"job\": %d, \"file\": ", j ? "," : "", j);
     jsonfile_write_string(out, jobs[j].spec.file);
     fprintf(out, ", \"name\": ");
     jsonfile_write_string(out, jobs[j].name);
     fprintf(out, ", \"npus\": %d, \"placement\": \"%s\", \"npu_list\": ", jobs[j].trace.ranks,
             jobs_policy_names[jobs[j].spec.policy]);
-    jsonfile_write_string(out, list);
-    free(list);
+    jsonfile_write_string(out, jobs[j].npu_text);
     fprintf(out,
             ", \"steps\": %d, \"steps_compared\": %d, \"step_time_alone_s\": %.9g, "
             "\"step_time_together_s\": %.9g, \"slowdown\": %.6g, \"peak_memory_GiB\": %.6g, "
@@ -330,14 +374,12 @@ static void print_csv(FILE *out, const system_cfg_t *sys, const job_t *jobs, int
         "shared_links\n",
         out);
   for (int j = 0; j < njobs; j++) {
-    char *list = npu_list(&jobs[j]);
     out_csv_field(out, sys->name, ",");
     fprintf(out, "%s,%d,", cli_fidelity_names[opts->fidelity], j);
     out_csv_field(out, jobs[j].spec.file, ",");
     out_csv_field(out, jobs[j].name, ",");
     fprintf(out, "%d,%s,", jobs[j].trace.ranks, jobs_policy_names[jobs[j].spec.policy]);
-    out_csv_field(out, list, ",");
-    free(list);
+    out_csv_field(out, jobs[j].npu_text, ",");
     fprintf(out, "%d,%d,%.9g,%.9g,%.6g,%.6g,%.6g,%s,%d\n", jobs[j].steps, jobs[j].compared,
             jobs[j].alone_s, jobs[j].together_s, jobs[j].together_s / jobs[j].alone_s,
             jobs[j].peak_bytes / GIB, jobs[j].capacity_bytes / GIB,
@@ -373,6 +415,8 @@ static int run_all(const cli_opts_t *opts, const cli_configs_t *cfg, job_t *jobs
       return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
   }
   jobs_part_t *parts = malloc((size_t)njobs * sizeof *parts);
+  if (!parts)
+    return npu_err_set(err, "npusim cluster: out of memory for %d jobs", njobs);
   for (int j = 0; j < njobs; j++)
     parts[j] = part_of(&jobs[j], jobs[j].steps);
   jobs_figs_t together;
@@ -410,6 +454,13 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     return -1;
   int njobs = opts->njobs, rc = 0;
   job_t *jobs = calloc((size_t)njobs, sizeof *jobs);
+  jobs_figs_t *alone = calloc((size_t)njobs, sizeof *alone);
+  if (!jobs || !alone) {
+    free(jobs);
+    free(alone);
+    cli_free_configs(&cfg);
+    return npu_err_set(err, "npusim cluster: out of memory for %d jobs", njobs);
+  }
   for (int j = 0; j < njobs && rc == 0; j++)
     if ((rc = jobs_parse_spec(opts->jobs[j], &jobs[j].spec, err->msg, sizeof err->msg)) == 0)
       rc = load_job(&cfg, &jobs[j], err);
@@ -418,9 +469,12 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     rc = place_jobs(opts, &cfg.sys, jobs, njobs, servers, err);
   replay_opts_t ro = replay_opts(opts->fidelity == FIDELITY_FLOW, false);
   ro.system_file = opts->system_path;
-  jobs_figs_t *alone = calloc((size_t)njobs, sizeof *alone);
+  if (rc == 0)
+    rc = check_size(jobs, njobs, steps, err);
   if (rc == 0)
     rc = alone_steps(&cfg, jobs, njobs, npus, steps, &ro, alone, err);
+  if (rc == 0)
+    rc = check_size(jobs, njobs, 0, err);
   jobs_merged_t m = {0};
   replay_result_t res;
   bool ran = false;
@@ -431,22 +485,22 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   int first = 0, last = npus - 1; /* --trace-ranks: the NPUs the Chrome trace shows */
   if (rc == 0 && opts->chrome_trace)
     rc = cli_trace_ranks(opts, npus, &first, &last, err);
+  shared_link_t *sh = NULL;
+  int nsh = rc == 0 ? shared_links(njobs, alone, &res, &sh) : 0;
+  if (nsh < 0)
+    rc = npu_err_set(err, "npusim cluster: out of memory for the shared links");
   replay_chrome_opts_t copts = {
       .first_rank = first, .last_rank = last, .sys = &cfg.sys, .progress = opts->progress};
   if (rc == 0 && opts->chrome_trace &&
       replay_write_chrome(opts->chrome_trace, &m.trace, &res, &copts, err->msg, sizeof err->msg))
     rc = CMD_CANNOT_WRITE;
-  if (rc == 0) {
-    shared_link_t *sh;
-    int nsh = shared_links(njobs, alone, &res, &sh);
-    if (opts->format == FORMAT_JSON)
-      print_json(out, opts, &cfg.sys, jobs, njobs, npus, steps, &res, sh, nsh);
-    else if (opts->format == FORMAT_CSV)
-      print_csv(out, &cfg.sys, jobs, njobs, opts, nsh);
-    else
-      print_table(out, opts, &cfg.sys, jobs, njobs, npus, steps, &res, sh, nsh);
-    free(sh);
-  }
+  if (rc == 0 && opts->format == FORMAT_JSON)
+    print_json(out, opts, &cfg.sys, jobs, njobs, npus, steps, &res, sh, nsh);
+  else if (rc == 0 && opts->format == FORMAT_CSV)
+    print_csv(out, &cfg.sys, jobs, njobs, opts, nsh);
+  else if (rc == 0)
+    print_table(out, opts, &cfg.sys, jobs, njobs, npus, steps, &res, sh, nsh);
+  free(sh);
   if (ran) {
     replay_result_free(&res, &m.trace);
     jobs_merged_free(&m);
@@ -455,6 +509,7 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     jobs_figs_free(&alone[j]);
     trace_free(&jobs[j].trace); /* a job never loaded holds a zeroed trace */
     free(jobs[j].npu_of);
+    free(jobs[j].npu_text);
   }
   free(alone);
   free(jobs);

@@ -13,34 +13,43 @@
 #include <unistd.h>
 
 /* When each part finished each of its steps: the latest end of the step's ops
- * over the part's ranks. */
-static void step_ends(const jobs_merged_t *m, const replay_result_t *res, const jobs_part_t *parts,
-                      int nparts, jobs_figs_t *f) {
+ * (its barrier's, which ends with the last of them, included) over the part's
+ * ranks. Returns 0, or -1 out of memory. */
+static int step_ends(const jobs_merged_t *m, const replay_result_t *res, const jobs_part_t *parts,
+                     int nparts, jobs_figs_t *f) {
   int *first = malloc(((size_t)nparts + 1) * sizeof *first);
+  if (!first)
+    return -1;
   f->total_steps = 0;
   for (int j = 0; j < nparts; j++) {
     first[j] = f->total_steps;
     f->total_steps += parts[j].steps;
   }
+  f->nslots = res->links.nslots;
   f->step_end_s = calloc((size_t)f->total_steps + 1, sizeof *f->step_end_s);
+  f->slot_bytes = malloc(((size_t)f->nslots + 1) * sizeof *f->slot_bytes);
+  if (!f->step_end_s || !f->slot_bytes) {
+    free(first);
+    return -1;
+  }
   const trace_t *t = &m->trace;
   for (int p = 0; p < t->nprograms; p++) {
     const jobs_program_t *info = &m->programs[p];
     if (info->job < 0 || info->step_ops == 0)
       continue;
     double *ends = f->step_end_s + first[info->job];
+    int stride = info->step_ops + 1; /* a step's ops and its barrier */
     for (int k = 0; k < t->programs[p].nranks; k++) {
       const replay_span_t *sp = res->spans[replay_stand_in(res, t, t->programs[p].ranks[k])];
       for (int i = 0; i < t->programs[p].nops; i++)
-        if (sp[i].end_s > ends[i / info->step_ops])
-          ends[i / info->step_ops] = sp[i].end_s;
+        if (sp[i].end_s > ends[i / stride])
+          ends[i / stride] = sp[i].end_s;
     }
   }
   free(first);
-  f->nslots = res->links.nslots;
-  f->slot_bytes = malloc(((size_t)f->nslots + 1) * sizeof *f->slot_bytes);
   if (f->nslots)
     memcpy(f->slot_bytes, res->links.bytes, (size_t)f->nslots * sizeof *f->slot_bytes);
+  return 0;
 }
 
 int jobs_run_here(const system_cfg_t *sys, const jobs_part_t *parts, int nparts, int npus,
@@ -53,7 +62,12 @@ int jobs_run_here(const system_cfg_t *sys, const jobs_part_t *parts, int nparts,
     jobs_merged_free(m);
     return -1;
   }
-  step_ends(m, res, parts, nparts, out);
+  if (step_ends(m, res, parts, nparts, out)) {
+    jobs_figs_free(out);
+    replay_result_free(res, &m->trace);
+    jobs_merged_free(m);
+    return snprintf(err, err_len, "npusim cluster: out of memory for the jobs' step times"), -1;
+  }
   return 0;
 }
 
@@ -128,11 +142,13 @@ static int receive(int fd, jobs_figs_t *out, char *err, size_t err_len) {
   }
   if (read_all(fd, &out->total_steps, sizeof out->total_steps) || out->total_steps < 0)
     return -2;
-  out->step_end_s = calloc((size_t)out->total_steps + 1, sizeof *out->step_end_s);
+  if (!(out->step_end_s = calloc((size_t)out->total_steps + 1, sizeof *out->step_end_s)))
+    return snprintf(err, err_len, "npusim cluster: out of memory for a run's figures"), -1;
   if (read_all(fd, out->step_end_s, (size_t)out->total_steps * sizeof *out->step_end_s) ||
       read_all(fd, &out->nslots, sizeof out->nslots) || out->nslots < 0)
     return -2;
-  out->slot_bytes = calloc((size_t)out->nslots + 1, sizeof *out->slot_bytes);
+  if (!(out->slot_bytes = calloc((size_t)out->nslots + 1, sizeof *out->slot_bytes)))
+    return snprintf(err, err_len, "npusim cluster: out of memory for a run's figures"), -1;
   return read_all(fd, out->slot_bytes, (size_t)out->nslots * sizeof *out->slot_bytes) ? -2 : 0;
 }
 

@@ -20,6 +20,8 @@
  *             its path time; collectives and messages that run at the same
  *             time share the links they cross (replay_contend.h: max-min
  *             sharing between jobs as they run in time).
+ * A step barrier (TRACE_OP_BARRIER, between the steps of npusim cluster's
+ * jobs) ends, taking no time, when the last member of its group arrives.
  * Compute and communication on different streams overlap; a compute op the
  * trace marks as running beside a transfer ("overlaps") takes
  * collectives.compute_slowdown x the shorter of the two longer (interference;

@@ -48,6 +48,13 @@ typedef struct {
   double pending_latest_s;
 } inst_run_t;
 
+/* A step barrier's state (replay_plan_t.barriers): as an analytic collective's. */
+typedef struct {
+  sg_bar_t barrier; /* two or more simulated members meet here */
+  double latest_s;  /* the latest arrival at the current use */
+  unsigned read;    /* members that have read it */
+} barrier_run_t;
+
 /* When each side of a message posted it (links dying during the run only): a
  * message both sides posted before T is resent whole if it is on a dying
  * link and not through at T, as coll_flow.c does with a collective's. */
@@ -62,6 +69,7 @@ typedef struct {
   replay_record_t *rec;
   rank_state_t *rs;   /* per rank */
   inst_run_t *runs;   /* per collective of the plan */
+  barrier_run_t *bars; /* per step barrier of the plan */
   p2p_stamp_t *stamps; /* open addressing by mailbox; links dying only */
   size_t nstamps, capstamps;
   sg_comm_t *left; /* messages left on dead links at T (crawling, platform.c) */
@@ -239,6 +247,22 @@ static void run_collective(actors_t *A, int rank, int i, replay_span_t *sp) {
   coll_flow_run_endpoint(run->flow, &A->pl->sys->coll, rank, &A->rec->log);
 }
 
+/* A step barrier: the members meet and each leaves at the latest arrival,
+ * taken from the spans as the sweep takes it (flow: the clock then). */
+static void run_barrier(actors_t *A, int rank, const trace_op_t *op, replay_span_t *sp) {
+  int b = replay_barrier_of(A->pl, rank, op);
+  unsigned members = A->pl->barriers[b].members;
+  barrier_run_t *run = &A->bars[b];
+  run->latest_s = sp->start_s > run->latest_s ? sp->start_s : run->latest_s;
+  if (members > 1)
+    sg_barrier_wait(run->barrier);
+  sp->ready_s = sp->end_s = run->latest_s;
+  if (++run->read == members) /* the last reader clears it for the next use... */
+    run->latest_s = run->read = 0;
+  if (members > 1) /* ...before anyone can leave for that use */
+    sg_barrier_wait(run->barrier);
+}
+
 /* Analytic send/recv: each side posts its arrival to the other (two
  * zero-byte messages), so both take the later one as the meeting time. */
 static double exchange_arrivals(const char *name, bool send, double start_s) {
@@ -396,6 +420,9 @@ static void run_op(actors_t *A, int rank, int pi, int i) {
   case TRACE_OP_SEND:
   case TRACE_OP_RECV:
     run_p2p(A, rank, i, &A->rec->spans[rank][i]);
+    break;
+  case TRACE_OP_BARRIER:
+    run_barrier(A, rank, op, &A->rec->spans[rank][i]);
     break;
   case TRACE_OP_ALLOC:
     s->buffer_bytes[op->buffer] += op->bytes;
@@ -555,6 +582,10 @@ static void init_state(actors_t *A) {
       A->runs[i].barrier = sg_barrier_init(x->members);
     }
   }
+  A->bars = calloc((size_t)pl->nbarriers + 1, sizeof *A->bars);
+  for (int b = 0; b < pl->nbarriers; b++)
+    if (pl->barriers[b].members > 1)
+      A->bars[b].barrier = sg_barrier_init(pl->barriers[b].members);
 }
 
 static void free_state(actors_t *A) {
@@ -578,6 +609,10 @@ static void free_state(actors_t *A) {
       sg_barrier_destroy(A->runs[i].barrier);
   }
   free(A->runs);
+  for (int b = 0; A->bars && b < A->pl->nbarriers; b++)
+    if (A->bars[b].barrier)
+      sg_barrier_destroy(A->bars[b].barrier);
+  free(A->bars);
   for (size_t k = 0; k < A->nleft; k++)
     sg_comm_unref(A->left[k]);
   free(A->left);

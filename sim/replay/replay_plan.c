@@ -168,6 +168,38 @@ static int plan_collectives(replay_plan_t *pl, const char *name, char *err, size
   return 0;
 }
 
+/* ---- step boundaries ---- */
+
+/* A barrier per group of each communicator that BARRIER ops name, with its
+ * simulated members. */
+static int plan_barriers(replay_plan_t *pl, const char *name, char *err, size_t len) {
+  const trace_t *t = pl->trace;
+  if (!(pl->barrier_base = malloc(((size_t)t->ncomms + 1) * sizeof *pl->barrier_base)))
+    return snprintf(err, len, "%s: out of memory for the step barriers", name), -1;
+  for (int c = 0; c < t->ncomms; c++)
+    pl->barrier_base[c] = -1;
+  for (int pi = 0; pi < t->nprograms; pi++)
+    for (int i = 0; i < t->programs[pi].nops; i++) {
+      const trace_op_t *op = &t->programs[pi].ops[i];
+      if (op->type == TRACE_OP_BARRIER && pl->barrier_base[op->comm] < 0) {
+        pl->barrier_base[op->comm] = pl->nbarriers;
+        pl->nbarriers += t->comms[op->comm].ngroups;
+      }
+    }
+  if (!(pl->barriers = calloc((size_t)pl->nbarriers + 1, sizeof *pl->barriers)))
+    return snprintf(err, len, "%s: out of memory for the step barriers", name), -1;
+  for (int c = 0; c < t->ncomms; c++) {
+    const trace_comm_t *cm = &t->comms[c];
+    for (int g = 0; pl->barrier_base[c] >= 0 && g < cm->ngroups; g++) {
+      barrier_t *b = &pl->barriers[pl->barrier_base[c] + g];
+      *b = (barrier_t){.comm = c, .group = g};
+      for (int m = 0; m < cm->sizes[g]; m++)
+        b->members += pl->simulated[cm->groups[g][m]];
+    }
+  }
+  return 0;
+}
+
 /* Analytic link figures count each group's collective once per issue
  * (replay_summary.c); the groups no simulated rank leads are planned here, in
  * the order the summary visits them. */
@@ -382,6 +414,8 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
   if (rc == 0)
     rc = plan_collectives(pl, name, err, len);
   if (rc == 0)
+    rc = plan_barriers(pl, name, err, len);
+  if (rc == 0)
     set_modes(pl, scoped, nscoped, opts->collapse_rounds);
   if (rc == 0)
     add_interference(pl);
@@ -410,6 +444,8 @@ void replay_plan_free(replay_plan_t *pl) {
     coll_plan_free(&pl->insts[i].plan);
   free(pl->insts);
   free(pl->slots);
+  free(pl->barriers);
+  free(pl->barrier_base);
   for (int r = 0; pl->inst_of && r < t->ranks; r++)
     free(pl->inst_of[r]);
   free(pl->inst_of);

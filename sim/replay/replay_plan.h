@@ -38,6 +38,13 @@ typedef struct {
   unsigned members;   /* simulated members */
 } inst_t;
 
+/* A step boundary (TRACE_OP_BARRIER) of one communicator group: its simulated
+ * members meet there, and leave at the last one's arrival. */
+typedef struct {
+  int comm, group;
+  unsigned members; /* simulated members */
+} barrier_t;
+
 typedef struct {
   const system_cfg_t *sys;
   const trace_t *trace;
@@ -55,6 +62,9 @@ typedef struct {
   int *slots;           /* hash table of insts indices (-1 empty), size nslots */
   size_t nslots;
   int **inst_of;        /* per simulated rank, per op: its collective (COLL ops) */
+  barrier_t *barriers;  /* per (comm, group) that BARRIER ops name */
+  int nbarriers;
+  int *barrier_base;    /* per communicator: the barrier of its group 0 (group g: + g), or -1 */
   bool sweep;           /* analytic and no memory ops: replay_sweep.c, no simulator */
   double *speed;        /* per rank: its speed factor (variation.h); NULL: all at 1, no jitter */
   int *chip_of;         /* per rank: its server's chip index (config_server_chip_index);
@@ -82,6 +92,11 @@ int replay_inst_for(replay_plan_t *pl, int comm, int group, const trace_op_t *op
 
 /* The planned collective of (comm, group, op's signature): its index, or -1. */
 int replay_inst_find(const replay_plan_t *pl, int comm, int group, const trace_op_t *op);
+
+/* The barrier BARRIER op `op` of rank meets at (an index into pl->barriers). */
+static inline int replay_barrier_of(const replay_plan_t *pl, int rank, const trace_op_t *op) {
+  return pl->barrier_base[op->comm] + trace_group_of(&pl->trace->comms[op->comm], rank);
+}
 
 /* Compute and delay: ops whose time is known before the replay. */
 static inline bool replay_timed_only(int type) {

@@ -211,6 +211,7 @@ static void describe_wait(const replay_plan_t *pl, int rank, int i, char *buf, s
              trace_tag(p, op));
     break;
   case TRACE_OP_COLL:
+  case TRACE_OP_BARRIER:
     snprintf(buf, len, "the other members of its group of \"%s\"",
              pl->trace->comms[op->comm].name);
     break;

@@ -7,12 +7,13 @@
  * starts when all its simulated members have arrived (arrivals at one
  * collective meet in order, as at a barrier) and lasts its analytic time; a
  * send and its recv (paired by trace_pairing_t) start when both are there and
- * last the path time. Each stream moves as far as it can; a stream that stops
- * is visited again only when an op of its rank finishes (a worklist), so the
- * work grows with the ops, not with ops x streams. The same times the SimGrid
- * actors produce, without a context switch per op. Not for memory ops (their
- * high-water mark depends on the order the simulator interleaves them): the
- * plan leaves those to the actors. */
+ * last the path time; a step barrier ends when its last member arrives. Each
+ * stream moves as far as it can; a stream that stops is visited again only
+ * when an op of its rank finishes (a worklist), so the work grows with the
+ * ops, not with ops x streams. The same times the SimGrid actors produce,
+ * without a context switch per op. Not for memory ops (their high-water mark
+ * depends on the order the simulator interleaves them): the plan leaves those
+ * to the actors. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,7 @@ typedef struct {
   int nowners;
   char **arrived;    /* per simulated rank, per op: it has come (finished: rec->finished) */
   queue_t *colls;    /* per collective instance */
+  queue_t *bars;     /* per step barrier (replay_plan_t.barriers) */
   message_t *msgs;   /* open addressing on (src, dst, tag, k) */
   size_t nmsgs;
   cursor_t *cur;     /* per stream of each simulated rank */
@@ -158,6 +160,23 @@ static void arrive_coll(sweep_t *sw, int rank, int i, double at) {
   q->n = 0;
 }
 
+/* A step barrier's op arrives at `at`; the last member to arrive ends it for
+ * all of them, then: no time passes. */
+static void arrive_barrier(sweep_t *sw, int rank, int i, double at) {
+  const trace_op_t *op = &sw->pl->trace->programs[sw->pl->trace->program_of[rank]].ops[i];
+  int b = replay_barrier_of(sw->pl, rank, op);
+  queue_t *q = &sw->bars[b];
+  push(q, (arrival_t){rank, i, at});
+  if ((unsigned)q->n < sw->pl->barriers[b].members)
+    return;
+  double ready = 0;
+  for (int k = 0; k < q->n; k++)
+    ready = q->v[k].at_s > ready ? q->v[k].at_s : ready;
+  for (int k = 0; k < q->n; k++)
+    resolve(sw, q->v[k].rank, q->v[k].op, ready, ready);
+  q->n = 0;
+}
+
 /* A send or recv arrives at `at`; the second side of its message starts it. */
 static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
   const replay_plan_t *pl = sw->pl;
@@ -231,6 +250,8 @@ static void advance(sweep_t *sw, cursor_t *c) {
         arrive_coll(sw, c->rank, i, start);
       else if (op->type == TRACE_OP_SEND || op->type == TRACE_OP_RECV)
         arrive_p2p(sw, c->rank, c->pi, i, start);
+      else if (op->type == TRACE_OP_BARRIER)
+        arrive_barrier(sw, c->rank, i, start);
       else
         resolve(sw, c->rank, i, start,
                 start + (replay_timed_only(op->type) ? replay_timed_s(pl, c->rank, c->pi, i) : 0));
@@ -264,6 +285,7 @@ void replay_sweep_contended(const replay_plan_t *pl, replay_record_t *rec,
   const trace_t *t = pl->trace;
   sweep_t sw = {.pl = pl, .rec = rec, .fluid = fluid, .duration_s = duration_s};
   sw.colls = calloc((size_t)pl->ninsts + 1, sizeof *sw.colls);
+  sw.bars = calloc((size_t)pl->nbarriers + 1, sizeof *sw.bars);
   sw.arrived = calloc((size_t)t->ranks + 1, sizeof *sw.arrived);
   int n = 0;
   long p2p = 0;
@@ -315,5 +337,8 @@ void replay_sweep_contended(const replay_plan_t *pl, replay_record_t *rec,
   for (int i = 0; i < pl->ninsts; i++)
     free(sw.colls[i].v);
   free(sw.colls);
+  for (int i = 0; i < pl->nbarriers; i++)
+    free(sw.bars[i].v);
+  free(sw.bars);
   free(sw.msgs);
 }
