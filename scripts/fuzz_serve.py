@@ -23,7 +23,8 @@ least its idle part; KV transfers only when disaggregated, one per request
 with more than one output token (traces); the time series has a row per
 iteration, each ending no earlier than it starts.
 
-Metamorphic checks, on some trace seeds: the trace shifted by 2^40 s (arrivals
+A refusal names the workload, the system or the trace file. One seed in five
+runs twice: the same bytes. Metamorphic checks, on some trace seeds: the trace shifted by 2^40 s (arrivals
 on a 1/64 s grid, exact at that magnitude) prints the same bytes; and the
 requests 10^6 s apart give, for each of TTFT, TPOT and e2e, the minimum and
 maximum of the same requests run one by one (exactly) and their mean and
@@ -239,6 +240,7 @@ class Case:
         self.timeseries = rng.random() < 0.25
         self.metamorphic = (self.trace is not None and len(self.trace) <= 4 and
                             rng.random() < 0.5)
+        self.twice = rng.random() < 0.2
 
     def workload(self, path, serving=None):
         with open(path, "w") as f:
@@ -431,6 +433,13 @@ def check(npusim, seed, keep):
         rc, out, err = run(npusim, args)
         problems = judge_status(rc, out, err)
         summary = f"exit {rc}" + (f": {err.strip()[:160]}" if rc == 2 else "")
+        named = [wl, case.system] + ([case.serving["requests"]["trace"]] if case.trace else [])
+        if rc == 2 and not any(err.startswith(f"{path}:") for path in named):
+            problems.append(f"a refusal that names none of the input files: {err.strip()!r}")
+        if case.twice and not problems:
+            again = run(npusim, args)
+            if again != (rc, out, err):
+                problems.append("the same case twice gives other bytes")
         if rc == 0 and not problems:
             try:
                 r = json.loads(out, parse_constant=not_finite)

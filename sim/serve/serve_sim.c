@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonfile.h"
+
 const char *const serve_pool_kind_names[SERVE_POOL_DECODE + 1] = {"colocated", "prefill", "decode"};
 
 const char *const serve_pool_paths[SERVE_POOL_DECODE + 1] = {"serving.parallel", "serving.prefill",
@@ -366,12 +368,15 @@ static void rebase(sim_t *s, double arrival_s) {
 
 /* A busy stretch past busy_max_s: "WHERE: arrival_s: expected ..." in err. */
 static int refuse_busy(const sim_t *s, char *err, size_t err_len) {
-  double max = s->opts->busy_max_s > 0 ? s->opts->busy_max_s : SERVE_BUSY_MAX_S;
+  char max[32], at[32];
+  jsonfile_format_number(s->opts->busy_max_s > 0 ? s->opts->busy_max_s : SERVE_BUSY_MAX_S, max,
+                         sizeof max);
+  jsonfile_format_number(s->epoch_s, at, sizeof at);
   return snprintf(err, err_len,
-                  "%s: arrival_s: expected the deployment idle again within %.17g s of an "
+                  "%s: arrival_s: expected the deployment idle again within %s s of an "
                   "arrival that finds it idle (the serving clock resolves 1 ns up to there), "
-                  "found it still busy %.17g s after the arrival at %.17g s",
-                  s->opts->where ? s->opts->where : "serving.requests", max, max, s->epoch_s),
+                  "found it still busy %s s after the arrival at %s s",
+                  s->opts->where ? s->opts->where : "serving.requests", max, max, at),
          SERVE_SIM_REFUSED;
 }
 
@@ -387,13 +392,14 @@ static int check_completed(const sim_t *s, char *err, size_t err_len) {
   if (left == 0)
     return 0;
   const seq_t *q = &s->seqs[first];
+  char at[32];
+  jsonfile_format_number(s->reqs->v[first].arrival_s, at, sizeof at);
   return snprintf(err, err_len,
                   "npusim serve: internal error: %ld of %ld requests unfinished when nothing "
-                  "was left to run (request %ld, arrival_s %.17g: instance %d, engine %d, "
+                  "was left to run (request %ld, arrival_s %s: instance %d, engine %d, "
                   "group %d, %d of %d tokens cached, %d generated, %s); nothing written",
-                  left, s->reqs->n, first, s->reqs->v[first].arrival_s, q->inst, q->engine,
-                  q->group, q->cached, q->target, q->generated,
-                  q->running ? "running" : "not running"),
+                  left, s->reqs->n, first, at, q->inst, q->engine, q->group, q->cached, q->target,
+                  q->generated, q->running ? "running" : "not running"),
          SERVE_SIM_INTERNAL;
 }
 

@@ -8,9 +8,10 @@
  * iteration as soon as its last one ends:
  *   - the running sequences decode first (one token each), a new KV block
  *     when one fills; with no block free the youngest running sequence is
- *     preempted (recompute: its cache dropped and its prompt and output so far
- *     prefilled again later; swap: its blocks copied to host and back, at the
- *     host link's rate, inside the iterations that do it);
+ *     preempted, from whichever engine of the instance holds it (they share
+ *     the group's blocks): recompute drops its cache, its prompt and output
+ *     so far prefilled again later; swap copies its blocks to host and back,
+ *     at the host link's rate, inside the iterations that do it;
  *   - then prefill, Sarathi-style chunks filling the token budget
  *     (chunked_prefill), or whole prompts in prefill-only iterations before any
  *     decode (vLLM V0);
