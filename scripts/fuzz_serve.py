@@ -9,7 +9,8 @@ overlap, host overhead), the KV cache (block size, dtype, a derived, random or
 tight capacity: a tight one holds the longest request and little more, read
 from a probe run's kv_bytes_per_token; recompute or swap preemption), and the
 requests: a trace written as JSONL, CSV or gzip (bursts, Poisson gaps, requests
-far apart, arrivals 10^9 or 10^12 s late) or the generator (any rate from 0 and
+far apart, arrivals 10^9 or 10^12 s late; now and then CRLF, a blank last
+line, exponents, 12.0 for 12) or the generator (any rate from 0 and
 10^-9/s up, fixed, uniform or log-normal lengths); sometimes an --slo and a
 --timeseries file. Some values are out of range on purpose.
 
@@ -168,16 +169,25 @@ def gen_trace(rng, model):
     return out
 
 
-def write_trace(path_base, reqs, kind):
-    """The trace as JSONL, CSV (columns shuffled by kind) or gzip; its path."""
+def write_trace(path_base, reqs, kind, style="plain"):
+    """The trace as JSONL, CSV (columns in another order) or gzip; its path.
+    style: plain, crlf (CRLF line ends), blank_end (a blank line after the
+    last), exp (arrivals in exponent notation), floats (token counts as 12.0)."""
+    def num(v, is_time):
+        if is_time:
+            return f"{v:.17e}" if style == "exp" else repr(v)
+        return f"{v}.0" if style == "floats" else str(v)
+
     if kind.startswith("csv"):
-        text = "output_tokens,arrival_s,prompt_tokens\n" + "".join(
-            f"{o},{a!r},{p}\n" for a, p, o in reqs)
+        lines = ["output_tokens,arrival_s,prompt_tokens"] + [
+            f"{num(o, False)},{num(a, True)},{num(p, False)}" for a, p, o in reqs]
         path = path_base + ".csv"
     else:
-        text = "".join(json.dumps({"arrival_s": a, "prompt_tokens": p, "output_tokens": o}) +
-                       "\n" for a, p, o in reqs)
+        lines = [f'{{"arrival_s": {num(a, True)}, "prompt_tokens": {num(p, False)}, '
+                 f'"output_tokens": {num(o, False)}}}' for a, p, o in reqs]
         path = path_base + ".jsonl"
+    end = "\r\n" if style == "crlf" else "\n"
+    text = end.join(lines) + end + (end if style == "blank_end" else "")
     if kind.endswith("gz"):
         path += ".gz"
         with gzip.open(path, "wt") as f:
@@ -220,8 +230,10 @@ class Case:
         self.trace = gen_trace(rng, self.model) if rng.random() < 0.6 else None
         self.trace_kind = rng.choice(["jsonl", "csv", "jsonl.gz", "csv.gz"])
         if self.trace:
+            self.trace_style = random.Random(seed * 7 + 1).choice(
+                ["plain"] * 6 + ["crlf", "blank_end", "exp", "floats"])
             self.serving["requests"] = {"trace": write_trace(
-                os.path.join(d, "reqs"), self.trace, self.trace_kind)}
+                os.path.join(d, "reqs"), self.trace, self.trace_kind, self.trace_style)}
         else:
             self.serving["requests"] = gen_generator(rng, self.model)
         budget = self.serving["scheduler"]["max_batched_tokens"]
@@ -360,7 +372,7 @@ def metamorphic(npusim, case, first_out):
     shifted = [(a + SHIFT_S, q, o) for a, q, o in case.trace]
     if all(a - SHIFT_S == b for (a, _, _), (b, _, _) in zip(shifted, case.trace)):
         serving["requests"] = {"trace": write_trace(os.path.join(case.dir, "shifted"), shifted,
-                                                    case.trace_kind)}
+                                                    case.trace_kind, case.trace_style)}
         rc, out, err = run(npusim, case.args(case.workload(
             os.path.join(case.dir, "shifted.json"), serving)))
         if (rc, out) != (0, first_out):

@@ -19,7 +19,9 @@ so `npusim serve` with the same flags gives the same numbers):
 - totals npusim's topology admits (at most one server's NPUs, or whole
   servers) and TP groups that stay inside a server.
 
-Over --max-plans (default 200) candidates, an evenly spaced subset runs.
+Over --max-plans (default 200) candidates, an evenly spaced subset runs. A run
+that npusim refuses, or whose requests did not all complete, is not ranked: it
+is counted under its reason.
 A workload with serving.prefill and serving.decode gives disaggregated
 plans only (--set cannot remove a section).
 """
