@@ -299,6 +299,17 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["completed"] == 12 and r["ttft_s"]["min"] > 0 and r["tpot_s"]["min"] > 0, r' \
   "$tmp/late.out"
+# Arrivals 1e307 s apart made the idle energy infinite: the table printed "inf
+# kJ" with exit 0. Arrivals must lie within 1e18 s of the first.
+printf '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 3}\n{"arrival_s": 1e307, "prompt_tokens": 10, "output_tokens": 3}\n' \
+  >"$tmp/span.jsonl"
+expect_line "arrivals over 1e18 s apart" \
+  "$tmp/span.jsonl:2: arrival_s: expected every arrival within 1e18 s of the first (the run's rates and energy stay finite), found one 1e+307 s after it" \
+  $serve $(trace "$tmp/span.jsonl")
+printf '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 3}\n{"arrival_s": 1e18, "prompt_tokens": 10, "output_tokens": 3}\n' \
+  >"$tmp/span1e18.jsonl"
+check "arrivals 1e18 s apart run, with finite figures" sh -c \
+  "$serve $(trace "$tmp/span1e18.jsonl") --format json | python3 -c 'import json, sys; r = json.load(sys.stdin); assert r[\"completed\"] == 2'"
 # The generator at its least rate (1e-9/s: arrivals up to 1e12 s apart) and at
 # 1e-5/s, where no two of these 1000 requests overlap either: each request is
 # alone, so the same latencies. At 1e12 s a double resolves only 1.2e-4 s.
