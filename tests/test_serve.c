@@ -603,6 +603,32 @@ static void test_sim_refuses_a_busy_stretch_past_the_bound(void) {
   deployment_free(&d);
 }
 
+/* The last line of defence: a request the simulation cannot finish (here one
+ * larger than the whole cache, which npusim serve refuses before simulating,
+ * check_fits in cmd_serve.c) ends the run in an internal error naming it, not
+ * in a result with the request missing. */
+static void test_sim_unfinished_requests_are_an_error(void) {
+  const char *sets[] = {"serving.requests.count=2",
+                        "serving.requests.rate_per_s=0",
+                        "serving.requests.prompt.distribution=fixed",
+                        "serving.requests.prompt.mean=100",
+                        "serving.requests.prompt.max=100",
+                        "serving.requests.output.distribution=fixed",
+                        "serving.requests.output.mean=10",
+                        "serving.requests.output.max=10",
+                        "serving.kv_cache.capacity_GiB=0.01",
+                        NULL};
+  deployment_t d;
+  char err[1024] = "";
+  CU_ASSERT_EQUAL(deploy_and_try(sets, true, 0, &d, err, sizeof err), SERVE_SIM_INTERNAL);
+  CU_ASSERT_STRING_EQUAL(err, "npusim serve: internal error: 2 of 2 requests unfinished when "
+                              "nothing was left to run (request 0, arrival_s 0: instance 0, "
+                              "engine 0, group 0, 0 of 100 tokens cached, 0 generated, not "
+                              "running); nothing written");
+  CU_ASSERT_PTR_NULL(d.res.req);
+  deployment_free(&d);
+}
+
 /* Disaggregated: every request with more than one output token has its KV
  * cache sent once to the decode pool; a one-token request ends at its prefill. */
 static void test_sim_disaggregated_transfers(void) {
@@ -656,5 +682,7 @@ CU_TestInfo serve_tests[] = {
      test_sim_clock_restarts_when_idle},
     {"sim: a busy stretch past the clock's bound is refused",
      test_sim_refuses_a_busy_stretch_past_the_bound},
+    {"sim: requests left unfinished are an internal error",
+     test_sim_unfinished_requests_are_an_error},
     CU_TEST_INFO_NULL,
 };
