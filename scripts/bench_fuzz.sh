@@ -2,8 +2,11 @@
 # bench_fuzz.sh [SECONDS] - runs the libFuzzer targets (config loader, trace
 # reader, Chakra ET reader and serving request traces, ASan+UBSan) for SECONDS each (default 600), side by side, from copies
 # of the saved corpora, and prints a table: executions, executions per second,
-# corpus growth and whether a crash was found. Then replays the random-trace
-# fuzzer (scripts/fuzz_traces.py) over seeds 0..9999 on the Release build.
+# corpus growth and whether a crash was found. Beside them the structured
+# serving fuzzer (scripts/fuzz_serve.py: random deployments through npusim
+# serve, its oracles) runs on the Release build for as long, its row in the
+# same table (executions: seeds; crash: an oracle failed). Then replays the
+# random-trace fuzzer (scripts/fuzz_traces.py) over seeds 0..9999.
 # A benchmark: it reports; exit status 1 only when something crashed (the
 # input is kept in fuzz-out/TARGET/) or disagreed. Needs clang,
 # libclang-rt-14-dev and libcunit1-dev (installed when missing).
@@ -17,6 +20,7 @@ CC=clang cmake -S . -B build-fuzz -DNPUSIM_FUZZ=ON -DNPUSIM_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_config fuzz_trace fuzz_chakra fuzz_serve \
   >/dev/null
+[ -x build/npusim ] || scripts/setup.sh >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 run_target() { # name corpus max_len
@@ -33,6 +37,8 @@ run_target fuzz_config corpus 8192 &
 run_target fuzz_trace corpus_trace 16384 &
 run_target fuzz_chakra corpus_chakra 4096 &
 run_target fuzz_serve corpus_serve 4096 &
+(python3 scripts/fuzz_serve.py --seeds 0:100000000 --time "$secs" --jobs 1 --quiet \
+  --keep "$root/fuzz-out/fuzz_serve.py" >"$work/fuzz_serve.py.log" 2>&1 || true) &
 wait
 status=0
 printf '%-12s %8s %12s %10s %14s %s\n' target seconds executions exec/s corpus crash
@@ -51,6 +57,18 @@ for t in fuzz_config fuzz_trace fuzz_chakra fuzz_serve; do
   printf '%-12s %8s %12s %10s %14s %s\n' "$t" "$secs" "${execs:-?}" "${rate:-?}" \
     "$(cat "$work/$t.before") -> $(ls "$work/$t" | wc -l)" "$crash"
 done
-[ -x build/npusim ] || scripts/setup.sh >/dev/null
+# fuzz_serve: N seeds in T s, S simulated, R refused in one line, F failed
+read -r seeds took failed < <(sed -n \
+  's/^fuzz_serve: \([0-9]*\) seeds in \([0-9.]*\) s, .* \([0-9]*\) failed$/\1 \2 \3/p' \
+  "$work/fuzz_serve.py.log") || true
+crash=no
+if [ "${failed:-1}" != 0 ]; then
+  crash=YES
+  status=1
+  grep -m3 -A2 "FAIL" "$work/fuzz_serve.py.log" >&2 || tail -3 "$work/fuzz_serve.py.log" >&2
+  echo "bench_fuzz: fuzz_serve.py's failing cases kept in fuzz-out/fuzz_serve.py/" >&2
+fi
+printf '%-12s %8s %12s %10s %14s %s\n' fuzz_serve.py "$secs" "${seeds:-?}" \
+  "$(awk -v n="${seeds:-0}" -v t="${took:-1}" 'BEGIN { printf "%.1f", n / t }')" "-" "$crash"
 python3 scripts/fuzz_traces.py --seeds 0:10000 --quiet || status=1
 exit $status

@@ -19,7 +19,9 @@ so `npusim serve` with the same flags gives the same numbers):
 - totals npusim's topology admits (at most one server's NPUs, or whole
   servers) and TP groups that stay inside a server.
 
-Over --max-plans (default 200) candidates, an evenly spaced subset runs.
+Over --max-plans (default 200) candidates, an evenly spaced subset runs. A run
+that npusim refuses, or whose requests did not all complete, is not ranked: it
+is counted under its reason.
 A workload with serving.prefill and serving.decode gives disaggregated
 plans only (--set cannot remove a section).
 """
@@ -244,9 +246,17 @@ def run_one(npusim, base, sets, slo_text, timeout):
         return None, f"timed out after {timeout:g} s (--timeout)"
     if r.returncode == 0:
         try:
-            return json.loads(r.stdout.decode("utf-8", "replace")), None
+            res = json.loads(r.stdout.decode("utf-8", "replace"))
         except ValueError:
             return None, "npusim printed no valid JSON"
+        # a plan that leaves requests unfinished has no latencies worth ranking
+        # (npusim refuses such a run itself; this keeps an older one honest)
+        if not isinstance(res, dict) or res.get("completed") != res.get("requests"):
+            done = res.get("completed") if isinstance(res, dict) else None
+            want = res.get("requests") if isinstance(res, dict) else None
+            return None, (f"npusim serve completed {done} of {want} requests (exit 0): "
+                          "infeasible, not ranked")
+        return res, None
     if r.returncode < 0:
         return None, f"npusim killed by {lib.signal_name(-r.returncode)}"
     return None, lib.last_line(r.stderr, f"npusim exited {r.returncode}")

@@ -14,13 +14,17 @@ repository root.
   --serve, --vpp with --serve, a training workload with --serve);
 - an SLO no plan meets: exit 1, one line saying so, the table still ranked;
   a model no shape of which fits the NPUs: exit 1, the reason counted;
-- no progress on stderr when it is not a terminal.
+- no progress on stderr when it is not a terminal;
+- a plan whose run leaves requests unfinished (exit 0) is rejected with the
+  reason, not ranked.
 """
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 SYSTEM = "configs/systems/h100-dgx.json"
 WORKLOAD = "configs/workloads/serve-llama3-8b.json"
@@ -31,6 +35,22 @@ BASE = ["--serve", "--system", SYSTEM, "--workload", WORKLOAD, "--npus", str(N),
         "--count", "200", "--rate", "20", "--slo", SLO, "-j", "2"]
 
 failures = []
+
+# npusim whose co-located pp 2 runs (not the one-request probes) say one of
+# their requests did not complete, with exit 0
+STUB = """#!{python}
+import json, subprocess, sys
+r = subprocess.run(["{npusim}"] + sys.argv[1:], capture_output=True, text=True)
+out = r.stdout
+if (r.returncode == 0 and "serving.parallel.pp=2" in sys.argv and
+        "serving.requests.count=1" not in sys.argv):
+    doc = json.loads(out)
+    doc["completed"] = doc["requests"] - 1
+    out = json.dumps(doc)
+sys.stdout.write(out)
+sys.stderr.write(r.stderr)
+sys.exit(r.returncode)
+"""
 
 
 def check(name, cond, detail=""):
@@ -50,7 +70,7 @@ def ranked(plans):
 
 def main():
     npusim = sys.argv[1]
-    env = dict(__import__("os").environ, NPUSIM=npusim)
+    env = dict(os.environ, NPUSIM=npusim)
 
     r = run([PLAN] + BASE + ["--format", "json", "--top", "1000"], env)
     check("json: exit 0", r.returncode == 0, r.stderr)
@@ -167,6 +187,28 @@ def main():
     check("too large: says no deployment fits",
           "npusim-plan: expected a deployment of llama2-70b on at most 1 NPUs of h100-dgx, "
           "found none that npusim accepts" in big.stderr, big.stderr)
+
+    # a run that leaves requests unfinished with exit 0 (npusim refuses that now;
+    # a stub plays the older npusim whose pp 2 plans ended "0 of N completed"):
+    # rejected with the reason, never ranked
+    with tempfile.TemporaryDirectory() as d:
+        stub = os.path.join(d, "npusim")
+        with open(stub, "w") as f:
+            f.write(STUB.format(python=sys.executable, npusim=os.path.abspath(npusim)))
+        os.chmod(stub, 0o755)
+        u = run([PLAN, "--serve", "--system", SYSTEM, "--workload", WORKLOAD, "--npus", "2",
+                 "--count", "20", "--rate", "20", "--colocated", "--format", "json",
+                 "--top", "1000", "-j", "2"], dict(env, NPUSIM=stub))
+        doc = json.loads(u.stdout) if u.returncode == 0 else {"plans": [], "rejected": []}
+        check("unfinished requests: exit 0, the other plans ranked",
+              u.returncode == 0 and len(doc["plans"]) >= 1, (u.returncode, u.stderr))
+        check("unfinished requests: no pp 2 plan ranked",
+              all(p["pools"][0]["pp"] == 1 for p in doc["plans"]),
+              [p["plan"] for p in doc["plans"]])
+        check("unfinished requests: the plan rejected with the reason",
+              any(r["reason"] == "npusim serve completed 19 of 20 requests (exit 0): "
+                  "infeasible, not ranked" and "pp2" in r["example"] for r in doc["rejected"]),
+              doc["rejected"])
 
     print(f"plan_serve: {len(failures)} failed" if failures else "plan_serve: all passed")
     return 1 if failures else 0

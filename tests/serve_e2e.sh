@@ -10,7 +10,9 @@
 # valid trace (tests/check_chrome_trace.py); the same run twice gives the same
 # bytes; goodput counts no request under an impossible SLO and every one under
 # a loose one; disaggregated, a KV transfer per request with more than one
-# output token. Run from the repository root.
+# output token; two pipeline engines sharing a tight cache complete both
+# prompts; the same trace 1e14 s later gives the same bytes, and the generator
+# at 1e-9/s the latencies it gives at 1e-5/s. Run from the repository root.
 set -u
 npusim=${1:?usage: serve_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
@@ -255,5 +257,69 @@ JSON
 expect_line "decode without prefill" \
   "$tmp/d.json: serving.prefill: expected both serving.prefill and serving.decode (disaggregated) or neither, found only decode" \
   $npusim serve --system $sys --workload "$tmp/d.json"
+
+# ---- pipeline engines share one pool of KV blocks ----
+# Two 2000-token prompts at once on pp 2 in 512-token chunks, a cache of 153
+# blocks of 16 (125 for each prompt): each engine's prompt reached 96 blocks and
+# neither could go on, and the run said "0 of 2 completed" with exit 0. The
+# older now takes the younger's blocks.
+printf '{"arrival_s": 0, "prompt_tokens": 2000, "output_tokens": 10}\n{"arrival_s": 0, "prompt_tokens": 2000, "output_tokens": 10}\n' \
+  >"$tmp/two.jsonl"
+$serve $(trace "$tmp/two.jsonl") --set workload.serving.parallel.pp=2 \
+  --set workload.serving.scheduler.max_batched_tokens=512 \
+  --set workload.serving.kv_cache.capacity_GiB=0.15 --format json >"$tmp/pp.json" 2>"$tmp/pp.err"
+check "pp 2, a cache too small for both prompts: exit 0 and silent" test ! -s "$tmp/pp.err"
+check "pp 2, a cache too small for both prompts: both complete, one preempted" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["pools"][0]["kv_blocks_per_group"] == 153, r["pools"]
+assert r["requests"] == r["completed"] == 2, (r["requests"], r["completed"])
+assert r["preemptions"] >= 1 and r["ttft_s"]["min"] > 0 and r["tpot_s"]["min"] > 0, r' "$tmp/pp.json"
+
+# ---- latencies do not depend on when the run starts ----
+# The 12 requests on a 1/64 s grid, as given and 1e14 s later (where doubles are
+# 1/64 s apart): the clock restarts at each arrival that finds the deployment
+# idle, so every figure is the same, byte for byte. It was TTFT = TPOT = e2e = 0.
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+reqs = [json.loads(l) for l in open(f"{d}/reqs.jsonl")]
+for name, shift in (("grid", 0.0), ("late", 1e14)):
+    with open(f"{d}/{name}.jsonl", "w") as f:
+        for q in reqs:
+            a = round(q["arrival_s"] * 64) / 64
+            assert (a + shift) - shift == a
+            f.write(json.dumps(dict(q, arrival_s=a + shift)) + "\n")
+PY
+$serve $(trace "$tmp/grid.jsonl") --format json >"$tmp/grid.out"
+$serve $(trace "$tmp/late.jsonl") --format json >"$tmp/late.out"
+check "a trace 1e14 s later gives the same bytes" cmp "$tmp/grid.out" "$tmp/late.out"
+check "... with latencies that are not 0" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["completed"] == 12 and r["ttft_s"]["min"] > 0 and r["tpot_s"]["min"] > 0, r' \
+  "$tmp/late.out"
+# Arrivals 1e307 s apart made the idle energy infinite: the table printed "inf
+# kJ" with exit 0. Arrivals must lie within 1e18 s of the first.
+printf '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 3}\n{"arrival_s": 1e307, "prompt_tokens": 10, "output_tokens": 3}\n' \
+  >"$tmp/span.jsonl"
+expect_line "arrivals over 1e18 s apart" \
+  "$tmp/span.jsonl:2: arrival_s: expected every arrival within 1e18 s of the first (the run's rates and energy stay finite), found one 1e+307 s after it" \
+  $serve $(trace "$tmp/span.jsonl")
+printf '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 3}\n{"arrival_s": 1e18, "prompt_tokens": 10, "output_tokens": 3}\n' \
+  >"$tmp/span1e18.jsonl"
+check "arrivals 1e18 s apart run, with finite figures" sh -c \
+  "$serve $(trace "$tmp/span1e18.jsonl") --format json | python3 -c 'import json, sys; r = json.load(sys.stdin); assert r[\"completed\"] == 2'"
+# The generator at its least rate (1e-9/s: arrivals up to 1e12 s apart) and at
+# 1e-5/s, where no two of these 1000 requests overlap either: each request is
+# alone, so the same latencies. At 1e12 s a double resolves only 1.2e-4 s.
+for rate in 1e-9 1e-5; do
+  $serve --set workload.serving.requests.rate_per_s=$rate --format json >"$tmp/rate$rate.json"
+done
+check "the generator at 1e-9/s gives the latencies it gives at 1e-5/s" python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in ("ttft_s", "tpot_s", "e2e_s"):
+    assert a[k] == b[k], (k, a[k], b[k])' "$tmp/rate1e-9.json" "$tmp/rate1e-5.json"
 
 finish serve_e2e

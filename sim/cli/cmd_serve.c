@@ -25,6 +25,15 @@ static void trace_path(const char *wl_path, const char *trace, char *out, size_t
   free(copy);
 }
 
+/* Where the requests come from, for messages: the trace, or the workload. */
+static void requests_where(const cli_opts_t *opts, const workload_cfg_t *wl, char *out,
+                           size_t len) {
+  if (wl->serving.trace_path[0])
+    trace_path(opts->workload_path, wl->serving.trace_path, out, len);
+  else
+    snprintf(out, len, "%s", opts->workload_path);
+}
+
 static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve_requests_t *r,
                          npu_err_t *err) {
   const serving_cfg_t *s = &wl->serving;
@@ -186,10 +195,14 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (rc == 0) {
     progress_t progress;
     progress_start(&progress, opts->progress, "npusim serve", "requests", reqs.n);
-    serve_sim_opts_t sopts = {opts->timeseries || opts->chrome_trace, &progress};
+    char where[2 * SERVE_PATH_MAX];
+    requests_where(opts, &cfg.wl, where, sizeof where);
+    serve_sim_opts_t sopts = {opts->timeseries || opts->chrome_trace, &progress, where, 0};
     serve_sim_result_t res;
     rc = serve_sim_run(&cfg.wl.serving, dep.pools, dep.npools, &dep.topo, &reqs, &sopts, &res,
                        err->msg, sizeof err->msg);
+    if (rc == SERVE_SIM_INTERNAL) /* a bug, not the input: exit 1 as other internal errors */
+      rc = CMD_CANNOT_WRITE;
     progress_end(&progress);
     if (rc == 0) {
       serve_report_ctx_t ctx = {cfg.sys.name, cfg.wl.model.name,          dep.pools, dep.npools,

@@ -52,7 +52,9 @@ static double percentile(const double *v, long n, double q) {
   double pos = q * (double)(n - 1);
   long lo = (long)floor(pos);
   long hi = lo + 1 < n ? lo + 1 : lo;
-  return v[lo] + (v[hi] - v[lo]) * (pos - (double)lo);
+  /* kept inside its two ranks, which rounding could leave by an ulp: the
+   * percentiles stay ordered */
+  return fmin(fmax(v[lo] + (v[hi] - v[lo]) * (pos - (double)lo), v[lo]), v[hi]);
 }
 
 static void distribution(double *v, long n, serve_dist_t *d) {
@@ -60,12 +62,15 @@ static void distribution(double *v, long n, serve_dist_t *d) {
   double sum = 0;
   for (long i = 0; i < n; i++)
     sum += v[i];
-  *d = (serve_dist_t){n ? sum / (double)n : 0, percentile(v, n, 0.5), percentile(v, n, 0.9),
-                      percentile(v, n, 0.99)};
+  double lo = n ? v[0] : 0, hi = n ? v[n - 1] : 0;
+  /* the sum's rounding can put the mean of equal values an ulp past them */
+  double mean = fmin(fmax(n ? sum / (double)n : 0, lo), hi);
+  *d = (serve_dist_t){
+      mean, percentile(v, n, 0.5), percentile(v, n, 0.9), percentile(v, n, 0.99), lo, hi};
 }
 
 static double tpot_of(const serve_req_result_t *q) {
-  return q->output_tokens > 1 ? (q->finish_s - q->first_token_s) / (q->output_tokens - 1) : 0;
+  return q->output_tokens > 1 ? q->decode_s / (q->output_tokens - 1) : 0;
 }
 
 int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
@@ -84,10 +89,10 @@ int serve_summarise(const serve_sim_result_t *r, long npus, long instances, cons
   double in_tokens = 0, out_tokens = 0;
   for (long i = 0; i < r->nreq; i++) {
     const serve_req_result_t *q = &r->req[i];
-    if (isnan(q->finish_s))
+    if (isnan(q->e2e_s))
       continue;
-    ttft[n] = q->first_token_s - q->arrival_s;
-    e2e[n] = q->finish_s - q->arrival_s;
+    ttft[n] = q->ttft_s;
+    e2e[n] = q->e2e_s;
     if (q->output_tokens > 1)
       tpot[ntpot++] = tpot_of(q);
     in_tokens += q->prompt_tokens;
@@ -229,8 +234,10 @@ static void report_json(FILE *out, const serve_report_ctx_t *ctx, const serve_si
           r->kv_transfers ? r->kv_transfer_s / (double)r->kv_transfers : 0);
   for (int k = 0; k < 3; k++) {
     const serve_dist_t *d = dist_of(s, k);
-    fprintf(out, "  \"%s_s\": {\"mean\": %.9g, \"p50\": %.9g, \"p90\": %.9g, \"p99\": %.9g},\n",
-            dist_names[k], d->mean, d->p50, d->p90, d->p99);
+    fprintf(out,
+            "  \"%s_s\": {\"mean\": %.9g, \"p50\": %.9g, \"p90\": %.9g, \"p99\": %.9g, "
+            "\"min\": %.9g, \"max\": %.9g},\n",
+            dist_names[k], d->mean, d->p50, d->p90, d->p99, d->min, d->max);
   }
   fprintf(out,
           "  \"requests_per_s\": %.9g,\n  \"input_tokens_per_s\": %.9g,\n"

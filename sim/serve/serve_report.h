@@ -20,7 +20,7 @@ typedef struct {
 int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_len);
 
 typedef struct {
-  double mean, p50, p90, p99;
+  double mean, p50, p90, p99, min, max;
 } serve_dist_t;
 
 typedef struct {

@@ -43,10 +43,13 @@ static void remove_running(group_t *g, long r) {
   g->running.n = k;
 }
 
-/* Takes r out of the running batch and frees its blocks: swapped to host (its
- * cache kept, the copy's time on this iteration), or to be prefilled again. */
-static void preempt(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long r, bool swap) {
+/* Takes r out of its running batch and frees its blocks: swapped to host (its
+ * cache kept, the copy's time on en's iteration, the one that needs the
+ * blocks), or to be prefilled again. r may belong to another virtual engine
+ * of the instance: its group gi draws on the same blocks. */
+static void preempt(sim_t *s, inst_t *in, engine_t *en, int gi, long r, bool swap) {
   seq_t *q = &s->seqs[r];
+  group_t *g = &in->engines[q->engine].groups[gi];
   remove_running(g, r);
   q->running = false;
   in->free_blocks[gi] += q->blocks;
@@ -63,17 +66,32 @@ static void preempt(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long
   s->out->preemptions++;
 }
 
-/* Preempts the youngest running sequence that is neither in this batch nor
- * self; false if there is none. */
-static bool preempt_younger(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, long self) {
-  for (long i = g->running.n - 1; i >= 0; i--) {
-    long r = g->running.v[i];
-    if (r == self || s->seqs[r].in_batch)
-      continue;
-    preempt(s, in, en, g, gi, r, s->cfg->preemption == SERVE_PREEMPT_SWAP);
-    return true;
+/* Preempts the youngest (last admitted) running sequence of the pool of
+ * blocks that group gi of every virtual engine shares, if it is younger than
+ * self and in no batch (the one being scheduled, or another engine's in
+ * flight); false if there is none (self is the youngest: vLLM would preempt
+ * self). Looking past this engine's own group matters with pp > 1: two
+ * half-prefilled prompts of two engines could otherwise each hold half the
+ * blocks and wait for the other forever; here the older one takes the
+ * younger's blocks. */
+static bool preempt_younger(sim_t *s, inst_t *in, engine_t *en, int gi, long self) {
+  long victim = -1;
+  for (int e = 0; e < in->pool->plan->pp; e++) {
+    const group_t *g = &in->engines[e].groups[gi];
+    /* a running list is in admission order: its last candidate is its youngest */
+    for (long i = g->running.n - 1; i >= 0; i--) {
+      long r = g->running.v[i];
+      if (r == self || s->seqs[r].in_batch)
+        continue;
+      if (victim < 0 || s->seqs[r].admitted > s->seqs[victim].admitted)
+        victim = r;
+      break;
+    }
   }
-  return false;
+  if (victim < 0 || s->seqs[victim].admitted < s->seqs[self].admitted)
+    return false;
+  preempt(s, in, en, gi, victim, s->cfg->preemption == SERVE_PREEMPT_SWAP);
+  return true;
 }
 
 /* Takes blocks so that r holds enough for tokens; false when none are free. */
@@ -95,6 +113,7 @@ static bool admit(sim_t *s, inst_t *in, group_t *g, int gi, long r, int chunk, i
   if (!take_blocks(s, in, gi, q, q->cached + (chunk ? chunk : 1)))
     return false;
   q->running = true;
+  q->admitted = s->admissions++;
   s->oom |= !list_add(&g->running, r);
   sched_add(s, g, r, chunk, q->cached);
   *budget -= chunk ? chunk : 1;
@@ -111,14 +130,14 @@ static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int
     if (!serve_decoding(q))
       continue;
     while (!take_blocks(s, in, gi, q, q->cached + 1))
-      if (!preempt_younger(s, in, en, g, gi, r))
+      if (!preempt_younger(s, in, en, gi, r))
         break;
     while (g->running.v[i] != r) /* a victim before r moved it down */
       i--;
     if (q->blocks < blocks_for(s, q->cached + 1)) {
       /* nothing younger left: r itself goes, recomputed (swapping it out to swap it
        * back in would free nothing) */
-      preempt(s, in, en, g, gi, r, false);
+      preempt(s, in, en, gi, r, false);
       i--;
       continue;
     }
@@ -137,6 +156,7 @@ static void schedule_swap_ins(sim_t *s, inst_t *in, engine_t *en, group_t *g, in
     dq_pop(&g->swapped);
     en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
     q->running = true;
+    q->admitted = s->admissions++;
     s->oom |= !list_add(&g->running, r);
   }
 }
@@ -155,7 +175,7 @@ static void schedule_prefills(sim_t *s, inst_t *in, engine_t *en, group_t *g, in
     /* a prompt part-way through takes its blocks from younger sequences rather than
      * stall: with every block held by unfinished prompts none could go on */
     while (!take_blocks(s, in, gi, q, q->cached + chunk))
-      if (!preempt_younger(s, in, en, g, gi, r))
+      if (!preempt_younger(s, in, en, gi, r))
         break;
     while (i >= g->running.n || g->running.v[i] != r) /* a victim before r moved it down */
       i--;

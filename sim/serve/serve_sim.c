@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonfile.h"
+
 const char *const serve_pool_kind_names[SERVE_POOL_DECODE + 1] = {"colocated", "prefill", "decode"};
 
 const char *const serve_pool_paths[SERVE_POOL_DECODE + 1] = {"serving.parallel", "serving.prefill",
@@ -87,6 +89,12 @@ static event_t heap_pop(heap_t *h) {
 
 /* ---- iterations ---- */
 
+/* Seconds from the run's first arrival to time t of the current busy stretch:
+ * for timelines and the makespan, which span the idle gaps too. */
+static double since_first(const sim_t *s, double t) {
+  return (s->epoch_s - s->first_s) + t;
+}
+
 static long used_blocks(const inst_t *in) {
   long used = 0;
   for (int g = 0; g < in->pool->plan->dp; g++)
@@ -148,16 +156,33 @@ static void try_start(sim_t *s, int i, int e, double now) {
     if (o->nlog == s->log_cap && !serve_grow((void **)&o->log, &s->log_cap, sizeof *o->log)) {
       s->oom = true;
     } else {
-      o->log[o->nlog++] =
-          (serve_iter_log_t){i, e, now, t, decodes, prefills, tokens, 0, waiting_at(in)};
+      o->log[o->nlog++] = (serve_iter_log_t){.instance = i,
+                                             .engine = e,
+                                             .start_s = since_first(s, now),
+                                             .end_s = since_first(s, t),
+                                             .decodes = decodes,
+                                             .prefills = prefills,
+                                             .tokens = tokens,
+                                             .waiting = waiting_at(in)};
     }
   }
   s->oom |= !heap_push(&s->events, (event_t){.t = t, .type = EV_ITER_DONE, .inst = i, .engine = e});
 }
 
+/* Starts every idle engine of instance i that has work. An engine that starts
+ * may have preempted a sequence of an engine tried before it (they share the
+ * blocks), which then has work: so again until none starts. */
 static void kick(sim_t *s, int i, double now) {
-  for (int e = 0; e < s->insts[i].pool->plan->pp; e++)
-    try_start(s, i, e, now);
+  bool started;
+  do {
+    started = false;
+    for (int e = 0; e < s->insts[i].pool->plan->pp; e++) {
+      if (s->insts[i].engines[e].busy)
+        continue;
+      try_start(s, i, e, now);
+      started |= s->insts[i].engines[e].busy;
+    }
+  } while (started);
 }
 
 /* A prefill instance's request leaves for a decode instance: its cache goes
@@ -183,8 +208,13 @@ static void finish(sim_t *s, inst_t *in, group_t *g, seq_t *q, long r, double no
   q->running = false;
   g->load--;
   in->outstanding--;
-  s->out->req[r].finish_s = now;
-  progress_step(s->opts->progress, 1, now);
+  s->active--;
+  serve_req_result_t *res = &s->out->req[r];
+  res->e2e_s = now - q->arrival_s;
+  res->decode_s = now - q->first_token_s;
+  res->end_s = since_first(s, now);
+  s->out->makespan_s = fmax(s->out->makespan_s, res->end_s);
+  progress_step(s->opts->progress, 1, res->end_s);
 }
 
 static void iteration_done(sim_t *s, const event_t *ev) {
@@ -202,8 +232,10 @@ static void iteration_done(sim_t *s, const event_t *ev) {
       q->cached += g->chunk[k] ? g->chunk[k] : 1;
       if (g->chunk[k] == 0 || q->cached >= q->target) {
         q->generated++;
-        if (q->generated == 1)
-          res->first_token_s = ev->t;
+        if (q->generated == 1) {
+          q->first_token_s = ev->t;
+          res->ttft_s = ev->t - q->arrival_s;
+        }
       }
       if (q->generated >= res->output_tokens) {
         finish(s, in, g, q, r, ev->t);
@@ -283,8 +315,13 @@ static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
   for (long r = 0; r < s->reqs->n; r++) {
     const serve_request_t *q = &s->reqs->v[r];
     s->seqs[r].target = q->prompt_tokens;
-    s->out->req[r] =
-        (serve_req_result_t){q->arrival_s, NAN, NAN, q->prompt_tokens, q->output_tokens, 0};
+    s->out->req[r] = (serve_req_result_t){.arrival_s = q->arrival_s,
+                                          .ttft_s = NAN,
+                                          .decode_s = NAN,
+                                          .e2e_s = NAN,
+                                          .end_s = NAN,
+                                          .prompt_tokens = q->prompt_tokens,
+                                          .output_tokens = q->output_tokens};
   }
   return 0;
 }
@@ -315,43 +352,132 @@ static void teardown(sim_t *s) {
   free(s->events.v);
 }
 
+/* Restarts the clock at 0 at arrival_s, which finds the deployment idle: the
+ * times kept in the state (stages and links free again) are all at or before
+ * it, so they become 0 with nothing else changed. */
+static void rebase(sim_t *s, double arrival_s) {
+  s->epoch_s = arrival_s;
+  s->out->busy_stretches++;
+  for (int i = 0; i < s->ninsts; i++) {
+    inst_t *in = &s->insts[i];
+    for (int st = 0; st < in->pool->plan->pp; st++)
+      in->stage_free[st] = 0;
+    in->egress_free = in->ingress_free = 0;
+  }
+}
+
+/* A busy stretch past busy_max_s: "WHERE: arrival_s: expected ..." in err. */
+static int refuse_busy(const sim_t *s, char *err, size_t err_len) {
+  char max[32], at[32];
+  jsonfile_format_number(s->opts->busy_max_s > 0 ? s->opts->busy_max_s : SERVE_BUSY_MAX_S, max,
+                         sizeof max);
+  jsonfile_format_number(s->epoch_s, at, sizeof at);
+  return snprintf(err, err_len,
+                  "%s: arrival_s: expected the deployment idle again within %s s of an "
+                  "arrival that finds it idle (the serving clock resolves 1 ns up to there), "
+                  "found it still busy %s s after the arrival at %s s",
+                  s->opts->where ? s->opts->where : "serving.requests", max, max, at),
+         SERVE_SIM_REFUSED;
+}
+
+/* Arrivals past SERVE_SPAN_MAX_S after the first: "WHERE[:LINE]: arrival_s:
+ * expected ..." in err. */
+static int check_span(const sim_t *s, char *err, size_t err_len) {
+  const serve_requests_t *r = s->reqs;
+  if (r->n == 0 || !(r->v[r->n - 1].arrival_s - r->v[0].arrival_s > SERVE_SPAN_MAX_S))
+    return 0;
+  long last = r->n - 1;
+  char at[32], line[48] = "";
+  jsonfile_format_number(r->v[last].arrival_s - r->v[0].arrival_s, at, sizeof at);
+  if (r->v[last].line > 0)
+    snprintf(line, sizeof line, ":%d", r->v[last].line);
+  else
+    snprintf(line, sizeof line, ": generated request %ld", last);
+  return snprintf(err, err_len,
+                  "%s%s: arrival_s: expected every arrival within 1e18 s of the first (the "
+                  "run's rates and energy stay finite), found one %s s after it",
+                  s->opts->where ? s->opts->where : "serving.requests", line, at),
+         SERVE_SIM_REFUSED;
+}
+
+/* Every request must have completed: if one did not, the simulation has a
+ * bug, and the run says which request waits where instead of a result. */
+static int check_completed(const sim_t *s, char *err, size_t err_len) {
+  long left = 0, first = -1;
+  for (long r = 0; r < s->reqs->n; r++)
+    if (!s->seqs[r].done) {
+      left++;
+      first = first < 0 ? r : first;
+    }
+  if (left == 0)
+    return 0;
+  const seq_t *q = &s->seqs[first];
+  char at[32];
+  jsonfile_format_number(s->reqs->v[first].arrival_s, at, sizeof at);
+  return snprintf(err, err_len,
+                  "npusim serve: internal error: %ld of %ld requests unfinished when nothing "
+                  "was left to run (request %ld, arrival_s %s: instance %d, engine %d, "
+                  "group %d, %d of %d tokens cached, %d generated, %s); nothing written",
+                  left, s->reqs->n, first, at, q->inst, q->engine, q->group, q->cached, q->target,
+                  q->generated, q->running ? "running" : "not running"),
+         SERVE_SIM_INTERNAL;
+}
+
+/* The event loop: arrivals and events in time order (an arrival first on a
+ * tie). Returns 0 or a refusal, as serve_sim_run. */
+static int run_events(sim_t *s, char *err, size_t err_len) {
+  const serve_requests_t *reqs = s->reqs;
+  double max = s->opts->busy_max_s > 0 ? s->opts->busy_max_s : SERVE_BUSY_MAX_S;
+  serve_pool_kind_t entry = s->cfg->disaggregated ? SERVE_POOL_PREFILL : SERVE_POOL_COLOCATED;
+  long next = 0;
+  while (!s->oom && (next < reqs->n || s->events.n)) {
+    if (next < reqs->n &&
+        (s->events.n == 0 || reqs->v[next].arrival_s - s->epoch_s <= s->events.v[0].t)) {
+      if (s->events.n == 0 && s->active == 0)
+        rebase(s, reqs->v[next].arrival_s);
+      double now = reqs->v[next].arrival_s - s->epoch_s;
+      if (!(now < max))
+        return refuse_busy(s, err, err_len);
+      int i = pick_instance(s, entry);
+      s->seqs[next].arrival_s = now;
+      s->active++;
+      enqueue(s, i, next++);
+      kick(s, i, now);
+      continue;
+    }
+    event_t ev = heap_pop(&s->events);
+    if (!(ev.t < max))
+      return refuse_busy(s, err, err_len);
+    if (ev.type == EV_ITER_DONE)
+      iteration_done(s, &ev);
+    else
+      kv_done(s, &ev);
+  }
+  if (s->oom)
+    return snprintf(err, err_len, "serve: out of memory during the simulation"), SERVE_SIM_REFUSED;
+  return check_completed(s, err, err_len);
+}
+
 int serve_sim_run(const serving_cfg_t *cfg, const serve_sim_pool_t *pools, int npools,
                   const topo_t *topo, const serve_requests_t *reqs, const serve_sim_opts_t *opts,
                   serve_sim_result_t *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
-  sim_t s = {cfg, topo, reqs, opts, out, NULL, NULL, 0, {0}, {0}, {0}, 0, false};
+  sim_t s = {cfg, topo, reqs, opts, out, NULL, NULL, 0, {0}, {0}, {0}, 0, false, 0, 0, 0, 0};
   out->nreq = reqs->n;
   if (build(&s, pools, npools)) {
     teardown(&s);
     serve_sim_result_free(out);
-    return snprintf(err, err_len, "serve: out of memory for %ld requests", reqs->n), -1;
+    return snprintf(err, err_len, "serve: out of memory for %ld requests", reqs->n),
+           SERVE_SIM_REFUSED;
   }
-  serve_pool_kind_t entry = cfg->disaggregated ? SERVE_POOL_PREFILL : SERVE_POOL_COLOCATED;
-  long next = 0;
-  while (!s.oom && (next < reqs->n || s.events.n)) {
-    if (next < reqs->n && (s.events.n == 0 || reqs->v[next].arrival_s <= s.events.v[0].t)) {
-      double now = reqs->v[next].arrival_s;
-      int i = pick_instance(&s, entry);
-      enqueue(&s, i, next++);
-      kick(&s, i, now);
-      continue;
-    }
-    event_t ev = heap_pop(&s.events);
-    if (ev.type == EV_ITER_DONE)
-      iteration_done(&s, &ev);
-    else
-      kv_done(&s, &ev);
-  }
-  double first = reqs->n ? reqs->v[0].arrival_s : 0, last = first;
-  for (long r = 0; r < reqs->n; r++)
-    last = fmax(last, out->req[r].finish_s);
-  out->makespan_s = last - first;
+  s.first_s = s.epoch_s = reqs->n ? reqs->v[0].arrival_s : 0;
+  int rc = check_span(&s, err, err_len);
+  if (rc == 0)
+    rc = run_events(&s, err, err_len);
   teardown(&s);
-  if (s.oom) {
+  if (rc)
     serve_sim_result_free(out);
-    return snprintf(err, err_len, "serve: out of memory during the simulation"), -1;
-  }
-  return 0;
+  return rc;
 }
 
 void serve_sim_result_free(serve_sim_result_t *r) {

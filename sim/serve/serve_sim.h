@@ -8,9 +8,10 @@
  * iteration as soon as its last one ends:
  *   - the running sequences decode first (one token each), a new KV block
  *     when one fills; with no block free the youngest running sequence is
- *     preempted (recompute: its cache dropped and its prompt and output so far
- *     prefilled again later; swap: its blocks copied to host and back, at the
- *     host link's rate, inside the iterations that do it);
+ *     preempted, from whichever engine of the instance holds it (they share
+ *     the group's blocks): recompute drops its cache, its prompt and output
+ *     so far prefilled again later; swap copies its blocks to host and back,
+ *     at the host link's rate, inside the iterations that do it;
  *   - then prefill, Sarathi-style chunks filling the token budget
  *     (chunked_prefill), or whole prompts in prefill-only iterations before any
  *     decode (vLLM V0);
@@ -55,9 +56,15 @@ int serve_sim_pools(const serving_cfg_t *cfg, serve_sim_pool_t pools[2]);
 /* The config path of a pool kind's split ("serving.parallel", ...). */
 extern const char *const serve_pool_paths[SERVE_POOL_DECODE + 1];
 
-/* What happened to a request. */
+/* What happened to a request. Its latencies are differences of the clock
+ * inside one busy stretch (see serve_sim_run), so they do not depend on when
+ * the run starts; NAN until known. */
 typedef struct {
-  double arrival_s, first_token_s, finish_s;
+  double arrival_s; /* as the trace or generator gave it */
+  double ttft_s;    /* arrival to first token */
+  double decode_s;  /* first token to last (0 with one output token) */
+  double e2e_s;     /* arrival to last token */
+  double end_s;     /* the last token, seconds after the run's first arrival */
   int prompt_tokens, output_tokens;
   int preemptions;
 } serve_req_result_t;
@@ -83,6 +90,7 @@ typedef struct {
   serve_req_result_t *req;
   long nreq;
   double makespan_s; /* first arrival to last token */
+  long busy_stretches; /* arrivals that found the deployment idle */
   long iterations, preemptions, kv_transfers;
   double kv_transfer_s;       /* summed over transfers */
   double dynamic_J;           /* energy above idle of every iteration (serve_cost: parts.J) */
@@ -95,11 +103,32 @@ typedef struct {
 typedef struct {
   bool log_iterations;  /* fill result.log */
   progress_t *progress; /* a step per finished request; may be NULL */
+  const char *where;    /* names the requests in a refusal (trace or workload path) */
+  double busy_max_s;    /* 0: SERVE_BUSY_MAX_S (tests lower it) */
 } serve_sim_opts_t;
 
+/* The longest busy stretch, seconds: the clock restarts at 0 at each arrival
+ * that finds the deployment idle (nothing queued, running or in flight), and
+ * below 2^23 s a double resolves 1 ns or better (2^-30 s). */
+#define SERVE_BUSY_MAX_S 8388608.0
+
+/* The latest arrival, seconds after the first: the generator's extreme (10^8
+ * requests at 10^-9/s) spans about 10^17 s; beyond 10^18 s the run's idle
+ * energy could overflow a double. */
+#define SERVE_SPAN_MAX_S 1e18
+
+/* What serve_sim_run returns besides 0. */
+enum {
+  SERVE_SIM_REFUSED = -1, /* out of memory, arrivals past SERVE_SPAN_MAX_S or a busy
+                             stretch past busy_max_s */
+  SERVE_SIM_INTERNAL = -2 /* requests left unfinished: a bug, never a result */
+};
+
 /* Runs the requests through the pools (one co-located pool, or prefill then
- * decode) laid out on topo. Returns 0, or -1 with the reason in err (out of
- * memory). */
+ * decode) laid out on topo. Times are kept relative to the start of each busy
+ * stretch, so latencies are exact whatever the arrivals' magnitude. Returns 0
+ * (every request completed), or SERVE_SIM_REFUSED / SERVE_SIM_INTERNAL with
+ * the reason, one line, in err. */
 int serve_sim_run(const serving_cfg_t *cfg, const serve_sim_pool_t *pools, int npools,
                   const topo_t *topo, const serve_requests_t *reqs, const serve_sim_opts_t *opts,
                   serve_sim_result_t *out, char *err, size_t err_len);

@@ -80,6 +80,8 @@ typedef struct {
   long blocks; /* KV blocks held */
   bool running, done;
   bool in_batch; /* in its group's batch being scheduled or run */
+  long admitted; /* when it last joined a running batch (sim_t.admissions): its age */
+  double arrival_s, first_token_s; /* on the clock of its busy stretch */
 } seq_t;
 
 typedef struct {
@@ -136,6 +138,10 @@ typedef struct {
   heap_t events;
   long log_cap;
   bool oom;
+  long admissions; /* sequences admitted to a running batch so far */
+  long active;     /* requests arrived and not finished */
+  double first_s;  /* the first arrival (absolute) */
+  double epoch_s;  /* the arrival (absolute) the clock counts from: 0 there */
 } sim_t;
 
 /* Schedules group g's next batch (engine en of instance in): decodes, swap-ins
