@@ -21,14 +21,15 @@ int faults_parse(const char *text, link_faults_t *out) {
     char *end;
     errno = 0;
     double f = strtod(p + len + 1, &end);
-    if (end == p + len + 1 || errno || !(f >= 0 && f <= 1))
+    if (end == p + len + 1 || errno || !(f == 0 || (f >= FAULTS_MIN_FACTOR && f <= 1)))
       return -1;
     out->v[n].factor = f;
     out->v[n].at_s = 0;
     if (*end == '@') {
       const char *at = end + 1;
       double t = strtod(at, &end);
-      if (end == at || errno || !(t >= 0 && t < 1e9) || isspace((unsigned char)*at))
+      /* no errno: a T that underflows (1e-310) is a time after 0 all the same */
+      if (end == at || !(t >= 0 && t <= FAULTS_MAX_AT_S) || isspace((unsigned char)*at))
         return -1;
       out->v[n].at_s = t;
     }

@@ -31,10 +31,20 @@
 
 #define FAULTS_MAX 32
 #define FAULTS_NAME_MAX 48
+/* The least bandwidth a slowed link keeps, as a fraction of what it was
+ * built with, all its faults multiplied: a link of 25 GB/s keeps at least
+ * 25 MB/s, below any lane-down state (one lane of 16 keeps 1/16). Slower
+ * than that is dead (0): a transfer on a link at 1e-300 of its rate would
+ * take longer than any clock can count. */
+#define FAULTS_MIN_FACTOR 0.001
+/* The latest a timed fault may strike, seconds into the run (31 years: later
+ * is never). Any time from 0 is fine: one at 1e-300 s is the fault from the
+ * start, drawn as a change. */
+#define FAULTS_MAX_AT_S 1e9
 
 typedef struct {
   char link[FAULTS_NAME_MAX]; /* a link kind or a link's name */
-  double factor;              /* bandwidth left, [0, 1]; 0: dead */
+  double factor;              /* bandwidth left: 0 (dead) or [FAULTS_MIN_FACTOR, 1] */
   double at_s;                /* from when, seconds into the run; 0: the start */
   bool timed;                 /* from a T > 0 (shown on the timeline); "@0" is not */
 } link_fault_t;
@@ -44,8 +54,9 @@ typedef struct {
   link_fault_t v[FAULTS_MAX];
 } link_faults_t;
 
-/* Parses "LINK:FACTOR[@T][,...]" (FACTOR in [0, 1], T >= 0 seconds) into out;
- * "" is no fault. Returns 0, or -1 if text is not such a list. */
+/* Parses "LINK:FACTOR[@T][,...]" (FACTOR 0 or in [FAULTS_MIN_FACTOR, 1]; T in
+ * [0, FAULTS_MAX_AT_S] seconds) into out; "" is no fault. Returns 0, or -1 if
+ * text is not such a list. */
 int faults_parse(const char *text, link_faults_t *out);
 
 #endif

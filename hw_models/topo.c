@@ -265,10 +265,40 @@ static int add_changes(topo_t *t) {
   return 0;
 }
 
+/* Faults on one link multiply, from the start or at their times: together
+ * they must leave it FAULTS_MIN_FACTOR of its bandwidth (one alone does, by
+ * the parser), or the link's times pass any clock. */
+static int check_floor(const topo_t *t, char *err, size_t err_len) {
+  const link_faults_t *f = &t->cluster.faults;
+  int slowing = 0;
+  for (int i = 0; i < f->n; i++)
+    slowing += f->v[i].factor > 0 && f->v[i].factor < 1;
+  for (int link = 0; slowing > 1 && link < t->nlinks; link++) {
+    double left = 1;
+    for (int i = 0; i < f->n; i++)
+      if (f->v[i].factor > 0 && fault_matches(t, link, f->v[i].link))
+        left *= f->v[i].factor;
+    if (left < FAULTS_MIN_FACTOR) {
+      char name[64];
+      topo_link_name(t, link, name, sizeof name);
+      return snprintf(err, err_len,
+                      "cluster.faults.links: expected the faults on one link to "
+                      "leave it at least %g of its bandwidth together (or 0: dead), found %s "
+                      "at %g",
+                      FAULTS_MIN_FACTOR, name, left),
+             -1;
+    }
+  }
+  return 0;
+}
+
 /* Applies the faults; a fault naming no link, or a dead link without a
- * detour, or a link dying during the run, is refused in err. */
+ * detour, or a link dying during the run, or faults that together leave a
+ * link less than FAULTS_MIN_FACTOR, are refused in err. */
 static int apply_faults(topo_t *t, char *err, size_t err_len) {
   const link_faults_t *f = &t->cluster.faults;
+  if (check_floor(t, err, err_len))
+    return -1;
   for (int i = 0; i < f->n; i++) {
     int matched = 0;
     if (f->v[i].at_s > 0 && f->v[i].factor == 0) { /* dies during the run: build_after */

@@ -107,7 +107,8 @@ struct topo {
  * ranks off: "FIELD: expected ..., found ...", FIELD being the parameter at
  * fault (ranks, ranks_per_node or cluster.faults.links); the caller adds where
  * its value came from: the job's for -1, the system config's for
- * TOPO_BAD_FAULT (a fault naming no link of the job, or cutting ranks off). */
+ * TOPO_BAD_FAULT (a fault naming no link of the job, cutting ranks off, or
+ * faults that together leave a link below FAULTS_MIN_FACTOR). */
 #define TOPO_BAD_FAULT (-2)
 int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
                int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len);

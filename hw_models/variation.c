@@ -20,7 +20,7 @@ int variation_parse_ranges(const char *text, variation_ranges_t *out) {
     char *end;
     errno = 0;
     double f = strtod(p + 1, &end);
-    if (end == p + 1 || !(f > 0 && f <= 100) || errno)
+    if (end == p + 1 || !(f >= VARIATION_MIN_FACTOR && f <= VARIATION_MAX_FACTOR) || errno)
       return -1;
     p = end;
     if (n == VARIATION_MAX_RANGES || (*p && *p != ','))

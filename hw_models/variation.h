@@ -17,7 +17,11 @@
 #include <stdbool.h>
 
 #define VARIATION_MAX_RANGES 64
-#define VARIATION_MIN_FACTOR 0.01 /* drawn factors are clipped here: no op takes forever */
+/* The slowest and fastest a rank runs against the chip model: given factors
+ * must lie here and drawn ones are clipped to the floor, so that no op takes
+ * forever (a rank at 0.01 is already 100 times slower than its peers). */
+#define VARIATION_MIN_FACTOR 0.01
+#define VARIATION_MAX_FACTOR 100
 
 typedef struct {
   int first, last; /* ranks, inclusive */
@@ -36,8 +40,9 @@ typedef struct {
   int seed;
 } variation_cfg_t;
 
-/* Parses "R[-R]:FACTOR[,...]" (ranks >= 0, factors in (0, 100]) into out;
- * "" is no range. Returns 0, or -1 if text is not such a list. */
+/* Parses "R[-R]:FACTOR[,...]" (ranks >= 0, factors in [VARIATION_MIN_FACTOR,
+ * VARIATION_MAX_FACTOR]) into out; "" is no range. Returns 0, or -1 if text is
+ * not such a list. */
 int variation_parse_ranges(const char *text, variation_ranges_t *out);
 
 /* Whether any rank or op is away from the chip model's speed. */

@@ -6,6 +6,7 @@
 
 #include "suites.h"
 #include "test_util.h"
+#include "topo.h"
 
 static system_cfg_t sys;
 static workload_cfg_t wl;
@@ -176,6 +177,57 @@ static void test_job_must_fit_the_system(void) {
                          "");
 }
 
+/* A board limit at or below what a die running any op draws leaves no clock
+ * to throttle to: refused, as are the files of other servers' chips that have
+ * one (they pass the same rules). */
+static void test_power_limit_must_pass_idle_and_active(void) {
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("chip.power.max_W=50"),
+         "--set: chip.power.max_W: expected 0 or more than chip.power.idle_W + active_W = 90 W "
+         "(the least a running die draws), found 50");
+  expect(CONFIG_SYSTEM, "a100-dgx.json", SET("chip.power.max_W=295"),
+         "--set: chip.power.max_W: expected 0 or more than chip.power.idle_W + active_W = 295 "
+         "W (the least a running die draws), found 295");
+  expect(CONFIG_SYSTEM, "a100-dgx.json", SET("chip.power.max_W=296"), "");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("chip.power.max_W=0"), "");
+  expect(CONFIG_SYSTEM, "ascend-910b.json",
+         SET("chip.power.max_W=1", "chip.power.idle_W=0", "chip.power.active_W=0"), "");
+}
+
+/* Speed and link factors near 0 (1e-305 of a rank's speed or of a link's
+ * bandwidth) made times that no double holds: factors have floors, and the
+ * faults on one link must leave it the link floor together. */
+static void test_factors_near_zero_are_refused(void) {
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("chip.variation.speed_factors=3:0.0099"),
+         "--set: chip.variation.speed_factors: expected ranks and speed factors, "
+         "\"R[-R]:FACTOR,...\" (FACTOR in [0.01, 100]), found \"3:0.0099\"");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("chip.variation.speed_factors=3:0.01,4:100"), "");
+  const char *fault_error = "--set: cluster.faults.links: expected links and the bandwidth "
+                            "left, \"LINK:FACTOR[@T],...\" (FACTOR 0 or in [0.001, 1]; T in "
+                            "[0, 1e9] s), found ";
+  const char *refused[] = {"nic:1e-305", "nic:0.0009", "nic:0.5@2e9", "nic:0.5@1e300"};
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    char set[64], msg[512];
+    snprintf(set, sizeof set, "cluster.faults.links=%s", refused[i]);
+    snprintf(msg, sizeof msg, "%s\"%s\"", fault_error, refused[i]);
+    expect(CONFIG_SYSTEM, "ascend-910b.json", SET(set), msg);
+  }
+  expect(CONFIG_SYSTEM, "ascend-910b.json",
+         SET("cluster.faults.links=nic:0.001@1e-310,uplink:0@1e9,s0.mesh0-1:0"), "");
+  /* two faults on one link multiply below the floor: refused when the job's
+   * links are built, naming the link */
+  system_cfg_t s =
+      load_system("ascend-910b.json", SET("cluster.faults.links=nic:0.01,s1.nic2:0.05"));
+  topo_t t;
+  char err[256];
+  CU_ASSERT_EQUAL(topo_build(&s.node, &s.cluster, 1, 16, 8, &t, err, sizeof err), TOPO_BAD_FAULT);
+  CU_ASSERT_STRING_EQUAL(err, "cluster.faults.links: expected the faults on one link to leave it "
+                              "at least 0.001 of its bandwidth together (or 0: dead), found "
+                              "s1.nic2 at 0.0005");
+  s = load_system("ascend-910b.json", SET("cluster.faults.links=nic:0.1,s1.nic2:0.01"));
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 16, 8, &t, err, sizeof err), 0);
+  topo_free(&t);
+}
+
 CU_TestInfo config_rules_tests[] = {
     {"scale-up links must match the topology", test_scale_up_links_must_match_the_topology},
     {"packages, fabric and buffers must agree", test_packages_fabric_and_buffers_must_agree},
@@ -183,5 +235,7 @@ CU_TestInfo config_rules_tests[] = {
     {"model and plan must divide evenly", test_model_and_plan_must_divide_evenly},
     {"moe plan must fit the experts", test_moe_plan_must_fit_the_experts},
     {"job must fit the system", test_job_must_fit_the_system},
+    {"power limit must pass idle and active", test_power_limit_must_pass_idle_and_active},
+    {"factors near zero are refused", test_factors_near_zero_are_refused},
     CU_TEST_INFO_NULL,
 };

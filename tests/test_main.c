@@ -19,6 +19,7 @@ int main(void) {
       {.pName = "outfile", .pTests = outfile_tests},
       {.pName = "serve", .pTests = serve_tests},
       {.pName = "jobs", .pTests = jobs_tests},
+      {.pName = "out_format", .pTests = out_format_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

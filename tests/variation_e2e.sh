@@ -91,6 +91,6 @@ expect_line "a range beyond the job" \
   "configs/systems/ascend-910b.json: chip.variation.speed_factors: expected ranks below the job's 8 (configs/workloads/llama2-7b.json), found 8" \
   $train --set chip.variation.speed_factors=8:0.5
 expect_line "a factor of 0" \
-  '--set: chip.variation.speed_factors: expected ranks and speed factors, "R[-R]:FACTOR,..." (0 < FACTOR <= 100), found "3:0"' \
+  '--set: chip.variation.speed_factors: expected ranks and speed factors, "R[-R]:FACTOR,..." (FACTOR in [0.01, 100]), found "3:0"' \
   $train --set chip.variation.speed_factors=3:0
 finish variation_e2e

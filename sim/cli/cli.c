@@ -669,6 +669,14 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
     npu_err_set(&err, "npusim: out of memory");
     rc = CMD_CANNOT_WRITE;
   }
+  out_nonfinite_t bad;
+  if (rc == 0 && out_find_nonfinite(opts.format, buf, len, &bad)) {
+    npu_err_set(&err,
+                "npusim %s: internal error: expected finite numbers in the %s output, "
+                "found \"%s\" at line %d, field \"%s\"; nothing written",
+                cmd->name, cli_format_names[opts.format], bad.text, bad.line, bad.field);
+    rc = CMD_CANNOT_WRITE;
+  }
   if (rc == 0 && opts.format == FORMAT_JSON && !json_output_valid(buf, len)) {
     npu_err_set(&err, "npusim %s: internal error: the JSON output is not valid JSON (a number "
                 "that is not finite?); nothing written", cmd->name);

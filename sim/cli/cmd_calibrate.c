@@ -257,6 +257,13 @@ static int write_config(const cli_opts_t *opts, const cal_param_t *params, int n
   }
   data[len] = '\n';
   data[len + 1] = '\0';
+  out_nonfinite_t bad; /* a fit that ran off to inf is no config (out_format.h) */
+  if (out_find_nonfinite(FORMAT_JSON, data, len, &bad)) {
+    free(data);
+    npu_err_set(err, "%s: internal error: expected finite fitted values, found \"%s\" at %s; "
+                "nothing written", opts->output_path, bad.text, bad.field);
+    return CMD_CANNOT_WRITE;
+  }
   time_limit_off(); /* the file is written whole: the time limit ends here */
   int rc = outfile_write_all(opts->output_path, data, len + 1, 0, err->msg,
                                      sizeof err->msg);

@@ -121,10 +121,22 @@ static int check_algorithms(const config_doc_t *doc, const system_cfg_t *s, npu_
   return 0;
 }
 
+/* A board's power limit above what the die draws with no op's units busy
+ * (idle, and active whenever an op runs): a lower limit leaves no clock to
+ * throttle to, and every op would pass it. */
+static int check_power(const config_doc_t *doc, const chip_power_cfg_t *p, npu_err_t *err) {
+  if (p->max_W > 0 && p->max_W <= p->idle_W + p->active_W)
+    return fail(doc, "chip.power.max_W", err,
+                "0 or more than chip.power.idle_W + active_W = %g W (the least a running die "
+                "draws), found %g",
+                p->idle_W + p->active_W, p->max_W);
+  return 0;
+}
+
 static int check_system(const config_doc_t *doc, const system_cfg_t *s, npu_err_t *err) {
   if (check_dies(doc, s, err) || check_links(doc, &s->node, err) ||
       check_fractal_fits(doc, &s->chip.cube, err) || check_fabric(doc, s, err) ||
-      check_algorithms(doc, s, err))
+      check_algorithms(doc, s, err) || check_power(doc, &s->chip.power, err))
     return -1;
   return 0;
 }

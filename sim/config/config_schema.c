@@ -18,6 +18,10 @@
 
 #include "workload.h"
 
+/* A constant's digits as written, for the texts that state a range. */
+#define TEXT_OF(x) TEXT_OF_(x)
+#define TEXT_OF_(x) #x
+
 #define GIGA 1e9
 #define MICRO 1e-6
 #define KIB 1024.0
@@ -266,14 +270,18 @@ static const cfg_key_t system_keys[] = {
     OFF("chip.power.hbm_pJ_per_bit", "pJ/bit", 8e-12, SYS(chip.power.hbm_J_per_byte), 0.001,
         1e4, "0", "Energy of one bit between HBM and the cores (DRAM, PHY, on-chip path)."),
     OFF("chip.power.max_W", "W", 1, SYS(chip.power.max_W), 1, 1e5, "0",
-        "The board's power limit (TDP): ops throttle to it (see clock_GHz); 0: none."),
+        "The board's power limit (TDP): ops throttle to it (see clock_GHz); above idle_W + "
+        "active_W (what a die running any op draws); 0: none."),
 
     OBJ("chip.variation", "Stragglers: NPUs away from the chip model's speed (variation.h)."),
     PARSED("chip.variation.speed_factors", system_cfg_t, variation.ranges, 0, 1023, "\"\"",
-           convert_ranges, "ranks and speed factors, \"R[-R]:FACTOR,...\" (0 < FACTOR <= 100)",
+           convert_ranges,
+           "ranks and speed factors, \"R[-R]:FACTOR,...\" (FACTOR in "
+           "[" TEXT_OF(VARIATION_MIN_FACTOR) ", " TEXT_OF(VARIATION_MAX_FACTOR) "])",
            "Ranks at a speed factor: \"3:0.5\" runs rank 3's compute at half speed, "
            "\"0-7:0.9,12:0.5\" ranks 0 to 7 at 0.9 and 12 at 0.5 (later ranges win, over "
-           "speed_sigma's draw)."),
+           "speed_sigma's draw). A rank runs at least " TEXT_OF(VARIATION_MIN_FACTOR)
+           " of the chip model's speed, as drawn factors are clipped: no op takes forever."),
     OFF("chip.variation.speed_sigma", "", 1, SYS(variation.speed_sigma), 1e-6, 1, "0",
         "Each rank's speed factor drawn once from 1 + sigma N(0, 1) (clipped at 0.01), "
         "seeded; 0: every rank at 1."),
@@ -319,11 +327,13 @@ static const cfg_key_t system_keys[] = {
         "the run (faults.h)."),
     PARSED("cluster.faults.links", system_cfg_t, cluster.faults, 0, 1023, "\"\"",
            convert_faults,
-           "links and the bandwidth left, \"LINK:FACTOR[@T],...\" (0 <= FACTOR <= 1, T >= 0 s)",
+           "links and the bandwidth left, \"LINK:FACTOR[@T],...\" (FACTOR 0 or in "
+           "[" TEXT_OF(FAULTS_MIN_FACTOR) ", 1]; T in [0, " TEXT_OF(FAULTS_MAX_AT_S) "] s)",
            "Each LINK is a kind (scale_up, die, supernode, nic, uplink: all of them) or one "
            "link by its name in the job (s0.mesh1-5, s2.nic3, leaf0.spine1, as --links "
-           "prints them); FACTOR is the bandwidth left, 0 a dead link. Dead links are routed "
-           "around (a full-mesh pair through a third NPU, a spine's flows onto the other "
+           "prints them); FACTOR is the bandwidth left, 0 a dead link; the faults on one link "
+           "multiply and leave it at least " TEXT_OF(FAULTS_MIN_FACTOR) " (or 0). Dead links "
+           "are routed around (a full-mesh pair through a third NPU, a spine's flows onto the other "
            "spines); a dead link that cuts ranks off is refused, naming them. @T: from T "
            "seconds into the run (simulated time; none or @0: from the start), the link has "
            "FACTOR of its bandwidth before; a transfer crossing T runs at the old rate until T "
