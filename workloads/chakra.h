@@ -89,6 +89,14 @@ int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t 
 int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t *vocab,
                 trace_t *out, long *skipped, char *err, size_t err_len);
 
+/* Tells an error about a trace chakra_read made ("PREFIX: rank R op ID: FIELD:
+ * ...", as the trace checks and the replay word them) in the ET's terms: the
+ * rank's file, the node's id and name, the node's field ("PREFIX.R.et: node
+ * ID "NAME": comm_size: ..."). Other messages are copied as they are; msg
+ * may be err. */
+void chakra_explain(const char *prefix, const trace_t *t, const char *msg, char *err,
+                    size_t err_len);
+
 /* How long op i of rank r ran (seconds), and how long it takes at the chip
  * model's speed (before chip.variation), for the export. */
 typedef void (*chakra_duration_fn)(const void *ctx, int rank, int op, double *ran_s,

@@ -518,6 +518,8 @@ static char *name_attr(const ctx_t *c, const attr_t *a, const char *field) {
  * character, up to any NUL; NULL when empty. */
 static char *label_of(const buf_t *name) {
   size_t n = (size_t)(name->end - name->p);
+  if (n == 0)
+    return NULL;
   if (n > MAX_NAME_BYTES) {
     n = MAX_NAME_BYTES;
     while (n > 0 && (name->p[n] & 0xc0) == 0x80)
@@ -601,11 +603,12 @@ static int get_size(const ctx_t *c, const node_t *n, double *bytes) {
 
 static int put_coll(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace_op_t *op) {
   int64_t ct = n->comm_type.has_int ? n->comm_type.ival : -1;
-  if (ct < 0 || ct >= CHAKRA_COLL_TYPE_COUNT)
+  if (!n->comm_type.has_int)
     return fail(c, "comm_type",
                 "et_def.proto's CollectiveCommType (0-9) on a COMM_COLL_NODE, "
-                "found %s",
-                n->comm_type.has_int ? "another number" : "none");
+                "found none");
+  if (ct < 0 || ct >= CHAKRA_COLL_TYPE_COUNT)
+    return fail(c, "comm_type", "et_def.proto's CollectiveCommType (0-9), found %" PRId64, ct);
   const char *kind = chakra_coll_npusim[ct];
   op->kind = kind ? find_coll(j->vocab, kind) : -1;
   if (op->kind < 0)
@@ -964,7 +967,8 @@ static void add_program(job_t *j, rank_t *rk) {
     int k = j->prog_slots[s] - 1;
     if (j->prog_hash[k] == h && same_program(&t->programs[k], p)) {
       trace_program_t *q = &t->programs[k];
-      q->ranks = realloc(q->ranks, (size_t)(q->nranks + 1) * sizeof *q->ranks);
+      if ((q->nranks & (q->nranks - 1)) == 0) /* grown at powers of two */
+        q->ranks = realloc(q->ranks, (size_t)(2 * q->nranks) * sizeof *q->ranks);
       q->ranks[q->nranks++] = rk->rank;
       t->program_of[rk->rank] = k;
       free_program(p);
@@ -973,6 +977,10 @@ static void add_program(job_t *j, rank_t *rk) {
     }
   }
   int k = t->nprograms++;
+  if ((k & (k - 1)) == 0) { /* grown at powers of two */
+    t->programs = realloc(t->programs, (size_t)(k ? 2 * k : 1) * sizeof *t->programs);
+    j->prog_hash = realloc(j->prog_hash, (size_t)(k ? 2 * k : 1) * sizeof *j->prog_hash);
+  }
   j->prog_slots[s] = k + 1;
   j->prog_hash[k] = h;
   t->programs[k] = *p;
@@ -1068,7 +1076,8 @@ static int convert_rank(job_t *j, rank_t *rk, buf_t b, char *err, size_t err_len
       rk->deps = realloc(rk->deps, (size_t)rk->cap_deps * sizeof *rk->deps);
       rk->dep_ctrl = realloc(rk->dep_ctrl, (size_t)rk->cap_deps);
     }
-    take_deps(msg, rk->deps + ndeps, rk->dep_ctrl + ndeps);
+    if (node.ndeps)
+      take_deps(msg, rk->deps + ndeps, rk->dep_ctrl + ndeps);
     ndeps += node.ndeps;
     if (put_node(j, rk, &c, &node, &rk->ops[i]))
       return -1;
@@ -1225,13 +1234,17 @@ static int load_groups(job_t *j, char *err, size_t err_len) {
   return 0;
 }
 
-/* Tells a failed check of the whole trace ("PREFIX: rank R op ID: FIELD:
- * ...") in the ET's terms: the rank's file, the node's id and name, the
- * node's field ("PREFIX.R.et: node ID "name": comm_size: ..."). */
-static void explain(const job_t *j, const char *msg, char *err, size_t err_len) {
-  const trace_t *t = j->t;
-  size_t skip = strlen(j->prefix) + 2;
-  const char *m = strlen(msg) >= skip ? msg + skip : msg;
+void chakra_explain(const char *prefix, const trace_t *t, const char *msg, char *err,
+                    size_t err_len) {
+  size_t skip = strlen(prefix);
+  if (strncmp(msg, prefix, skip) != 0 || strncmp(msg + skip, ": ", 2) != 0) {
+    if (msg != err)
+      snprintf(err, err_len, "%s", msg);
+    return; /* not about the trace */
+  }
+  char copy[TRACE_ERR_MAX];
+  snprintf(copy, sizeof copy, "%s", msg + skip + 2);
+  const char *m = copy;
   int rank = -1, id = -1, used = 0;
   if (sscanf(m, "rank %d op %d: %n", &rank, &id, &used) < 2 || used == 0) {
     used = 0;
@@ -1241,7 +1254,7 @@ static void explain(const job_t *j, const char *msg, char *err, size_t err_len) 
   }
   char file[4096] = "", where[128] = "";
   if (rank >= 0 && rank < t->ranks)
-    rank_file(j->prefix, rank, file, sizeof file);
+    rank_file(prefix, rank, file, sizeof file);
   const trace_op_t *op = NULL;
   const trace_program_t *p = file[0] ? &t->programs[t->program_of[rank]] : NULL;
   for (int i = 0; p && id >= 0 && i < p->nops && !op; i++)
@@ -1256,8 +1269,10 @@ static void explain(const job_t *j, const char *msg, char *err, size_t err_len) 
   m += used;
   static const struct {
     const char *field, *chakra;
-  } fields[] = {
-      {"bytes: ", "comm_size: "}, {"comm: ", "pg_name: "}, {"stream: ", "npusim_stream: "}};
+  } fields[] = {{"bytes: ", "comm_size: "},
+                {"comm: ", "pg_name: "},
+                {"stream: ", "npusim_stream: "},
+                {"algo: ", "npusim_algo: "}};
   const char *field = "";
   for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
     if (strncmp(m, fields[k].field, strlen(fields[k].field)) == 0)
@@ -1277,7 +1292,7 @@ static void explain(const job_t *j, const char *msg, char *err, size_t err_len) 
     }
   }
   rest[n] = '\0';
-  snprintf(err, err_len, "%s: %s%s%s%s", file[0] ? file : j->prefix, where, where[0] ? ": " : "",
+  snprintf(err, err_len, "%s: %s%s%s%s", file[0] ? file : prefix, where, where[0] ? ": " : "",
            field, rest);
 }
 
@@ -1305,8 +1320,6 @@ int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t 
   out->name = strdup(name);
   out->ranks = ranks;
   out->program_of = malloc((size_t)ranks * sizeof *out->program_of);
-  out->programs = calloc((size_t)ranks, sizeof *out->programs);
-  j.prog_hash = malloc((size_t)ranks * sizeof *j.prog_hash);
   int rc = load_groups(&j, err, err_len);
   for (int r = 0; rc == 0 && r < ranks; r++)
     rc = read_rank(&j, r, err, err_len);
@@ -1316,7 +1329,7 @@ int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t 
         .name = prefix, .vocab = vocab, .err = msg, .err_len = sizeof msg, .ranks = ranks};
     rc = trace_check(&c, out);
     if (rc)
-      explain(&j, msg, err, err_len);
+      chakra_explain(prefix, out, msg, err, err_len);
   }
   if (rc)
     trace_free(out);
