@@ -12,7 +12,9 @@ string_val 29, double_val 3). Python standard library only.
 As a module: write_et(path, nodes, version="0.0.4"), where a node is a dict
 {"id", "name", "type", "ctrl_deps", "data_deps", "duration_micros", "attr": [(name,
 kind, value)]}, kind one of int64, uint64, bool, string, double; node types and
-collective types as NODE_TYPES and COMM_TYPES name them.
+collective types as NODE_TYPES and COMM_TYPES name them; split_et(data) and
+join_et(messages) take an ET's bytes apart into its messages and back,
+read_node(message) decodes a node.
 As a script: chakra_et.py allreduce PREFIX --ranks N --layers L [--compute-us U]
 [--bytes B] writes N ranks each running L x (compute U us -> all-reduce of B
 bytes over all ranks), the peer workload of scripts/bench_chakra.py."""
@@ -86,6 +88,83 @@ def et_bytes(nodes, version="0.0.4"):
         b = node_bytes(n)
         out += varint(len(b)) + b
     return out
+
+
+def _varint_at(data, i):
+    """The varint at data[i:] and the index after it."""
+    v, shift = 0, 0
+    while True:
+        b = data[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
+def split_et(data):
+    """The messages of an ET's bytes: [GlobalMetadata, node, node, ...], each
+    as its bytes without the length."""
+    out, i = [], 0
+    while i < len(data):
+        n, i = _varint_at(data, i)
+        out.append(data[i:i + n])
+        i += n
+    return out
+
+
+def _fields(msg):
+    """(field, wire, value) of a message: ints for varints, bytes otherwise."""
+    i = 0
+    while i < len(msg):
+        k, i = _varint_at(msg, i)
+        field, wire = k >> 3, k & 7
+        if wire == 0:
+            v, i = _varint_at(msg, i)
+        else:
+            n = 8 if wire == 1 else 4 if wire == 5 else None
+            if n is None:
+                n, i = _varint_at(msg, i)
+            v = msg[i:i + n]
+            i += n
+        yield field, wire, v
+
+
+def read_node(msg):
+    """A node message as a dict like write_et's, attr a dict of name: value
+    (int64, uint64 and bool as ints, double, string); packed deps included."""
+    node = {"ctrl_deps": [], "data_deps": [], "attr": {}}
+    for field, wire, v in _fields(msg):
+        if field in (1, 3, 7) and wire == 0:
+            node[{1: "id", 3: "type", 7: "duration_micros"}[field]] = v
+        elif field == 2:
+            node["name"] = v.decode(errors="replace")
+        elif field in (4, 5):
+            deps = node["ctrl_deps" if field == 4 else "data_deps"]
+            j = 0
+            while wire == 2 and j < len(v):  # packed: varints one after another
+                x, j = _varint_at(v, j)
+                deps.append(x)
+            if wire == 0:
+                deps.append(v)
+        elif field == 10:
+            name, value = None, None
+            for f, w, a in _fields(v):
+                if f == 1:
+                    name = a.decode()
+                elif f in (7, 9, 11, 13, 27) and w == 0:
+                    value = a - (1 << 64) if f in (7, 9) and a >> 63 else a
+                elif f == 3 and w == 1:
+                    value = struct.unpack("<d", a)[0]
+                elif f == 29:
+                    value = a.decode(errors="replace")
+            node["attr"][name] = value
+    return node
+
+
+def join_et(messages):
+    """The bytes of an ET from its messages (as split_et gives them)."""
+    return b"".join(varint(len(m)) + m for m in messages)
 
 
 def write_et(path, nodes, version="0.0.4"):

@@ -56,32 +56,38 @@ mk past "et_bytes($good) + varint(1000) + b'\\x08'"
 expect_line "length past the end" "$tmp/past/x.0.et: node #2 of the file: expected a node's length within the file, found a truncated varint or a length past the end" \
   $npusim replay --system $sys --trace "$tmp/past/x"
 mk mem "et_bytes([{'id': 7, 'type': 'MEM_LOAD_NODE'}])"
-expect_line "a node type npusim does not model" "$tmp/mem/x.0.et: node 7: expected a node type npusim models (COMP_NODE, COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE), found MEM_LOAD_NODE (--chakra-skip keeps it as a delay)" \
+expect_line "a node type npusim does not model" "$tmp/mem/x.0.et: node 7: type: expected a node type npusim models (COMP_NODE, COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE), found MEM_LOAD_NODE (--chakra-skip keeps it as a delay)" \
   $npusim replay --system $sys --trace "$tmp/mem/x"
 check "--chakra-skip counts what it keeps" sh -c "$npusim replay --system $sys --trace $tmp/mem/x --chakra-skip \
   2>&1 >/dev/null | grep -q '1 Chakra nodes npusim does not model'"
 mk type "et_bytes([{'id': 3, 'type': 42}])"
-expect_line "an unknown node type" "$tmp/type/x.0.et: node 3: expected a node type of et_def.proto (0-10), found 42" \
+expect_line "an unknown node type" "$tmp/type/x.0.et: node 3: type: expected a node type of et_def.proto (0-10), found 42" \
   $npusim replay --system $sys --trace "$tmp/type/x"
 mk gather "et_bytes([{'id': 5, 'type': 'COMM_COLL_NODE', 'attr': [('comm_type', 'int64', 3), ('comm_size', 'uint64', 8)]}])"
-expect_line "GATHER" "$tmp/gather/x.0.et: node 5: expected a collective npusim models (ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER), found GATHER" \
+expect_line "GATHER" "$tmp/gather/x.0.et: node 5: comm_type: expected a collective npusim models (ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER), found GATHER" \
   $npusim replay --system $sys --trace "$tmp/gather/x"
 mk peer "et_bytes([{'id': 9, 'type': 'COMM_SEND_NODE', 'attr': [('comm_dst', 'int64', 5), ('comm_size', 'uint64', 8)]}])"
-expect_line "a peer out of range" "$tmp/peer/x.0.et: node 9: expected comm_dst naming another rank of the 1 ranks" \
+expect_line "a peer out of range" "$tmp/peer/x.0.et: node 9: comm_dst: expected another rank of the 1 ranks, found 5" \
   $npusim replay --system $sys --trace "$tmp/peer/x"
-mk cycle "et_bytes([{'id': 0, 'type': 'COMP_NODE', 'duration_micros': 1, 'data_deps': [1]}, {'id': 1, 'type': 'COMP_NODE', 'duration_micros': 1, 'data_deps': [0]}])"
-expect_line "a cycle" "$tmp/cycle/x: rank 0 op 0: expected ops that can all complete, found it waiting for rank 0 op 1, which never completes (a cycle through streams, events, collectives or send/recv)" \
+mk cycle "et_bytes([{'id': 0, 'name': 'a', 'type': 'COMP_NODE', 'duration_micros': 1, 'ctrl_deps': [2]}, {'id': 1, 'name': 'b', 'type': 'COMP_NODE', 'duration_micros': 1, 'data_deps': [0]}, {'id': 2, 'name': 'c', 'type': 'COMP_NODE', 'duration_micros': 1, 'data_deps': [1]}])"
+expect_line "a cycle of dependencies, named by node and field" "$tmp/cycle/x.0.et: node 1 \"b\": data_deps: expected dependencies without a cycle, found one through node 0 \"a\"" \
   $npusim replay --system $sys --trace "$tmp/cycle/x"
+mk self "et_bytes([{'id': 4, 'name': 'me', 'type': 'COMP_NODE', 'duration_micros': 1, 'ctrl_deps': [4]}])"
+expect_line "a node depending on itself" "$tmp/self/x.0.et: node 4 \"me\": ctrl_deps: expected other nodes than this one, found its own id" \
+  $npusim replay --system $sys --trace "$tmp/self/x"
 mk dep "et_bytes([{'id': 0, 'type': 'COMP_NODE', 'duration_micros': 1, 'data_deps': [44]}])"
-expect_line "a dependency on a missing node" "$tmp/dep/x: rank 0 op 0: deps: expected ids of ops in this program, found 44" \
+expect_line "a dependency on a missing node" "$tmp/dep/x.0.et: node 0: data_deps: expected ids of nodes in this file, found 44" \
   $npusim replay --system $sys --trace "$tmp/dep/x"
+mk dup "et_bytes([{'id': 3, 'name': 'one', 'type': 'COMP_NODE', 'duration_micros': 1}, {'id': 3, 'name': 'two', 'type': 'COMP_NODE', 'duration_micros': 1}])"
+expect_line "an id twice" "$tmp/dup/x.0.et: node 3 \"two\": id: expected ids unique in the file, found 3 again" \
+  $npusim replay --system $sys --trace "$tmp/dup/x"
 mk pg "et_bytes([{'id': 1, 'type': 'COMM_COLL_NODE', 'attr': [('comm_type', 'int64', 0), ('comm_size', 'uint64', 8), ('pg_name', 'string', '3')]}])"
-expect_line "a process group without --comm-group" "$tmp/pg/x.0.et: node 1: expected process group \"3\" in the comm-group JSON (--comm-group FILE), found no file" \
+expect_line "a process group without --comm-group" "$tmp/pg/x.0.et: node 1: pg_name: expected a process group of the comm-group JSON (--comm-group FILE), found \"3\" and no such file" \
   $npusim replay --system $sys --trace "$tmp/pg/x"
 mkdir -p "$tmp/gap"; cp traces/chakra/generator_allreduce.0.et "$tmp/gap/x.0.et"; cp traces/chakra/generator_allreduce.0.et "$tmp/gap/x.2.et"
 et "open('$tmp/gap/x.1.et','wb').write(et_bytes([{'id': 0, 'type': 'COMM_SEND_NODE', 'attr': [('comm_dst', 'int64', 2), ('comm_size', 'uint64', 8)]}]))"
 rm "$tmp/gap/x.2.et"
-expect_line "a missing rank file (its peer out of the job)" "$tmp/gap/x.1.et: node 0: expected comm_dst naming another rank of the 2 ranks" \
+expect_line "a missing rank file (its peer out of the job)" "$tmp/gap/x.1.et: node 0: comm_dst: expected another rank of the 2 ranks, found 2" \
   $npusim replay --system $sys --trace "$tmp/gap/x"
 mkdir -p "$tmp/badgz"; head -c 40 "$tmp/gz/g.0.et.gz" >"$tmp/badgz/x.0.et.gz"
 check "a corrupt gzip is one line" sh -c "$npusim replay --system $sys --trace $tmp/badgz/x 2>&1 | grep -c . | grep -qx 1"
@@ -101,5 +107,96 @@ def step(mode):
 assert step("duration") == 1e-6, step("duration")
 assert step("roofline") > 1e-3 and step("auto") == step("roofline"), (step("roofline"), step("auto"))' \
   $npusim replay --system $sys --trace "$tmp/roof/x" --fidelity analytic
+
+# nodes in any order: each rank runs them in file order where their
+# dependencies (by id) allow, so reversed and shuffled files replay alike
+rev() { # rev DIR ORDER: train's ETs of $tmp/c_analytic with each rank's nodes reordered
+  mkdir -p "$tmp/$1"
+  et "import random, shutil
+random.seed(3)
+for r in range(8):
+    m = split_et(open('$tmp/c_analytic.%d.et' % r, 'rb').read())
+    nodes = m[1:]
+    if '$2' == 'reversed': nodes.reverse()
+    else: random.shuffle(nodes)
+    open('$tmp/$1/c.%d.et' % r, 'wb').write(join_et(m[:1] + nodes))
+shutil.copy('$tmp/c_analytic.comm_groups.json', '$tmp/$1/c.comm_groups.json')"
+}
+rev rev reversed
+rev shuf shuffled
+check "nodes in reverse and shuffled order replay to the same step" python3 -c '
+import json, subprocess, sys
+base, dirs, cmd = sys.argv[1], sys.argv[2:4], sys.argv[4:]
+def step(d):
+    out = subprocess.run(cmd + ["--trace", d + "/c", "--comm-group", d + "/c.comm_groups.json"],
+                         capture_output=True, check=True).stdout
+    return json.loads(out)["step_time_s"]
+steps = [step(d) for d in dirs]
+assert steps == [json.load(open(base))["step_time_s"]] * 2, steps' \
+  "$tmp/rc_analytic.json" "$tmp/rev" "$tmp/shuf" $npusim replay --system $sys --fidelity analytic --format json
+
+# what only the whole job shows, still named by file, node and field
+mkdir -p "$tmp/job"
+two() { # two NAME RANK0-NODES RANK1-NODES [comm groups]: a two-rank set in $tmp/job/NAME
+  et "write_et('$tmp/job/$1.0.et', $2); write_et('$tmp/job/$1.1.et', $3)"
+}
+snd='{"id": 0, "name": "s", "type": "COMM_SEND_NODE", "attr": [("comm_dst", "int64", 1), ("comm_size", "uint64", 8), ("comm_tag", "int64", 5)]}'
+rcv() { echo "{\"id\": $1, \"name\": \"r\", \"type\": \"COMM_RECV_NODE\", \"attr\": [(\"comm_src\", \"int64\", 0), (\"comm_size\", \"uint64\", $2), (\"comm_tag\", \"int64\", 5)]}"; }
+cmp='{"id": 0, "name": "c", "type": "COMP_NODE", "duration_micros": 5}'
+ar() { echo "{\"id\": 1, \"name\": \"ar\", \"type\": \"COMM_COLL_NODE\", \"attr\": [(\"comm_type\", \"int64\", 0), (\"comm_size\", \"uint64\", $1)${2-}]}"; }
+two nosend "[$snd]" "[$cmp]"
+expect_line "a send without its receive" "$tmp/job/nosend.0.et: node 0 \"s\": expected a recv on rank 1 for this send, found none" \
+  $npusim replay --system $sys --trace "$tmp/job/nosend"
+two size "[$snd]" "[$(rcv 0 16)]"
+expect_line "a receive of another size" "$tmp/job/size.1.et: node 0 \"r\": comm_size: expected 8 as rank 0 sends (node 0), found 16" \
+  $npusim replay --system $sys --trace "$tmp/job/size"
+two coll "[$cmp, $(ar 4096)]" "[$cmp, $(ar 8192)]"
+expect_line "a collective the group issues unlike" "$tmp/job/coll.1.et: node 1 \"ar\": expected allreduce of 4096 bytes on \"world\" as rank 0 issues it (node 1), found allreduce of 8192 bytes" \
+  $npusim replay --system $sys --trace "$tmp/job/coll"
+two dead "[$(rcv 0 8 | sed 's/"comm_src", "int64", 0/"comm_src", "int64", 1/'), {\"id\": 1, \"name\": \"s\", \"type\": \"COMM_SEND_NODE\", \"data_deps\": [0], \"attr\": [(\"comm_dst\", \"int64\", 1), (\"comm_size\", \"uint64\", 8)]}]" \
+  "[$(rcv 0 8 | sed 's/("comm_tag", "int64", 5)/("comm_tag", "int64", 0)/'), {\"id\": 1, \"name\": \"s\", \"type\": \"COMM_SEND_NODE\", \"data_deps\": [0], \"attr\": [(\"comm_dst\", \"int64\", 0), (\"comm_size\", \"uint64\", 8), (\"comm_tag\", \"int64\", 5)]}]"
+expect_line "a cycle across ranks" "$tmp/job/dead.0.et: node 1 \"s\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
+  $npusim replay --system $sys --trace "$tmp/job/dead"
+echo '{"g": [1]}' >"$tmp/job/g1.json"
+two pg "[$(ar 8 ", (\"pg_name\", \"string\", \"g\")")]" "[$cmp]"
+expect_line "a process group without the rank" "$tmp/job/pg.0.et: node 1 \"ar\": pg_name: expected a process group holding rank 0, found \"g\" without it" \
+  $npusim replay --system $sys --trace "$tmp/job/pg" --comm-group "$tmp/job/g1.json"
+echo '{"g": [0, 9]}' >"$tmp/job/g9.json"
+expect_line "a process group of ranks outside the job" "$tmp/job/g9.json: g: expected ranks of the job's 2 (0 to 1), found 9" \
+  $npusim replay --system $sys --trace "$tmp/job/pg" --comm-group "$tmp/job/g9.json"
+two algo "[$(ar 8 ", (\"npusim_algo\", \"string\", \"bogus\")")]" "[$(ar 8 ", (\"npusim_algo\", \"string\", \"bogus\")")]"
+expect_line "what the replay finds wrong, named by file, node and field" "$tmp/job/algo.0.et: node 1 \"ar\": npusim_algo: expected up to 3 of auto, mesh, ring, hd, nhr, nb, pairwise, tree, pipeline, nvls separated by ',', found \"bogus\"" \
+  $npusim replay --system $sys --trace "$tmp/job/algo.1.et" --fidelity analytic
+long="'é' * 300"
+mk meta "et_bytes([{'id': 0, 'type': 'METADATA_NODE'}, {'id': 1, 'name': $long, 'type': 'COMP_NODE', 'duration_micros': 7, 'ctrl_deps': [0]}])"
+check "a long name and a dependency on a METADATA_NODE" sh -c "$npusim replay --system $sys --trace $tmp/meta/x \
+  --fidelity analytic --format json | grep -q '\"step_time_s\": 7e-06'"
+
+# bounds, each one line, quickly, in bounded memory: nodes, dependencies and
+# inflated bytes of the set, and a collective whose flow run would post
+# transfers by the billion (an all-reduce of 1e15 bytes loops per staging buffer)
+limit="ulimit -v 2097152;" # (AddressSanitizer reserves terabytes: no ulimit there)
+grep -q __asan_init "$npusim" && limit=""
+mkdir -p "$tmp/big"
+et "import gzip
+one = node_bytes({'id': 0, 'type': 'COMP_NODE'})
+gzip.open('$tmp/big/n.0.et.gz', 'wb', 1).write(et_bytes([]) + (varint(len(one)) + one) * ((1 << 22) + 1))
+deps = key(1, 0) + varint(1) + key(3, 0) + varint(4) + length_field(5, bytes((1 << 24) + 1))
+gzip.open('$tmp/big/d.0.et.gz', 'wb', 1).write(et_bytes([{'id': 0, 'type': 'COMP_NODE'}]) + varint(len(deps)) + deps)
+for r in range(2):
+    name = node_bytes({'id': 0, 'type': 'COMP_NODE', 'name': 'x' * (130 << 20)})
+    gzip.open('$tmp/big/b.%d.et.gz' % r, 'wb', 1).write(et_bytes([]) + varint(len(name)) + name)"
+expect_line "a set of more than 4 Mi nodes" "$tmp/big/n.0.et.gz: expected a Chakra ET set of at most 4194304 nodes (its rank files together), found 4194305 with this file" \
+  bash -c "$limit timeout 20 $npusim replay --system $sys --trace $tmp/big/n"
+expect_line "a set of more than 16 Mi dependencies" "$tmp/big/d.0.et.gz: node 1: expected a Chakra ET set of at most 16777216 dependencies (ctrl_deps and data_deps of its rank files together), found 16777217 with this node" \
+  bash -c "$limit timeout 20 $npusim replay --system $sys --trace $tmp/big/d"
+expect_line "a set of more than 256 MiB" "$tmp/big/b.1.et.gz: expected a Chakra ET set of at most 256 MiB (its rank files together, inflated), found more with this file" \
+  bash -c "$limit timeout 20 $npusim replay --system $sys --trace $tmp/big/b"
+for r in $(seq 0 15); do
+  et "write_et('$tmp/big/a.$r.et', [{'id': 0, 'type': 'COMM_COLL_NODE', 'attr': [('comm_type', 'int64', 0), ('comm_size', 'uint64', 10**15)]}])"
+done
+expect_line "a flow collective of 2.3e9 transfers" "$tmp/big/a: expected flow collectives of at most 67108864 transfers each, found allreduce of 1000000000000000 bytes on \"world\" with 2288818560 (its schedule once per collectives.buffer_MiB of its bytes); use --fidelity analytic" \
+  timeout 20 $npusim replay --system $sys --trace "$tmp/big/a"
+check "... which analytic costs in one step" timeout 20 $npusim replay --system $sys --trace "$tmp/big/a" --fidelity analytic
 
 finish chakra_e2e

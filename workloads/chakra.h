@@ -10,9 +10,11 @@
  * lines, smaller than protobuf-c's generated code, with no build step or
  * dependency (docs/design.md).
  *
- * Reading maps each rank's nodes to one program of an npusim trace and hands
- * the result to the trace reader, so every check of a trace (dependencies,
- * cycles, send/recv pairing, groups) holds for Chakra too:
+ * Reading (chakra_read.c) maps each rank's nodes to one program of npusim's
+ * trace model and runs every check of a trace on it (dependencies, cycles,
+ * send/recv pairing, groups), each failure one line naming the .et file, the
+ * node (id and name) and its field. Nodes may come in any order: each rank
+ * runs them in file order wherever their dependencies (by id) allow:
  *   COMP_NODE       compute with its recorded duration_micros, or costed as a
  *                   roofline on the chip from num_ops and tensor_size
  *                   (chakra_compute_t); on stream "compute"
@@ -23,12 +25,24 @@
  *   COMM_SEND_NODE, COMM_RECV_NODE  comm_src / comm_dst, comm_tag, comm_size;
  *                   on streams "send" and "recv"
  *   data_deps and ctrl_deps  both become dependencies
- *   METADATA_NODE   ignored
+ *   METADATA_NODE   nothing to run (a zero-time delay on stream
+ *                   "chakra_metadata", so what depends on it waits for its
+ *                   dependencies)
  * Other node types (remote memory, storage, checkpoints) and GATHER, SCATTER,
  * BARRIER are refused in one line naming the file and node, or with skip set
  * kept as zero-time delays and counted. npusim's own attributes (written by
  * chakra_write, ignored by other tools) make its export round-trip exactly:
- * npusim_duration_s (double), npusim_stream, npusim_kind, npusim_algo.
+ * npusim_nominal_duration_s (double: the op at the chip model's speed, which
+ * the replaying system's chip.variation then slows as train's did; other
+ * tools read duration_micros, the op as it ran in train, stragglers
+ * included), npusim_stream, npusim_kind, npusim_algo.
+ *
+ * Bounds, each refused in one line before what it costs is allocated: the
+ * rank files together at most TRACE_MAX_BYTES (inflated), CHAKRA_MAX_NODES
+ * nodes and CHAKRA_MAX_DEPS dependencies; at most CHAKRA_MAX_RANKS rank
+ * files; a comm-group JSON of at most CHAKRA_GROUPS_MAX_BYTES; fields as
+ * the trace model bounds them (comm_size 1 to 1e15 bytes, durations up to
+ * 1e12 us, node ids below 2^31).
  *
  * Not modelled: tensor inputs/outputs (IOInfo), start_time_micros, is_cpu_op
  * (CPU ops are compute like any other), attribute lists. */
@@ -39,6 +53,11 @@
 #include <stddef.h>
 
 #include "trace.h"
+
+#define CHAKRA_MAX_RANKS (1 << 22)
+#define CHAKRA_MAX_NODES (1L << 22) /* about what 256 MiB of ETs holds */
+#define CHAKRA_MAX_DEPS (1L << 24)
+#define CHAKRA_GROUPS_MAX_BYTES (16UL << 20) /* a comm-group JSON */
 
 typedef enum {
   CHAKRA_COMPUTE_AUTO,     /* roofline where num_ops is given, else the recorded duration */
@@ -66,12 +85,22 @@ int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t 
 
 /* Reads PREFIX.0.et ... (all consecutive ranks found) into out. skipped gets
  * the count of nodes kept as delays (skip). Returns 0, or -1 with one line
- * ("FILE: node ID: expected ..., found ...") in err. */
+ * ("FILE: node ID "NAME": FIELD: expected ..., found ...") in err. */
 int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t *vocab,
                 trace_t *out, long *skipped, char *err, size_t err_len);
 
-/* How long op i of rank r ran (seconds), for the export. */
-typedef double (*chakra_duration_fn)(const void *ctx, int rank, int op);
+/* Tells an error about a trace chakra_read made ("PREFIX: rank R op ID: FIELD:
+ * ...", as the trace checks and the replay word them) in the ET's terms: the
+ * rank's file, the node's id and name, the node's field ("PREFIX.R.et: node
+ * ID "NAME": comm_size: ..."). Other messages are copied as they are; msg
+ * may be err. */
+void chakra_explain(const char *prefix, const trace_t *t, const char *msg, char *err,
+                    size_t err_len);
+
+/* How long op i of rank r ran (seconds), and how long it takes at the chip
+ * model's speed (before chip.variation), for the export. */
+typedef void (*chakra_duration_fn)(const void *ctx, int rank, int op, double *ran_s,
+                                   double *nominal_s);
 
 /* Writes one Chakra ET per rank (PREFIX.<rank>.et) and PREFIX.comm_groups.json
  * (the process groups the nodes' pg_name names), each whole or not at all: compute, delays and events as COMP_NODE with their durations,

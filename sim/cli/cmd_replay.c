@@ -7,15 +7,16 @@
 #include "replay.h"
 
 /* The trace --trace names: npusim's JSON, or a Chakra ET set (told by the
- * content), converted with the --chakra-* options; the system gives the
- * roofline's peaks. */
-static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *trace,
-                      npu_err_t *err) {
-  char prefix[4096];
-  int chakra = chakra_detect(opts->trace, prefix, sizeof prefix, err->msg, sizeof err->msg);
+ * content; prefix gets its PREFIX, else ""), converted with the --chakra-*
+ * options; the system gives the roofline's peaks. */
+static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *trace, char *prefix,
+                      size_t prefix_len, npu_err_t *err) {
+  prefix[0] = '\0';
+  int chakra = chakra_detect(opts->trace, prefix, prefix_len, err->msg, sizeof err->msg);
   if (chakra < 0)
     return -1;
   if (!chakra) {
+    prefix[0] = '\0';
     if (opts->chakra_compute || opts->comm_group || opts->chakra_skip)
       return npu_err_set(err, "--chakra-compute, --comm-group, --chakra-skip: expected a Chakra "
                          "trace with them, found the npusim trace %s", opts->trace);
@@ -50,7 +51,8 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (cli_load_configs(opts, &cfg, err))
     return -1;
   trace_t trace;
-  if (read_trace(opts, &cfg.sys, &trace, err)) {
+  char prefix[4096]; /* a Chakra ET set's, named in the replay's errors */
+  if (read_trace(opts, &cfg.sys, &trace, prefix, sizeof prefix, err)) {
     cli_free_configs(&cfg);
     return -1;
   }
@@ -67,9 +69,12 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     progress_t progress;
     progress_start(&progress, opts->progress, "npusim replay", "ops", 0);
     ropts.progress = &progress;
-    rc = replay_run(&cfg.sys, &trace, opts->trace, &ropts, &res, err->msg, sizeof err->msg);
+    rc = replay_run(&cfg.sys, &trace, prefix[0] ? prefix : opts->trace, &ropts, &res, err->msg,
+                    sizeof err->msg);
     progress_end(&progress);
     ran = rc == 0;
+    if (rc && prefix[0]) /* by .et file, node and field */
+      chakra_explain(prefix, &trace, err->msg, err->msg, sizeof err->msg);
   }
   replay_chrome_opts_t copts = {.first_rank = first, .last_rank = last, .sys = &cfg.sys,
                                 .progress = opts->progress};

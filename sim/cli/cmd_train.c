@@ -323,13 +323,21 @@ static int write_timeline(const cli_opts_t *opts, const system_cfg_t *sys, const
 typedef struct {
   const trace_t *trace;
   const replay_result_t *res;
+  const variation_cfg_t *variation;
 } spans_t;
 
-/* How long op i of rank r ran, for the Chakra export. */
-static double op_duration(const void *ctx, int rank, int i) {
+/* How long op i of rank r ran, for the Chakra export, and how long it takes at
+ * the chip model's speed: the replay divided compute ops by the rank's speed
+ * factor and stretched them by their jitter (replay_timed_s), which a replay
+ * of the ETs on the same system does again. */
+static void op_duration(const void *ctx, int rank, int i, double *ran_s, double *nominal_s) {
   const spans_t *s = ctx;
   const replay_span_t *sp = &s->res->spans[replay_stand_in(s->res, s->trace, rank)][i];
-  return sp->end_s - sp->start_s;
+  trace_op_type_t type = s->trace->programs[s->trace->program_of[rank]].ops[i].type;
+  *ran_s = *nominal_s = sp->end_s - sp->start_s;
+  if ((type == TRACE_OP_SHAPED || type == TRACE_OP_COMPUTE) && variation_active(s->variation))
+    *nominal_s =
+        *ran_s * variation_speed(s->variation, rank) / variation_jitter(s->variation, rank, i);
 }
 
 int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
@@ -382,7 +390,8 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                trace_write(&trace, &replay_vocab, opts->emit_trace, err->msg, sizeof err->msg)) ||
               (opts->emit_chakra &&
                chakra_write(opts->emit_chakra, &trace, &replay_vocab, op_duration,
-                            &(spans_t){&trace, &res}, err->msg, sizeof err->msg)) ||
+                            &(spans_t){&trace, &res, &cfg.sys.variation}, err->msg,
+                            sizeof err->msg)) ||
               (opts->chrome_trace && write_timeline(opts, &cfg.sys, &trace, &info,
                                                     &res, first, last, err))))
     rc = CMD_CANNOT_WRITE;

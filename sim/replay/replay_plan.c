@@ -362,6 +362,34 @@ static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscope
   free(exclusive);
 }
 
+/* Flow: the SimGrid transfers one collective posts, at most this many (as
+ * many as an all-to-all schedule may hold), refused before anything runs. A
+ * collective over collectives.buffer_MiB runs its schedule once per
+ * staging-buffer loop, so its transfers grow with its bytes: one all-reduce
+ * of 1e15 bytes on 16 ranks would post 2.3e9 of them (hours); analytic costs
+ * the loops in one step. */
+#define FLOW_MAX_ISSUE_XFERS (1L << 26)
+
+static int check_flow_transfers(const replay_plan_t *pl, const char *name, char *err, size_t len) {
+  for (int k = 0; k < pl->ninsts; k++) {
+    const inst_t *x = &pl->insts[k];
+    const coll_sched_t *s = &x->plan.sched;
+    double n = 0; /* a collapsed collective runs each phase's rounds as one */
+    for (int ph = 0; x->mode == INST_FLOW && ph < s->nphases; ph++)
+      n += (double)s->phases[ph].nxfers * (x->collapsed ? 1 : s->phases[ph].rounds) *
+           (s->loops > 0 ? s->loops : 1);
+    if (n > FLOW_MAX_ISSUE_XFERS)
+      return snprintf(err, len,
+                      "%s: expected flow collectives of at most %ld transfers each, "
+                      "found %s of %.0f bytes on \"%s\" with %.0f (its schedule once per "
+                      "collectives.buffer_MiB of its bytes); use --fidelity analytic",
+                      name, FLOW_MAX_ISSUE_XFERS, replay_vocab.colls[x->kind], x->bytes,
+                      pl->trace->comms[x->comm].name, n),
+             -1;
+  }
+  return 0;
+}
+
 /* The sweep computes what the actors would when costs are analytic: meetings
  * pair up the same in any interleaving (a communicator's collectives come from
  * one stream, checked on reading; sends and recvs by trace_pairing_t). Memory
@@ -417,6 +445,8 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
     rc = plan_barriers(pl, name, err, len);
   if (rc == 0)
     set_modes(pl, scoped, nscoped, opts->collapse_rounds);
+  if (rc == 0 && opts->flow)
+    rc = check_flow_transfers(pl, name, err, len);
   if (rc == 0)
     add_interference(pl);
   if (rc == 0 && !opts->flow)
