@@ -28,6 +28,14 @@ drift together still fail.
 Bad input (a copy of a sample with one defect each): one line on stderr,
 FILE:LINE: expected ..., exit 2, nothing on stdout, no output file.
 
+Hostile input (issue #26), each under a 256 MiB address-space limit and 30 s:
+a layer count past 2^20, a number of 5000 digits, a line over 1 MiB, a FIFO
+and a device (refused unread), lines whose trace would pass npusim's 256 MiB
+(refused before a byte is written): one line, exit 2, no output file, no
+traceback; 200,000 lines that almost repeat (pp 2, ga 2) and 2^20 ranks
+(communicators of a million ranks): converted, the micro-batches found and
+the groups whole.
+
 Negative controls: the checks run on traces with one defect each (a compute
 op dropped, a collective moved to another communicator, a group changed, a
 send dropped) must report a failure, so the checks can fail.
@@ -36,6 +44,7 @@ import copy
 import gzip
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -356,6 +365,132 @@ def bad_inputs(conv, tmp):
                  f"'{path}:{line}: expected ...' naming {words!r}, exit 2, no output")
 
 
+HOSTILE_AS_BYTES = 256 << 20
+HOSTILE_TIMEOUT_S = 30
+HEADER = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {tp} ep: {ep} pp: {pp} " \
+    "vpp: 1 ga: {ga} all_gpus: {n}"
+
+
+def limited(conv, path, out):
+    """The conversion of PATH to OUT under the limits; None past the time."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (HOSTILE_AS_BYTES, HOSTILE_AS_BYTES))
+    try:
+        return subprocess.run([sys.executable, conv, path, "-o", out], capture_output=True,
+                              text=True, errors="replace", preexec_fn=limit,
+                              timeout=HOSTILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def hostile_inputs(conv, tmp):
+    path, out = os.path.join(tmp, "hostile.txt"), os.path.join(tmp, "hostile.json")
+    row = "a\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tNONE\t0\t1\n"
+    big_name = "n" * 1_000_000
+    busy = f"{big_name}\t-1\t5\tALLREDUCE\t8\t5\tALLREDUCE\t8\t5\tALLREDUCE\t8\t100\n"
+    refused = [  # (what, text, where the line points, words it holds)
+        ("a layer count past 2^20", HEADER.format(tp=2, ep=1, pp=1, ga=1, n=8) + "\n2097152\n"
+         + row, f"{path}:2:", "from 1 to 1048576"),
+        ("ga of 5000 digits", HEADER.format(tp=2, ep=1, pp=1, ga="9" * 5000, n=8) + "\n1\n"
+         + row, f"{path}:1:", "ga: an integer"),
+        ("a line over 1 MiB", HEADER.format(tp=2, ep=1, pp=1, ga=1, n=8) + "\n1\n"
+         + "a" * (2 << 20) + row[1:], f"{path}:3:", "a line of at most 1048576 bytes"),
+        # 12 lines whose names of a million characters label 27 ops each
+        ("a trace past 256 MiB", HEADER.format(tp=2, ep=1, pp=3, ga=1, n=24) + " pp_comm: 8\n12\n"
+         + busy * 12, f"{path}:", "at most 268435456 bytes"),
+    ]
+    for what, text, where, words in refused:
+        with open(path, "w") as f:
+            f.write(text)
+        if os.path.exists(out):
+            os.unlink(out)
+        r = limited(conv, path, out)
+        err = r.stderr.rstrip("\n") if r else ""
+        if r is None:
+            fail(f"hostile input ({what}): still running after {HOSTILE_TIMEOUT_S} s")
+        elif r.returncode == 2 and "\n" not in err and err.startswith(where) and words in err \
+                and not r.stdout and not os.path.exists(out):
+            print(f"ok hostile input ({what}): {err[:150]}")
+        else:
+            fail(f"hostile input ({what}): exit {r.returncode}, stderr {err[-300:]!r}, expected "
+                 f"one line '{where} ...' naming {words!r}, exit 2, no output")
+    fifo = os.path.join(tmp, "fifo.txt")
+    os.mkfifo(fifo)
+    for special in (fifo, "/dev/zero"):
+        r = limited(conv, special, out)
+        err = r.stderr.rstrip("\n") if r else ""
+        if r is None or r.returncode != 2 or err != f"{special}: expected a regular file, found " \
+                "a special file" or os.path.exists(out):
+            fail(f"{special}: expected one line 'expected a regular file', exit 2; got "
+                 f"{r and r.returncode} {err!r}")
+        else:
+            print(f"ok {special}: {err}")
+
+    # lines that almost repeat: trying each block length took quadratic time
+    # (lines of no op, so only finding the blocks takes time)
+    n = 200_000
+    idle = "a\t-1\t0\tNONE\t0\t0\tNONE\t0\t0\tNONE\t0\t0\n"
+    lines = [idle] * n
+    lines[n // 2] = "b" + idle[1:]
+    with open(path, "w") as f:
+        f.write(HEADER.format(tp=1, ep=1, pp=2, ga=2, n=2) + " pp_comm: 8\n"
+                f"{n}\n" + "".join(lines))
+    r = limited(conv, path, out)
+    if r is None or r.returncode != 0:
+        fail(f"{n} lines that almost repeat: {'still running after 30 s' if r is None else r.stderr}")
+    else:
+        # the longest L whose two blocks (lines 0 .. 2L - 1) hold no b line
+        # at one place only: L = n / 4 (any longer, line n / 2 is in block 2
+        # facing an a); the lines after them are the suffix
+        want = f"the 2 micro-batch(es) of lines 3-{3 + 2 * (n // 4) - 1} pass"
+        if want not in r.stderr:
+            fail(f"{n} lines that almost repeat: expected the note '{want}', got {r.stderr!r}")
+        else:
+            print(f"ok {n} lines that almost repeat: {want}")
+
+    # a million ranks: the communicators are written a few thousand ranks at a time
+    with open(path, "w") as f:
+        f.write(HEADER.format(tp=2, ep=2, pp=1, ga=1, n=1 << 20) + "\n2\n"
+                "a\t-1\t5\tALLREDUCE\t8\t5\tALLREDUCE_EP\t8\t5\tALLREDUCE\t8\t1\n"
+                "a\t-1\t5\tNONE\t0\t5\tALLREDUCE_DP_EP\t8\t5\tNONE\t0\t1\n")
+    r = limited(conv, path, out)
+    if r is None or r.returncode != 0:
+        fail(f"2^20 ranks: {'still running after 30 s' if r is None else r.stderr[-300:]}")
+        return
+    bad = group_by_group(1 << 20, 2, 2, load(out))
+    if bad:
+        fail(f"2^20 ranks: {bad[:3]}")
+    else:
+        print("ok 2^20 ranks: tp, dp, ep and dp_ep groups whole")
+
+
+def group_by_group(n, tp, ep, trace):
+    """check_groups for one stage of N ranks, group by group (check_groups
+    holds every rank's groups: too much for a million ranks)."""
+    dp = n // tp
+    bad = []
+    if sorted(c["name"] for c in trace["communicators"]) != sorted(["tp", "dp", "ep", "dp_ep"]):
+        bad.append(f"communicators {[c['name'] for c in trace['communicators']]}")
+    for c in trace["communicators"]:
+        seen = bytearray(n)
+        for g in c["groups"]:
+            members = sorted(expand(g))
+            r = members[0]
+            d, t = r // tp, r % tp
+            want = {"tp": range(r, r + tp), "dp": range(t, n, tp),
+                    "ep": range(r, r + ep * tp, tp),
+                    "dp_ep": range(r, n, ep * tp)}[c["name"]]
+            if members != list(want) or d % ep and c["name"] == "ep" \
+                    or d >= ep and c["name"] == "dp_ep":
+                bad.append(f"{c['name']}: group {str(g)[:60]} is not one of the header's")
+                break
+            for m in members:
+                seen[m] += 1
+        if seen.count(1) != n:
+            bad.append(f"{c['name']}: {n - seen.count(1)} ranks not in exactly one group")
+    return bad
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         print("usage: from_aicb_test.py NPUSIM [CONVERTER]", file=sys.stderr)
@@ -368,6 +503,7 @@ def main():
             if got:
                 negative_controls(*got)
         bad_inputs(conv, tmp)
+        hostile_inputs(conv, tmp)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

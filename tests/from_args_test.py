@@ -27,6 +27,12 @@ arrays, arithmetic, quotes, continuations, comments) and those it refuses
 (a value set inside if, $1, two training commands), -o written whole or not
 at all, a MoE plan.
 
+Hostile input (issue #26): a variable or an array that doubles itself line
+after line, a word of a megabyte, defaults nested deep, arithmetic past
+bash's 64 bits, a FIFO: each ends within a time limit and an address-space
+limit of 256 MiB, with one line naming the file (and the line) and exit 2,
+or (the long word) the conversion; never a traceback.
+
 Finally the test shows it can fail: each of MUTATIONS breaks one mapping in a
 copy of the converter, and the checks above must then fail.
 
@@ -36,6 +42,7 @@ Exit 0 when everything passed, 1 otherwise (each failure on a FAIL line).
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -460,6 +467,86 @@ torchrun --nproc_per_node=$GPUS --nnodes $NNODES --node_rank $NODE_RANK \\
                 fail(f"MoE plan: npusim validate: {err.strip()}")
 
 
+HOSTILE_AS_BYTES = 256 << 20   # address space a conversion may take
+HOSTILE_TIMEOUT_S = 30
+
+
+def limited(converter, args):
+    """(exit status, stdout, stderr) of a conversion under the limits; exit
+    None when it ran past the time limit."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (HOSTILE_AS_BYTES, HOSTILE_AS_BYTES))
+    try:
+        p = subprocess.run([sys.executable, converter] + args, cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, errors="replace",
+                           preexec_fn=limit, timeout=HOSTILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, "", ""
+    return p.returncode, p.stdout, p.stderr
+
+
+def hostile_checks(converter, tmp):
+    run8 = "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 4 " \
+        "--hidden-size 256 --num-attention-heads 8 --seq-length 512 --micro-batch-size 1 " \
+        "--bf16 --vocab-size 1000"
+    big = 1 << 20   # the converter reads scripts of at most 1 MiB
+    cases = [  # (what, script, expected words of the one line, or None: converts)
+        ("a variable doubled 40 times",
+         "A=xxxxxxxxxxxxxxxx\n" + 'A="$A$A"\n' * 40 + run8 + " --foo $A\n",
+         ["expected expansions of at most", "line "]),
+        ("an array doubled 40 times",
+         "A=(x x x x)\n" + "A=(${A[@]} ${A[@]})\n" * 40 + run8 + "\n",
+         ["expected expansions of at most", "line "]),
+        ("defaults nested 900 deep around a long word",
+         "X=" + "${A:-" * 900 + "y" * (big - 20000) + "}" * 900 + "\n" + run8 + "\n",
+         ["expected expansions", "line 1"]),
+        ("arrays nested 100000 deep", "A=(" * 100000 + "\n" + run8 + "\n",
+         ["expected arrays nested", "line 1"]),
+        # bash computes 2**64 as 0: --num-layers 16 would be a wrong answer
+        ("arithmetic past 64 bits", run8.replace("--num-layers 4",
+                                                 "--num-layers $((2**64 / 2**60))") + "\n",
+         ["--num-layers", "overflows bash's 64-bit integers"]),
+        ("a word of 1 MiB", run8 + " --foo " + "x" * (big - 400) + "\n", None),
+        ('a double-quoted word of 1 MiB of \\$', run8 + ' --foo "' + "\\$" * (big // 2 - 400) +
+         '"\n', None),
+        ("100000 here-documents", "cat <<E\nE\n" * 100000 + run8 + "\n", None),
+    ]
+    for what, text, words in cases:
+        path = os.path.join(tmp, "hostile.sh")
+        with open(path, "w") as f:
+            f.write(text)
+        code, out, err = limited(converter, ["--world-size", "8", path])
+        lines = err.strip().splitlines()
+        if code is None:
+            fail(f"hostile input ({what}): still running after {HOSTILE_TIMEOUT_S} s")
+        elif "Traceback" in err:
+            fail(f"hostile input ({what}): a traceback: {lines[-1:]}")
+        elif words is None:
+            if code != 0 or json.loads(out)["model"]["layers"] != 4:
+                fail(f"hostile input ({what}): exit {code}, expected the conversion: {lines}")
+            else:
+                print(f"ok   hostile input ({what}): converted")
+        elif code != 2 or out or len(lines) != 1 or not lines[0].startswith(PREFIX + path) \
+                or not all(w in lines[0] for w in words):
+            fail(f"hostile input ({what}): expected exit 2 and one line naming {path} and "
+                 f"{words}, got exit {code}, stdout {out[:80]!r}, stderr {lines[:3]}")
+        else:
+            print(f"ok   hostile input ({what}): {lines[0][:150]}")
+
+    # not a regular file: refused unread (a FIFO with no writer would block)
+    fifo = os.path.join(tmp, "fifo.sh")
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero", tmp):
+        code, out, err = limited(converter, ["--world-size", "8", path])
+        lines = err.strip().splitlines()
+        if code != 2 or out or len(lines) != 1 or path not in lines[0] \
+                or "expected a regular file" not in lines[0]:
+            fail(f"{path}: expected exit 2 and one line 'expected a regular file', got exit "
+                 f"{code}, stderr {lines[:3]}")
+        else:
+            print(f"ok   {path}: {lines[0]}")
+
+
 def mutation_checks(converter, npusim, tmp):
     with open(converter) as f:
         source = f.read()
@@ -502,6 +589,7 @@ def main():
         cli_checks(converter, npusim, tmp)
         if len(failures) == before:
             print("ok   command line")
+        hostile_checks(converter, tmp)
         if not args.no_mutations:
             mutation_checks(converter, npusim, tmp)
     finally:
