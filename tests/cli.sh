@@ -241,6 +241,12 @@ check "--system a FIFO: exit 2 at once, one line" \
 check "--trace a FIFO: exit 2 at once, one line" \
   one_line 2 "$tmp/fifo: expected a readable trace file (.json or .json.gz), found a FIFO, not a regular file" \
   timeout 10 "$npusim" replay --system $sys0 --trace "$tmp/fifo"
+if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
+  # told by content: the peek at a Chakra ET's first bytes passes the same check
+  check "--trace /proc/kmsg is refused without being opened" bash -c "
+    strace -f -e trace=open,openat -o '$tmp/kmsg.strace' timeout 10 '$npusim' replay --system $sys0 \
+      --trace /proc/kmsg >/dev/null 2>&1; [ \$? -eq 2 ] && ! grep -q '\"/proc/kmsg\"' '$tmp/kmsg.strace'"
+fi
 check "--system /dev/stdin from a pipe: exit 2, one line" \
   one_line 2 "" bash -c "echo '{}' | timeout 10 '$npusim' validate --system /dev/stdin"
 if [ -e /sys/kernel/uevent_seqnum ]; then

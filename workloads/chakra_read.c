@@ -1168,8 +1168,11 @@ static bool prefix_of(const char *path, char *prefix, size_t len) {
 
 int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t err_len) {
   struct stat st;
+  char why[128];
   if (stat(path, &st) == 0) {
-    if (!S_ISREG(st.st_mode) || !looks_like_et(path))
+    /* The inputs' one check before the peek: a FIFO or a /proc file is left
+     * unopened, for the JSON reader to refuse. */
+    if (jsonfile_check(path, why, sizeof why) || !looks_like_et(path))
       return 0;
     if (prefix_of(path, prefix, len))
       return 1;
