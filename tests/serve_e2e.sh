@@ -112,7 +112,7 @@ bad_trace "JSONL: zero output tokens" zero.jsonl \
   ':1: output_tokens: expected a whole number of tokens in [1, 1e8], found 0'
 bad_trace "JSONL: a negative arrival" neg.jsonl \
   '{"arrival_s": -0.5, "prompt_tokens": 12, "output_tokens": 2}' \
-  ':1: arrival_s: expected a time >= 0 in seconds, found -0.5'
+  ':1: arrival_s: expected a time in [0, 1e7] seconds, found -0.5'
 bad_trace "JSONL: a line that is not an object" array.jsonl \
   $'{"arrival_s": 0, "prompt_tokens": 12, "output_tokens": 2}\n[1, 2, 3]\n' \
   ':2: expected an object {"arrival_s": ..., "prompt_tokens": ..., "output_tokens": ...}, found another value'
@@ -127,16 +127,16 @@ bad_trace "CSV: too many fields" many.csv \
   ':2: expected 3 fields as in the header, found 4'
 bad_trace "CSV: a word for a number" word.csv \
   $'arrival_s,prompt_tokens,output_tokens\nsoon,12,2\n' \
-  ':2: arrival_s: expected a number, found "soon"'
+  ':2: arrival_s: expected a decimal number, found "soon"'
 bad_trace "CSV: a header and no rows" norows.csv \
   $'arrival_s,prompt_tokens,output_tokens\n' \
   ': expected at least one request, found none'
 
 expect_line "--slo: an unknown key" '--slo: expected ttft_ms or tpot_ms, found "e2e_ms"' \
   $serve --slo e2e_ms=5
-expect_line "--slo: zero" '--slo: tpot_ms: expected a positive number of ms, found "ttft_ms=100,tpot_ms=0"' \
+expect_line "--slo: zero" '--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found "0"' \
   $serve --slo ttft_ms=100,tpot_ms=0
-expect_line "--slo: negative" '--slo: ttft_ms: expected a positive number of ms, found "ttft_ms=-1"' \
+expect_line "--slo: negative" '--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found "-1"' \
   $serve --slo ttft_ms=-1
 expect_line "--slo: no value" '--slo: expected ttft_ms=T,tpot_ms=P, found "ttft_ms"' \
   $serve --slo ttft_ms

@@ -61,14 +61,7 @@ static int check_regular(const struct stat *st, const struct statfs *fs, char *w
   return 0;
 }
 
-/* gzerror's message without the "<fd:N>: " it starts with for a gzdopen'ed file. */
-static const char *gz_reason(gzFile gz, int *code) {
-  const char *msg = gzerror(gz, code);
-  const char *sep = strncmp(msg, "<fd:", 4) == 0 ? strstr(msg, ">: ") : NULL;
-  return sep ? sep + 3 : msg;
-}
-
-char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len) {
+gzFile jsonfile_open(const char *path, char *why, size_t why_len) {
   /* Checked by path first, so that a special file is named as such whatever
    * the rights on it, and nothing is opened that could block or be consumed;
    * then again on the descriptor, opened without blocking (a FIFO put in its
@@ -99,8 +92,20 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
   if (!gz) {
     snprintf(why, why_len, "%s", strerror(errno ? errno : ENOMEM));
     close(fd);
-    return NULL;
   }
+  return gz;
+}
+
+const char *jsonfile_gz_reason(gzFile gz, int *code) {
+  const char *msg = gzerror(gz, code);
+  const char *sep = strncmp(msg, "<fd:", 4) == 0 ? strstr(msg, ">: ") : NULL;
+  return sep ? sep + 3 : msg;
+}
+
+char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len) {
+  gzFile gz = jsonfile_open(path, why, why_len);
+  if (!gz)
+    return NULL;
   size_t cap = 65536, n = 0;
   char *buf = malloc(cap + 1);
   for (;;) {
@@ -122,7 +127,7 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
     int got = gzread(gz, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
     if (got < 0) {
       int code;
-      snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", gz_reason(gz, &code));
+      snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", jsonfile_gz_reason(gz, &code));
       goto fail;
     }
     if (got == 0)
@@ -130,7 +135,7 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
     n += (size_t)got;
   }
   int code;
-  const char *reason = gz_reason(gz, &code);
+  const char *reason = jsonfile_gz_reason(gz, &code);
   if (code != Z_OK && code != Z_STREAM_END) {
     snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", reason);
     goto fail;
@@ -271,4 +276,30 @@ size_t jsonfile_utf8_char(const char *s, unsigned *cp) {
     return 0;
   *cp = c;
   return n;
+}
+
+bool jsonfile_decimal(const char *s, double *v) {
+  const char *p = s + (*s == '+' || *s == '-');
+  size_t whole = strspn(p, "0123456789"), frac = 0;
+  p += whole;
+  if (*p == '.') {
+    frac = strspn(p + 1, "0123456789");
+    p += 1 + frac;
+  }
+  if (whole + frac == 0)
+    return false;
+  if (*p == 'e' || *p == 'E') {
+    p += 1 + (p[1] == '+' || p[1] == '-');
+    size_t exp = strspn(p, "0123456789");
+    if (exp == 0)
+      return false;
+    p += exp;
+  }
+  if (*p)
+    return false;
+  /* The text is plain decimal, which strtod reads the same in every locale
+   * npusim runs in (it never calls setlocale); an underflow reads as the
+   * nearest double (0 or subnormal), an overflow as +-inf. */
+  *v = strtod(s, NULL);
+  return true;
 }

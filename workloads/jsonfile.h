@@ -5,8 +5,10 @@
 #define NPUSIM_JSONFILE_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <zlib.h>
 
 /* Reads a whole regular file, gunzipping it if it is gzip, NUL-terminated.
  * Returns NULL with a reason in why ("No such file or directory", "a
@@ -14,6 +16,21 @@
  * but a regular file (a FIFO, a device, a file of /proc or /sys) is refused
  * without reading it, so a special file can neither block nor be consumed. */
 char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len);
+
+/* Opens a file for gzread (gzip or plain) after the same checks: the one way
+ * in for every input file, also for readers that stream (serve_requests.c).
+ * NULL with a reason in why on failure. */
+gzFile jsonfile_open(const char *path, char *why, size_t why_len);
+
+/* gzerror's message for gz (without the "<fd:N>: " of a gzdopen'ed file), its
+ * code in *code. */
+const char *jsonfile_gz_reason(gzFile gz, int *code);
+
+/* Reads all of s as a decimal number: an optional sign, digits with an
+ * optional fraction, an optional exponent; no spaces, hex, inf or nan (what
+ * strtod would also take). False if s is not one; an overflow reads as +-inf,
+ * for the caller's range check to refuse with the text. */
+bool jsonfile_decimal(const char *s, double *v);
 
 /* Parses text (text[len] must be '\0') as named; NULL with
  * "NAME:LINE:COL: expected valid JSON, found ..." in err on bad syntax. */

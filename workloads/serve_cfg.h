@@ -16,6 +16,17 @@
 
 #define SERVE_PATH_MAX 1024
 
+/* The most requests one run takes (a trace's rows, serving.requests.count).
+ * A run holds about 150 bytes per request (the request, its state and result
+ * in sim/serve/, its latencies in the report), so 10^7 requests stay under
+ * 1.5 GiB; a time series or timeline adds its iterations. */
+#define SERVE_MAX_REQUESTS 10000000
+
+/* The latest arrival, seconds (about 116 days): up to it a double still
+ * resolves 2 ns, a millionth of a millisecond iteration; further out the
+ * clock's rounding would reach the latencies printed. */
+#define SERVE_MAX_ARRIVAL_S 1e7
+
 /* What a scheduler does when a running sequence needs a KV block and none is
  * free: drop the youngest sequence's cache and prefill it again later
  * (recompute), or move it to host memory and back (swap). */

@@ -40,8 +40,9 @@ static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve
                          "%s: serving.requests.prompt.max: expected prompt.max + "
                          "output.max at most the context, model.seq_len = %d, found %d + %d",
                          opts->workload_path, wl->model.seq_len, s->prompt.max, s->output.max);
-    if (serve_requests_generate(s, r, err->msg, sizeof err->msg))
-      return -1;
+    char why[512];
+    if (serve_requests_generate(s, r, why, sizeof why))
+      return npu_err_set(err, "%s: %s", opts->workload_path, why);
   }
   if (serve_requests_check_context(r, path, wl->model.seq_len, err->msg, sizeof err->msg)) {
     serve_requests_free(r);
