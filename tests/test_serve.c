@@ -316,10 +316,12 @@ static void test_read_strict(void) {
   const struct {
     const char *name, *text, *suffix;
   } cases[] = {
-      {"hex.csv", CSV_HEAD "0x10,8,1\n", ":2: arrival_s: expected a decimal number, found \"0x10\""},
+      {"hex.csv", CSV_HEAD "0x10,8,1\n",
+       ":2: arrival_s: expected a decimal number, found \"0x10\""},
       {"inside.csv", CSV_HEAD "0,12 34,1\n",
        ":2: prompt_tokens: expected a decimal number, found \"12 34\""},
-      {"exp.csv", CSV_HEAD "0,8,1e\n", ":2: output_tokens: expected a decimal number, found \"1e\""},
+      {"exp.csv", CSV_HEAD "0,8,1e\n",
+       ":2: output_tokens: expected a decimal number, found \"1e\""},
       {"inf.csv", CSV_HEAD "inf,8,1\n", ":2: arrival_s: expected a decimal number, found \"inf\""},
       {"nan.csv", CSV_HEAD "0,nan,1\n",
        ":2: prompt_tokens: expected a decimal number, found \"nan\""},
@@ -345,7 +347,8 @@ static void test_read_strict(void) {
       {"twice.jsonl", JSONL_ROW ", \"prompt_tokens\": 9}\n",
        ":1: prompt_tokens: expected each key once, found it twice"},
       {"after.jsonl", JSONL_ROW "} x\n", ":1:58: expected valid JSON, found 'x'"},
-      {"cr.csv", CSV_HEAD "0,8,1\r\r\n", ":2: output_tokens: expected a decimal number, found \"1\r\""},
+      {"cr.csv", CSV_HEAD "0,8,1\r\r\n",
+       ":2: output_tokens: expected a decimal number, found \"1\r\""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     r.v = (serve_request_t *)&r;
@@ -394,8 +397,8 @@ static void test_read_lenient_where_clear(void) {
   serve_requests_free(&r);
   /* empty and blank lines count for the line numbers, before and between rows */
   CU_ASSERT_EQUAL_FATAL(read_trace(dir, "blank.jsonl",
-                                   "\n\n \t\n\r\n" JSONL_ROW "}\n\n\n" JSONL_ROW "}\r\n\n",
-                                   &r, err, sizeof err),
+                                   "\n\n \t\n\r\n" JSONL_ROW "}\n\n\n" JSONL_ROW "}\r\n\n", &r, err,
+                                   sizeof err),
                         0);
   CU_ASSERT_EQUAL_FATAL(r.n, 2);
   CU_ASSERT_EQUAL(r.v[0].line, 5);
@@ -426,8 +429,8 @@ static void test_read_line_bound(void) {
       serve_requests_free(&r);
     } else {
       CU_ASSERT_EQUAL(rc, -1);
-      CU_ASSERT_STRING_EQUAL(
-          err, want(dir, "long.jsonl", ":1: expected a line of at most 1048576 bytes, found a "
+      CU_ASSERT_STRING_EQUAL(err, want(dir, "long.jsonl",
+                                       ":1: expected a line of at most 1048576 bytes, found a "
                                        "longer one"));
     }
   }
@@ -435,8 +438,9 @@ static void test_read_line_bound(void) {
   memset(text, ' ', 2 * len);
   text[2 * len] = '\0';
   CU_ASSERT_EQUAL(read_trace(dir, "spaces.csv", text, &r, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, want(dir, "spaces.csv", ":1: expected a line of at most 1048576 "
-                                                      "bytes, found a longer one"));
+  CU_ASSERT_STRING_EQUAL(err, want(dir, "spaces.csv",
+                                   ":1: expected a line of at most 1048576 "
+                                   "bytes, found a longer one"));
   free(text);
   remove_temp_dir(dir);
 }
@@ -492,8 +496,7 @@ static void test_slo_parse(void) {
       {"", "--slo: expected ttft_ms=T,tpot_ms=P, found \"\""},
       {"ttft_ms=5,ttft_ms=1e-9", "--slo: ttft_ms: expected it once, found it twice"},
       {"tpot_ms=1e-4", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e-4\""},
-      {"tpot_ms=1e400",
-       "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e400\""},
+      {"tpot_ms=1e400", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e400\""},
       {"tpot_ms=1e", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e\""},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -127,7 +127,8 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
     int got = gzread(gz, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
     if (got < 0) {
       int code;
-      snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)", jsonfile_gz_reason(gz, &code));
+      snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)",
+               jsonfile_gz_reason(gz, &code));
       goto fail;
     }
     if (got == 0)

@@ -99,8 +99,8 @@ static int set_field(serve_request_t *q, int col, double v, const char *found, c
   if (col == COL_ARRIVAL) {
     if (!(v >= 0 && v <= SERVE_MAX_ARRIVAL_S))
       return snprintf(err, err_len,
-                      "%s:%ld: arrival_s: expected a time in [0, 1e7] seconds, found %.40s",
-                      path, line, found),
+                      "%s:%ld: arrival_s: expected a time in [0, 1e7] seconds, found %.40s", path,
+                      line, found),
              -1;
     q->arrival_s = v + 0.0; /* -0 reads as 0 */
     return 0;
@@ -251,8 +251,8 @@ static int csv_row(const char *path, long line, char *text, const long cols[NCOL
   for (int c = 0; c < NCOLS; c++) {
     double v;
     if (!jsonfile_decimal(fields[c], &v))
-      return snprintf(err, err_len, "%s:%ld: %s: expected a decimal number, found \"%.40s\"",
-                      path, line, col_names[c], fields[c]),
+      return snprintf(err, err_len, "%s:%ld: %s: expected a decimal number, found \"%.40s\"", path,
+                      line, col_names[c], fields[c]),
              -1;
     if (set_field(q, c, v, fields[c], path, line, err, err_len))
       return -1;
@@ -313,8 +313,9 @@ static int fill(line_reader_t *r, char *err, size_t err_len) {
   r->end += (size_t)got;
   r->inflated += (unsigned long long)got;
   if (r->inflated > SERVE_TRACE_MAX_BYTES)
-    return snprintf(err, err_len, "%s: expected a request trace (JSONL or CSV), found %s over %lu MiB",
-                    r->path, gzdirect(r->gz) ? "a file" : "a gzip stream inflating to",
+    return snprintf(err, err_len,
+                    "%s: expected a request trace (JSONL or CSV), found %s over %lu MiB", r->path,
+                    gzdirect(r->gz) ? "a file" : "a gzip stream inflating to",
                     SERVE_TRACE_MAX_BYTES >> 20),
            -1;
   return 0;
@@ -356,15 +357,14 @@ static int next_line(line_reader_t *r, char **text, size_t *len, char *err, size
   if (*len > 0 && (*text)[*len - 1] == '\r')
     (*len)--;
   if (*len > SERVE_TRACE_MAX_LINE)
-    return snprintf(err, err_len,
-                    "%s:%ld: expected a line of at most %u bytes, found a longer one", r->path,
-                    r->line, SERVE_TRACE_MAX_LINE),
+    return snprintf(err, err_len, "%s:%ld: expected a line of at most %u bytes, found a longer one",
+                    r->path, r->line, SERVE_TRACE_MAX_LINE),
            -1;
   (*text)[*len] = '\0';
   const char *nul = memchr(*text, '\0', *len);
   if (nul)
-    return snprintf(err, err_len, "%s:%ld:%ld: expected text, found a NUL byte", r->path,
-                    r->line, (long)(nul - *text) + 1),
+    return snprintf(err, err_len, "%s:%ld:%ld: expected text, found a NUL byte", r->path, r->line,
+                    (long)(nul - *text) + 1),
            -1;
   if (r->line == 1 && *len >= 3 && memcmp(*text, "\xef\xbb\xbf", 3) == 0) {
     *text += 3; /* a UTF-8 byte order mark, as spreadsheets write CSV */

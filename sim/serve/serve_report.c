@@ -20,8 +20,7 @@ int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_le
   for (const char *p = text;; p++) {
     size_t n = strcspn(p, "=,"), len = n + strcspn(p + n, ",");
     if (p[n] != '=')
-      return snprintf(err, err_len, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text),
-             -1;
+      return snprintf(err, err_len, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text), -1;
     double *limit = n == 7 && strncmp(p, "ttft_ms", n) == 0   ? &slo->ttft_s
                     : n == 7 && strncmp(p, "tpot_ms", n) == 0 ? &slo->tpot_s
                                                               : NULL;
@@ -30,8 +29,7 @@ int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_le
                       p),
              -1;
     if (*limit > 0)
-      return snprintf(err, err_len, "--slo: %.*s: expected it once, found it twice", (int)n, p),
-             -1;
+      return snprintf(err, err_len, "--slo: %.*s: expected it once, found it twice", (int)n, p), -1;
     char value[64];
     double v;
     snprintf(value, sizeof value, "%.*s", (int)(len - n - 1), p + n + 1);
