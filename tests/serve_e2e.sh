@@ -3,9 +3,10 @@
 # stderr, exit status 2, nothing on stdout and no output file: an empty trace,
 # a request longer than the context (JSONL and CSV), a KV cache or weights that
 # do not fit (saying by how much), a negative rate, arrivals out of order, bad
-# JSONL values and CSV shapes, --slo errors, train on a serving workload and
+# JSONL values and CSV shapes, a FIFO trace, --slo errors, train on a serving workload and
 # serve on a training one, half a disaggregated deployment. Runs: the same
-# requests as JSONL, CSV and gzip give the same report; --format json and csv
+# requests as JSONL, CSV (also a spreadsheet's: BOM, CRLF, quotes) and gzip give
+# the same report; --format json and csv
 # carry their fields; --timeseries has a row per iteration; --chrome-trace is a
 # valid trace (tests/check_chrome_trace.py); the same run twice gives the same
 # bytes; goodput counts no request under an impossible SLO and every one under
@@ -34,6 +35,10 @@ open(f"{d}/reqs.csv", "w").write(csv)
 gzip.open(f"{d}/reqs.jsonl.gz", "wt").write(jsonl)
 gzip.open(f"{d}/reqs.csv.gz", "wt").write(csv)
 open(f"{d}/multi", "w").write(str(sum(o > 1 for _, _, o in reqs)))
+# as a spreadsheet writes it: a byte order mark, CRLF, every field quoted, a text column
+excel = '\ufeff"arrival_s","prompt_tokens","output_tokens","note"\r\n' + "".join(
+    f'"{a}","{p}","{o}","user {i}, ""quoted"""\r\n' for i, (a, p, o) in enumerate(reqs))
+open(f"{d}/reqs_excel.csv", "w", encoding="utf-8", newline="").write(excel)
 PY
 trace() { echo "--set workload.serving.requests.trace=$1"; }
 
@@ -87,6 +92,12 @@ printf 'arrival_s,prompt_tokens,output_tokens\n3,10,2\n1,10,2\n' >"$tmp/order.cs
 expect_line "arrivals out of order (CSV)" \
   "$tmp/order.csv:3: arrival_s: expected arrivals in time order (at least 3, line 2's), found 1" \
   $serve $(trace "$tmp/order.csv")
+
+# a special file is refused without being opened for reading (a FIFO would block)
+mkfifo "$tmp/fifo.jsonl"
+expect_line "a FIFO as the trace, refused unread" \
+  "$tmp/fifo.jsonl: expected a request trace (JSONL or CSV), found a FIFO, not a regular file" \
+  timeout 10 $serve $(trace "$tmp/fifo.jsonl")
 
 bad_trace() { # bad_trace NAME FILE TEXT WANT-AFTER-PATH
   printf '%s' "$3" >"$tmp/$2"
@@ -149,7 +160,7 @@ expect_line "serve on a training workload" \
   $npusim serve --system $sys --workload configs/workloads/llama3-8b.json
 
 # ---- runs ----
-for f in reqs.jsonl reqs.csv reqs.jsonl.gz reqs.csv.gz; do
+for f in reqs.jsonl reqs.csv reqs.jsonl.gz reqs.csv.gz reqs_excel.csv; do
   $serve $(trace "$tmp/$f") --format json >"$tmp/$f.out" 2>"$tmp/$f.err"
   check "$f runs, silently" test ! -s "$tmp/$f.err"
 done
@@ -160,6 +171,8 @@ assert r["requests"] == 12 and r["completed"] == 12, (r["requests"], r["complete
 check "CSV gives the same report as JSONL" cmp "$tmp/reqs.jsonl.out" "$tmp/reqs.csv.out"
 check "gzip JSONL gives the same report" cmp "$tmp/reqs.jsonl.out" "$tmp/reqs.jsonl.gz.out"
 check "gzip CSV gives the same report" cmp "$tmp/reqs.jsonl.out" "$tmp/reqs.csv.gz.out"
+check "a spreadsheet's CSV (BOM, CRLF, quotes) gives the same report" \
+  cmp "$tmp/reqs.jsonl.out" "$tmp/reqs_excel.csv.out"
 
 $serve $small --format json --slo ttft_ms=500,tpot_ms=80 --timeseries "$tmp/ts.csv" \
   --chrome-trace "$tmp/serve.json" >"$tmp/run.json" 2>"$tmp/run.err"

@@ -299,8 +299,10 @@ bool jsonfile_decimal(const char *s, double *v) {
   if (*p)
     return false;
   /* The text is plain decimal, which strtod reads the same in every locale
-   * npusim runs in (it never calls setlocale); an underflow reads as the
-   * nearest double (0 or subnormal), an overflow as +-inf. */
+   * npusim runs in (it never calls setlocale); an overflow reads as +-inf. A
+   * number too near 0 for a double's normal range is refused: read as 0 it
+   * could mean "off" where 0 does. */
+  errno = 0;
   *v = strtod(s, NULL);
-  return true;
+  return !(errno == ERANGE && fabs(*v) < 1);
 }

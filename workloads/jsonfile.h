@@ -28,8 +28,9 @@ const char *jsonfile_gz_reason(gzFile gz, int *code);
 
 /* Reads all of s as a decimal number: an optional sign, digits with an
  * optional fraction, an optional exponent; no spaces, hex, inf or nan (what
- * strtod would also take). False if s is not one; an overflow reads as +-inf,
- * for the caller's range check to refuse with the text. */
+ * strtod would also take). False if s is not one, or is a nonzero number
+ * below a double's normal range (1e-400 would read as 0); an overflow reads
+ * as +-inf, for the caller's range check to refuse with the text. */
 bool jsonfile_decimal(const char *s, double *v);
 
 /* Parses text (text[len] must be '\0') as named; NULL with
