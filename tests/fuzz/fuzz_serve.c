@@ -24,8 +24,8 @@ static void check_requests(const serve_requests_t *r) {
   for (long i = 0; i < r->n; i++) {
     const serve_request_t *q = &r->v[i];
     if (!(q->arrival_s >= 0 && q->arrival_s <= SERVE_MAX_ARRIVAL_S) || signbit(q->arrival_s) ||
-        q->line < 1 || q->prompt_tokens < 1 ||
-        q->prompt_tokens > 100000000 || q->output_tokens < 1 || q->output_tokens > 100000000)
+        q->line < 1 || q->prompt_tokens < 1 || q->prompt_tokens > 100000000 ||
+        q->output_tokens < 1 || q->output_tokens > 100000000)
       abort();
     if (i > 0 && (q->arrival_s < r->v[i - 1].arrival_s || q->line <= r->v[i - 1].line))
       abort();
