@@ -93,6 +93,26 @@ expect_line "arrivals out of order (CSV)" \
   "$tmp/order.csv:3: arrival_s: expected arrivals in time order (at least 3, line 2's), found 1" \
   $serve $(trace "$tmp/order.csv")
 
+# a trace path too long for the reader's buffer (2047 bytes from the workload's
+# folder) is refused, not cut short to name another file: here the cut lands on
+# reqs.jsonl, which the old code read and ran to exit 0
+long=$(python3 - "$tmp" <<'PY'
+import os, sys
+d = sys.argv[1]
+while len(d) < 1700:
+    d = os.path.join(d, "d" * 200)
+d = os.path.join(d, "e" * (2047 - len("/reqs.jsonl") - len(d) - 1))
+os.makedirs(d)
+print(d)
+PY
+)
+cp "$tmp/reqs.jsonl" "$long/reqs.jsonl"
+echo "{\"extends\": \"$PWD/$base\"}" >"$long/w.json"
+check "a trace path past the buffer is refused (exit 2, one line, no output)" bash -c "
+  $npusim serve --system $sys --workload '$long/w.json' \
+    --set workload.serving.requests.trace=reqs.jsonl.not.this.one >'$tmp/long.out' 2>'$tmp/long.err'
+  [ \$? -eq 2 ] && [ ! -s '$tmp/long.out' ] && [ \$(wc -l <'$tmp/long.err') -eq 1 ]"
+
 # a special file is refused without being opened for reading (a FIFO would block)
 mkfifo "$tmp/fifo.jsonl"
 expect_line "a FIFO as the trace, refused unread" \
