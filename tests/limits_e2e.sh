@@ -32,7 +32,7 @@ expect_line "gzip inflating past the largest trace" \
   "$tmp/bomb.json.gz: expected a readable trace file (.json or .json.gz), found a gzip stream inflating to over 256 MiB" \
   timeout 30 "$npusim" replay --system "$sys" --trace "$tmp/bomb.json.gz" --fidelity analytic
 
-# Serving requests: at most 10^7 in a run (about 150 bytes each through it).
+# Serving requests: at most 10^7 in a run (about 110 to 130 bytes each through it).
 # The generator's count is refused when loaded (1e8 was taken and passed 10 GiB).
 serve="$npusim serve --system $sys --workload configs/workloads/serve-llama3-8b.json --time-limit 60"
 expect_line "serving.requests.count past 10^7" \

@@ -17,9 +17,10 @@
 #define SERVE_PATH_MAX 1024
 
 /* The most requests one run takes (a trace's rows, serving.requests.count).
- * A run holds about 150 bytes per request (the request, its state and result
- * in sim/serve/, its latencies in the report), so 10^7 requests stay under
- * 1.5 GiB; a time series or timeline adds its iterations. */
+ * A run holds about 110 to 130 bytes per request (the request, its state and
+ * result in sim/serve/, its queue entries, its latencies in the report): 10^7
+ * generated requests on one instance peaked at 1.04 GiB (55 s of CPU); a time
+ * series or timeline adds its iterations. */
 #define SERVE_MAX_REQUESTS 10000000
 
 /* The latest arrival, seconds (about 116 days): up to it a double still
