@@ -347,6 +347,9 @@ static void test_read_strict(void) {
       {"twice.jsonl", JSONL_ROW ", \"prompt_tokens\": 9}\n",
        ":1: prompt_tokens: expected each key once, found it twice"},
       {"after.jsonl", JSONL_ROW "} x\n", ":1:58: expected valid JSON, found 'x'"},
+      {"close.csv", CSV_HEAD "1234567.8901,8,1\n1234567.89009,8,1\n",
+       ":3: arrival_s: expected arrivals in time order (at least 1234567.8901, line 2's), found "
+       "1234567.89009"},
       {"cr.csv", CSV_HEAD "0,8,1\r\r\n",
        ":2: output_tokens: expected a decimal number, found \"1\r\""},
   };

@@ -422,13 +422,16 @@ static int parse_lines(line_reader_t *r, serve_requests_t *out, char *err, size_
     if (!q || (jsonl ? jsonl_row(path, r->line, text, len, q, err, err_len)
                      : csv_row(path, r->line, text, cols, ncols, q, err, err_len)))
       return -1;
-    if (out->n > 0 && q->arrival_s < out->v[out->n - 1].arrival_s)
+    if (out->n > 0 && q->arrival_s < out->v[out->n - 1].arrival_s) {
+      char least[32], found[32]; /* in full: 9 digits could print the two alike */
+      jsonfile_format_number(out->v[out->n - 1].arrival_s, least, sizeof least);
+      jsonfile_format_number(q->arrival_s, found, sizeof found);
       return snprintf(err, err_len,
                       "%s:%ld: arrival_s: expected arrivals in time order (at "
-                      "least %.9g, line %ld's), found %.9g",
-                      path, r->line, out->v[out->n - 1].arrival_s, out->v[out->n - 1].line,
-                      q->arrival_s),
+                      "least %s, line %ld's), found %s",
+                      path, r->line, least, out->v[out->n - 1].line, found),
              -1;
+    }
     out->n++;
   }
   if (got < 0)
