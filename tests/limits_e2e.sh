@@ -32,6 +32,36 @@ expect_line "gzip inflating past the largest trace" \
   "$tmp/bomb.json.gz: expected a readable trace file (.json or .json.gz), found a gzip stream inflating to over 256 MiB" \
   timeout 30 "$npusim" replay --system "$sys" --trace "$tmp/bomb.json.gz" --fidelity analytic
 
+# Serving requests: at most 10^7 in a run (about 110 to 130 bytes each through it).
+# The generator's count is refused when loaded (1e8 was taken and passed 10 GiB).
+serve="$npusim serve --system $sys --workload configs/workloads/serve-llama3-8b.json --time-limit 60"
+limit="ulimit -v 524288;"
+grep -q __asan_init "$npusim" && limit=""
+expect_line "serving.requests.count past 10^7, in 512 MiB" \
+  "--set: serving.requests.count: expected an integer in [1, 10000000], found 100000000" \
+  bash -c "$limit $serve --set workload.serving.requests.count=1e8"
+# A trace is streamed: its 10^7 + 1st row is refused before the array grows,
+# within 512 MiB (the 10^7 rows read are 229 MiB); a gzip stream (here 2.4 MB)
+# is refused once it inflates past 1 GiB, holding a 64 KiB chunk and a line (it
+# was read whole: a 4 MB .gz took 4.0 GiB before its refusal).
+python3 - "$tmp" <<'EOF2'
+import gzip, sys
+d = sys.argv[1]
+rows = gzip.compress(b"0,8,1\n" * 1000000, 9)  # gzip members, concatenated
+with open(d + "/rows.csv.gz", "wb") as f:
+    f.write(gzip.compress(b"arrival_s,prompt_tokens,output_tokens\n"))
+    f.write(rows * 10 + gzip.compress(b"0,8,1\n"))
+block = gzip.compress((b" " * 1023 + b"\n") * 65536, 9)  # 64 MiB of blank lines
+with open(d + "/blank.csv.gz", "wb") as f:
+    f.write(block * 17)
+EOF2
+expect_line "a trace of 10^7 + 1 requests, in 512 MiB" \
+  "$tmp/rows.csv.gz:10000002: expected at most 10000000 requests (the most one run holds), found more" \
+  bash -c "$limit $serve --set workload.serving.requests.trace=$tmp/rows.csv.gz"
+expect_line "a serving trace inflating past 1 GiB, in 512 MiB" \
+  "$tmp/blank.csv.gz: expected a request trace (JSONL or CSV), found a gzip stream inflating to over 1024 MiB" \
+  bash -c "$limit $serve --set workload.serving.requests.trace=$tmp/blank.csv.gz"
+
 # --time-limit: one line, exit 2, no output file left (not even a temporary one)
 mkdir "$tmp/out_dir"
 expect_line "--time-limit stops a long run" \

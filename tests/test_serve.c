@@ -261,14 +261,14 @@ static void test_read_errors(void) {
       {"frac.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 8, \"output_tokens\": 2.5}\n",
        ":1: output_tokens: expected a whole number of tokens in [1, 1e8], found 2.5"},
       {"negative.csv", "arrival_s,prompt_tokens,output_tokens\n-0.5,8,1\n",
-       ":2: arrival_s: expected a time >= 0 in seconds, found -0.5"},
+       ":2: arrival_s: expected a time in [0, 1e18] seconds, found -0.5"},
       {"column.csv", "arrival_s,prompt,output_tokens\n0,8,1\n",
        ":1: expected a CSV header naming arrival_s, prompt_tokens and output_tokens (or JSONL "
        "objects), found no prompt_tokens column"},
       {"fields.csv", "arrival_s,prompt_tokens,output_tokens\n0,8,1\n1,8\n",
        ":3: expected 3 fields as in the header, found 2"},
       {"word.csv", "arrival_s,prompt_tokens,output_tokens\n0,8,lots\n",
-       ":2: output_tokens: expected a number, found \"lots\""},
+       ":2: output_tokens: expected a decimal number, found \"lots\""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     r.v = (serve_request_t *)&r; /* must be reset, not freed */
@@ -281,6 +281,170 @@ static void test_read_errors(void) {
   CU_ASSERT_EQUAL(serve_requests_read("/nonexistent/npusim/t.jsonl", &r, err, sizeof err), -1);
   CU_ASSERT_STRING_EQUAL(err, "/nonexistent/npusim/t.jsonl: expected a request trace (JSONL or "
                               "CSV), found No such file or directory");
+  remove_temp_dir(dir);
+}
+
+/* Writes len bytes (NULs too) as dir/name. */
+static void write_bytes(const char *dir, const char *name, const char *bytes, size_t len) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  CU_ASSERT_EQUAL(fwrite(bytes, 1, len, f), len);
+  CU_ASSERT_EQUAL(fclose(f), 0);
+}
+
+#define CSV_HEAD "arrival_s,prompt_tokens,output_tokens\n"
+#define JSONL_ROW "{\"arrival_s\": 0, \"prompt_tokens\": 8, \"output_tokens\": 1"
+
+/* Numbers and shapes strtod, strtok and cJSON's first match let through: each
+ * is now refused with its line and field. */
+static void test_read_strict(void) {
+  const char *dir = make_temp_dir();
+  serve_requests_t r;
+  char err[1024];
+  char wide_head[1024] = "", wide_row[1024] = "";
+  for (int i = 0; i < 61; i++) /* 64 columns; a row of 65 fields */
+    snprintf(wide_head + strlen(wide_head), 64, "c%d,", i);
+  strcat(wide_head, "arrival_s,prompt_tokens,output_tokens\n");
+  for (int i = 0; i < 62; i++)
+    strcat(wide_row, "x,");
+  strcat(wide_row, "0,8,1\n");
+  char *wide = malloc(strlen(wide_head) + strlen(wide_row) + 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(wide);
+  strcat(strcpy(wide, wide_head), wide_row);
+  const struct {
+    const char *name, *text, *suffix;
+  } cases[] = {
+      {"hex.csv", CSV_HEAD "0x10,8,1\n",
+       ":2: arrival_s: expected a decimal number, found \"0x10\""},
+      {"inside.csv", CSV_HEAD "0,12 34,1\n",
+       ":2: prompt_tokens: expected a decimal number, found \"12 34\""},
+      {"exp.csv", CSV_HEAD "0,8,1e\n",
+       ":2: output_tokens: expected a decimal number, found \"1e\""},
+      {"inf.csv", CSV_HEAD "inf,8,1\n", ":2: arrival_s: expected a decimal number, found \"inf\""},
+      {"nan.csv", CSV_HEAD "0,nan,1\n",
+       ":2: prompt_tokens: expected a decimal number, found \"nan\""},
+      {"signs.csv", CSV_HEAD "0,+-8,1\n",
+       ":2: prompt_tokens: expected a decimal number, found \"+-8\""},
+      {"empty.csv", CSV_HEAD "0,,1\n", ":2: prompt_tokens: expected a decimal number, found \"\""},
+      {"huge.csv", CSV_HEAD "0,1e400,1\n",
+       ":2: prompt_tokens: expected a whole number of tokens in [1, 1e8], found 1e400"},
+      {"late.csv", CSV_HEAD "1e300,8,1\n",
+       ":2: arrival_s: expected a time in [0, 1e18] seconds, found 1e300"},
+      {"late.jsonl", "{\"arrival_s\": 1.5e18, \"prompt_tokens\": 8, \"output_tokens\": 1}\n",
+       ":1: arrival_s: expected a time in [0, 1e18] seconds, found 1.5e+18"},
+      {"quote.csv", CSV_HEAD "0,8,\"1\n",
+       ":2: field 3: expected a closing quote on the same line, found the end of the line"},
+      {"after.csv", CSV_HEAD "\"0\"x,8,1\n",
+       ":2: field 1: expected a comma after the closing quote, found 'x'"},
+      {"unnamed.csv", "arrival_s,,prompt_tokens,output_tokens\n0,8,1\n",
+       ":2: expected 4 fields as in the header, found 3"},
+      {"name.csv", "arrival_s x,prompt_tokens,output_tokens\n0,8,1\n",
+       ":1: expected a CSV header naming arrival_s, prompt_tokens and output_tokens (or JSONL "
+       "objects), found no arrival_s column"},
+      {"wide.csv", wide, ":2: expected 64 fields as in the header, found 65"},
+      {"twice.jsonl", JSONL_ROW ", \"prompt_tokens\": 9}\n",
+       ":1: prompt_tokens: expected each key once, found it twice"},
+      {"after.jsonl", JSONL_ROW "} x\n", ":1:58: expected valid JSON, found 'x'"},
+      {"close.csv", CSV_HEAD "1234567.8901,8,1\n1234567.89009,8,1\n",
+       ":3: arrival_s: expected arrivals in time order (at least 1234567.8901, line 2's), found "
+       "1234567.89009"},
+      {"cr.csv", CSV_HEAD "0,8,1\r\r\n",
+       ":2: output_tokens: expected a decimal number, found \"1\r\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    r.v = (serve_request_t *)&r;
+    r.n = 99;
+    CU_ASSERT_EQUAL(read_trace(dir, cases[i].name, cases[i].text, &r, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, want(dir, cases[i].name, cases[i].suffix));
+    CU_ASSERT_PTR_NULL(r.v);
+    CU_ASSERT_EQUAL(r.n, 0);
+  }
+  free(wide);
+  /* a NUL byte names its line and column */
+  static const char nul[] = CSV_HEAD "0,8,1\n1,8\0,1\n";
+  write_bytes(dir, "nul.csv", nul, sizeof nul - 1);
+  char path[512];
+  snprintf(path, sizeof path, "%s/nul.csv", dir);
+  CU_ASSERT_EQUAL(serve_requests_read(path, &r, err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, want(dir, "nul.csv", ":3:4: expected text, found a NUL byte"));
+  remove_temp_dir(dir);
+}
+
+/* What CSV writers and JSONL files legitimately hold reads as meant. */
+static void test_read_lenient_where_clear(void) {
+  const char *dir = make_temp_dir();
+  serve_requests_t r;
+  char err[1024];
+  /* a byte order mark (spreadsheets), CRLF, quoted fields with commas and quotes,
+   * an unnamed last column (a trailing comma), decimals in every spelling */
+  CU_ASSERT_EQUAL_FATAL(
+      read_trace(dir, "excel.csv",
+                 "\xef\xbb\xbf\"arrival_s\",\"prompt_tokens\",\"output_tokens\",\"note\",\r\n"
+                 "-0,+16,1E2,,\r\n"
+                 "\"0.5\",\" 8 \",1,\"a, b \"\"c\"\"\",\r\n"
+                 ".75,0012,2.,x,\r\n"
+                 "1.25e1 , 5.0e0,3,\"\",",
+                 &r, err, sizeof err),
+      0);
+  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_EQUAL_FATAL(r.n, 4);
+  /* -0 arrives at 0, not at a -0 that would print as "-0" */
+  CU_ASSERT(r.v[0].arrival_s == 0 && !signbit(r.v[0].arrival_s));
+  CU_ASSERT(r.v[0].prompt_tokens == 16 && r.v[0].output_tokens == 100);
+  CU_ASSERT(r.v[1].arrival_s == 0.5 && r.v[1].prompt_tokens == 8 && r.v[1].output_tokens == 1);
+  CU_ASSERT(r.v[2].arrival_s == 0.75 && r.v[2].prompt_tokens == 12 && r.v[2].output_tokens == 2);
+  CU_ASSERT(r.v[3].arrival_s == 12.5 && r.v[3].prompt_tokens == 5 && r.v[3].output_tokens == 3);
+  CU_ASSERT_EQUAL(r.v[3].line, 5);
+  serve_requests_free(&r);
+  /* empty and blank lines count for the line numbers, before and between rows */
+  CU_ASSERT_EQUAL_FATAL(read_trace(dir, "blank.jsonl",
+                                   "\n\n \t\n\r\n" JSONL_ROW "}\n\n\n" JSONL_ROW "}\r\n\n", &r, err,
+                                   sizeof err),
+                        0);
+  CU_ASSERT_EQUAL_FATAL(r.n, 2);
+  CU_ASSERT_EQUAL(r.v[0].line, 5);
+  CU_ASSERT_EQUAL(r.v[1].line, 8);
+  serve_requests_free(&r);
+  remove_temp_dir(dir);
+}
+
+/* A line is at most SERVE_TRACE_MAX_LINE bytes, its line end not counted. */
+static void test_read_line_bound(void) {
+  const char *dir = make_temp_dir();
+  serve_requests_t r;
+  char err[1024];
+  size_t len = SERVE_TRACE_MAX_LINE;
+  char *text = malloc(2 * len + 64);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+  static const char head[] = JSONL_ROW ", \"pad\": \"";
+  for (int extra = 0; extra <= 1; extra++) {
+    size_t pad = len + (size_t)extra - strlen(head) - 2;
+    strcpy(text, head);
+    memset(text + strlen(head), 'x', pad);
+    strcpy(text + strlen(head) + pad, "\"}\r\n");
+    CU_ASSERT_EQUAL(strlen(text), len + (size_t)extra + 2);
+    int rc = read_trace(dir, "long.jsonl", text, &r, err, sizeof err);
+    if (extra == 0) {
+      CU_ASSERT_EQUAL(rc, 0);
+      CU_ASSERT_EQUAL(r.n, 1);
+      serve_requests_free(&r);
+    } else {
+      CU_ASSERT_EQUAL(rc, -1);
+      CU_ASSERT_STRING_EQUAL(err, want(dir, "long.jsonl",
+                                       ":1: expected a line of at most 1048576 bytes, found a "
+                                       "longer one"));
+    }
+  }
+  /* a line far longer than the bound is refused as soon as it passes it */
+  memset(text, ' ', 2 * len);
+  text[2 * len] = '\0';
+  CU_ASSERT_EQUAL(read_trace(dir, "spaces.csv", text, &r, err, sizeof err), -1);
+  CU_ASSERT_STRING_EQUAL(err, want(dir, "spaces.csv",
+                                   ":1: expected a line of at most 1048576 "
+                                   "bytes, found a longer one"));
+  free(text);
   remove_temp_dir(dir);
 }
 
@@ -310,19 +474,33 @@ static void test_slo_parse(void) {
   CU_ASSERT_EQUAL(serve_slo_parse("tpot_ms=2.5", &slo, err, sizeof err), 0);
   CU_ASSERT_EQUAL(slo.ttft_s, 0); /* left out: not checked */
   CU_ASSERT_DOUBLE_EQUAL(slo.tpot_s, 0.0025, 1e-15);
+  CU_ASSERT_EQUAL(serve_slo_parse("tpot_ms=1e9,ttft_ms=.001", &slo, err, sizeof err), 0);
+  CU_ASSERT_DOUBLE_EQUAL(slo.ttft_s, 1e-6, 1e-21); /* the range's ends */
+  CU_ASSERT_DOUBLE_EQUAL(slo.tpot_s, 1e6, 1e-9);
   static const struct {
     const char *text, *err;
   } bad[] = {
       {"latency_ms=3", "--slo: expected ttft_ms or tpot_ms, found \"latency_ms\""},
-      {"ttft_ms=0", "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=0\""},
-      {"tpot_ms=-4", "--slo: tpot_ms: expected a positive number of ms, found \"tpot_ms=-4\""},
+      {"ttft_ms=0", "--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found \"0\""},
+      {"tpot_ms=-4", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"-4\""},
       {"ttft_ms=5,tpot_ms=fast",
-       "--slo: tpot_ms: expected a positive number of ms, found \"ttft_ms=5,tpot_ms=fast\""},
-      {"ttft_ms=nan", "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=nan\""},
-      {"ttft_ms=inf", "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=inf\""},
+       "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"fast\""},
+      {"ttft_ms=nan", "--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found \"nan\""},
+      {"ttft_ms=inf", "--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found \"inf\""},
       {"ttft_ms", "--slo: expected ttft_ms=T,tpot_ms=P, found \"ttft_ms\""},
       {"ttft_ms=1;tpot_ms=2",
-       "--slo: ttft_ms: expected a positive number of ms, found \"ttft_ms=1;tpot_ms=2\""},
+       "--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found \"1;tpot_ms=2\""},
+      /* strtod took these: hex, spaces, a trailing comma or nothing, a key twice (the
+       * last won), values that round to no limit at all */
+      {"ttft_ms=0x10", "--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found \"0x10\""},
+      {"ttft_ms= 5", "--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found \" 5\""},
+      {"ttft_ms=5 ", "--slo: ttft_ms: expected a number of ms in [0.001, 1e9], found \"5 \""},
+      {"ttft_ms=5,", "--slo: expected ttft_ms=T,tpot_ms=P, found \"ttft_ms=5,\""},
+      {"", "--slo: expected ttft_ms=T,tpot_ms=P, found \"\""},
+      {"ttft_ms=5,ttft_ms=1e-9", "--slo: ttft_ms: expected it once, found it twice"},
+      {"tpot_ms=1e-4", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e-4\""},
+      {"tpot_ms=1e400", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e400\""},
+      {"tpot_ms=1e", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e\""},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
@@ -668,6 +846,9 @@ CU_TestInfo serve_tests[] = {
     {"trace: CSV in any column order", test_read_csv_any_column_order},
     {"trace: gzip", test_read_gzip},
     {"trace: errors in one line", test_read_errors},
+    {"trace: strict numbers and shapes", test_read_strict},
+    {"trace: BOM, CRLF, quotes, blank lines, decimal spellings", test_read_lenient_where_clear},
+    {"trace: the longest line", test_read_line_bound},
     {"trace: context check", test_check_context},
     {"--slo parsing", test_slo_parse},
     {"sim: every request completes, in causal order", test_sim_every_request_completes},

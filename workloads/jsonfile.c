@@ -61,152 +61,117 @@ static int check_regular(const struct stat *st, const struct statfs *fs, char *w
   return 0;
 }
 
-/* Reading a file whole: plain bytes, or gzip. */
-typedef struct {
+/* An input file being read: plain bytes, or gzip inflated as it is read. */
+struct jsonfile_stream {
   int fd;
   unsigned char in[1 << 16]; /* bytes read from fd, in[pos..end) not used yet */
   size_t pos, end;
   bool eof;
   unsigned long long offset; /* of in[end] in the file */
   unsigned long long file_bytes;
-  char *buf; /* what was read (inflated), buf[n]; room for cap + 1 */
-  size_t n, cap, max;
-} reader_t;
+  bool gz, done; /* gzip; its last member ended at the end of the file */
+  z_stream zs;
+  int members; /* gzip members ended so far */
+};
 
-/* Refills r->in once it is used up; 0, or -1 with the reason. */
-static int fill(reader_t *r, char *why, size_t why_len) {
-  while (r->pos == r->end && !r->eof) {
-    ssize_t got = read(r->fd, r->in, sizeof r->in);
+/* Refills s->in once it is used up; 0, or -1 with the reason. */
+static int fill(jsonfile_stream_t *s, char *why, size_t why_len) {
+  while (s->pos == s->end && !s->eof) {
+    ssize_t got = read(s->fd, s->in, sizeof s->in);
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0)
       return snprintf(why, why_len, "%s", strerror(errno)), -1;
-    r->pos = 0;
-    r->end = (size_t)got;
-    r->offset += (unsigned long long)got;
-    r->eof = got == 0;
+    s->pos = 0;
+    s->end = (size_t)got;
+    s->offset += (unsigned long long)got;
+    s->eof = got == 0;
   }
   return 0;
 }
 
-/* Room for at least one more byte in r->buf, doubling it up to r->max. */
-static int make_room(reader_t *r, bool gz, char *why, size_t why_len) {
-  if (r->buf && r->n < r->cap)
-    return 0;
-  if (r->buf && r->cap >= r->max)
-    return snprintf(why, why_len,
-                    gz ? "a gzip stream inflating to over %zu MiB" : "a file over %zu MiB",
-                    r->max >> 20),
-           -1;
-  size_t cap = r->buf ? 2 * r->cap : 65536;
-  char *grown = realloc(r->buf, cap + 1);
-  if (!grown)
-    return snprintf(why, why_len, "a file too large for memory"), -1;
-  r->buf = grown;
-  r->cap = cap;
-  return 0;
-}
-
-static int read_plain(reader_t *r, char *why, size_t why_len) {
-  for (;;) {
-    if (fill(r, why, why_len))
-      return -1;
-    if (r->eof)
-      return 0;
-    while (r->pos < r->end) {
-      if (make_room(r, false, why, why_len))
-        return -1;
-      size_t k = r->end - r->pos < r->cap - r->n ? r->end - r->pos : r->cap - r->n;
-      memcpy(r->buf + r->n, r->in + r->pos, k);
-      r->n += k;
-      r->pos += k;
-    }
-  }
+static long read_plain(jsonfile_stream_t *s, char *dst, size_t n, char *why, size_t why_len) {
+  if (fill(s, why, why_len))
+    return -1;
+  size_t k = s->end - s->pos < n ? s->end - s->pos : n;
+  memcpy(dst, s->in + s->pos, k);
+  s->pos += k;
+  return (long)k;
 }
 
 /* Whether inflating stopped within what would be the 10-byte header of a
  * member after the first: bytes after a gzip stream that are none (why says
  * how many and where). */
-static bool trailing(const reader_t *r, const z_stream *zs, int members, char *why,
-                     size_t why_len) {
-  if (members == 0 || zs->total_out != 0 || zs->total_in > 10)
+static bool trailing(const jsonfile_stream_t *s, char *why, size_t why_len) {
+  if (s->members == 0 || s->zs.total_out != 0 || s->zs.total_in > 10)
     return false;
-  unsigned long long at = r->offset - (r->end - r->pos) - zs->total_in;
-  unsigned long long n = r->file_bytes > at ? r->file_bytes - at : 0;
+  unsigned long long at = s->offset - (s->end - s->pos) - s->zs.total_in;
+  unsigned long long n = s->file_bytes > at ? s->file_bytes - at : 0;
   snprintf(why, why_len, "a gzip stream followed by %llu %s not a gzip member (at byte %llu)", n,
            n == 1 ? "byte that is" : "bytes that are", at);
   return true;
 }
 
-/* Inflates gzip members one after another until the end of the file. Several
- * members are one stream (RFC 1952, section 2.2: `cat a.gz b.gz` is a gzip
- * file of both, as gzip -d reads it); anything else after a member (garbage,
- * zero padding) is refused, where zlib's gzread would drop it silently. */
-static int read_gzip(reader_t *r, char *why, size_t why_len) {
-  z_stream zs;
-  memset(&zs, 0, sizeof zs);
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-    return snprintf(why, why_len, "out of memory"), -1;
-  int rc = 0;
-  int members = 0; /* ended */
-  for (;;) {
-    if (fill(r, why, why_len) || make_room(r, true, why, why_len)) {
-      rc = -1;
-      break;
+/* Inflates gzip members one after another until the end of the file, into dst
+ * until something came out. Several members are one stream (RFC 1952, section
+ * 2.2: `cat a.gz b.gz` is a gzip file of both, as gzip -d reads it); anything
+ * else after a member (garbage, zero padding) is refused, where zlib's gzread
+ * would drop it silently. */
+static long read_gzip(jsonfile_stream_t *s, char *dst, size_t n, char *why, size_t why_len) {
+  size_t got = 0;
+  while (got == 0 && !s->done) {
+    if (fill(s, why, why_len))
+      return -1;
+    if (s->pos == s->end) {
+      if (!trailing(s, why, why_len))
+        snprintf(why, why_len, "a truncated or corrupt gzip stream (unexpected end of file)");
+      return -1;
     }
-    bool at_end = r->pos == r->end;
-    if (at_end && !trailing(r, &zs, members, why, why_len)) {
-      rc = snprintf(why, why_len, "a truncated or corrupt gzip stream (unexpected end of file)");
-      break;
-    }
-    if (at_end) {
-      rc = -1;
-      break;
-    }
-    size_t room = r->cap - r->n;
-    zs.next_in = r->in + r->pos;
-    zs.avail_in = (uInt)(r->end - r->pos);
-    zs.next_out = (Bytef *)r->buf + r->n;
-    zs.avail_out = (uInt)(room > (1u << 30) ? (1u << 30) : room);
-    uInt out_before = zs.avail_out;
-    int z = inflate(&zs, Z_NO_FLUSH);
-    r->pos = r->end - zs.avail_in;
-    r->n += out_before - zs.avail_out;
-    if (z == Z_DATA_ERROR && trailing(r, &zs, members, why, why_len)) {
-      rc = -1;
-      break;
-    }
-    if (z == Z_DATA_ERROR || z == Z_NEED_DICT || z == Z_STREAM_ERROR) {
-      rc = snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)",
-                    zs.msg ? zs.msg : "invalid data");
-      break;
-    }
-    if (z == Z_MEM_ERROR) {
-      rc = snprintf(why, why_len, "out of memory");
-      break;
-    }
+    size_t room = n > (1u << 30) ? (1u << 30) : n;
+    s->zs.next_in = s->in + s->pos;
+    s->zs.avail_in = (uInt)(s->end - s->pos);
+    s->zs.next_out = (Bytef *)dst;
+    s->zs.avail_out = (uInt)room;
+    int z = inflate(&s->zs, Z_NO_FLUSH);
+    s->pos = s->end - s->zs.avail_in;
+    got = room - s->zs.avail_out;
+    if (z == Z_DATA_ERROR && trailing(s, why, why_len))
+      return -1;
+    if (z == Z_DATA_ERROR || z == Z_NEED_DICT || z == Z_STREAM_ERROR)
+      return snprintf(why, why_len, "a truncated or corrupt gzip stream (%s)",
+                      s->zs.msg ? s->zs.msg : "invalid data"),
+             -1;
+    if (z == Z_MEM_ERROR)
+      return snprintf(why, why_len, "out of memory"), -1;
     if (z != Z_STREAM_END)
       continue;
-    members++;
+    s->members++;
     /* A member ended: the file ends here, or another member follows. */
-    if (fill(r, why, why_len)) {
-      rc = -1;
-      break;
-    }
-    if (r->pos == r->end)
-      break;
-    inflateReset(&zs);
+    if (fill(s, why, why_len))
+      return -1;
+    if (s->pos == s->end)
+      s->done = true;
+    else
+      inflateReset(&s->zs);
   }
-  inflateEnd(&zs);
-  return rc ? -1 : 0;
+  return (long)got;
 }
 
-/* Reads the whole file, gunzipping it if it starts as gzip does (1f 8b). */
-static int read_all(reader_t *r, char *why, size_t why_len) {
-  if (fill(r, why, why_len) || make_room(r, false, why, why_len)) /* an empty file too */
-    return -1;
-  bool gz = r->end - r->pos >= 2 && r->in[r->pos] == 0x1f && r->in[r->pos + 1] == 0x8b;
-  return gz ? read_gzip(r, why, why_len) : read_plain(r, why, why_len);
+long jsonfile_stream_read(jsonfile_stream_t *s, char *dst, size_t n, char *why, size_t why_len) {
+  if (n == 0)
+    return 0;
+  return s->gz ? read_gzip(s, dst, n, why, why_len) : read_plain(s, dst, n, why, why_len);
+}
+
+bool jsonfile_stream_gzip(const jsonfile_stream_t *s) { return s->gz; }
+
+void jsonfile_stream_close(jsonfile_stream_t *s) {
+  if (!s)
+    return;
+  if (s->gz)
+    inflateEnd(&s->zs);
+  close(s->fd);
+  free(s);
 }
 
 int jsonfile_check(const char *path, char *why, size_t why_len) {
@@ -259,7 +224,7 @@ void jsonfile_forget_inputs(void) {
   ninputs = inputs_cap = 0;
 }
 
-char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len) {
+jsonfile_stream_t *jsonfile_stream_open(const char *path, char *why, size_t why_len) {
   /* Checked by path first, so that a special file is named as such whatever
    * the rights on it, and nothing is opened that could block or be consumed;
    * then again on the descriptor, opened without blocking (a FIFO put in its
@@ -283,26 +248,78 @@ char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, 
     return NULL;
   }
   remember_input(&st, path);
-  reader_t *r = calloc(1, sizeof *r); /* 64 KiB: not on a (SimGrid actor's) stack */
-  if (!r) {
+  jsonfile_stream_t *s = calloc(1, sizeof *s); /* 64 KiB: not on a (SimGrid actor's) stack */
+  if (!s) {
     snprintf(why, why_len, "out of memory");
     close(fd);
     return NULL;
   }
-  r->fd = fd;
-  r->max = max_bytes;
-  r->file_bytes = (unsigned long long)st.st_size;
-  int rc = read_all(r, why, why_len);
-  close(fd);
-  char *buf = r->buf;
-  if (rc) {
-    free(buf);
-    buf = NULL;
-  } else {
-    buf[r->n] = '\0';
-    *len = r->n;
+  s->fd = fd;
+  s->file_bytes = (unsigned long long)st.st_size;
+  /* gzip is told by its magic bytes (1f 8b), not by the file's name */
+  if (fill(s, why, why_len)) {
+    jsonfile_stream_close(s);
+    return NULL;
   }
-  free(r);
+  s->gz = s->end - s->pos >= 2 && s->in[s->pos] == 0x1f && s->in[s->pos + 1] == 0x8b;
+  if (s->gz && inflateInit2(&s->zs, 16 + MAX_WBITS) != Z_OK) {
+    s->gz = false;
+    jsonfile_stream_close(s);
+    snprintf(why, why_len, "out of memory");
+    return NULL;
+  }
+  return s;
+}
+
+/* Grows *buf (its capacity *cap) to hold at least one more byte; -1 with the
+ * reason past max (the caller has found that more bytes follow). */
+static int make_room(char **buf, size_t *cap, size_t max, bool gz, char *why, size_t why_len) {
+  if (*cap >= max)
+    return snprintf(why, why_len,
+                    gz ? "a gzip stream inflating to over %zu MiB" : "a file over %zu MiB",
+                    max >> 20),
+           -1;
+  size_t grown_cap = *cap ? 2 * *cap : 65536;
+  char *grown = realloc(*buf, grown_cap + 1);
+  if (!grown)
+    return snprintf(why, why_len, "a file too large for memory"), -1;
+  *buf = grown;
+  *cap = grown_cap;
+  return 0;
+}
+
+char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len) {
+  jsonfile_stream_t *s = jsonfile_stream_open(path, why, why_len);
+  if (!s)
+    return NULL;
+  char *buf = malloc(65536 + 1);
+  size_t n = 0, cap = 65536;
+  long got = buf ? 1 : -1;
+  if (!buf)
+    snprintf(why, why_len, "out of memory");
+  while (got > 0) {
+    if (n == cap) { /* full: a byte more is over the bound, the end is not */
+      char probe;
+      got = jsonfile_stream_read(s, &probe, 1, why, why_len);
+      if (got <= 0)
+        break;
+      if (make_room(&buf, &cap, max_bytes, s->gz, why, why_len)) {
+        got = -1;
+        break;
+      }
+      buf[n++] = probe;
+    }
+    got = jsonfile_stream_read(s, buf + n, cap - n, why, why_len);
+    if (got > 0)
+      n += (size_t)got;
+  }
+  jsonfile_stream_close(s);
+  if (got < 0) {
+    free(buf);
+    return NULL;
+  }
+  buf[n] = '\0';
+  *len = n;
   return buf;
 }
 
@@ -461,4 +478,32 @@ size_t jsonfile_utf8_char(const char *s, unsigned *cp) {
     return 0;
   *cp = c;
   return n;
+}
+
+bool jsonfile_decimal(const char *s, double *v) {
+  const char *p = s + (*s == '+' || *s == '-');
+  size_t whole = strspn(p, "0123456789"), frac = 0;
+  p += whole;
+  if (*p == '.') {
+    frac = strspn(p + 1, "0123456789");
+    p += 1 + frac;
+  }
+  if (whole + frac == 0)
+    return false;
+  if (*p == 'e' || *p == 'E') {
+    p += 1 + (p[1] == '+' || p[1] == '-');
+    size_t exp = strspn(p, "0123456789");
+    if (exp == 0)
+      return false;
+    p += exp;
+  }
+  if (*p)
+    return false;
+  /* The text is plain decimal, which strtod reads the same in every locale
+   * npusim runs in (it never calls setlocale); an overflow reads as +-inf. A
+   * number too near 0 for a double's normal range is refused: read as 0 it
+   * could mean "off" where 0 does. */
+  errno = 0;
+  *v = strtod(s, NULL);
+  return !(errno == ERANGE && fabs(*v) < 1);
 }

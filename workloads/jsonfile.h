@@ -5,6 +5,7 @@
 #define NPUSIM_JSONFILE_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -32,6 +33,31 @@ const char *jsonfile_input_of(dev_t dev, ino_t ino);
 
 /* Forgets the inputs read so far (frees their record). */
 void jsonfile_forget_inputs(void);
+
+/* An input file read piece by piece, for readers that stream
+ * (serve_requests.c): the same checks, the same gzip rules and the same record
+ * of inputs as jsonfile_read, with no bound on the bytes (the caller counts). */
+typedef struct jsonfile_stream jsonfile_stream_t;
+
+/* NULL with a reason in why on failure. */
+jsonfile_stream_t *jsonfile_stream_open(const char *path, char *why, size_t why_len);
+
+/* Up to n bytes (inflated) into dst: how many, 0 at the end of the file, -1
+ * with the reason in why (a truncated or corrupt gzip stream, bytes after the
+ * last member that are none, a read error). */
+long jsonfile_stream_read(jsonfile_stream_t *s, char *dst, size_t n, char *why, size_t why_len);
+
+/* Whether the file is gzip (told by its first two bytes). */
+bool jsonfile_stream_gzip(const jsonfile_stream_t *s);
+
+void jsonfile_stream_close(jsonfile_stream_t *s);
+
+/* Reads all of s as a decimal number: an optional sign, digits with an
+ * optional fraction, an optional exponent; no spaces, hex, inf or nan (what
+ * strtod would also take). False if s is not one, or is a nonzero number
+ * below a double's normal range (1e-400 would read as 0); an overflow reads
+ * as +-inf, for the caller's range check to refuse with the text. */
+bool jsonfile_decimal(const char *s, double *v);
 
 /* Parses text (text[len] must be '\0') as named; NULL with
  * "NAME:LINE:COL: expected valid JSON, found ..." in err on bad syntax. */

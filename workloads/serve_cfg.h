@@ -16,6 +16,20 @@
 
 #define SERVE_PATH_MAX 1024
 
+/* The most requests one run takes (a trace's rows, serving.requests.count).
+ * A run holds about 110 to 130 bytes per request (the request, its state and
+ * result in sim/serve/, its queue entries, its latencies in the report): 10^7
+ * generated requests on one instance peaked at 1.04 GiB (55 s of CPU); a time
+ * series or timeline adds its iterations. */
+#define SERVE_MAX_REQUESTS 10000000
+
+/* The latest arrival, seconds: the engine's clock restarts at each arrival
+ * that finds the deployment idle (sim/serve/), so a late start costs no
+ * precision (Unix timestamps are fine); the bound keeps the span of the run,
+ * its rates and idle energy finite (beyond 10^18 s the idle energy could
+ * overflow a double). */
+#define SERVE_MAX_ARRIVAL_S 1e18
+
 /* What a scheduler does when a running sequence needs a KV block and none is
  * free: drop the youngest sequence's cache and prefill it again later
  * (recompute), or move it to host memory and back (swap). */

@@ -54,18 +54,33 @@ static int draw_length(rng_t *r, const serve_len_cfg_t *c) {
 
 int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, char *err,
                             size_t err_len) {
-  out->n = cfg->count;
+  out->v = NULL;
+  out->n = 0;
+  if (cfg->count < 1 || cfg->count > SERVE_MAX_REQUESTS)
+    return snprintf(err, err_len,
+                    "serving.requests.count: expected an integer in [1, %d], found %d",
+                    SERVE_MAX_REQUESTS, cfg->count),
+           -1;
   out->v = calloc((size_t)cfg->count, sizeof *out->v);
   if (!out->v)
     return snprintf(err, err_len, "serving.requests.count: out of memory for %d requests",
                     cfg->count),
            -1;
+  out->n = cfg->count;
   rng_t arrivals = {(uint64_t)cfg->seed * 3 + 1}, prompts = {(uint64_t)cfg->seed * 3 + 2},
         outputs = {(uint64_t)cfg->seed * 3 + 3};
   double t = 0;
   for (long i = 0; i < out->n; i++) {
     if (cfg->rate_per_s > 0 && i > 0)
       t += -log(rng_unit(&arrivals)) / cfg->rate_per_s;
+    if (!(t <= SERVE_MAX_ARRIVAL_S)) {
+      snprintf(err, err_len,
+               "serving.requests.rate_per_s: expected arrivals within 1e18 s (count / rate_per_s "
+               "at most about that), found request %ld of %d at %.6g s",
+               i, cfg->count, t);
+      serve_requests_free(out);
+      return -1;
+    }
     out->v[i] = (serve_request_t){t, draw_length(&prompts, &cfg->prompt),
                                   draw_length(&outputs, &cfg->output), 0};
   }
@@ -77,22 +92,22 @@ int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, cha
 enum { COL_ARRIVAL, COL_PROMPT, COL_OUTPUT, NCOLS };
 static const char *const col_names[NCOLS] = {"arrival_s", "prompt_tokens", "output_tokens"};
 
-/* A field's text as a value of its column, into the request. */
+/* A value of its column, into the request; found is its text as the trace
+ * spells it (JSONL: as cJSON read it). */
 static int set_field(serve_request_t *q, int col, double v, const char *found, const char *path,
-                     int line, char *err, size_t err_len) {
+                     long line, char *err, size_t err_len) {
   if (col == COL_ARRIVAL) {
-    if (!isfinite(v) || v < 0)
+    if (!(v >= 0 && v <= SERVE_MAX_ARRIVAL_S))
       return snprintf(err, err_len,
-                      "%s:%d: arrival_s: expected a time >= 0 in seconds, found "
-                      "%.40s",
-                      path, line, found),
+                      "%s:%ld: arrival_s: expected a time in [0, 1e18] seconds, found %.40s", path,
+                      line, found),
              -1;
-    q->arrival_s = v;
+    q->arrival_s = v + 0.0; /* -0 reads as 0 */
     return 0;
   }
-  if (!isfinite(v) || v < 1 || v > 1e8 || v != floor(v))
+  if (!(v >= 1 && v <= SERVE_MAX_TOKENS) || v != floor(v))
     return snprintf(err, err_len,
-                    "%s:%d: %s: expected a whole number of tokens in [1, 1e8], "
+                    "%s:%ld: %s: expected a whole number of tokens in [1, 1e8], "
                     "found %.40s",
                     path, line, col_names[col], found),
            -1;
@@ -103,29 +118,39 @@ static int set_field(serve_request_t *q, int col, double v, const char *found, c
   return 0;
 }
 
-static int jsonl_row(const char *path, int line, char *text, serve_request_t *q, char *err,
-                     size_t err_len) {
+static int jsonl_row(const char *path, long line, char *text, size_t len, serve_request_t *q,
+                     char *err, size_t err_len) {
   char why[NPU_JSONL_ERR];
-  cJSON *o = jsonfile_parse("", text, strlen(text), why, sizeof why);
+  cJSON *o = jsonfile_parse("", text, len, why, sizeof why);
   if (!o) /* why is ":1:COL: expected ..." for this one line */
-    return snprintf(err, err_len, "%s:%d%s", path, line,
+    return snprintf(err, err_len, "%s:%ld%s", path, line,
                     why + (strncmp(why, ":1:", 3) == 0 ? 2 : 0)),
            -1;
   int rc = 0;
   if (!cJSON_IsObject(o)) {
     snprintf(err, err_len,
-             "%s:%d: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "
+             "%s:%ld: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "
              "..., \"output_tokens\": ...}, found another value",
              path, line);
     rc = -1;
   }
+  /* cJSON keeps both of a key given twice and finds the first: which one the
+   * writer meant is unknown, so a field given twice is refused. */
+  int seen[NCOLS] = {0};
+  for (const cJSON *f = rc ? NULL : o->child; f && !rc; f = f->next)
+    for (int c = 0; c < NCOLS; c++)
+      if (f->string && strcmp(f->string, col_names[c]) == 0 && seen[c]++) {
+        snprintf(err, err_len, "%s:%ld: %s: expected each key once, found it twice", path, line,
+                 col_names[c]);
+        rc = -1;
+      }
   for (int c = 0; c < NCOLS && !rc; c++) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, col_names[c]);
     char found[48] = "no such key";
     if (f)
       jsonfile_describe(f, found, sizeof found);
     if (!f || !cJSON_IsNumber(f)) {
-      snprintf(err, err_len, "%s:%d: %s: expected a number, found %s", path, line, col_names[c],
+      snprintf(err, err_len, "%s:%ld: %s: expected a number, found %s", path, line, col_names[c],
                found);
       rc = -1;
     } else {
@@ -136,118 +161,275 @@ static int jsonl_row(const char *path, int line, char *text, serve_request_t *q,
   return rc;
 }
 
-/* The CSV header: which column each field is; every field must be named once. */
-static int csv_header(const char *path, char *text, int cols[NCOLS], int *ncols, char *err,
-                      size_t err_len) {
+/* The next field of a CSV line at *p, in place: RFC 4180 quotes ("a, b",
+ * "say ""hi""") removed, spaces and tabs around the text trimmed (inside
+ * quotes too: " 8 " is 8, as for a reader of numbers). Sets *p to the next
+ * field, or NULL after the last. Returns the field, or NULL with err set for a
+ * quote left open or text after a closing quote. */
+static char *csv_field(char **p, const char *path, long line, long index, char *err,
+                       size_t err_len) {
+  char *f = *p + strspn(*p, " \t"), *end, *last;
+  if (*f == '"') {
+    char *r = ++f;
+    last = f; /* where the unquoted text is written */
+    for (; *r != '"' || r[1] == '"'; r++) {
+      if (*r == '\0')
+        return snprintf(err, err_len,
+                        "%s:%ld: field %ld: expected a closing quote on the same line, found "
+                        "the end of the line",
+                        path, line, index + 1),
+               NULL;
+      r += *r == '"'; /* "" is one quote */
+      *last++ = *r;
+    }
+    end = r + 1 + strspn(r + 1, " \t");
+    if (*end && *end != ',')
+      return snprintf(err, err_len,
+                      "%s:%ld: field %ld: expected a comma after the closing quote, found "
+                      "'%c'",
+                      path, line, index + 1, *end),
+             NULL;
+  } else {
+    last = end = f + strcspn(f, ",");
+  }
+  *p = *end == ',' ? end + 1 : NULL;
+  *last = '\0'; /* last <= end: after *end was read */
+  f += strspn(f, " \t");
+  for (last = f + strlen(f); last > f && (last[-1] == ' ' || last[-1] == '\t');)
+    *--last = '\0';
+  return f;
+}
+
+/* The CSV header: which column each field is; every field must be named once
+ * (other columns, named or not, are skipped). */
+static int csv_header(const char *path, long line, char *text, long cols[NCOLS], long *ncols,
+                      char *err, size_t err_len) {
   for (int c = 0; c < NCOLS; c++)
     cols[c] = -1;
-  int i = 0;
-  for (char *tok = strtok(text, ","); tok; tok = strtok(NULL, ","), i++) {
-    tok += strspn(tok, " \t\"");
-    tok[strcspn(tok, " \t\"\r")] = '\0';
+  *ncols = 0;
+  for (char *p = text; p; (*ncols)++) {
+    char *name = csv_field(&p, path, line, *ncols, err, err_len);
+    if (!name)
+      return -1;
     for (int c = 0; c < NCOLS; c++)
-      if (strcmp(tok, col_names[c]) == 0) {
+      if (strcmp(name, col_names[c]) == 0) {
         if (cols[c] >= 0)
           return snprintf(err, err_len,
-                          "%s:1: %s: expected each column named once, found it "
+                          "%s:%ld: %s: expected each column named once, found it "
                           "twice",
-                          path, col_names[c]),
+                          path, line, col_names[c]),
                  -1;
-        cols[c] = i;
+        cols[c] = *ncols;
       }
   }
-  *ncols = i;
   for (int c = 0; c < NCOLS; c++)
     if (cols[c] < 0)
       return snprintf(err, err_len,
-                      "%s:1: expected a CSV header naming arrival_s, "
+                      "%s:%ld: expected a CSV header naming arrival_s, "
                       "prompt_tokens and output_tokens (or JSONL objects), found no %s column",
-                      path, col_names[c]),
+                      path, line, col_names[c]),
              -1;
   return 0;
 }
 
-static int csv_row(const char *path, int line, char *text, const int cols[NCOLS], int ncols,
+static int csv_row(const char *path, long line, char *text, const long cols[NCOLS], long ncols,
                    serve_request_t *q, char *err, size_t err_len) {
-  char *fields[64];
-  int n = 0;
-  for (char *p = text; n < 64;) {
-    fields[n++] = p;
-    char *comma = strchr(p, ',');
-    if (!comma)
-      break;
-    *comma = '\0';
-    p = comma + 1;
+  char *fields[NCOLS] = {NULL};
+  long n = 0;
+  for (char *p = text; p; n++) {
+    char *f = csv_field(&p, path, line, n, err, err_len);
+    if (!f)
+      return -1;
+    for (int c = 0; c < NCOLS; c++)
+      if (cols[c] == n)
+        fields[c] = f;
   }
   if (n != ncols)
-    return snprintf(err, err_len, "%s:%d: expected %d fields as in the header, found %d", path,
+    return snprintf(err, err_len, "%s:%ld: expected %ld fields as in the header, found %ld", path,
                     line, ncols, n),
            -1;
   for (int c = 0; c < NCOLS; c++) {
-    char *f = fields[cols[c]];
-    f += strspn(f, " \t");
-    f[strcspn(f, " \t\r")] = '\0';
-    char *end;
-    errno = 0;
-    double v = strtod(f, &end);
-    if (end == f || *end || errno == ERANGE)
-      return snprintf(err, err_len, "%s:%d: %s: expected a number, found \"%.40s\"", path, line,
-                      col_names[c], f),
+    double v;
+    if (!jsonfile_decimal(fields[c], &v))
+      return snprintf(err, err_len, "%s:%ld: %s: expected a decimal number, found \"%.40s\"", path,
+                      line, col_names[c], fields[c]),
              -1;
-    if (set_field(q, c, v, f, path, line, err, err_len))
+    if (set_field(q, c, v, fields[c], path, line, err, err_len))
       return -1;
   }
   return 0;
 }
 
 static bool blank(const char *s) {
-  return s[strspn(s, " \t\r")] == '\0';
+  return s[strspn(s, " \t")] == '\0';
 }
 
-/* Parses the text line by line into out (which grows). */
-static int parse_lines(const char *path, char *text, serve_requests_t *out, char *err,
-                       size_t err_len) {
-  const char *first = text + strspn(text, " \t\r\n");
-  bool jsonl = *first == '{';
-  int cols[NCOLS], ncols = 0;
-  long cap = 0;
-  int line = 0;
-  bool header = !jsonl;
-  for (char *p = text; *p;) {
-    char *nl = strchr(p, '\n');
-    if (nl)
-      *nl = '\0';
-    line++;
-    if (!blank(p)) {
-      if (header) {
-        if (csv_header(path, p, cols, &ncols, err, err_len))
+/* ---- reading a trace line by line ---- */
+
+/* A trace streamed through zlib in chunks: memory holds one line (at most
+ * SERVE_TRACE_MAX_LINE bytes) and a chunk, however long the trace. */
+typedef struct {
+  const char *path;
+  jsonfile_stream_t *in;
+  char *buf;
+  size_t cap, start, end, scanned; /* the unread bytes are buf[start, end) */
+  unsigned long long inflated;     /* bytes read so far, after gunzip */
+  bool eof;
+  long line; /* of the line returned last */
+} line_reader_t;
+
+#define READ_CHUNK (64u << 10)
+
+/* Reads more into r->buf, keeping its unread bytes. Returns 0, or -1 with err
+ * set (the file's size cap, a corrupt gzip stream, no memory). */
+static int fill(line_reader_t *r, char *err, size_t err_len) {
+  if (r->start > 0) { /* move the partial line to the front */
+    memmove(r->buf, r->buf + r->start, r->end - r->start);
+    r->end -= r->start;
+    r->scanned -= r->start;
+    r->start = 0;
+  }
+  if (r->cap - r->end < READ_CHUNK + 1) {
+    size_t cap = r->end + READ_CHUNK + 1;
+    char *grown = realloc(r->buf, cap);
+    if (!grown)
+      return snprintf(err, err_len, "%s:%ld: out of memory", r->path, r->line + 1), -1;
+    r->buf = grown;
+    r->cap = cap;
+  }
+  char why[256];
+  long got = jsonfile_stream_read(r->in, r->buf + r->end, READ_CHUNK, why, sizeof why);
+  if (got < 0)
+    return snprintf(err, err_len, "%s: expected a request trace (JSONL or CSV), found %s", r->path,
+                    why),
+           -1;
+  r->eof = got == 0;
+  r->end += (size_t)got;
+  r->inflated += (unsigned long long)got;
+  if (r->inflated > SERVE_TRACE_MAX_BYTES)
+    return snprintf(err, err_len,
+                    "%s: expected a request trace (JSONL or CSV), found %s over %lu MiB", r->path,
+                    jsonfile_stream_gzip(r->in) ? "a gzip stream inflating to" : "a file",
+                    SERVE_TRACE_MAX_BYTES >> 20),
+           -1;
+  return 0;
+}
+
+/* The next line, without its "\n" or "\r\n", NUL-terminated, in *text (valid
+ * until the next call). Returns 1, 0 at the end of the trace, or -1 with err
+ * set: a line over SERVE_TRACE_MAX_LINE bytes, a NUL byte, a read error. */
+static int next_line(line_reader_t *r, char **text, size_t *len, char *err, size_t err_len) {
+  char *nl;
+  for (;;) {
+    while (r->start < r->end && r->buf[r->start] == '\n') { /* empty lines, in bulk */
+      r->start++;
+      r->line++;
+    }
+    r->scanned = r->scanned > r->start ? r->scanned : r->start;
+    if (r->scanned < r->end && (nl = memchr(r->buf + r->scanned, '\n', r->end - r->scanned)))
+      break;
+    r->scanned = r->end;
+    if (r->end - r->start > SERVE_TRACE_MAX_LINE + 1) /* + 1: a "\r" before the "\n" */
+      return snprintf(err, err_len,
+                      "%s:%ld: expected a line of at most %u bytes, found a longer one", r->path,
+                      r->line + 1, SERVE_TRACE_MAX_LINE),
+             -1;
+    if (r->eof) {
+      if (r->start == r->end)
+        return 0;
+      nl = r->buf + r->end; /* the last line has no newline: cap > end */
+      break;
+    }
+    if (fill(r, err, err_len))
+      return -1;
+  }
+  r->line++;
+  *text = r->buf + r->start;
+  *len = (size_t)(nl - *text);
+  size_t next = (size_t)(nl - r->buf) + (nl < r->buf + r->end);
+  r->start = r->scanned = next;
+  if (*len > 0 && (*text)[*len - 1] == '\r')
+    (*len)--;
+  if (*len > SERVE_TRACE_MAX_LINE)
+    return snprintf(err, err_len, "%s:%ld: expected a line of at most %u bytes, found a longer one",
+                    r->path, r->line, SERVE_TRACE_MAX_LINE),
+           -1;
+  (*text)[*len] = '\0';
+  const char *nul = memchr(*text, '\0', *len);
+  if (nul)
+    return snprintf(err, err_len, "%s:%ld:%ld: expected text, found a NUL byte", r->path, r->line,
+                    (long)(nul - *text) + 1),
+           -1;
+  if (r->line == 1 && *len >= 3 && memcmp(*text, "\xef\xbb\xbf", 3) == 0) {
+    *text += 3; /* a UTF-8 byte order mark, as spreadsheets write CSV */
+    *len -= 3;
+  }
+  return 1;
+}
+
+/* Appends a request to out, the array growing up to SERVE_MAX_REQUESTS (a
+ * request past it is refused before anything grows). NULL with err set. */
+static serve_request_t *add_request(serve_requests_t *out, long *cap, const char *path, long line,
+                                    char *err, size_t err_len) {
+  if (out->n == SERVE_MAX_REQUESTS)
+    return snprintf(err, err_len,
+                    "%s:%ld: expected at most %d requests (the most one run holds), found more",
+                    path, line, SERVE_MAX_REQUESTS),
+           NULL;
+  if (out->n == *cap) {
+    long grown = *cap ? *cap * 2 : 1024;
+    grown = grown < SERVE_MAX_REQUESTS ? grown : SERVE_MAX_REQUESTS;
+    serve_request_t *v = realloc(out->v, (size_t)grown * sizeof *v);
+    if (!v)
+      return snprintf(err, err_len, "%s:%ld: out of memory for %ld requests", path, line, grown),
+             NULL;
+    out->v = v;
+    *cap = grown;
+  }
+  serve_request_t *q = &out->v[out->n];
+  *q = (serve_request_t){0, 0, 0, line};
+  return q;
+}
+
+/* Reads the trace's lines into out (which grows): the first non-blank line
+ * tells the format ('{': JSONL, else a CSV header). */
+static int parse_lines(line_reader_t *r, serve_requests_t *out, char *err, size_t err_len) {
+  const char *path = r->path;
+  bool jsonl = false, header = true;
+  long cols[NCOLS] = {-1, -1, -1}, ncols = 0, cap = 0;
+  char *text;
+  size_t len;
+  int got;
+  while ((got = next_line(r, &text, &len, err, err_len)) == 1) {
+    if (blank(text))
+      continue;
+    if (header) {
+      jsonl = text[strspn(text, " \t")] == '{';
+      header = false;
+      if (!jsonl) {
+        if (csv_header(path, r->line, text, cols, &ncols, err, err_len))
           return -1;
-        header = false;
-      } else {
-        if (out->n == cap) {
-          cap = cap ? cap * 2 : 1024;
-          serve_request_t *v = realloc(out->v, (size_t)cap * sizeof *v);
-          if (!v)
-            return snprintf(err, err_len, "%s: out of memory at line %d", path, line), -1;
-          out->v = v;
-        }
-        serve_request_t *q = &out->v[out->n];
-        q->line = line;
-        if (jsonl ? jsonl_row(path, line, p, q, err, err_len)
-                  : csv_row(path, line, p, cols, ncols, q, err, err_len))
-          return -1;
-        if (out->n > 0 && q->arrival_s < out->v[out->n - 1].arrival_s)
-          return snprintf(err, err_len,
-                          "%s:%d: arrival_s: expected arrivals in time order (at "
-                          "least %.9g, line %d's), found %.9g",
-                          path, line, out->v[out->n - 1].arrival_s, out->v[out->n - 1].line,
-                          q->arrival_s),
-                 -1;
-        out->n++;
+        continue;
       }
     }
-    p = nl ? nl + 1 : p + strlen(p);
+    serve_request_t *q = add_request(out, &cap, path, r->line, err, err_len);
+    if (!q || (jsonl ? jsonl_row(path, r->line, text, len, q, err, err_len)
+                     : csv_row(path, r->line, text, cols, ncols, q, err, err_len)))
+      return -1;
+    if (out->n > 0 && q->arrival_s < out->v[out->n - 1].arrival_s) {
+      char least[32], found[32]; /* in full: 9 digits could print the two alike */
+      jsonfile_format_number(out->v[out->n - 1].arrival_s, least, sizeof least);
+      jsonfile_format_number(q->arrival_s, found, sizeof found);
+      return snprintf(err, err_len,
+                      "%s:%ld: arrival_s: expected arrivals in time order (at "
+                      "least %s, line %ld's), found %s",
+                      path, r->line, least, out->v[out->n - 1].line, found),
+             -1;
+    }
+    out->n++;
   }
+  if (got < 0)
+    return -1;
   if (out->n == 0)
     return snprintf(err, err_len, "%s: expected at least one request, found none", path), -1;
   return 0;
@@ -257,18 +439,14 @@ int serve_requests_read(const char *path, serve_requests_t *out, char *err, size
   out->v = NULL;
   out->n = 0;
   char why[256];
-  size_t len;
-  char *text = jsonfile_read(path, SERVE_TRACE_MAX_BYTES, &len, why, sizeof why);
-  if (!text)
+  line_reader_t r = {path, jsonfile_stream_open(path, why, sizeof why), NULL, 0, 0, 0, 0, 0, false, 0};
+  if (!r.in)
     return snprintf(err, err_len, "%s: expected a request trace (JSONL or CSV), found %s", path,
                     why),
            -1;
-  if (strlen(text) != len) {
-    free(text);
-    return snprintf(err, err_len, "%s: expected a text file, found a NUL byte", path), -1;
-  }
-  int rc = parse_lines(path, text, out, err, err_len);
-  free(text);
+  int rc = parse_lines(&r, out, err, err_len);
+  jsonfile_stream_close(r.in);
+  free(r.buf);
   if (rc)
     serve_requests_free(out);
   return rc;
@@ -282,7 +460,7 @@ int serve_requests_check_context(const serve_requests_t *r, const char *path, in
       continue;
     char where[SERVE_PATH_MAX + 32];
     if (q->line)
-      snprintf(where, sizeof where, "%s:%d", path, q->line);
+      snprintf(where, sizeof where, "%s:%ld", path, q->line);
     else
       snprintf(where, sizeof where, "%s: generated request %ld", path, i);
     return snprintf(err, err_len,

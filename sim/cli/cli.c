@@ -544,9 +544,8 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       opts->style = optarg;
       break;
     case 1022: {
-      char *end;
-      double v = strtod(optarg, &end);
-      if (end == optarg || *end || !isfinite(v) || v <= 0 || v > CLI_MAX_TIME_LIMIT_S)
+      double v; /* plain decimal: strtod alone took 0x10 and " 5" */
+      if (!jsonfile_decimal(optarg, &v) || !isfinite(v) || v <= 0 || v > CLI_MAX_TIME_LIMIT_S)
         return npu_err_set(err, "--time-limit: expected seconds in (0, %d], found \"%s\"",
                            CLI_MAX_TIME_LIMIT_S, optarg);
       opts->time_limit_s = v;

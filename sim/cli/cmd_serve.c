@@ -14,15 +14,15 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* The trace path: relative paths are from the workload file's folder. */
-static void trace_path(const char *wl_path, const char *trace, char *out, size_t len) {
-  if (trace[0] == '/') {
-    snprintf(out, len, "%s", trace);
-    return;
-  }
+/* The trace path: relative paths are from the workload file's folder. -1 if
+ * it does not fit out (cut short, it could name another file). */
+static int trace_path(const char *wl_path, const char *trace, char *out, size_t len) {
+  if (trace[0] == '/')
+    return snprintf(out, len, "%s", trace) < (int)len ? 0 : -1;
   char *copy = strdup(wl_path);
-  snprintf(out, len, "%s/%s", copy ? dirname(copy) : ".", trace);
+  int n = copy ? snprintf(out, len, "%s/%s", dirname(copy), trace) : -1;
   free(copy);
+  return n >= 0 && n < (int)len ? 0 : -1;
 }
 
 /* Where the requests come from, for messages: the trace, or the workload. */
@@ -39,7 +39,11 @@ static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve
   const serving_cfg_t *s = &wl->serving;
   char path[2 * SERVE_PATH_MAX];
   if (s->trace_path[0]) {
-    trace_path(opts->workload_path, s->trace_path, path, sizeof path);
+    if (trace_path(opts->workload_path, s->trace_path, path, sizeof path))
+      return npu_err_set(err,
+                         "%s: serving.requests.trace: expected a path of at most %zu bytes "
+                         "from the workload's folder, found a longer one",
+                         opts->workload_path, sizeof path - 1);
     if (serve_requests_read(path, r, err->msg, sizeof err->msg))
       return -1;
   } else {
@@ -49,8 +53,9 @@ static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve
                          "%s: serving.requests.prompt.max: expected prompt.max + "
                          "output.max at most the context, model.seq_len = %d, found %d + %d",
                          opts->workload_path, wl->model.seq_len, s->prompt.max, s->output.max);
-    if (serve_requests_generate(s, r, err->msg, sizeof err->msg))
-      return -1;
+    char why[512];
+    if (serve_requests_generate(s, r, why, sizeof why))
+      return npu_err_set(err, "%s: %s", opts->workload_path, why);
   }
   if (serve_requests_check_context(r, path, wl->model.seq_len, err->msg, sizeof err->msg)) {
     serve_requests_free(r);

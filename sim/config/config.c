@@ -536,10 +536,8 @@ static cJSON *parse_set_value(const cfg_key_t *key, const char *path, const char
   case CFG_INT:
   case CFG_NUM:
   case CFG_SIZE: {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !isfinite(v) || errno == ERANGE)
+    double v; /* plain decimal: strtod alone took " 16", 0x10 and 0x1p4 */
+    if (!jsonfile_decimal(text, &v) || !isfinite(v))
       break;
     return cJSON_CreateNumber(v);
   }

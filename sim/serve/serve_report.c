@@ -1,7 +1,6 @@
 /* serve_report.c - summaries and outputs of a serving run; see serve_report.h. */
 #include "serve_report.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,32 +11,39 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
+/* The range of an SLO, ms: a microsecond to about 11.6 days. */
+#define SLO_MIN_MS 1e-3
+#define SLO_MAX_MS 1e9
+
 int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_len) {
   *slo = (serve_slo_t){0, 0};
-  const char *p = text;
-  while (*p) {
-    char key[16];
-    size_t n = strcspn(p, "=,");
-    if (n >= sizeof key || p[n] != '=')
+  for (const char *p = text;; p++) {
+    size_t n = strcspn(p, "=,"), len = n + strcspn(p + n, ",");
+    if (p[n] != '=')
       return snprintf(err, err_len, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text), -1;
-    memcpy(key, p, n);
-    key[n] = '\0';
-    char *end;
-    errno = 0;
-    double v = strtod(p + n + 1, &end);
-    if (end == p + n + 1 || (*end && *end != ',') || errno || !(v > 0) || !isfinite(v))
-      return snprintf(err, err_len, "--slo: %s: expected a positive number of ms, found \"%s\"",
-                      key, text),
+    double *limit = n == 7 && strncmp(p, "ttft_ms", n) == 0   ? &slo->ttft_s
+                    : n == 7 && strncmp(p, "tpot_ms", n) == 0 ? &slo->tpot_s
+                                                              : NULL;
+    if (!limit)
+      return snprintf(err, err_len, "--slo: expected ttft_ms or tpot_ms, found \"%.*s\"", (int)n,
+                      p),
              -1;
-    if (strcmp(key, "ttft_ms") == 0)
-      slo->ttft_s = v / 1e3;
-    else if (strcmp(key, "tpot_ms") == 0)
-      slo->tpot_s = v / 1e3;
-    else
-      return snprintf(err, err_len, "--slo: expected ttft_ms or tpot_ms, found \"%s\"", key), -1;
-    p = *end ? end + 1 : end;
+    if (*limit > 0)
+      return snprintf(err, err_len, "--slo: %.*s: expected it once, found it twice", (int)n, p), -1;
+    char value[64];
+    double v;
+    snprintf(value, sizeof value, "%.*s", (int)(len - n - 1), p + n + 1);
+    if (len - n - 1 >= sizeof value || !jsonfile_decimal(value, &v) || !(v >= SLO_MIN_MS) ||
+        !(v <= SLO_MAX_MS))
+      return snprintf(err, err_len,
+                      "--slo: %.*s: expected a number of ms in [0.001, 1e9], found \"%.*s\"",
+                      (int)n, p, (int)(len - n - 1), p + n + 1),
+             -1;
+    *limit = v / 1e3;
+    p += len;
+    if (*p == '\0')
+      return 0;
   }
-  return 0;
 }
 
 static int cmp_double(const void *a, const void *b) {

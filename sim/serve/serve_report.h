@@ -15,8 +15,9 @@ typedef struct {
   double ttft_s, tpot_s;
 } serve_slo_t;
 
-/* Parses "ttft_ms=T,tpot_ms=P" (either may be left out). Returns 0, or -1
- * with "--slo: expected ..., found ..." in err. */
+/* Parses "ttft_ms=T,tpot_ms=P" (either may be left out, neither given
+ * twice; T and P plain decimal numbers of ms in [0.001, 1e9]). Returns 0, or
+ * -1 with "--slo: expected ..., found ..." in err. */
 int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_len);
 
 typedef struct {

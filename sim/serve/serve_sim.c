@@ -380,26 +380,6 @@ static int refuse_busy(const sim_t *s, char *err, size_t err_len) {
          SERVE_SIM_REFUSED;
 }
 
-/* Arrivals past SERVE_SPAN_MAX_S after the first: "WHERE[:LINE]: arrival_s:
- * expected ..." in err. */
-static int check_span(const sim_t *s, char *err, size_t err_len) {
-  const serve_requests_t *r = s->reqs;
-  if (r->n == 0 || !(r->v[r->n - 1].arrival_s - r->v[0].arrival_s > SERVE_SPAN_MAX_S))
-    return 0;
-  long last = r->n - 1;
-  char at[32], line[48] = "";
-  jsonfile_format_number(r->v[last].arrival_s - r->v[0].arrival_s, at, sizeof at);
-  if (r->v[last].line > 0)
-    snprintf(line, sizeof line, ":%d", r->v[last].line);
-  else
-    snprintf(line, sizeof line, ": generated request %ld", last);
-  return snprintf(err, err_len,
-                  "%s%s: arrival_s: expected every arrival within 1e18 s of the first (the "
-                  "run's rates and energy stay finite), found one %s s after it",
-                  s->opts->where ? s->opts->where : "serving.requests", line, at),
-         SERVE_SIM_REFUSED;
-}
-
 /* Every request must have completed: if one did not, the simulation has a
  * bug, and the run says which request waits where instead of a result. */
 static int check_completed(const sim_t *s, char *err, size_t err_len) {
@@ -471,9 +451,7 @@ int serve_sim_run(const serving_cfg_t *cfg, const serve_sim_pool_t *pools, int n
            SERVE_SIM_REFUSED;
   }
   s.first_s = s.epoch_s = reqs->n ? reqs->v[0].arrival_s : 0;
-  int rc = check_span(&s, err, err_len);
-  if (rc == 0)
-    rc = run_events(&s, err, err_len);
+  int rc = run_events(&s, err, err_len);
   teardown(&s);
   if (rc)
     serve_sim_result_free(out);

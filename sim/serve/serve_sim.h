@@ -112,15 +112,10 @@ typedef struct {
  * below 2^23 s a double resolves 1 ns or better (2^-30 s). */
 #define SERVE_BUSY_MAX_S 8388608.0
 
-/* The latest arrival, seconds after the first: the generator's extreme (10^8
- * requests at 10^-9/s) spans about 10^17 s; beyond 10^18 s the run's idle
- * energy could overflow a double. */
-#define SERVE_SPAN_MAX_S 1e18
-
 /* What serve_sim_run returns besides 0. */
 enum {
-  SERVE_SIM_REFUSED = -1, /* out of memory, arrivals past SERVE_SPAN_MAX_S or a busy
-                             stretch past busy_max_s */
+  SERVE_SIM_REFUSED = -1, /* out of memory or a busy stretch past busy_max_s
+                             (arrivals: SERVE_MAX_ARRIVAL_S, serve_cfg.h) */
   SERVE_SIM_INTERNAL = -2 /* requests left unfinished: a bug, never a result */
 };
 
