@@ -4,8 +4,8 @@
 Jobs of llama3-8b-dp4 (32 NPUs each, TP 8 inside servers, DP 4 across them),
 every one spread over the leaves of a spine-leaf cluster with 2:1 oversubscribed
 leaves just big enough for them, analytic fidelity, 3 steps, up to 32 jobs on
-1024 NPUs (30 Mi ops run on all NPUs, near the 32 Mi bound of jobs_merge.h: the
-1024-NPU GPT-3 175B plan, 49 Mi ops a step, is past it). Each run is one
+1024 NPUs, then the 1024-NPU GPT-3 175B plan beside one of them (147 Mi ops run
+on all NPUs over 3 steps, near the 160 Mi bound of jobs_merge.h). Each run is one
 process for the together run plus one child per job alone (again for a job
 that must repeat more steps). Prints a table; not a test (timings depend on
 the machine).
@@ -25,6 +25,8 @@ def cases():
     for jobs in (2, 4, 8, 16, 32):
         yield (f"{jobs} x llama3-8b-dp4 spread ({jobs * 32} NPUs)", "ascend-910b",
                ["llama3-8b-dp4@spread"] * jobs, POD + ["--set", f"cluster.nodes={jobs * 4}"])
+    yield ("gpt3-175b (1024) + llama3-8b-dp4 spread (1056 NPUs)", "ascend-910b",
+           ["gpt3-175b-910b", "llama3-8b-dp4@spread"], ["--set", "cluster.nodes=132"])
 
 
 def main():

@@ -123,21 +123,21 @@ done
 check "... and replay of the workload's trace = train" same "$rep" \
   "$("$npusim" train --system $sys --workload $tiny --fidelity flow --format json |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])')"
-# The merge's size is bounded before anything runs (jobs_merge.h): 32 Mi ops
+# The merge's size is bounded before anything runs (jobs_merge.h): 160 Mi ops
 # run on all NPUs over all steps, 8 Mi ops in the merged programs.
 python3 - "$tmp/wide.json" <<'PY'
 import json, sys
 ops = [{"id": i, "kind": "compute", "stream": "s", "duration_us": 1} for i in range(4000)]
-json.dump({"format": "npusim-trace", "version": 1, "name": "wide", "ranks": 32,
-           "communicators": [], "programs": [{"ranks": "0-31", "ops": ops}]},
+json.dump({"format": "npusim-trace", "version": 1, "name": "wide", "ranks": 64,
+           "communicators": [], "programs": [{"ranks": "0-63", "ops": ops}]},
           open(sys.argv[1], "w"))
 PY
 expect_line "a job past the bound on ops run on all NPUs, refused before it runs" \
-  "$tmp/wide.json: expected at most $((1 << 25)) ops run on its NPUs over its 1000 steps (its programs' ops x their ranks x the steps: npusim cluster simulates every rank), found $((32 * (4000 * 1000 + 999)))" \
+  "$tmp/wide.json: expected at most $((160 << 20)) ops run on its NPUs over its 1000 steps (its programs' ops x their ranks x the steps: npusim cluster simulates every rank), found $((64 * (4000 * 1000 + 999)))" \
   "$npusim" cluster --system $sys --job "$tmp/wide.json" --steps 1000
 expect_line "two jobs within it alone, past it together" \
-  "npusim cluster: expected at most $((1 << 25)) ops run on all NPUs and $((1 << 23)) in the programs on the cluster over the jobs' steps, found $((2 * 32 * (4000 * 140 + 139))) and $((2 * (4000 * 140 + 139))) (the most from $tmp/wide.json)" \
-  "$npusim" cluster --system $sys --job "$tmp/wide.json" --job "$tmp/wide.json" --steps 140
+  "npusim cluster: expected at most $((160 << 20)) ops run on all NPUs and $((1 << 23)) in the programs on the cluster over the jobs' steps, found $((2 * 64 * (4000 * 400 + 399))) and $((2 * (4000 * 400 + 399))) (the most from $tmp/wide.json)" \
+  "$npusim" cluster --system $sys --job "$tmp/wide.json" --job "$tmp/wide.json" --steps 400
 python3 - "$tmp/split.json" <<'PY'
 import json, sys
 ops = [{"id": i, "kind": "compute", "stream": "s", "duration_us": 1} for i in range(4000)]

@@ -38,12 +38,13 @@ typedef struct {
 } jobs_part_t;
 
 /* The most ops all NPUs run over all steps (each job's programs x their ranks
- * x (its steps' ops and barriers), summed; 32 Mi): the replay keeps some 45
- * bytes of record per op of each rank. */
-#define JOBS_MAX_RANK_OPS (1LL << 25)
+ * x (its steps' ops and barriers), summed; 160 Mi): the replay keeps some 40
+ * bytes of record per op of each rank. GPT-3 175B on 1024 NPUs beside a
+ * 32-NPU job over 3 steps, 147 Mi, peaked at 5.7 GiB. */
+#define JOBS_MAX_RANK_OPS (160LL << 20)
 /* The most ops the merged programs hold (each job's programs x the groups its
  * placement splits their ranks into x (steps' ops and barriers); 8 Mi): some
- * 200 bytes each. Both together: at most about 3 GiB. */
+ * 200 bytes each. Both together: at most about 8 GiB. */
 #define JOBS_MAX_MERGED_OPS (1LL << 23)
 
 /* What each program of the merged trace is. */
