@@ -177,10 +177,13 @@ def run_main(prog, main, interrupted_hint=""):
         CHILDREN.stop()
         say(f"{prog}: interrupted ({signal_name(signum)}){interrupted_hint}")
         code = 128 + signum
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)  # no second error when Python flushes
-        os.dup2(devnull, sys.stdout.fileno())
-        say(f"{prog}: cannot write to stdout: broken pipe")
+    except BrokenPipeError as e:
+        if e.filename is not None:  # a FIFO named as an output, its reader gone
+            say(f"{prog}: cannot write {e.filename}: {e.strerror}")
+        else:
+            devnull = os.open(os.devnull, os.O_WRONLY)  # no second error when Python flushes
+            os.dup2(devnull, sys.stdout.fileno())
+            say(f"{prog}: cannot write to stdout: broken pipe")
         code = 1
     except OSError as e:
         what = e.filename if e.filename is not None else "output"
@@ -1259,13 +1262,17 @@ def read_table(path):
     text = utf8_text(path, read_regular(path, 1 << 30, "a results.csv or results.jsonl"))
     try:
         if path.endswith(".jsonl"):
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            rows = [json.loads(line, parse_constant=_no_constant)
+                    for line in text.splitlines() if line.strip()]
             if not all(isinstance(r, dict) for r in rows):
                 raise ValueError("a line is not a JSON object")
             return rows
         # a cell may hold a whole nested list (train's "links"): the file's own size bounds it
         csv.field_size_limit(max(len(text), 1 << 17))
         rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except _NotFinite as e:
+        raise SpecError(f"{path}: expected finite numbers (JSON has no NaN or Infinity), "
+                        f"found {e.text}")
     except (ValueError, csv.Error, RecursionError) as e:
         raise SpecError(f"{path}: expected a results.csv or results.jsonl, found {one_line(e)}")
     for row in rows:
@@ -1279,6 +1286,8 @@ def number_or_text(v):
         return v == "true"
     try:
         f = float(v)
-        return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
     except (TypeError, ValueError):
         return v
+    if not math.isfinite(f):   # "nan", "inf": npusim never writes them; not an amount
+        return v
+    return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f

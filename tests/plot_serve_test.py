@@ -4,11 +4,19 @@ of a disaggregated Llama-3-8B run (`npusim serve --timeseries`): a non-empty
 PNG named as the run's CSV with .png (and at --out), printed on stdout; a CSV
 of another header is one line and exit 2 with nothing written. Run from the
 repository root.
+
+Then where a chart goes (issue #26), as npusim writes its outputs: --out a
+FIFO is written in place (renaming over it would replace a device such as
+/dev/null with a PNG when run as root), a symlink is followed and kept, a
+file keeps its mode; a sweep.json FIFO beside the results is not opened (it
+waited for a writer forever); a results.jsonl with NaN is one line, exit 2.
 """
 import os
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 
 PLOT = "scripts/npusim-plot"
 failures = []
@@ -27,6 +35,63 @@ def png(path):
         return head == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 10_000
     except OSError:
         return False
+
+
+def plot(*args):
+    """npusim-plot's run; returncode None when it ran past 60 s."""
+    try:
+        return subprocess.run([PLOT, *args], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, None, "", "still running after 60 s")
+
+
+def outputs(tmp):
+    res = os.path.join(tmp, "sweep.out")
+    os.mkdir(res)
+    results = os.path.join(res, "results.csv")
+    with open(results, "w") as f:
+        f.write("status,x,step_time_s\nok,1,2.0\nok,2,1.5\nok,4,1.2\n")
+    chart = os.path.join(tmp, "c.png")
+    fifo_beside = os.path.join(tmp, "fifo.out")
+    os.mkdir(fifo_beside)
+    with open(os.path.join(fifo_beside, "results.csv"), "w") as f:
+        f.write(open(results).read())
+    os.mkfifo(os.path.join(fifo_beside, "sweep.json"))   # nobody ever writes it
+    p = plot(fifo_beside, "--x", "x", "--y", "step_time_s", "--out", chart)
+    check("plot beside a sweep.json FIFO: not waited on, a PNG", p.returncode == 0 and png(chart),
+          (p.returncode, p.stderr))
+
+    fifo = os.path.join(tmp, "out.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    p = plot(results, "--x", "x", "--y", "step_time_s", "--out", fifo)
+    reader.join(10)
+    check("--out a FIFO: written in place (still a FIFO, the reader got the PNG)",
+          p.returncode == 0 and stat.S_ISFIFO(os.lstat(fifo).st_mode) and got
+          and got[0][:8] == b"\x89PNG\r\n\x1a\n", (p.returncode, p.stderr, os.lstat(fifo)))
+    if not got and stat.S_ISFIFO(os.lstat(fifo).st_mode):   # unblock the reader
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    target, link = os.path.join(tmp, "target.png"), os.path.join(tmp, "link.png")
+    with open(target, "w") as f:
+        f.write("old")
+    os.chmod(target, 0o640)
+    os.symlink("target.png", link)
+    p = plot(results, "--x", "x", "--y", "step_time_s", "--out", link)
+    check("--out a symlink: kept, its target now the PNG with its mode 0640",
+          p.returncode == 0 and os.path.islink(link) and png(target)
+          and stat.S_IMODE(os.stat(target).st_mode) == 0o640, (p.returncode, p.stderr))
+
+    jsonl = os.path.join(tmp, "nan.jsonl")
+    with open(jsonl, "w") as f:
+        f.write('{"status": "ok", "x": 1, "step_time_s": 2.0}\n'
+                '{"status": "ok", "x": 2, "step_time_s": NaN}\n')
+    p = plot(jsonl, "--x", "x", "--y", "step_time_s", "--out", chart)
+    check("results.jsonl with NaN: exit 2, one line", p.returncode == 2 and
+          p.stderr.count("\n") == 1 and "expected finite numbers" in p.stderr,
+          (p.returncode, p.stderr))
 
 
 def main():
@@ -58,6 +123,7 @@ def main():
               p.returncode == 2 and p.stderr.count("\n") == 1 and
               "expected the header of npusim serve --timeseries" in p.stderr and
               not os.path.exists(os.path.join(tmp, "bad.png")), (p.returncode, p.stderr))
+        outputs(tmp)
     print(f"plot_serve: {len(failures)} failed" if failures else "plot_serve: all passed")
     return 1 if failures else 0
 
