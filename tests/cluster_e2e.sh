@@ -137,7 +137,7 @@ expect_line "a job past the bound on ops run on all NPUs, refused before it runs
   "$npusim" cluster --system $sys --job "$tmp/wide.json" --steps 1000
 expect_line "two jobs within it alone, past it together" \
   "npusim cluster: expected at most $((160 << 20)) ops run on all NPUs and $((1 << 23)) in the programs on the cluster over the jobs' steps, found $((2 * 64 * (4000 * 400 + 399))) and $((2 * (4000 * 400 + 399))) (the most from $tmp/wide.json)" \
-  "$npusim" cluster --system $sys --job "$tmp/wide.json" --job "$tmp/wide.json" --steps 400
+  "$npusim" cluster --system $sys --set cluster.nodes=16 --job "$tmp/wide.json" --job "$tmp/wide.json" --steps 400
 python3 - "$tmp/split.json" <<'PY'
 import json, sys
 ops = [{"id": i, "kind": "compute", "stream": "s", "duration_us": 1} for i in range(4000)]
