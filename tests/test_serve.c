@@ -649,18 +649,19 @@ static void test_sim_is_deterministic(void) {
   deployment_free(&b);
 }
 
+/* The generator's overrides for prompts of P tokens and outputs of O. */
+#define FIXED_LENGTHS(P, O)                                                                        \
+  "serving.requests.prompt.distribution=fixed", "serving.requests.prompt.mean=" #P,                \
+      "serving.requests.prompt.max=" #P, "serving.requests.output.distribution=fixed",             \
+      "serving.requests.output.mean=" #O, "serving.requests.output.max=" #O
+
 /* 40 requests at once, each a 32-token prompt and 480 output tokens (512 tokens,
  * 32 blocks of 16), into a 0.1 GiB cache: 51 blocks of 16 tokens at 128 KiB a
  * token. All 40 prompts fit when admitted, their decodes cannot: sequences are
  * preempted, and still every one completes. */
 static const char *const tight_kv[] = {"serving.requests.count=40",
                                        "serving.requests.rate_per_s=0",
-                                       "serving.requests.prompt.distribution=fixed",
-                                       "serving.requests.prompt.mean=32",
-                                       "serving.requests.prompt.max=32",
-                                       "serving.requests.output.distribution=fixed",
-                                       "serving.requests.output.mean=480",
-                                       "serving.requests.output.max=480",
+                                       FIXED_LENGTHS(32, 480),
                                        "serving.kv_cache.capacity_GiB=0.1",
                                        NULL,
                                        NULL,
@@ -710,12 +711,7 @@ static void test_sim_preemption_pipeline(void) {
 static void test_sim_pipeline_engines_share_the_pool(void) {
   const char *sets[] = {"serving.requests.count=2",
                         "serving.requests.rate_per_s=0",
-                        "serving.requests.prompt.distribution=fixed",
-                        "serving.requests.prompt.mean=2000",
-                        "serving.requests.prompt.max=2000",
-                        "serving.requests.output.distribution=fixed",
-                        "serving.requests.output.mean=10",
-                        "serving.requests.output.max=10",
+                        FIXED_LENGTHS(2000, 10),
                         "serving.scheduler.max_batched_tokens=512",
                         "serving.kv_cache.capacity_GiB=0.15",
                         "serving.parallel.pp=2",
@@ -786,16 +782,8 @@ static void test_sim_refuses_a_busy_stretch_past_the_bound(void) {
  * check_fits in cmd_serve.c) ends the run in an internal error naming it, not
  * in a result with the request missing. */
 static void test_sim_unfinished_requests_are_an_error(void) {
-  const char *sets[] = {"serving.requests.count=2",
-                        "serving.requests.rate_per_s=0",
-                        "serving.requests.prompt.distribution=fixed",
-                        "serving.requests.prompt.mean=100",
-                        "serving.requests.prompt.max=100",
-                        "serving.requests.output.distribution=fixed",
-                        "serving.requests.output.mean=10",
-                        "serving.requests.output.max=10",
-                        "serving.kv_cache.capacity_GiB=0.01",
-                        NULL};
+  const char *sets[] = {"serving.requests.count=2", "serving.requests.rate_per_s=0",
+                        FIXED_LENGTHS(100, 10), "serving.kv_cache.capacity_GiB=0.01", NULL};
   deployment_t d;
   char err[1024] = "";
   CU_ASSERT_EQUAL(deploy_and_try(sets, true, 0, &d, err, sizeof err), SERVE_SIM_INTERNAL);

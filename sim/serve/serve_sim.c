@@ -442,7 +442,7 @@ int serve_sim_run(const serving_cfg_t *cfg, const serve_sim_pool_t *pools, int n
                   const topo_t *topo, const serve_requests_t *reqs, const serve_sim_opts_t *opts,
                   serve_sim_result_t *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
-  sim_t s = {cfg, topo, reqs, opts, out, NULL, NULL, 0, {0}, {0}, {0}, 0, false, 0, 0, 0, 0};
+  sim_t s = {.cfg = cfg, .topo = topo, .reqs = reqs, .opts = opts, .out = out};
   out->nreq = reqs->n;
   if (build(&s, pools, npools)) {
     teardown(&s);
