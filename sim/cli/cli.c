@@ -123,9 +123,9 @@ static const command_t commands[] = {
      "system, co-located or as prefill and decode pools, and replays its requests (a trace\n"
      "or the generator) through continuous batching; every iteration is costed by the chip\n"
      "model and the collectives at its batch's shape. Prints TTFT, TPOT (time per output\n"
-     "token after the first) and end-to-end latency (mean, p50, p90, p99; JSON adds min and max), throughput per\n"
-     "NPU and per instance, goodput under --slo, each pool's memory and KV cache, and the\n"
-     "breakdown of a decode step.\n",
+     "token after the first) and end-to-end latency (mean, p50, p90, p99; JSON adds min\n"
+     "and max), throughput per NPU and per instance, goodput under --slo, each pool's\n"
+     "memory and KV cache, and the breakdown of a decode step.\n",
      OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_TIMELINE | OPT_SERVE |
          OPT_PROGRESS,
      cmd_serve, FIDELITY_ANALYTIC, false, 0},
