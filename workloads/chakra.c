@@ -279,13 +279,7 @@ static long set_rank(const char *name, const char *base, bool *gz) {
  * and any .et.gz (this writer writes .et). */
 static int remove_stale_ranks(const char *prefix, int ranks, char *err, size_t err_len) {
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", prefix);
-  char *slash = strrchr(dir, '/');
-  const char *base = slash ? prefix + (slash - dir) + 1 : prefix;
-  if (slash)
-    slash[slash == dir] = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  const char *base = outfile_split_path(prefix, dir, sizeof dir);
   DIR *d = opendir(dir);
   if (!d)
     return 0; /* a missing directory: the first file's open says so */
