@@ -12,6 +12,14 @@ const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT] = {
     "shaped", "compute", "collective", "send", "recv",   "record",
     "wait",   "delay",   "alloc",      "free", "barrier"};
 
+bool trace_has_barrier(const trace_t *t) {
+  for (int p = 0; p < t->nprograms; p++)
+    for (int i = 0; i < t->programs[p].nops; i++)
+      if (t->programs[p].ops[i].type == TRACE_OP_BARRIER)
+        return true;
+  return false;
+}
+
 /* Index of name in a growing list of names, adding it if new. */
 int trace_intern(char ***list, int *n, const char *name) {
   for (int i = 0; i < *n; i++)

@@ -145,14 +145,19 @@ int trace_parse(const char *name, const char *text, size_t len, const trace_voca
 
 /* Writes the trace in canonical form, gzip-compressed when path ends in ".gz".
  * Reading it back gives the same trace; writing that gives the same bytes. A
- * trace too large to read back (TRACE_MAX_BYTES) is not written: -1 with
- * "PATH: cannot write: ..." in err, as for any failed write. */
+ * trace too large to read back (TRACE_MAX_BYTES), or holding a step barrier
+ * (no file format has one), is not written: -1 with "PATH: cannot write: ..."
+ * in err, as for any failed write. */
 int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
                 size_t err_len);
 
 /* ---- the model (trace.c) ---- */
 
 void trace_free(trace_t *t);
+
+/* Whether the trace holds a TRACE_OP_BARRIER (npusim cluster's merged trace):
+ * the writers refuse such a trace, as no file format can say what one does. */
+bool trace_has_barrier(const trace_t *t);
 
 /* The index of name in a program's list of names (streams, tags, events,
  * buffers), appended if new. */
