@@ -493,7 +493,9 @@ static int pg_comm(job_t *j, const ctx_t *c, const buf_t *pg_name) {
     cm->groups[0][cm->sizes[0]++] = (int)e->valuedouble;
   }
   int dup, dg;
-  if (trace_comm_index(cm, j->t->ranks, &dup, &dg))
+  if (trace_comm_index(cm, j->t->ranks, &dup, &dg) && dup < 0)
+    return snprintf(c->err, c->err_len, "%s: %s: out of memory", j->o->comm_groups, g->string), -1;
+  if (dup >= 0)
     return snprintf(c->err, c->err_len, "%s: %s: expected each rank once, found %d twice",
                     j->o->comm_groups, g->string, dup),
            -1;

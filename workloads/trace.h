@@ -173,8 +173,8 @@ int trace_peer(const trace_op_t *op, int rank);
 int trace_group_of(const trace_comm_t *cm, int rank);
 
 /* Builds cm's rank -> group lookup from its groups, in a job of `ranks` ranks.
- * Returns 0, or -1 with *dup the smallest rank in two groups (or twice in one)
- * and *dup_group the later of those groups. */
+ * Returns 0 (*dup -1), or -1 with *dup the smallest rank in two groups (or twice in one)
+ * and *dup_group the later of those groups, or -1 with *dup -1 out of memory. */
 int trace_comm_index(trace_comm_t *cm, int ranks, int *dup, int *dup_group);
 
 /* Point-to-point pairing, the one rule the checks and both replay engines follow
