@@ -1,9 +1,12 @@
 /* test_jobs.c - several jobs on one cluster: placement policies and the
  * merged trace (sim/jobs/). */
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "chakra.h"
 #include "jobs_merge.h"
 #include "jobs_place.h"
 #include "replay.h"
@@ -123,6 +126,26 @@ static void test_merge_moves_offsets(void) {
   trace_free(&t);
 }
 
+static void no_time(const void *ctx, int rank, int op, double *ran_s, double *nominal_s) {
+  (void)ctx, (void)rank, (void)op;
+  *ran_s = *nominal_s = 0;
+}
+
+/* A trace with step barriers is no file's: both writers refuse it, saying so,
+ * and write nothing. */
+static void writers_refuse_barriers(const trace_t *t) {
+  char dir[] = "/tmp/npusim_jobs_XXXXXX", path[64], err[256] = "";
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/t.json", dir);
+  CU_ASSERT_EQUAL(trace_write(t, &replay_vocab, path, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "step barrier"));
+  snprintf(path, sizeof path, "%s/c", dir);
+  err[0] = '\0';
+  CU_ASSERT_EQUAL(chakra_write(path, t, &replay_vocab, no_time, NULL, err, sizeof err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "step barrier"));
+  CU_ASSERT_EQUAL(rmdir(dir), 0); /* empty: nothing was written */
+}
+
 /* One rank on two streams, 3 steps: a barrier ends each step but the last,
  * after the step's last op on the other stream, and the next step's first op
  * there waits for it; the barrier's communicator holds the job's NPU. */
@@ -155,6 +178,7 @@ static void test_merge_step_barrier(void) {
     const trace_comm_t *cm = &m.trace.comms[b->comm];
     CU_ASSERT(cm->ngroups == 1 && cm->sizes[0] == 1 && cm->groups[0][0] == 2);
   }
+  writers_refuse_barriers(&m.trace);
   jobs_merged_free(&m);
   part.steps = 1; /* one step: no barrier, no communicator */
   CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 4, &m, err, sizeof err), 0);

@@ -315,7 +315,23 @@ static void test_a_dead_runs_temporary_files_are_removed(void) {
   remove_dir(dir);
 }
 
+/* A path splits at its last slash; no slash is the current directory, and a
+ * file at the root keeps "/" (not "") as its directory. */
+static void test_a_path_splits_into_directory_and_name(void) {
+  const char *paths[] = {"a/b/c.et", "/c.et", "c.et", "a/", "//c"};
+  const char *dirs[] = {"a/b", "/", ".", "a", "/"};
+  const char *bases[] = {"c.et", "c.et", "c.et", "", "c"};
+  for (int i = 0; i < 5; i++) {
+    char dir[8] = "?";
+    const char *base = outfile_split_path(paths[i], dir, sizeof dir);
+    CU_ASSERT_STRING_EQUAL(dir, dirs[i]);
+    CU_ASSERT_STRING_EQUAL(base, bases[i]);
+    CU_ASSERT_PTR_EQUAL(base, paths[i] + strlen(paths[i]) - strlen(bases[i])); /* into path */
+  }
+}
+
 CU_TestInfo outfile_tests[] = {
+    {"a path splits into directory and name", test_a_path_splits_into_directory_and_name},
     {"staged files land together or not at all", test_staged_files_land_together_or_not_at_all},
     {"staging removes marked files and refuses inputs",
      test_staging_removes_marked_files_and_refuses_inputs},

@@ -127,8 +127,6 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
                       double dur_s, double nominal_s) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   const trace_op_t *op = &p->ops[i];
-  static const char *const kind_of_type[TRACE_OP_TYPE_COUNT] = {
-      NULL, NULL, NULL, NULL, NULL, "record", "wait", "delay", "alloc", "free"};
   const char *name = op->label                     ? op->label
                      : op->type == TRACE_OP_SHAPED ? v->compute[op->kind]
                      : op->type == TRACE_OP_COLL   ? v->colls[op->kind]
@@ -159,7 +157,7 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
     put_varint(node, (uint64_t)llround(dur_s * 1e6));
     put_attr(node, "is_cpu_op", ATTR_BOOL, 0, 0, NULL);
     put_attr(node, CHAKRA_ATTR_NOMINAL_S, ATTR_DOUBLE, 0, nominal_s, NULL);
-    if (kind_of_type[op->type] && op->type == TRACE_OP_DELAY)
+    if (op->type == TRACE_OP_DELAY)
       put_attr(node, "npusim_kind", ATTR_STRING, 0, 0, "delay");
   } else if (type == CHAKRA_NODE_COLL) {
     int ct = 0;
@@ -279,13 +277,7 @@ static long set_rank(const char *name, const char *base, bool *gz) {
  * and any .et.gz (this writer writes .et). */
 static int remove_stale_ranks(const char *prefix, int ranks, char *err, size_t err_len) {
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", prefix);
-  char *slash = strrchr(dir, '/');
-  const char *base = slash ? prefix + (slash - dir) + 1 : prefix;
-  if (slash)
-    slash[slash == dir] = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  const char *base = outfile_split_path(prefix, dir, sizeof dir);
   DIR *d = opendir(dir);
   if (!d)
     return 0; /* a missing directory: the first file's open says so */
@@ -308,6 +300,12 @@ static int remove_stale_ranks(const char *prefix, int ranks, char *err, size_t e
 
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
                  chakra_duration_fn duration, const void *ctx, char *err, size_t err_len) {
+  if (trace_has_barrier(t))
+    return snprintf(err, err_len,
+                    "%s: cannot write: the trace holds step barriers (npusim cluster's, which "
+                    "Chakra cannot say)",
+                    prefix),
+           -1;
   for (int p = 0; p < t->nprograms; p++)
     for (int i = 0; i < t->programs[p].nops; i++) {
       const trace_op_t *op = &t->programs[p].ops[i];

@@ -493,7 +493,9 @@ static int pg_comm(job_t *j, const ctx_t *c, const buf_t *pg_name) {
     cm->groups[0][cm->sizes[0]++] = (int)e->valuedouble;
   }
   int dup, dg;
-  if (trace_comm_index(cm, j->t->ranks, &dup, &dg))
+  if (trace_comm_index(cm, j->t->ranks, &dup, &dg) && dup < 0)
+    return snprintf(c->err, c->err_len, "%s: %s: out of memory", j->o->comm_groups, g->string), -1;
+  if (dup >= 0)
     return snprintf(c->err, c->err_len, "%s: %s: expected each rank once, found %d twice",
                     j->o->comm_groups, g->string, dup),
            -1;
@@ -1101,15 +1103,24 @@ static const char *rank_file(const char *prefix, int rank, char *buf, size_t len
   return NULL;
 }
 
+/* The bytes of an input file (gunzipped), at most max; NULL with "PATH:
+ * expected WHAT, found WHY" in err. */
+static char *read_input(const char *path, size_t max, const char *what, size_t *len, char *err,
+                        size_t err_len) {
+  char why[256];
+  char *data = jsonfile_read(path, max, len, why, sizeof why);
+  if (!data)
+    snprintf(err, err_len, "%s: expected %s, found %s", path, what, why);
+  return data;
+}
+
 static int read_rank(job_t *j, int rank, char *err, size_t err_len) {
   char file[4096];
   rank_file(j->prefix, rank, file, sizeof file);
   size_t len;
-  char why[256];
-  char *data = jsonfile_read(file, TRACE_MAX_BYTES, &len, why, sizeof why);
+  char *data = read_input(file, TRACE_MAX_BYTES, "a readable Chakra ET file", &len, err, err_len);
   if (!data)
-    return snprintf(err, err_len, "%s: expected a readable Chakra ET file, found %s", file, why),
-           -1;
+    return -1;
   int rc = 0;
   if (len > TRACE_MAX_BYTES - j->bytes) {
     snprintf(err, err_len,
@@ -1200,11 +1211,10 @@ static int load_groups(job_t *j, char *err, size_t err_len) {
   if (!path)
     return 0;
   size_t len;
-  char why[256];
-  char *text = jsonfile_read(path, CHAKRA_GROUPS_MAX_BYTES, &len, why, sizeof why);
+  char *text =
+      read_input(path, CHAKRA_GROUPS_MAX_BYTES, "a readable comm-group JSON", &len, err, err_len);
   if (!text)
-    return snprintf(err, err_len, "%s: expected a readable comm-group JSON, found %s", path, why),
-           -1;
+    return -1;
   j->groups = jsonfile_parse(path, text, len, err, err_len);
   free(text);
   if (!j->groups)
@@ -1220,6 +1230,8 @@ static int load_groups(job_t *j, char *err, size_t err_len) {
   j->group_comm = malloc(((size_t)n + 1) * sizeof *j->group_comm);
   j->group_ix.nslots = 16;
   j->group_ix.slots = calloc(j->group_ix.nslots, sizeof *j->group_ix.slots);
+  if (!j->group_items || !j->group_comm || !j->group_ix.slots)
+    return snprintf(err, err_len, "%s: out of memory", path), -1; /* freed with the job */
   const cJSON *g;
   cJSON_ArrayForEach(g, j->groups) {
     if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) == 0)

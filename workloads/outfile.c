@@ -403,16 +403,20 @@ int outfile_commit(outfile_t *f, char *err, size_t err_len) {
 
 /* ---- staging: the outputs of a run land together ---- */
 
+const char *outfile_split_path(const char *path, char *dir, size_t dir_len) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) {
+    snprintf(dir, dir_len, ".");
+    return path;
+  }
+  snprintf(dir, dir_len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  return slash + 1;
+}
+
 /* The key of a file: its directory resolved (symlinks, "..") and its name. */
 static char *key_of(const char *target) {
   char dir[PATH_MAX], real[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", target);
-  char *slash = strrchr(dir, '/');
-  const char *base = slash ? target + (slash - dir) + 1 : target;
-  if (slash)
-    slash[slash == dir] = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  const char *base = outfile_split_path(target, dir, sizeof dir);
   char *key = NULL;
   if (!realpath(dir, real) || asprintf(&key, "%s/%s", real, base) < 0)
     return strdup(target);

@@ -55,6 +55,10 @@ void outfile_abort(outfile_t *f);
 int outfile_write_all(const char *path, const char *data, size_t len, bool gzip, char *err,
                       size_t err_len);
 
+/* Copies path's directory into dir ("." when it names none, "/" for the root)
+ * and returns its base name, a pointer into path. */
+const char *outfile_split_path(const char *path, char *dir, size_t dir_len);
+
 /* Whether path names a gzip output (ends in ".gz"). */
 bool outfile_is_gz(const char *path);
 

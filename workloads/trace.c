@@ -12,6 +12,14 @@ const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT] = {
     "shaped", "compute", "collective", "send", "recv",   "record",
     "wait",   "delay",   "alloc",      "free", "barrier"};
 
+bool trace_has_barrier(const trace_t *t) {
+  for (int p = 0; p < t->nprograms; p++)
+    for (int i = 0; i < t->programs[p].nops; i++)
+      if (t->programs[p].ops[i].type == TRACE_OP_BARRIER)
+        return true;
+  return false;
+}
+
 /* Index of name in a growing list of names, adding it if new. */
 int trace_intern(char ***list, int *n, const char *name) {
   for (int i = 0; i < *n; i++)
@@ -89,11 +97,14 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 int trace_comm_index(trace_comm_t *cm, int ranks, int *dup, int *dup_group) {
+  *dup = -1; /* out of memory, unless a rank is found twice */
   size_t n = 0;
   for (int g = 0; g < cm->ngroups; g++)
     n += (size_t)cm->sizes[g];
   if (n * 2 >= (size_t)ranks) { /* dense: a table per rank costs at most twice the members */
     cm->group_of = malloc((size_t)ranks * sizeof *cm->group_of);
+    if (!cm->group_of)
+      return -1;
     for (int r = 0; r < ranks; r++)
       cm->group_of[r] = -1;
     for (int g = 0; g < cm->ngroups; g++)
@@ -109,13 +120,17 @@ int trace_comm_index(trace_comm_t *cm, int ranks, int *dup, int *dup_group) {
     return 0;
   }
   uint64_t *pairs = malloc((n + 1) * sizeof *pairs); /* rank, then group */
+  cm->members = malloc((n + 1) * sizeof *cm->members);
+  cm->member_group = malloc((n + 1) * sizeof *cm->member_group);
+  if (!pairs || !cm->members || !cm->member_group) {
+    free(pairs);
+    return -1; /* trace_free frees the others */
+  }
   size_t k = 0;
   for (int g = 0; g < cm->ngroups; g++)
     for (int i = 0; i < cm->sizes[g]; i++)
       pairs[k++] = (uint64_t)cm->groups[g][i] << 32 | (uint32_t)g;
   qsort(pairs, n, sizeof *pairs, cmp_u64);
-  cm->members = malloc((n + 1) * sizeof *cm->members);
-  cm->member_group = malloc((n + 1) * sizeof *cm->member_group);
   cm->nmembers = (int)n;
   for (size_t i = 0; i < n; i++) {
     cm->members[i] = (int)(pairs[i] >> 32);

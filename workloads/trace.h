@@ -145,14 +145,19 @@ int trace_parse(const char *name, const char *text, size_t len, const trace_voca
 
 /* Writes the trace in canonical form, gzip-compressed when path ends in ".gz".
  * Reading it back gives the same trace; writing that gives the same bytes. A
- * trace too large to read back (TRACE_MAX_BYTES) is not written: -1 with
- * "PATH: cannot write: ..." in err, as for any failed write. */
+ * trace too large to read back (TRACE_MAX_BYTES), or holding a step barrier
+ * (no file format has one), is not written: -1 with "PATH: cannot write: ..."
+ * in err, as for any failed write. */
 int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
                 size_t err_len);
 
 /* ---- the model (trace.c) ---- */
 
 void trace_free(trace_t *t);
+
+/* Whether the trace holds a TRACE_OP_BARRIER (npusim cluster's merged trace):
+ * the writers refuse such a trace, as no file format can say what one does. */
+bool trace_has_barrier(const trace_t *t);
 
 /* The index of name in a program's list of names (streams, tags, events,
  * buffers), appended if new. */
@@ -168,8 +173,8 @@ int trace_peer(const trace_op_t *op, int rank);
 int trace_group_of(const trace_comm_t *cm, int rank);
 
 /* Builds cm's rank -> group lookup from its groups, in a job of `ranks` ranks.
- * Returns 0, or -1 with *dup the smallest rank in two groups (or twice in one)
- * and *dup_group the later of those groups. */
+ * Returns 0 (*dup -1), or -1 with *dup the smallest rank in two groups (or twice in one)
+ * and *dup_group the later of those groups, or -1 with *dup -1 out of memory. */
 int trace_comm_index(trace_comm_t *cm, int ranks, int *dup, int *dup_group);
 
 /* Point-to-point pairing, the one rule the checks and both replay engines follow

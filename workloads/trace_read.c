@@ -270,7 +270,9 @@ static int parse_comms(trace_ctx_t *c, const cJSON *arr, trace_t *t) {
                           "communicators, found more", gw, MAX_COMM_MEMBERS);
     }
     int dup, dup_group;
-    if (trace_comm_index(cm, t->ranks, &dup, &dup_group))
+    if (trace_comm_index(cm, t->ranks, &dup, &dup_group) && dup < 0)
+      return trace_fail(c, -1, -1, "%s: out of memory indexing the groups of \"%s\"", where, name);
+    if (dup >= 0)
       return trace_fail(c, dup, -1, "%s.groups[%d]: expected each rank in one group of \"%s\", "
                         "found it in two", where, dup_group, name);
   }

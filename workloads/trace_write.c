@@ -158,6 +158,12 @@ static void write_trace(FILE *out, const trace_t *t, const trace_vocab_t *v) {
 
 int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
                 size_t err_len) {
+  if (trace_has_barrier(t))
+    return snprintf(err, err_len,
+                    "%s: cannot write: the trace holds step barriers (npusim cluster's, which "
+                    "no trace file has)",
+                    path),
+           -1;
   outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
   if (!f)
     return -1;

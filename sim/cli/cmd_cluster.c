@@ -153,6 +153,16 @@ static jobs_part_t part_of(const job_t *job, int steps) {
   return (jobs_part_t){&job->trace, job->npu_of, steps};
 }
 
+/* -1 with "FILE: expected at most MAX WHAT over its STEPS steps (HOW), found
+ * FOUND" in err if found > max, else 0. */
+static int over_bound(const char *file, int steps, int64_t found, int64_t max, const char *what,
+                      const char *how, npu_err_t *err) {
+  if (found <= max)
+    return 0;
+  return npu_err_set(err, "%s: expected at most %lld %s over its %d steps (%s), found %lld", file,
+                     (long long)max, what, steps, how, (long long)found);
+}
+
 /* The runs' size before any runs (jobs_merge.h's bounds): each job alone with
  * its steps (steps_each > 0: that many each), then all of them together. */
 static int check_size(const job_t *jobs, int njobs, int steps_each, npu_err_t *err) {
@@ -165,20 +175,17 @@ static int check_size(const job_t *jobs, int njobs, int steps_each, npu_err_t *e
     jobs_size_t size;
     if (jobs_merge_size(&part, 1, &size, err->msg, sizeof err->msg))
       return -1;
-    if (size.rank_ops > JOBS_MAX_RANK_OPS)
-      return npu_err_set(err,
-                         "%s: expected at most %lld ops run on its NPUs over its %d steps (its "
-                         "programs' ops x their ranks x the steps: npusim cluster simulates every "
-                         "rank), found %lld",
-                         jobs[j].spec.file, (long long)JOBS_MAX_RANK_OPS, steps,
-                         (long long)size.rank_ops);
-    if (size.merged_ops > JOBS_MAX_MERGED_OPS)
-      return npu_err_set(err,
-                         "%s: expected at most %lld ops in its programs on the cluster over its "
-                         "%d steps (its programs' ops x the groups its placement splits their "
-                         "ranks into x the steps), found %lld",
-                         jobs[j].spec.file, (long long)JOBS_MAX_MERGED_OPS, steps,
-                         (long long)size.merged_ops);
+    if (over_bound(jobs[j].spec.file, steps, size.rank_ops, JOBS_MAX_RANK_OPS,
+                   "ops run on its NPUs",
+                   "its programs' ops x their ranks x the steps: npusim cluster simulates "
+                   "every rank",
+                   err) ||
+        over_bound(jobs[j].spec.file, steps, size.merged_ops, JOBS_MAX_MERGED_OPS,
+                   "ops in its programs on the cluster",
+                   "its programs' ops x the groups its placement splits their ranks into x the "
+                   "steps",
+                   err))
+      return -1;
     all.rank_ops += size.rank_ops;
     all.merged_ops += size.merged_ops;
     if (size.rank_ops > largest)

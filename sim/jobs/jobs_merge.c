@@ -353,7 +353,9 @@ static int merge_program(sink_t *k, const job_ctx_t *jc, int j, const trace_prog
 static int add_comm(trace_t *m, const char *name, int j, char *err, size_t err_len) {
   trace_comm_t *cm = &m->comms[m->ncomms - 1];
   int dup, dup_group;
-  if (trace_comm_index(cm, m->ranks, &dup, &dup_group))
+  if (trace_comm_index(cm, m->ranks, &dup, &dup_group) && dup < 0)
+    return out_of_memory(err, err_len);
+  if (dup >= 0)
     return snprintf(err, err_len,
                     "job %d: communicator %.200s: NPU %d in two groups (the placement maps two "
                     "ranks onto it)",
