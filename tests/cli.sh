@@ -95,6 +95,16 @@ check "calibrate --fit none only reports" bash -c "
   '$npusim' calibrate --system configs/systems/h100-dgx.json \
     --measurements tests/data/validation/ops_h100.csv --fit none --format json |
     python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"parameters\"] == [] and d[\"kernels\"] == 77'"
+# --fit-rows all (validate_ops.py's cross-validation fits a file's every row):
+# every row of each class is a fit row, none held out; a third value is refused
+check "calibrate --fit-rows all fits every row" bash -c "
+  '$npusim' calibrate --system configs/systems/h100-dgx.json \
+    --measurements tests/data/validation/ops_h100.csv --fit none --fit-rows all --format json |
+    python3 -c 'import json,sys; e=json.load(sys.stdin)[\"errors\"]; assert e and all(r[\"half\"] == \"fit\" for r in e) and sum(r[\"rows\"] for r in e if r[\"when\"] == \"before\") == 77, e'"
+expect_line "calibrate --fit-rows other: one line, exit 2" \
+  '--fit-rows: expected half or all, found "odd"' "$npusim" calibrate \
+  --system configs/systems/h100-dgx.json --measurements tests/data/validation/ops_h100.csv \
+  --fit-rows odd
 # a row 1000x off (milliseconds written as microseconds) in the fit half: the
 # report names it as the row that weighs most, with most of the squared error
 check "calibrate names the row that dominates the fit" python3 - "$npusim" "$tmp/ms.csv" <<'PY'

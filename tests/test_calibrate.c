@@ -52,6 +52,30 @@ static void test_reads_rows_and_splits_each_class_in_halves(void) {
   remove_temp_dir(dir);
 }
 
+/* --fit-rows all: every row is a fit row, and a fit then uses them all. */
+static void test_fit_all_rows_holds_none_out(void) {
+  const char *dir = make_temp_dir();
+  write_file(dir, "t.csv", good_table);
+  char path[512];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  meas_table_t t;
+  npu_err_t err = {{0}};
+  CU_ASSERT_EQUAL_FATAL(meas_read(path, &t, &err), 0);
+  CU_ASSERT(t.rows[3].held_out && t.rows[4].held_out && t.rows[5].held_out);
+  meas_fit_all_rows(&t);
+  for (size_t i = 0; i < t.n; i++)
+    CU_ASSERT(!t.rows[i].held_out);
+  system_cfg_t sys = load_system("h100-dgx.json", NULL);
+  cal_errors_t e;
+  cal_errors(&sys.chip, &t, &e);
+  CU_ASSERT_EQUAL(e.n[MEAS_MATMUL][0], 2);
+  CU_ASSERT_EQUAL(e.n[MEAS_VECTOR][0], 2);
+  CU_ASSERT_EQUAL(e.n[MEAS_ATTENTION][0], 2);
+  CU_ASSERT_EQUAL(e.n[MEAS_MATMUL][1] + e.n[MEAS_VECTOR][1] + e.n[MEAS_ATTENTION][1], 0);
+  meas_free(&t);
+  remove_temp_dir(dir);
+}
+
 static void test_bad_tables_get_one_line_naming_file_line_and_column(void) {
   static const struct {
     const char *text, *expect;
@@ -175,6 +199,7 @@ static void test_number_keys_are_read_and_written_in_config_units(void) {
 
 CU_TestInfo calibrate_tests[] = {
     {"reads rows and splits each class in halves", test_reads_rows_and_splits_each_class_in_halves},
+    {"fit all rows holds none out", test_fit_all_rows_holds_none_out},
     {"bad tables get one line naming file, line and column",
      test_bad_tables_get_one_line_naming_file_line_and_column},
     {"fit recovers the parameters a table was made with",

@@ -179,6 +179,11 @@ static void split_halves(meas_table_t *t) {
     t->rows[i].held_out = seen[t->rows[i].cls]++ % 2 == 1;
 }
 
+void meas_fit_all_rows(meas_table_t *t) {
+  for (size_t i = 0; i < t->n; i++)
+    t->rows[i].held_out = false;
+}
+
 static int parse_lines(reader_t *r, const char *text, size_t len, meas_table_t *t,
                        npu_err_t *err) {
   bool have_header = false;

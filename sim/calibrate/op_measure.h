@@ -5,7 +5,9 @@
  * Rows are grouped into classes (matmul, attention, vector) and each class is
  * split in two halves in file order: even rows are the fit half, odd rows the
  * held-out half that a calibration never sees. `npusim calibrate` and
- * scripts/validate_ops.py use the same rule. */
+ * scripts/validate_ops.py use the same rule. meas_fit_all_rows makes every row
+ * a fit row instead (`calibrate --fit-rows all`): for a table whose rows were
+ * held out by someone else, e.g. the training folds of a cross-validation. */
 #ifndef NPUSIM_OP_MEASURE_H
 #define NPUSIM_OP_MEASURE_H
 
@@ -54,6 +56,9 @@ typedef struct {
 int meas_read(const char *path, meas_table_t *t, npu_err_t *err);
 
 void meas_free(meas_table_t *t);
+
+/* Makes every row of t a fit row (none held out). */
+void meas_fit_all_rows(meas_table_t *t);
 
 /* The class of an op kind. */
 meas_class_t meas_class_of(op_kind_t kind);

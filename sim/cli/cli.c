@@ -35,7 +35,7 @@ enum {
   OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
   OPT_KIND = 1 << 8, /* --op --dtype */
   OPT_TRACE = 1 << 9, /* --trace */
-  OPT_CALIBRATE = 1 << 10, /* --measurements --fit */
+  OPT_CALIBRATE = 1 << 10, /* --measurements --fit --fit-rows */
   OPT_LIST_OPS = 1 << 11,  /* --list-ops */
   OPT_EMIT_TRACE = 1 << 12, /* --emit-trace */
   OPT_TIMELINE = 1 << 13,   /* --chrome-trace --trace-ranks */
@@ -151,8 +151,9 @@ static const command_t commands[] = {
      "is an assumption ([A]) and that move a prediction of the measured ops, or the keys\n"
      "--fit names (--fit none: only report the errors). Each op class (matmul,\n"
      "attention, vector) is split in file order: even rows are fitted, odd rows held\n"
-     "out. Prints the geometric-mean |error| per class and half before and after, and\n"
-     "each key before and after. --output writes a config that extends S.json with the\n"
+     "out (--fit-rows all: every row is fitted, none held out). Prints the\n"
+     "geometric-mean |error| per class and half before and after, and each key before\n"
+     "and after. --output writes a config that extends S.json with the\n"
      "fitted values, each with a \"[cal] fitted to ...\" source note.\n",
      OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_CALIBRATE, cmd_calibrate, FIDELITY_FLOW,
      true, 0},
@@ -198,6 +199,7 @@ static const struct option all_options[] = {
     {"slo", required_argument, NULL, 1047},
     {"timeseries", required_argument, NULL, 1048},
     {"job", required_argument, NULL, 1049},
+    {"fit-rows", required_argument, NULL, 1051},
     {"steps", required_argument, NULL, 1050},
     {"style", required_argument, NULL, 1040},
     {NULL, 0, NULL, 0},
@@ -261,7 +263,9 @@ static const struct {
     {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
                      "                         (.json or .json.gz) that replay --trace runs\n"},
     {OPT_CALIBRATE, "  --measurements FILE    measured kernel times (CSV)\n"
-                    "  --fit KEY,...          the keys to fit (default: the chip's [A] keys; none)\n"},
+                    "  --fit KEY,...          the keys to fit (default: the chip's [A] keys; none)\n"
+                    "  --fit-rows half|all    fit the even rows of each class (half, default) or\n"
+                    "                         every row\n"},
 };
 
 static void print_main_usage(FILE *f) {
@@ -379,7 +383,7 @@ static bool accepts(const command_t *cmd, int c) {
     return (cmd->options & OPT_TRACE) != 0;
   if (c == 1017 || c == 1018)
     return (cmd->options & OPT_TIMELINE) != 0;
-  if (c == 1019 || c == 1020)
+  if (c == 1019 || c == 1020 || c == 1051)
     return (cmd->options & OPT_CALIBRATE) != 0;
   if (c == 1021)
     return (cmd->options & OPT_LIST_OPS) != 0;
@@ -500,6 +504,9 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1050:
       opts->steps = optarg;
+      break;
+    case 1051:
+      opts->fit_rows = optarg;
       break;
     case 1010:
       opts->shape = optarg;

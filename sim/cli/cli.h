@@ -58,6 +58,7 @@ typedef struct {
   const char *trace_ranks;      /* --trace-ranks A-B */
   const char *measurements;     /* --measurements FILE.csv (calibrate) */
   const char *fit;              /* --fit KEY,... (calibrate) */
+  const char *fit_rows;         /* --fit-rows half|all (calibrate) */
   const char *list_ops;         /* --list-ops FILE.csv (train) */
   const char *emit_trace;       /* --emit-trace FILE[.gz] (train) */
   double time_limit_s;          /* --time-limit; 0 = none */

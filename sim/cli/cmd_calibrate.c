@@ -5,7 +5,9 @@
  * ("[A]"), or the keys named with --fit; keys that move no prediction of the
  * measured ops are left alone. The report gives the error per op class before
  * and after, on the fit half and on the held-out half (op_measure.h), and each
- * parameter's value before and after. */
+ * parameter's value before and after. With --fit-rows all every row is fitted
+ * and none held out: scripts/validate_ops.py cross-validates that way, holding
+ * rows out by leaving them out of the file. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -292,11 +294,16 @@ static int calibrate(const cli_opts_t *opts, cli_configs_t *cfg, const meas_tabl
 int cmd_calibrate(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   if (!opts->measurements)
     return npu_err_set(err, "npusim calibrate: expected --measurements FILE.csv, found none");
+  const char *rows = opts->fit_rows ? opts->fit_rows : "half";
+  if (strcmp(rows, "half") != 0 && strcmp(rows, "all") != 0)
+    return npu_err_set(err, "--fit-rows: expected half or all, found \"%.80s\"", rows);
   cli_configs_t cfg;
   if (cli_load_configs(opts, &cfg, err))
     return -1;
   meas_table_t t;
   int rc = meas_read(opts->measurements, &t, err);
+  if (rc == 0 && strcmp(rows, "all") == 0)
+    meas_fit_all_rows(&t);
   if (rc == 0)
     rc = calibrate(opts, &cfg, &t, out, err);
   meas_free(&t);
