@@ -218,8 +218,8 @@ def fit_fold(npusim, system, rows, keys, workdir, name):
         w.writerow(MEAS_COLUMNS)
         for r in rows:
             w.writerow([r.get(col) or "" for col in MEAS_COLUMNS])
-    cmd = [npusim, "calibrate", "--system", system, "--measurements", table, "--fit", ",".join(keys),
-           "--fit-rows", "all", "--output", config, "--format", "json"]
+    cmd = [npusim, "calibrate", "--system", system, "--measurements", table,
+           "--fit", ",".join(keys), "--fit-rows", "all", "--output", config, "--format", "json"]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit("validate_ops: %s failed: %s" % (" ".join(cmd), run.stderr.strip()))
@@ -250,7 +250,7 @@ def check_bounds(label, errs, factor, out=sys.stdout):
             continue
         parts = []
         for stat, value in (("geomean", geomean_pct(e)), ("max", max_pct(e))):
-            text = "%s %5.1f%%" % (stat, value)
+            text = "%s %6.2f%%" % (stat, value)
             bound = CALIB_BOUNDS_PCT[c].get(stat)
             if bound is not None:
                 good = value <= bound * factor
@@ -329,7 +329,8 @@ def self_test():
     rows = [row("matmul", "2048x4608x12288", layout="nt"), row("matmul", "1024x1024x1024"),
             row("attention_fwd", "1x12x2048x128", "1"), row("rmsnorm", "4096x8192"),
             row("matmul", "2048x12288x4608", layout="nn"), row("layernorm", "4096x8192"),
-            row("attention_bwd", "1x12x2048x128", "1"), row("matmul", "4608x12288x2048", layout="tn"),
+            row("attention_bwd", "1x12x2048x128", "1"),
+            row("matmul", "4608x12288x2048", layout="tn"),
             row("attention_fwd", "1x12x2048x128"), row("matmul", "2048x4608x12288x2"),
             row("rmsnorm", "4096x8192"), row("attention_fwd", "2x12x2048x128")]
     folds = assign_folds(rows, 2)
@@ -376,7 +377,8 @@ def self_test():
            "x1.5 for cross-validated errors")
     expect(not check_bounds("t", dict(good, matmul=[math.log(1.07)]), 1.0, sink),
            "matmul over 6% misses")
-    expect(not check_bounds("t", {"matmul": good["matmul"]}, 1.0, sink), "a class without rows misses")
+    expect(not check_bounds("t", {"matmul": good["matmul"]}, 1.0, sink),
+           "a class without rows misses")
     sink.close()
     for what in failures:
         print("validate_ops --self-test: FAILED: %s" % what)
