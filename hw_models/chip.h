@@ -40,6 +40,7 @@ typedef struct {
   double fixpipe_bytes_per_cycle;   /* L0C -> GM */
   double step_overhead_cycles;      /* pipe handshake per k-step of a tile */
   double op_overhead_s;             /* launch + scalar cost of one cube op */
+  bool stream_k;                    /* the matmul library may spread k-steps over the cores */
 } chip_cube_cfg_t;
 
 typedef struct {

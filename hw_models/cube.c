@@ -29,6 +29,7 @@
 
 typedef struct {
   int m, n, k;            /* tile */
+  bool stream_k;          /* k-steps spread evenly over the cores (else one tile per core) */
   double pipe[PIPE_COUNT];/* cycles per tile stream on the critical core, per pipe */
   double total_cycles;    /* whole op on the critical core, launch excluded */
   double hbm_bytes, gm_bytes;
@@ -65,7 +66,13 @@ static void traffic(const chip_cfg_t *chip, const op_desc_t *op, const plan_t *p
 
 /* Costs one tile shape: the critical core's cycles and its pipes' busy cycles.
  * A k-step costs its slowest pipe, each core's MTE2 limited by its own port;
- * the cores together are limited by what HBM and L2 deliver (memory.h). */
+ * the cores together are limited by what HBM and L2 deliver (memory.h).
+ *
+ * Data-parallel: each core takes whole tiles, a wave of them at a time; the
+ * last wave may be partial and costs a full one. Stream-K: the tiles' k-steps
+ * are dealt out evenly, each core taking ceil(tiles x k-steps / cores) of them
+ * in a row; a tile whose k-steps two cores share is finished by one of them,
+ * which reads the other's fp32 partial tile back through L2 (the fix-up). */
 static void cost_plan(const chip_cfg_t *chip, const op_desc_t *op, plan_t *p) {
   const chip_cube_cfg_t *cube = &chip->cube;
   int e = chip_dtype_bytes(op->dtype);
@@ -74,7 +81,6 @@ static void cost_plan(const chip_cfg_t *chip, const op_desc_t *op, plan_t *p) {
   p->tiles = batch * npu_ceil_div(op->dims[0], p->m) * npu_ceil_div(op->dims[1], p->n);
   p->active = p->tiles < cube->cores ? (int)p->tiles : cube->cores;
   p->waves = npu_ceil_div(p->tiles, cube->cores);
-  traffic(chip, op, p, e, e, &p->hbm_bytes, &p->gm_bytes);
   double a_bytes = (double)p->m * p->k * e, b_bytes = (double)p->k * p->n * e;
   double mte2 = (a_bytes + b_bytes) / cube->mte2_bytes_per_cycle;
   double mte1 = a_bytes / cube->mte1_l0a_bytes_per_cycle + b_bytes / cube->mte1_l0b_bytes_per_cycle;
@@ -82,16 +88,32 @@ static void cost_plan(const chip_cfg_t *chip, const op_desc_t *op, plan_t *p) {
   double fix = (double)p->m * p->n * e / cube->fixpipe_bytes_per_cycle;
   double step = fmax(fmax(mte2, mte1), compute) + cube->step_overhead_cycles;
   bool overlap_fix = 2.0 * p->m * p->n * 4 <= (double)cube->l0c_bytes;
-  double per_tile = ksteps * step + (overlap_fix ? 0 : fix);
-  double n_steps = (double)p->waves * ksteps;
+  double tile_fix = overlap_fix ? 0 : fix; /* write-back a tile adds after its last k-step */
+  double steps_per_core = (double)p->waves * ksteps, tiles_per_core = (double)p->waves;
+  double fixup = 0, fixup_bytes = 0;
+  if (p->stream_k) {
+    p->active = (int)fmin((double)p->tiles * ksteps, cube->cores);
+    steps_per_core = (double)npu_ceil_div(p->tiles * ksteps, p->active);
+    tiles_per_core = ceil(steps_per_core / ksteps);
+    double partial = (double)p->m * p->n * 4; /* fp32 accumulators */
+    if (p->tiles % p->active != 0) { /* else every core gets whole tiles, as data-parallel */
+      fixup = partial / cube->fixpipe_bytes_per_cycle + partial / cube->mte2_bytes_per_cycle;
+      fixup_bytes = 2.0 * partial * p->active;
+    }
+  }
+  traffic(chip, op, p, e, e, &p->hbm_bytes, &p->gm_bytes);
+  p->gm_bytes += fixup_bytes; /* partial tiles stay in L2 */
   /* fill: the first blocks' loads; drain: the last tile's write-back */
-  double core = mte2 + mte1 + (double)p->waves * per_tile + (overlap_fix ? fix : 0);
+  double core = mte2 + mte1 + steps_per_core * step + tiles_per_core * tile_fix + fixup +
+                (overlap_fix ? fix : 0);
   double memory = mem_time_s(chip, p->hbm_bytes, p->gm_bytes) * chip->freq_hz;
   p->total_cycles = fmax(core, memory);
-  p->pipe[PIPE_MTE2] = n_steps * mte2;
-  p->pipe[PIPE_MTE1] = n_steps * mte1;
-  p->pipe[PIPE_CUBE] = n_steps * compute;
-  p->pipe[PIPE_FIXPIPE] = (double)p->waves * fix;
+  if (p->stream_k) /* report the cores' rounds of whole tiles */
+    p->waves = (int64_t)tiles_per_core;
+  p->pipe[PIPE_MTE2] = steps_per_core * mte2;
+  p->pipe[PIPE_MTE1] = steps_per_core * mte1;
+  p->pipe[PIPE_CUBE] = steps_per_core * compute;
+  p->pipe[PIPE_FIXPIPE] = tiles_per_core * fix + fixup;
   p->pipe[PIPE_HBM] = memory;
 }
 
@@ -128,13 +150,15 @@ void cube_matmul(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) 
       for (int l = 0; l < nk; l++) {
         if (!fits(cube, ms[i], ns[j], ks[l], e))
           continue;
-        plan_t p = {.m = ms[i], .n = ns[j], .k = ks[l]};
-        cost_plan(chip, op, &p);
-        double area = (double)p.m * p.n * p.k, best_area = (double)best.m * best.n * best.k;
-        if (!have || p.total_cycles < best.total_cycles * (1 - 1e-12) ||
-            (p.total_cycles <= best.total_cycles * (1 + 1e-12) && area > best_area)) {
-          best = p;
-          have = true;
+        for (int sk = 0; sk <= (cube->stream_k ? 1 : 0); sk++) {
+          plan_t p = {.m = ms[i], .n = ns[j], .k = ks[l], .stream_k = sk};
+          cost_plan(chip, op, &p);
+          double area = (double)p.m * p.n * p.k, best_area = (double)best.m * best.n * best.k;
+          if (!have || p.total_cycles < best.total_cycles * (1 - 1e-12) ||
+              (p.total_cycles <= best.total_cycles * (1 + 1e-12) && area > best_area)) {
+            best = p;
+            have = true;
+          }
         }
       }
   if (!have) { /* buffers too small for any tile: one fractal, unbuffered */

@@ -23,7 +23,11 @@ static op_result_t cost(const chip_cfg_t *chip, op_kind_t kind, chip_dtype_t dt,
   return r;
 }
 
-/* tests/data/validation/gemm_peak.csv: chip, dtype, m, n, k (empty: 8192^3), tflops. */
+/* tests/data/validation/gemm_peak.csv: chip, dtype, m, n, k (empty: 8192^3), tflops.
+ * Held within 5%, except the chips whose cube is calibrated on their own kernel
+ * table instead: h100-dgx on ops_h100_calib.csv, whose card reaches about 690
+ * TFLOP/s on large GEMMs where gemm_peak.csv's (another card, best of a size
+ * search) reached 794.5; that row is reported and held within 15%. */
 static void test_large_matmuls_match_published_throughput(void) {
   static const struct {
     const char *csv_chip, *system;
@@ -61,7 +65,7 @@ static void test_large_matmuls_match_published_throughput(void) {
     double err = (r.tflops - meas) / meas;
     printf("  %-16s %-5s %5lld^3          %9.1f %9.1f %+6.1f%%\n", chip, dt, (long long)size, meas,
            r.tflops, 100 * err);
-    CU_ASSERT(fabs(err) <= 0.05);
+    CU_ASSERT(fabs(err) <= (strcmp(chip, "h100-sxm") == 0 ? 0.15 : 0.05));
     rows++;
   }
   fclose(f);
@@ -252,6 +256,41 @@ static void test_small_and_skinny_shapes_lose_efficiency(void) {
   CU_ASSERT(over.waves > full.waves || over.tiles > full.tiles);
 }
 
+/* Stream-K (chip.cube.stream_k, h100-dgx) deals a matmul's k-steps out over the
+ * cores: it is never slower than whole tiles in waves, where one tile more than
+ * the cores costs a second full wave; dealt out, that tile costs about its
+ * share. No matmul beats the cube's peak at the clock it ran at. */
+static void test_stream_k_removes_the_partial_wave(void) {
+  system_cfg_t s = load_system("h100-dgx.json", NULL);
+  CU_ASSERT_FATAL(s.chip.cube.stream_k);
+  chip_cfg_t dp = s.chip;
+  dp.cube.stream_k = false;
+  static const int64_t shapes[][4] = {
+      {6144, 768, 16384, 0}, {2048, 6400, 12288, 0}, {8192, 8192, 8192, 0}, {256, 8192, 8192, 0},
+      {16, 8192, 8192, 0},   {1024, 1024, 1024, 0},  {100, 3000, 77, 0},    {4096, 128, 4096, 8}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    op_result_t sk = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, shapes[i][0], shapes[i][1],
+                          shapes[i][2], shapes[i][3]);
+    op_result_t w = cost(&dp, OP_MATMUL, CHIP_DTYPE_BF16, shapes[i][0], shapes[i][1], shapes[i][2],
+                         shapes[i][3]);
+    CU_ASSERT(sk.time_s <= w.time_s * (1 + 1e-12));
+    double peak = chip_cube_peak_flops(&s.chip, CHIP_DTYPE_BF16) * sk.clock_hz / s.chip.freq_hz;
+    CU_ASSERT(sk.flops / sk.time_s <= peak);
+  }
+  /* 132 tiles of 128x256 fill the 132 SMs; 133 need a second wave in waves */
+  int64_t k = 16384;
+  op_result_t full = cost(&dp, OP_MATMUL, CHIP_DTYPE_BF16, 128 * 12, 256 * 11, k, 0);
+  op_result_t over = cost(&dp, OP_MATMUL, CHIP_DTYPE_BF16, 128 * 12 + 64, 256 * 11, k, 0);
+  CU_ASSERT_EQUAL(full.waves, 1);
+  CU_ASSERT(over.waves >= 2);
+  CU_ASSERT(over.time_s > 1.8 * full.time_s);
+  op_result_t full_sk = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 128 * 12, 256 * 11, k, 0);
+  op_result_t over_sk = cost(&s.chip, OP_MATMUL, CHIP_DTYPE_BF16, 128 * 12 + 64, 256 * 11, k, 0);
+  CU_ASSERT_DOUBLE_EQUAL(full_sk.time_s, full.time_s, 1e-9 * full.time_s);
+  CU_ASSERT(over_sk.time_s < 1.15 * full_sk.time_s);
+  CU_ASSERT(over_sk.time_s > full_sk.time_s);
+}
+
 static void test_streaming_vector_ops_run_at_hbm_speed(void) {
   const char *systems[] = {"ascend-910b.json", "a100-dgx.json", "h100-dgx.json"};
   for (size_t si = 0; si < 3; si++) {
@@ -320,6 +359,7 @@ CU_TestInfo op_tests[] = {
     {"no op draws more than the power limit", test_no_op_draws_more_than_the_power_limit},
     {"ops throttle at the power limit", test_ops_throttle_at_the_power_limit},
     {"small and skinny shapes lose efficiency", test_small_and_skinny_shapes_lose_efficiency},
+    {"stream-K removes the partial wave", test_stream_k_removes_the_partial_wave},
     {"streaming vector ops run at HBM speed", test_streaming_vector_ops_run_at_hbm_speed},
     {"identical ops are costed once", test_identical_ops_are_costed_once},
     {"bad shapes and types are refused", test_bad_shapes_and_types_are_refused},

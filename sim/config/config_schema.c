@@ -210,6 +210,9 @@ static const cfg_key_t system_keys[] = {
         1e6, "0", "Handshake between the pipes for each k-step of a tile (set/wait flags)."),
     NUM("chip.cube.op_overhead_us", "us", MICRO, SYS(chip.cube.op_overhead_s), 0, 1e6, "0",
         "Launch and scalar cost of one cube op, paid once per op."),
+    BOOL("chip.cube.stream_k", SYS(chip.cube.stream_k), "false",
+         "Whether the matmul library can deal a matmul's k-steps out evenly over the cores "
+         "(stream-K) instead of whole tiles in waves; the model takes the faster."),
 
     OBJ("chip.vector", "Vector cores (AIV); CUDA cores of the SMs on a GPU."),
     INT("chip.vector.cores", SYS(chip.vector.cores), 1, 4096, NULL, "Vector cores per die."),
