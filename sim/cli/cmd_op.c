@@ -33,6 +33,8 @@ static int parse_op(const cli_opts_t *opts, op_desc_t *op, npu_err_t *err) {
   op->causal = opts->causal;
   op->trans_a = opts->trans_a;
   op->trans_b = opts->trans_b;
+  if (opts->kernels && op_form_parse(opts->kernels, &op->form))
+    return npu_err_set(err, "--kernels: expected fused or unfused, found \"%.20s\"", opts->kernels);
   if (!opts->shape && !opts->sweep)
     return npu_err_set(err, "npusim op: expected --shape DIMS, found none");
   return opts->shape ? parse_shape(opts->shape, op, err) : 0;
