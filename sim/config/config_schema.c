@@ -542,6 +542,18 @@ static const cfg_key_t workload_keys[] = {
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
          "Overlap tensor-parallel communication with compute; not modelled yet, so only "
          "false is accepted."),
+    OBJ("training.kernels", "Which kernels the framework runs where frameworks differ "
+        "(docs/chip-model.md, \"Vector ops\"): fused (one kernel) or unfused (eager "
+        "PyTorch's own kernels, issued one by one from the host)."),
+    ENUM("training.kernels.swiglu", workload_kernels_names, KERNELS_COUNT,
+         WL(training.swiglu_kernels), "\"fused\"",
+         "fused: one kernel (Megatron's bias_swiglu fusion, MindSpeed's npu_swiglu, Liger); "
+         "unfused: silu on the strided first half, then mul (plain PyTorch)."),
+    ENUM("training.kernels.cross_entropy", workload_kernels_names, KERNELS_COUNT,
+         WL(training.cross_entropy_kernels), "\"fused\"",
+         "fused: loss and gradient in one kernel (Megatron --cross-entropy-loss-fusion, "
+         "Liger); unfused: F.cross_entropy's log-softmax + NLL/mean, and in the backward "
+         "log-softmax's gradient (reads output and gradient, writes the input gradient)."),
 
     SECTION("serving", WL(has_serving),
             "How the model is served (npusim serve; docs/serve.md): instances, scheduler, KV "
