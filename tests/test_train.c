@@ -653,6 +653,7 @@ static void count_unfused(const workload_cfg_t *w, int counts[OP_KIND_COUNT]) {
     }
   trace_free(&back);
   trace_free(&t);
+  train_info_free(&info);
   remove_temp_dir(dir);
 }
 
