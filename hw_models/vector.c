@@ -25,7 +25,8 @@
  * loads since the halves are strided); cross_entropy = log-softmax, then NLL
  * and mean (forward only, as F.cross_entropy runs); norms and softmax loop
  * over a row between block reductions, keeping only
- * rowwise_bytes_in_flight_KiB in flight per core; a cast (2 bytes in, 4 out)
+ * rowwise_bytes_in_flight_KiB in flight per core (softmax only over rows of
+ * more than 1024 elements; shorter ones go one per warp, in registers); a cast (2 bytes in, 4 out)
  * loads one element per thread (TensorIterator does not vectorise mixed
  * dtypes), as does a strided operand. Each kernel pays the launch overhead
  * (op_cost.c); an unfused op also reports the host's time to issue its
@@ -41,8 +42,7 @@
  * again - from L2 while the rows in flight on all cores fit half of it, else
  * from HBM. Not modelled: the scalar unit, UB bank conflicts, DRAM page
  * locality of strided reads, how the eager row-wise kernels' occupancy changes
- * with the row length, the warp-per-row softmax eager PyTorch runs for rows of
- * 1024 or fewer. */
+ * with the row length. */
 #include <math.h>
 #include <string.h>
 
@@ -90,6 +90,13 @@ typedef struct {
   bool looped_rows;  /* row-wise, looping over a row between block reductions */
 } kernel_t;
 
+/* Whether eager (log-)softmax loops over a row with a block per row: rows of
+ * more than 1024 elements or 4 KiB; shorter ones go one per warp, held in
+ * registers (PyTorch aten/src/ATen/native/cuda/SoftMax.cu, host_softmax). */
+static bool looped_softmax(const op_desc_t *op) {
+  return op->dims[1] > 1024 || op->dims[1] * chip_dtype_bytes(op->dtype) > 4096;
+}
+
 /* The kernels of op in its form; returns how many (at most 2). The unfused
  * forms are what eager PyTorch 2.x runs (../shared/calibration/h100/README.md). */
 static int op_kernels(const op_desc_t *op, kernel_t k[2]) {
@@ -104,10 +111,12 @@ static int op_kernels(const op_desc_t *op, kernel_t k[2]) {
     return 2;
   case OP_CROSS_ENTROPY: /* log-softmax writes log-probabilities; NLL gathers one per row
                           * (an int64 target: two 4-byte words) and takes the mean */
-    k[0] = (kernel_t){{1, 0, 1, 0, 5, true, true, 1, 1}, rows, cols, 0, true};
+    k[0] = (kernel_t){{1, 0, 1, 0, 5, true, true, 1, 1}, rows, cols, 0, looped_softmax(op)};
     k[1] = (kernel_t){{1, 2, 0, 0, 2, true, false, 0, 1}, 1, rows, 1, false};
     return 2;
   case OP_SOFTMAX:
+    k[0].looped_rows = looped_softmax(op);
+    return 1;
   case OP_LAYERNORM:
   case OP_RMSNORM: /* a block per row, looping over it; re-reads hit L1 */
     k[0].looped_rows = true;
