@@ -132,10 +132,12 @@ static int op_kernels(const op_desc_t *op, kernel_t k[2]) {
   }
 }
 
-/* Ops eager code calls through a Python functional wrapper (torch.nn.functional). */
+/* Ops eager code calls through a Python function of torch.nn.functional
+ * (F.layer_norm, F.rms_norm, F.silu, F.cross_entropy); F.gelu and torch.softmax
+ * bind straight to C++, as x + y does. */
 static bool functional_wrapper(op_kind_t kind) {
-  return kind == OP_GELU || kind == OP_SWIGLU || kind == OP_SOFTMAX || kind == OP_LAYERNORM ||
-         kind == OP_RMSNORM || kind == OP_CROSS_ENTROPY;
+  return kind == OP_SWIGLU || kind == OP_LAYERNORM || kind == OP_RMSNORM ||
+         kind == OP_CROSS_ENTROPY;
 }
 
 /* Seconds the busiest core needs to stream its reads with the bytes it keeps in

@@ -256,7 +256,8 @@ static const cfg_key_t system_keys[] = {
         "launch; a device faster than the host waits (ops measured back to back)."),
     NUM("chip.vector.host_wrapper_us", "us", MICRO, SYS(chip.vector.host_wrapper_s), 0, 1e6,
         "0", "More host time per unfused op called through a Python functional wrapper "
-        "(torch.nn.functional: norms, softmax, activations, losses)."),
+        "(F.layer_norm, F.rms_norm, F.silu, F.cross_entropy; F.gelu and torch.softmax bind "
+        "straight to C++)."),
 
     OBJ("chip.l2", "On-chip L2 shared by all cores."),
     SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1, 1e6, NULL, "L2 capacity."),
