@@ -53,6 +53,15 @@ typedef struct {
   double op_overhead_s;             /* launch + scalar cost of one vector op */
   double special_per_cycle;         /* exp/rsqrt/tanh results per cycle; 0 = fp32 lane rate */
   double overlap_with_cube;         /* share of attention's softmax hidden under the cube */
+  /* memory-level parallelism (Little's law): a core streams at most the bytes it keeps in
+   * flight per load latency; 0 bytes: not modelled */
+  double load_latency_s;          /* a global load's latency under streaming load */
+  double bytes_in_flight;         /* per core and input stream, with full-width loads */
+  double load_vector_bytes;       /* the widest load per thread; 0: loads are never narrower */
+  double rowwise_bytes_in_flight; /* per core, for an unfused kernel that loops over its rows */
+  double mlp_blend_exponent;      /* p in (t_hbm^p + t_mlp^p)^(1/p); 0: the larger of the two */
+  double host_issue_s;            /* host time to issue one unfused (eager) kernel */
+  double host_wrapper_s;          /* more per call of a Python functional wrapper (F.*) */
 } chip_vector_cfg_t;
 
 typedef struct {

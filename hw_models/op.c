@@ -12,6 +12,8 @@ const char *const op_kind_names[OP_KIND_COUNT] = {
     "layernorm", "rmsnorm", "rope", "cross_entropy", "adam", "cast", "copy", "reduce_sum",
     "attention_decode"};
 
+const char *const op_form_names[OP_FORM_COUNT] = {"fused", "unfused"};
+
 const char *const pipe_names[PIPE_COUNT] = {"mte2", "mte1", "cube", "fixpipe",
                                             "vector", "mte3", "hbm", "launch"};
 
@@ -19,6 +21,15 @@ int op_kind_parse(const char *name, op_kind_t *out) {
   for (int i = 0; i < OP_KIND_COUNT; i++)
     if (strcmp(name, op_kind_names[i]) == 0) {
       *out = (op_kind_t)i;
+      return 0;
+    }
+  return -1;
+}
+
+int op_form_parse(const char *name, op_form_t *out) {
+  for (int i = 0; i < OP_FORM_COUNT; i++)
+    if (strcmp(name, op_form_names[i]) == 0) {
+      *out = (op_form_t)i;
       return 0;
     }
   return -1;

@@ -40,6 +40,19 @@ typedef enum {
 
 extern const char *const op_kind_names[OP_KIND_COUNT];
 
+/* Which kernels a vector op is: frameworks differ (docs/chip-model.md, "Vector ops"). */
+typedef enum {
+  OP_FORM_FUSED,   /* one hand-written kernel per op (Liger, Megatron/MindSpeed fused, Ascend C),
+                    * rows held on chip, full-width loads, launched back to back */
+  OP_FORM_UNFUSED, /* the framework's stock kernels as eager PyTorch runs them: swiglu = silu +
+                    * mul over strided halves, cross_entropy = log-softmax + NLL/mean, row-wise
+                    * kernels that loop over a row, element-wide loads where dtypes or strides
+                    * differ, each kernel issued by the host */
+  OP_FORM_COUNT
+} op_form_t;
+
+extern const char *const op_form_names[OP_FORM_COUNT];
+
 typedef struct {
   op_kind_t kind;
   chip_dtype_t dtype;     /* compute/storage type of the inputs */
@@ -49,6 +62,7 @@ typedef struct {
   bool causal;            /* attention mask */
   bool latent_kv;         /* attention_decode: one cached latent per token serves as key and
                            * value (MLA, absorbed), not two tensors */
+  op_form_t form;         /* vector ops: fused (the default) or the framework's unfused kernels */
 } op_desc_t;
 
 /* The pipes a cost can be bound by. */
@@ -81,10 +95,17 @@ typedef struct {
   int64_t tiles;             /* tiles over all cores */
   int64_t waves;             /* rounds of tiles over the cores (a partial last one counts) */
   int cores;                 /* cores the op occupies */
+  int kernels;               /* kernels the op launches (0 counts as 1); each pays the launch
+                              * overhead (chip.*.op_overhead_us) */
+  double host_s;             /* the host's time to issue them (unfused form); a faster device
+                              * waits for it */
 } op_result_t;
 
 /* Parses an op kind name ("matmul", "softmax"); 0 on success, -1 if unknown. */
 int op_kind_parse(const char *name, op_kind_t *out);
+
+/* Parses a form name ("fused", "unfused"); 0 on success, -1 if unknown. */
+int op_form_parse(const char *name, op_form_t *out);
 
 /* The output dtype an op of kind on dtype has unless told otherwise: a cast goes
  * to fp32, or from fp32 to bf16; every other op keeps its input's. */

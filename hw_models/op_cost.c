@@ -52,9 +52,14 @@ static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, op_resul
     vector_op(chip, op, out);
   double f = chip->freq_hz;
   double overhead_s = op_on_cube(op->kind) ? chip->cube.op_overhead_s : chip->vector.op_overhead_s;
+  overhead_s *= out->kernels > 1 ? out->kernels : 1; /* each kernel ramps up and drains */
   double core_s = out->cycles / f, hbm_s = out->hbm_bytes / chip_hbm_effective_bw(chip);
   double busy_s = core_s > hbm_s ? core_s : hbm_s;
   out->time_s = overhead_s + busy_s;
+  if (out->host_s > out->time_s) { /* the device waits for the host to issue the kernels */
+    overhead_s = out->host_s - busy_s;
+    out->time_s = out->host_s;
+  }
   out->cycles = out->time_s * f;
   out->clock_hz = f;
   double memory_s = out->util[PIPE_HBM] / f; /* HBM and L2 together, from the core model */
@@ -128,7 +133,7 @@ static uint64_t hash_op(const op_desc_t *op) {
                         (uint64_t)op->dims[0], (uint64_t)op->dims[1], (uint64_t)op->dims[2],
                         (uint64_t)op->dims[3], (uint64_t)op->dims[4],
                         (uint64_t)(op->trans_a | op->trans_b << 1 | op->causal << 2 |
-                                    op->latent_kv << 3)};
+                                   op->latent_kv << 3 | (uint64_t)op->form << 4)};
   for (int i = 0; i < 9; i++)
     h = npu_hash_u64(h, fields[i]);
   return h;
@@ -138,7 +143,7 @@ static bool same_op(const op_desc_t *a, const op_desc_t *b) {
   return a->kind == b->kind && a->dtype == b->dtype && a->out_dtype == b->out_dtype &&
          memcmp(a->dims, b->dims, sizeof a->dims) == 0 && a->trans_a == b->trans_a &&
          a->trans_b == b->trans_b && a->causal == b->causal &&
-         a->latent_kv == b->latent_kv;
+         a->latent_kv == b->latent_kv && a->form == b->form;
 }
 
 static entry_t *find(entry_t *slots, size_t cap, const op_desc_t *op) {

@@ -102,6 +102,8 @@ def predict_one(npusim, system, r):
         cmd.append("--trans-a")
     if layout[1:2] == "t":
         cmd.append("--trans-b")
+    if r.get("kernels"):  # fused (the default) or unfused: which kernels the row timed
+        cmd += ["--kernels", r["kernels"]]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit("validate_ops: %s failed: %s" % (" ".join(cmd), run.stderr.strip()))

@@ -1,7 +1,8 @@
 /* test_op.c - the chip model: published matmul throughput, and the laws every
  * prediction must obey (roofline floor, more cores never slower, small and
- * skinny shapes lose efficiency, streaming vector ops run at HBM speed),
- * memoisation, and bad shapes refused. */
+ * skinny shapes lose efficiency, streaming vector ops run at HBM speed, the
+ * unfused form of a vector op is the kernels eager code runs), memoisation,
+ * and bad shapes refused. */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,17 @@
 static op_result_t cost(const chip_cfg_t *chip, op_kind_t kind, chip_dtype_t dt, int64_t d0,
                         int64_t d1, int64_t d2, int64_t d3) {
   op_desc_t op = {.kind = kind, .dtype = dt, .out_dtype = dt, .dims = {d0, d1, d2, d3, 0}};
+  char err[256];
+  CU_ASSERT_EQUAL(op_check(chip, &op, err, sizeof err), 0);
+  op_result_t r;
+  op_model(chip, &op, &r);
+  return r;
+}
+
+static op_result_t cost_form(const chip_cfg_t *chip, op_kind_t kind, op_form_t form,
+                             int64_t rows, int64_t cols) {
+  op_desc_t op = {.kind = kind, .dtype = CHIP_DTYPE_BF16, .dims = {rows, cols}, .form = form};
+  op.out_dtype = op_default_out_dtype(kind, op.dtype);
   char err[256];
   CU_ASSERT_EQUAL(op_check(chip, &op, err, sizeof err), 0);
   op_result_t r;
@@ -92,6 +104,12 @@ static void test_no_op_beats_the_roofline(void) {
     for (op_kind_t k = OP_ADD; k <= OP_REDUCE_SUM; k++) { /* the vector ops */
       op_result_t r = cost(&s.chip, k, CHIP_DTYPE_FP16, 4096, 8192, 0, 0);
       CU_ASSERT(r.time_s >= r.hbm_bytes / chip_hbm_effective_bw(&s.chip));
+      for (op_form_t f = 0; f < OP_FORM_COUNT; f++) /* and in both forms, small and large */
+        for (int64_t rows = 64; rows <= 16384; rows *= 16) {
+          r = cost_form(&s.chip, k, f, rows, 12288);
+          CU_ASSERT(r.time_s >= r.hbm_bytes / chip_hbm_effective_bw(&s.chip));
+          CU_ASSERT(isfinite(r.time_s) && r.time_s > 0);
+        }
     }
     op_result_t a = cost(&s.chip, OP_ATTN_FWD, dt, 2, 16, 2048, 128);
     CU_ASSERT(a.time_s >= a.flops / chip_cube_peak_flops(&s.chip, dt));
@@ -308,6 +326,54 @@ static void test_streaming_vector_ops_run_at_hbm_speed(void) {
   }
 }
 
+/* The unfused form is the kernels eager PyTorch runs (hw_models/vector.c): more
+ * kernels and bytes than the fused kernel, never faster; a cast moves 2 bytes
+ * in and 4 out; an op that leaves cores idle is no faster per byte; the host
+ * floors a short op; and Little's law binds a cast's element-wide loads. */
+static void test_unfused_vector_ops_are_the_kernels_eager_runs(void) {
+  system_cfg_t s = load_system("h100-dgx.json", NULL);
+  const chip_cfg_t *c = &s.chip;
+  op_result_t fused = cost_form(c, OP_SWIGLU, OP_FORM_FUSED, 4096, 14336);
+  op_result_t unfused = cost_form(c, OP_SWIGLU, OP_FORM_UNFUSED, 4096, 14336);
+  CU_ASSERT_EQUAL(unfused.kernels, 2);
+  CU_ASSERT(unfused.time_s > 1.3 * fused.time_s); /* measured on H100: 1.6-1.7x (Liger vs eager) */
+  /* fused: a, b in, out; unfused: a in, silu out; silu, b in, out */
+  CU_ASSERT_DOUBLE_EQUAL(unfused.hbm_bytes / fused.hbm_bytes, 5.0 / 3.0, 1e-9);
+  CU_ASSERT_EQUAL(cost_form(c, OP_CROSS_ENTROPY, OP_FORM_UNFUSED, 4096, 4000).kernels, 2);
+  for (op_kind_t k = OP_ADD; k <= OP_REDUCE_SUM; k++)
+    CU_ASSERT(cost_form(c, k, OP_FORM_UNFUSED, 8192, 8192).time_s >=
+              cost_form(c, k, OP_FORM_FUSED, 8192, 8192).time_s * (1 - 1e-12));
+  for (op_form_t f = 0; f < OP_FORM_COUNT; f++) {
+    op_result_t cast = cost_form(c, OP_CAST, f, 4096, 8192);
+    CU_ASSERT_DOUBLE_EQUAL(cast.hbm_bytes, 6.0 * 4096 * 8192, 1e-6);
+  }
+
+  chip_cfg_t device = *c; /* the device alone: no host to wait for */
+  device.vector.host_issue_s = device.vector.host_wrapper_s = 0;
+  for (op_form_t f = 0; f < OP_FORM_COUNT; f++) {
+    op_kind_t kinds[] = {OP_RMSNORM, OP_LAYERNORM, OP_SOFTMAX, OP_ADD};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+      op_result_t few = cost_form(&device, kinds[i], f, 64, 8192); /* 64 rows, 132 cores */
+      op_result_t full = cost_form(&device, kinds[i], f, 8192, 8192);
+      CU_ASSERT(few.time_s / few.hbm_bytes >= full.time_s / full.hbm_bytes);
+    }
+  }
+  op_result_t tiny = cost_form(c, OP_RMSNORM, OP_FORM_UNFUSED, 16, 1024);
+  CU_ASSERT_DOUBLE_EQUAL(tiny.time_s, c->vector.host_issue_s + c->vector.host_wrapper_s, 1e-12);
+  CU_ASSERT_EQUAL(tiny.bound, PIPE_LAUNCH);
+  CU_ASSERT(cost_form(&device, OP_RMSNORM, OP_FORM_UNFUSED, 16, 1024).time_s < tiny.time_s);
+
+  /* Little's law: twice the latency, half the rate where the loads in flight bind */
+  chip_cfg_t slow = device;
+  slow.vector.load_latency_s *= 2;
+  op_result_t cast = cost_form(&device, OP_CAST, OP_FORM_UNFUSED, 16384, 16384);
+  op_result_t cast_slow = cost_form(&slow, OP_CAST, OP_FORM_UNFUSED, 16384, 16384);
+  CU_ASSERT(cast_slow.time_s > 1.6 * cast.time_s);
+  chip_cfg_t off = device;
+  off.vector.bytes_in_flight = 0; /* not modelled: the HBM rate */
+  CU_ASSERT(cost_form(&off, OP_CAST, OP_FORM_UNFUSED, 16384, 16384).time_s < 0.8 * cast.time_s);
+}
+
 static void test_identical_ops_are_costed_once(void) {
   system_cfg_t s = load_system("ascend-910b.json", NULL);
   op_cache_t *c = op_cache_new(&s.chip);
@@ -328,6 +394,12 @@ static void test_identical_ops_are_costed_once(void) {
   CU_ASSERT_PTR_EQUAL(op_cost(c, &a), r1);
   CU_ASSERT_DOUBLE_EQUAL(r1->time_s, t1, 0);
   CU_ASSERT_EQUAL(op_cache_misses(c), 1002);
+  op_desc_t v = {.kind = OP_SWIGLU, .dtype = CHIP_DTYPE_BF16, .out_dtype = CHIP_DTYPE_BF16,
+                 .dims = {4096, 4096}};
+  op_desc_t u = v;
+  u.form = OP_FORM_UNFUSED; /* another op: the form is part of the key */
+  CU_ASSERT(op_cost(c, &v) != op_cost(c, &u));
+  CU_ASSERT_EQUAL(op_cache_misses(c), 1004);
   op_cache_free(c);
 }
 
@@ -361,6 +433,8 @@ CU_TestInfo op_tests[] = {
     {"small and skinny shapes lose efficiency", test_small_and_skinny_shapes_lose_efficiency},
     {"stream-K removes the partial wave", test_stream_k_removes_the_partial_wave},
     {"streaming vector ops run at HBM speed", test_streaming_vector_ops_run_at_hbm_speed},
+    {"unfused vector ops are the kernels eager runs",
+     test_unfused_vector_ops_are_the_kernels_eager_runs},
     {"identical ops are costed once", test_identical_ops_are_costed_once},
     {"bad shapes and types are refused", test_bad_shapes_and_types_are_refused},
     CU_TEST_INFO_NULL,

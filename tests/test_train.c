@@ -627,6 +627,53 @@ static void test_a_kind_missing_from_the_vocabulary_is_an_error(void) {
   free(dtypes);
 }
 
+/* Counts the unfused ops of a step's programs by kind, after a round trip
+ * through the trace format; each maps to an unfused op descriptor. */
+static void count_unfused(const workload_cfg_t *w, int counts[OP_KIND_COUNT]) {
+  trace_t t, back;
+  char err[1024] = "";
+  train_info_t info;
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  const char *dir = make_temp_dir();
+  char path[256];
+  snprintf(path, sizeof path, "%s/step.json", dir);
+  CU_ASSERT_FATAL(trace_write(&t, &replay_vocab, path, err, sizeof err) == 0);
+  CU_ASSERT_FATAL(trace_read(path, &replay_vocab, &back, err, sizeof err) == 0);
+  memset(counts, 0, OP_KIND_COUNT * sizeof *counts);
+  for (int p = 0; p < back.nprograms; p++)
+    for (int i = 0; i < back.programs[p].nops; i++) {
+      const trace_op_t *op = &back.programs[p].ops[i];
+      if (op->type != TRACE_OP_SHAPED)
+        continue;
+      op_desc_t d;
+      replay_op_desc(op, &d);
+      CU_ASSERT_EQUAL(op->unfused, d.form == OP_FORM_UNFUSED);
+      CU_ASSERT_EQUAL(op->unfused, t.programs[p].ops[i].unfused);
+      counts[d.kind] += op->unfused;
+    }
+  trace_free(&back);
+  trace_free(&t);
+  train_info_free(&info);
+  remove_temp_dir(dir);
+}
+
+/* training.kernels picks fused or unfused swiglu and cross-entropy; the choice
+ * travels typed through the trace to the op descriptor. */
+static void test_the_kernels_a_workload_names_reach_the_ops(void) {
+  int fused[OP_KIND_COUNT], unfused[OP_KIND_COUNT];
+  workload_cfg_t f = load_workload(small_model, "\"pp\": 2", "\"global_batch\": 4");
+  workload_cfg_t u = load_workload(small_model, "\"pp\": 2",
+                                   "\"global_batch\": 4, \"kernels\": {\"swiglu\": "
+                                   "\"unfused\", \"cross_entropy\": \"unfused\"}");
+  count_unfused(&f, fused);
+  count_unfused(&u, unfused);
+  for (int k = 0; k < OP_KIND_COUNT; k++)
+    CU_ASSERT_EQUAL(fused[k], 0);
+  CU_ASSERT(unfused[OP_SWIGLU] >= 2 * 8); /* forward and backward of every layer */
+  CU_ASSERT_EQUAL(unfused[OP_CROSS_ENTROPY], 4); /* one per micro-batch, on the last stage */
+  CU_ASSERT_EQUAL(unfused[OP_MUL], unfused[OP_CROSS_ENTROPY]); /* its backward */
+}
+
 CU_TestInfo train_tests[] = {
     {"every parallel plan checks", test_every_plan_checks},
     {"pipeline order keeps its laws", test_pipeline_order_keeps_its_laws},
@@ -652,5 +699,6 @@ CU_TestInfo train_tests[] = {
     {"parts and stages are typed", test_parts_and_stages_are_typed},
     {"a kind missing from the vocabulary is an error",
      test_a_kind_missing_from_the_vocabulary_is_an_error},
+    {"the kernels a workload names reach the ops", test_the_kernels_a_workload_names_reach_the_ops},
     CU_TEST_INFO_NULL,
 };

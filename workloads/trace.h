@@ -63,6 +63,7 @@ typedef struct {
   int64_t dims[5];      /* SHAPED: the op's shape */
   int dtype;            /* SHAPED: vocabulary dtype */
   bool causal, trans_a, trans_b;
+  bool unfused;         /* SHAPED vector op: the framework's unfused kernels (op_form_t) */
   double duration_us;   /* COMPUTE, DELAY: as written, so traces round-trip exactly */
   double bytes;         /* COLL (as npusim coll counts them), SEND, RECV, ALLOC */
   int comm;             /* COLL, BARRIER: index into the trace's communicators */

@@ -285,8 +285,8 @@ static const char *const common_fields[] = {"id", "kind", "stream", "deps", "lab
 
 /* Fields allowed for each op type, besides the common ones. */
 static const char *const *type_fields(trace_op_type_t type) {
-  static const char *const shaped[] = {"shape",   "dtype",    "causal",
-                                       "trans_a", "trans_b", "overlaps", NULL};
+  static const char *const shaped[] = {"shape",   "dtype",    "causal", "trans_a",
+                                       "trans_b", "overlaps", "kernels", NULL};
   static const char *const duration[] = {"duration_us", NULL};
   static const char *const coll[] = {"comm", "bytes", "root", "algo", NULL};
   static const char *const p2p[] = {"peer", "peer_offset", "bytes", "tag", NULL};
@@ -380,6 +380,13 @@ static int parse_shape(trace_ctx_t *c, const cJSON *oj, trace_op_t *op, int rank
       get_bool(c, oj, "trans_a", &op->trans_a, rank, op->id) ||
       get_bool(c, oj, "trans_b", &op->trans_b, rank, op->id))
     return -1;
+  const char *kernels;
+  if (get_string(c, oj, "kernels", false, &kernels, rank, op->id))
+    return -1;
+  if (kernels && strcmp(kernels, "fused") && strcmp(kernels, "unfused"))
+    return trace_fail(c, rank, op->id, "kernels: expected fused or unfused, found \"%.20s\"",
+                      kernels);
+  op->unfused = kernels && strcmp(kernels, "unfused") == 0;
   return 0;
 }
 

@@ -70,6 +70,8 @@ static void write_op(FILE *out, const trace_t *t, const trace_program_t *p, cons
       fputs(", \"trans_a\": true", out);
     if (op->trans_b)
       fputs(", \"trans_b\": true", out);
+    if (op->unfused)
+      fputs(", \"kernels\": \"unfused\"", out);
     if (op->overlapping)
       fprintf(out, ", \"overlaps\": %d", p->ops[op->overlaps].id);
     break;

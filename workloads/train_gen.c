@@ -216,8 +216,14 @@ static int mm(gen_t *g, double m, double n, double k, int dep) {
   return shaped(g, GEN_MATMUL, m, n, k, 0, 0, dep);
 }
 
+/* A vector op; swiglu and cross_entropy in the kernels training.kernels names
+ * (the backward of swiglu as its forward, as the fused op is costed). */
 static int vec(gen_t *g, gen_compute_t kind, double rows, double cols, int dep) {
-  return shaped(g, kind, rows, cols, 0, 0, 0, dep);
+  int i = shaped(g, kind, rows, cols, 0, 0, 0, dep);
+  const training_cfg_t *t = &g->w->training;
+  g->p->ops[i].unfused = (kind == GEN_SWIGLU && t->swiglu_kernels == KERNELS_UNFUSED) ||
+                         (kind == GEN_CROSS_ENTROPY && t->cross_entropy_kernels == KERNELS_UNFUSED);
+  return i;
 }
 
 static int coll(gen_t *g, gen_coll_t kind, int stream, gen_comm_t comm, double bytes, int dep) {
@@ -633,6 +639,12 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     return x;
   }
   if (last_virtual) { /* LM head backward (dgrad, wgrad), final norm backward */
+    if (g->w->training.cross_entropy_kernels == KERNELS_UNFUSED) {
+      /* log-softmax's backward: reads its output and the gradient, writes the input
+       * gradient - a mul's bytes (NLL's backward scatter into zeros not counted) */
+      x = vec(g, GEN_MUL, tk, vocab, x);
+      g->p->ops[x].unfused = true;
+    }
     x = column_backward(g, tk, vocab, h, x);
     x = vec(g, norm_kind(m), rows, h, x);
     grads_ready(g, h * vocab * grad_bytes, 0, x, last_mb);

@@ -9,6 +9,7 @@ const char *const workload_position_names[POSITION_COUNT] = {"rope", "learned"};
 const char *const workload_recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 const char *const workload_precision_names[PRECISION_COUNT] = {"bf16", "fp16", "fp8"};
 const char *const workload_optimizer_names[OPTIMIZER_COUNT] = {"adam"};
+const char *const workload_kernels_names[KERNELS_COUNT] = {"fused", "unfused"};
 const char *const workload_par_dim_names[PAR_DIM_COUNT] = {"tp", "cp", "dp", "pp"};
 const char *const serve_preempt_names[SERVE_PREEMPT_COUNT] = {"recompute", "swap"};
 const char *const serve_dtype_names[SERVE_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "int8"};

@@ -21,6 +21,9 @@ typedef enum { POSITION_ROPE, POSITION_LEARNED, POSITION_COUNT } position_t;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT } recompute_t;
 typedef enum { PRECISION_BF16, PRECISION_FP16, PRECISION_FP8, PRECISION_COUNT } precision_t;
 typedef enum { OPTIMIZER_ADAM, OPTIMIZER_COUNT } optimizer_t;
+/* Which kernels the framework runs for an op where frameworks differ: one fused
+ * kernel, or its stock (eager PyTorch) kernels; the order of op_form_t (op.h). */
+typedef enum { KERNELS_FUSED, KERNELS_UNFUSED, KERNELS_COUNT } kernels_form_t;
 
 /* Parallel dimensions in the order ranks are laid out, innermost first. */
 typedef enum { PAR_DIM_TP, PAR_DIM_CP, PAR_DIM_DP, PAR_DIM_PP, PAR_DIM_COUNT } par_dim_t;
@@ -90,6 +93,9 @@ typedef struct {
   bool grad_reduce_in_fp32; /* fp32 gradient buffers and reduction (Megatron with bf16) */
   bool overlap_param_gather; /* distributed optimizer: parameter gather beside the forward */
   bool overlap_tp_comm;     /* TP communication overlapped with compute */
+  kernels_form_t swiglu_kernels;        /* fused, or silu + mul over strided halves */
+  kernels_form_t cross_entropy_kernels; /* fused loss + gradient, or log-softmax + NLL and
+                                         * their backward */
 } training_cfg_t;
 
 /* A workload trains (training section) or serves (serving section). */
@@ -108,6 +114,7 @@ extern const char *const workload_position_names[POSITION_COUNT];
 extern const char *const workload_norm_names[NORM_COUNT];
 extern const char *const workload_recompute_names[RECOMPUTE_COUNT];
 extern const char *const workload_precision_names[PRECISION_COUNT];
+extern const char *const workload_kernels_names[KERNELS_COUNT];
 extern const char *const workload_optimizer_names[OPTIMIZER_COUNT];
 extern const char *const workload_par_dim_names[PAR_DIM_COUNT];
 

@@ -14,9 +14,19 @@
 
 const char *const meas_class_names[MEAS_CLASS_COUNT] = {"matmul", "attention", "vector"};
 
-enum { COL_OP, COL_SHAPE, COL_DTYPE, COL_TIME, COL_OUT_DTYPE, COL_CAUSAL, COL_LAYOUT, COL_COUNT };
-static const char *const col_names[COL_COUNT] = {"op",        "shape",  "dtype", "time_us",
-                                                 "out_dtype", "causal", "layout"};
+enum {
+  COL_OP,
+  COL_SHAPE,
+  COL_DTYPE,
+  COL_TIME,
+  COL_OUT_DTYPE,
+  COL_CAUSAL,
+  COL_LAYOUT,
+  COL_KERNELS,
+  COL_COUNT
+};
+static const char *const col_names[COL_COUNT] = {"op",        "shape",  "dtype",  "time_us",
+                                                 "out_dtype", "causal", "layout", "kernels"};
 #define COL_REQUIRED 4 /* the first four */
 
 typedef struct {
@@ -138,6 +148,12 @@ static int parse_row(const reader_t *r, meas_row_t *row, npu_err_t *err) {
   op->causal = strcmp(causal, "1") == 0;
   if (parse_layout(r, op, err))
     return -1;
+  const char *kernels = get(r, COL_KERNELS); /* empty: fused */
+  if (*kernels && op_form_parse(kernels, &op->form))
+    return npu_err_set(err,
+                       "%s:%d: kernels: expected fused or unfused (or empty), found "
+                       "\"%.20s\"",
+                       r->path, r->line, kernels);
   for (int i = 1; i < row->nops; i++) { /* the others: the first's sizes and types */
     op_kind_t kind = row->ops[i].kind;
     row->ops[i] = *op;

@@ -32,7 +32,7 @@ enum {
   OPT_FIDELITY = 1 << 4,
   OPT_OUTPUT = 1 << 5,
   OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --style */
-  OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b */
+  OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b --kernels */
   OPT_KIND = 1 << 8, /* --op --dtype */
   OPT_TRACE = 1 << 9, /* --trace */
   OPT_CALIBRATE = 1 << 10, /* --measurements --fit --fit-rows */
@@ -202,6 +202,7 @@ static const struct option all_options[] = {
     {"fit-rows", required_argument, NULL, 1051},
     {"steps", required_argument, NULL, 1050},
     {"style", required_argument, NULL, 1040},
+    {"kernels", required_argument, NULL, 1052},
     {NULL, 0, NULL, 0},
 };
 
@@ -233,7 +234,9 @@ static const struct {
               "  --explain              tiling, per-pipe time and bound\n"
               "  --sweep                efficiency curve over sizes\n"
               "  --causal               causal mask (attention)\n"
-              "  --trans-a, --trans-b   transposed matmul operands\n"},
+              "  --trans-a, --trans-b   transposed matmul operands\n"
+              "  --kernels K            vector ops: fused (one kernel, the default) or unfused\n"
+              "                         (the kernels eager PyTorch runs; docs/chip-model.md)\n"},
     {OPT_TRACE, "  --trace FILE           the trace to replay (.json or .json.gz)\n"},
     {OPT_TIMELINE, "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
                    "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
@@ -371,7 +374,7 @@ static bool accepts(const command_t *cmd, int c) {
              {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS},
              {1042, OPT_PROGRESS}, {1043, OPT_CHAKRA}, {1044, OPT_CHAKRA}, {1045, OPT_CHAKRA},
              {1046, OPT_EMIT_CHAKRA}, {1047, OPT_SERVE}, {1048, OPT_SERVE},
-             {1049, OPT_JOBS}, {1050, OPT_JOBS}};
+             {1049, OPT_JOBS}, {1050, OPT_JOBS}, {1052, OPT_OPS}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].code == c)
       return (cmd->options & map[i].bit) != 0;
@@ -510,6 +513,9 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
       break;
     case 1010:
       opts->shape = optarg;
+      break;
+    case 1052:
+      opts->kernels = optarg;
       break;
     case 1011:
       opts->explain = true;

@@ -52,6 +52,7 @@ typedef struct {
   const char *links_kind;       /* --links-kind K[,K] */
   const char *style;            /* --style nccl-tests|hccl-test (coll) */
   const char *shape;            /* --shape */
+  const char *kernels;          /* --kernels fused|unfused (vector ops) */
   bool explain, sweep, causal, trans_a, trans_b;
   const char *trace;            /* --trace: the trace to replay */
   const char *chrome_trace;     /* --chrome-trace: timeline output */

@@ -33,6 +33,8 @@ static int parse_op(const cli_opts_t *opts, op_desc_t *op, npu_err_t *err) {
   op->causal = opts->causal;
   op->trans_a = opts->trans_a;
   op->trans_b = opts->trans_b;
+  if (opts->kernels && op_form_parse(opts->kernels, &op->form))
+    return npu_err_set(err, "--kernels: expected fused or unfused, found \"%.20s\"", opts->kernels);
   if (!opts->shape && !opts->sweep)
     return npu_err_set(err, "npusim op: expected --shape DIMS, found none");
   return opts->shape ? parse_shape(opts->shape, op, err) : 0;
@@ -117,6 +119,11 @@ static void explain(FILE *out, const chip_cfg_t *chip, const op_desc_t *op, cons
     fprintf(out, "tiling: %d elements per UB tile; %lld tiles over %d of %d vector cores in %lld "
             "waves\n", r->tile[0], (long long)r->tiles, r->cores, chip->vector.cores,
             (long long)r->waves);
+  if (!op_on_cube(op->kind))
+    fprintf(out, "kernels: %d, %s form (docs/chip-model.md, \"Vector ops\")%s", r->kernels,
+            op_form_names[op->form], r->host_s > 0 ? "" : "\n");
+  if (!op_on_cube(op->kind) && r->host_s > 0)
+    fprintf(out, "; the host issues them in %.1f us\n", r->host_s * 1e6);
   fprintf(out, "pipes (busy share of the op's %.0f cycles at %.2f GHz):\n", r->cycles,
           r->clock_hz / 1e9);
   if (r->clock_hz < chip->freq_hz) /* power.h: the op would pass the board's limit */

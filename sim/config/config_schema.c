@@ -235,6 +235,32 @@ static const cfg_key_t system_keys[] = {
         "Share of fused attention's vector work on a block (softmax) that runs while the cube "
         "works on another block: 1 when they pipeline (separate cores, warp-specialised "
         "kernels), lower when a core alternates between them."),
+    OFF("chip.vector.load_latency_ns", "ns", 1e-9, SYS(chip.vector.load_latency_s), 1, 1e5,
+        "0", "Latency of a global-memory load under streaming load (Little's law: a core "
+        "streams at most its bytes in flight per latency); 0 with bytes_in_flight_KiB = 0: "
+        "not modelled."),
+    OFF("chip.vector.bytes_in_flight_KiB", "KiB", KIB, SYS(chip.vector.bytes_in_flight), 0.01,
+        1e6, "0", "Bytes a vector core keeps in flight per input stream with full-width loads "
+        "(GPU: resident threads x load_vector_bytes; NPU: the MTE2 tiles queued); 0: not "
+        "modelled."),
+    OFF("chip.vector.load_vector_bytes", "B", 1, SYS(chip.vector.load_vector_bytes), 1, 1e4, "0",
+        "The widest load one thread issues (16 on a GPU); an unfused kernel that loads one "
+        "element at a time (dtype cast, strided input) keeps element/width as many bytes in "
+        "flight; 0: loads are never narrower (DMA)."),
+    OFF("chip.vector.rowwise_bytes_in_flight_KiB", "KiB", KIB,
+        SYS(chip.vector.rowwise_bytes_in_flight), 0.01, 1e6, "0",
+        "Bytes in flight per core of an unfused row-wise kernel (norm, softmax, log-softmax) "
+        "that loops over a row between block reductions; 0: as bytes_in_flight_KiB."),
+    OFF("chip.vector.mlp_blend_exponent", "", 1, SYS(chip.vector.mlp_blend_exponent), 1, 100,
+        "0", "p in (t_hbm^p + t_mlp^p)^(1/p): a kernel near both the HBM and the Little's-law "
+        "limit runs slower than either alone (latency rises as HBM queues fill); 0: the larger."),
+    NUM("chip.vector.host_issue_us", "us", MICRO, SYS(chip.vector.host_issue_s), 0, 1e6, "0",
+        "Host time to issue one kernel of an unfused (eager) op: Python binding, dispatcher, "
+        "launch; a device faster than the host waits (ops measured back to back)."),
+    NUM("chip.vector.host_wrapper_us", "us", MICRO, SYS(chip.vector.host_wrapper_s), 0, 1e6,
+        "0", "More host time per unfused op called through a Python functional wrapper "
+        "(F.layer_norm, F.rms_norm, F.silu, F.cross_entropy; F.gelu and torch.softmax bind "
+        "straight to C++)."),
 
     OBJ("chip.l2", "On-chip L2 shared by all cores."),
     SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1, 1e6, NULL, "L2 capacity."),
@@ -520,6 +546,18 @@ static const cfg_key_t workload_keys[] = {
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
          "Overlap tensor-parallel communication with compute; not modelled yet, so only "
          "false is accepted."),
+    OBJ("training.kernels", "Which kernels the framework runs where frameworks differ "
+        "(docs/chip-model.md, \"Vector ops\"): fused (one kernel) or unfused (eager "
+        "PyTorch's own kernels, issued one by one from the host)."),
+    ENUM("training.kernels.swiglu", workload_kernels_names, KERNELS_COUNT,
+         WL(training.swiglu_kernels), "\"fused\"",
+         "fused: one kernel (Megatron's bias_swiglu fusion, MindSpeed's npu_swiglu, Liger); "
+         "unfused: silu on the strided first half, then mul (plain PyTorch)."),
+    ENUM("training.kernels.cross_entropy", workload_kernels_names, KERNELS_COUNT,
+         WL(training.cross_entropy_kernels), "\"fused\"",
+         "fused: loss and gradient in one kernel (Megatron --cross-entropy-loss-fusion, "
+         "Liger); unfused: F.cross_entropy's log-softmax + NLL/mean, and in the backward "
+         "log-softmax's gradient (reads output and gradient, writes the input gradient)."),
 
     SECTION("serving", WL(has_serving),
             "How the model is served (npusim serve; docs/serve.md): instances, scheduler, KV "
