@@ -37,7 +37,10 @@
  * separate from its cube cores (910B, 910C: one cube to two vector cores) the
  * scores go through global memory (L2) both ways; where one core has both units
  * (910A, GPUs) they stay on it. head_dim runs padded up to a multiple of
- * chip.attention.head_dim_granule (the head dims the kernels are built for).
+ * chip.attention.head_dim_granule (the head dims the kernels are built for). A
+ * tile whose buffers (forward Q and two stages of K and V; backward two stages of
+ * Q and dO, K and V, P and dS) pass L1 halves its key rows, then its query rows,
+ * down to 64, as the kernels' tiles for large head dims do.
  *
  * Scheduling: units are launched in grid order - (batch, head) outer, the unit's
  * block index inner, ascending - and each goes to the core that frees first (as a
@@ -81,6 +84,7 @@
 #define EXP_PER_SCORE 1.0         /* one exp per score, forward and backward recompute */
 #define SCHED_EXACT_UNITS 131072  /* causal units list-scheduled one by one, at most */
 #define SCHED_MAX_CORES 4096      /* the schema's bound on chip.cube.cores */
+#define PIPE_STAGES 2             /* K/V (backward Q/dO) blocks in flight: double buffering [A] */
 
 typedef struct {
   bool bwd, causal, separate;
@@ -93,6 +97,15 @@ typedef struct {
   int64_t units;
   double vpc;                     /* vector cores paired with a cube core */
 } attn_t;
+
+/* L1 a tile holds: forward Q and PIPE_STAGES stages of K and V; backward
+ * PIPE_STAGES stages of Q and dO, K and V, and P and dS for their transposed uses. */
+static double tile_bytes(const attn_t *a) {
+  double d = a->dpad * a->e;
+  if (!a->bwd)
+    return a->br * d + PIPE_STAGES * 2 * a->bc * d;
+  return PIPE_STAGES * 2 * a->br * d + 2 * a->bc * d + 2 * a->br * a->bc * a->e;
+}
 
 static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
   const chip_attention_cfg_t *cfg = &chip->attention;
@@ -111,6 +124,15 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
   double kv = a->bwd ? cfg->bwd_block_kv : cfg->fwd_block_kv;
   a->br = fmin(a->seq, q);
   a->bc = fmin(a->seq, kv);
+  /* a tile too large for L1 halves its key rows, then its query rows, down to 64
+   * each, as the kernels' large-head-dim tiles do (FA3 at head_dim 256: 128 x 80
+   * forward, 64 x 64 backward); past that they drop double buffering instead */
+  while (tile_bytes(a) > (double)chip->cube.l1_bytes && (a->bc > 64 || a->br > 64)) {
+    if (a->bc > 64)
+      a->bc /= 2;
+    else
+      a->br /= 2;
+  }
   /* forward units are query blocks looping over kv blocks; backward the reverse */
   double own = ceil(a->seq / (a->bwd ? a->bc : a->br));
   a->own_blocks = (int64_t)own;

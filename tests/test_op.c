@@ -402,6 +402,13 @@ static void test_attention_kernels_and_padding(void) {
   c.attention.fwd_block_q = 64;
   c.attention.fwd_block_kv = 32;
   CU_ASSERT_DOUBLE_EQUAL(attn_us(&c, OP_ATTN_DECODE, false, 32, 32, 4096, 128, 8), dec, 0);
+  /* head_dim 256: the 128 x 128 tile with its double-buffered K and V passes the
+   * H100's 228 KiB of shared memory; the key rows halve (FA3: 128 x 80, 64 x 64) */
+  op_result_t t256 = cost(&s.chip, OP_ATTN_FWD, CHIP_DTYPE_BF16, 2, 16, 4096, 256);
+  CU_ASSERT(t256.tile[0] == 128 && t256.tile[1] == 64);
+  t256 = cost(&s.chip, OP_ATTN_BWD, CHIP_DTYPE_BF16, 2, 16, 4096, 256);
+  CU_ASSERT(t256.tile[0] == 64 && t256.tile[1] == 64);
+  CU_ASSERT(cost(&s.chip, OP_ATTN_BWD, CHIP_DTYPE_BF16, 2, 16, 4096, 128).tile[1] == 128);
   double h32 = attn_us(&s.chip, OP_ATTN_FWD, true, 1, 32, 131072, 128, 8);
   double h64 = attn_us(&s.chip, OP_ATTN_FWD, true, 1, 64, 131072, 128, 8);
   CU_ASSERT(h64 > 1.9 * h32 && h64 < 2.1 * h32);
