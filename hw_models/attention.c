@@ -230,9 +230,11 @@ static void step_cost(const chip_cfg_t *chip, const attn_t *a, step_t *s) {
       fmax(busy, s->vector) + fmin(s->vector, busy) - hidden + s->dq + cube->step_overhead_cycles;
 }
 
-/* The kernels around the backward's main kernel (see the header): bytes over HBM,
- * their launches and the host gaps before all the backward's kernels, in seconds. */
-static double bwd_kernels_s(const chip_cfg_t *chip, const attn_t *a, double *bytes) {
+/* The kernels around the backward's main kernel (see the header): their bytes
+ * over HBM, the seconds they stream, and in *fixed_s their launches and the host
+ * gaps before all the backward's kernels. */
+static double bwd_kernels_s(const chip_cfg_t *chip, const attn_t *a, double *bytes,
+                            double *fixed_s) {
   double q = a->batch * a->heads * a->seq, d = a->dim, e = a->e;
   double pre = q * (2 * d * e + 4) + q * d * 4; /* read O, dO; write D; clear dQ fp32 */
   double convert = q * d * (4 + e);
@@ -240,8 +242,9 @@ static double bwd_kernels_s(const chip_cfg_t *chip, const attn_t *a, double *byt
   double gqa_sum = gqa ? 2 * q * d * e + 2 * a->batch * a->kv_heads * a->seq * d * e : 0;
   *bytes = pre + convert + gqa_sum;
   double launches = gqa ? 3 : 2;
-  return *bytes / chip_hbm_effective_bw(chip) + launches * chip->vector.op_overhead_s +
-         (launches + 1) * chip->attention.bwd_kernel_gap_s;
+  *fixed_s =
+      launches * chip->vector.op_overhead_s + (launches + 1) * chip->attention.bwd_kernel_gap_s;
+  return *bytes / chip_hbm_effective_bw(chip);
 }
 
 /* Decode: see the header comment. */
@@ -313,15 +316,17 @@ void attention_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out)
   double act = a.batch * a.seq * a.dim * a.e;
   double hbm = a.bwd ? act * (4 * a.heads + 4 * a.kv_heads) : act * (2 * a.heads + 2 * a.kv_heads);
   double gm = hbm + all_steps * 2 * a.bc * a.dim * a.e;
-  double pass_bytes = 0, pass_s = a.bwd ? bwd_kernels_s(chip, &a, &pass_bytes) : 0;
+  double pass_bytes = 0, fixed_s = 0;
+  double pass_s = a.bwd ? bwd_kernels_s(chip, &a, &pass_bytes, &fixed_s) : 0;
   double memory = mem_time_s(chip, hbm, gm) * chip->freq_hz;
 
   memset(out, 0, sizeof *out);
   out->flops = 2 * (a.bwd ? 5 : 2) * a.batch * a.heads * a.seq * a.seq * a.dim *
                (a.causal ? 0.5 : 1);
   out->hbm_bytes = hbm + pass_bytes;
-  out->cycles = fmax(core, memory) + pass_s * chip->freq_hz;
+  out->cycles = fmax(core, memory) + (pass_s + fixed_s) * chip->freq_hz;
   out->util[PIPE_HBM] = memory + pass_s * chip->freq_hz;
+  out->util[PIPE_LAUNCH] = fixed_s * chip->freq_hz; /* the backward's other launches, gaps */
   out->util[PIPE_CUBE] = busy_steps * s.cube;
   out->util[PIPE_MTE1] = busy_steps * s.mte1;
   out->util[PIPE_VECTOR] = busy_steps * s.vector;
