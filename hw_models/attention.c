@@ -95,7 +95,7 @@ typedef struct {
   int64_t own_blocks;  /* units per (batch, head) */
   int64_t loop_blocks; /* blocks a unit without a mask loops over */
   int64_t units;
-  double vpc;                     /* vector cores paired with a cube core */
+  double vpc;          /* vector cores paired with a cube core */
 } attn_t;
 
 /* L1 a tile holds: forward Q and PIPE_STAGES stages of K and V; backward
