@@ -64,6 +64,15 @@ typedef struct {
   double host_wrapper_s;          /* more per call of a Python functional wrapper (F.*) */
 } chip_vector_cfg_t;
 
+/* How the chip's fused attention kernels are cut and launched (attention.c). */
+typedef struct {
+  double fwd_block_q, fwd_block_kv; /* forward tile: query rows x key rows */
+  double bwd_block_q, bwd_block_kv; /* backward tile */
+  double head_dim_granule;          /* head_dim padded up to a multiple of this */
+  double dq_atomic_bytes_per_cycle; /* fp32 dQ reduce into L2 per core; 0 = overlapped store */
+  double bwd_kernel_gap_s;          /* host gap before each backward kernel, run alone */
+} chip_attention_cfg_t;
+
 typedef struct {
   uint64_t size_bytes;              /* shared L2 capacity */
   double bw_bytes_per_s;            /* aggregate L2 read bandwidth */
@@ -95,6 +104,7 @@ typedef struct {
   int dies_per_package;             /* dies sharing one package; each die is a rank */
   chip_cube_cfg_t cube;
   chip_vector_cfg_t vector;
+  chip_attention_cfg_t attention;
   chip_l2_cfg_t l2;
   chip_hbm_cfg_t hbm;
   chip_power_cfg_t power;

@@ -63,10 +63,11 @@ static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, op_resul
   out->cycles = out->time_s * f;
   out->clock_hz = f;
   double memory_s = out->util[PIPE_HBM] / f; /* HBM and L2 together, from the core model */
+  double launch_s = overhead_s + out->util[PIPE_LAUNCH] / f; /* + the model's own kernels' */
   for (int p = 0; p < PIPE_COUNT; p++)
     out->util[p] /= out->cycles; /* busy cycles -> fraction of the op */
   out->util[PIPE_HBM] = (memory_s > hbm_s ? memory_s : hbm_s) / out->time_s;
-  out->util[PIPE_LAUNCH] = overhead_s / out->time_s;
+  out->util[PIPE_LAUNCH] = launch_s / out->time_s;
   out->bound = PIPE_LAUNCH;
   for (int p = 0; p < PIPE_COUNT; p++)
     if (out->util[p] > out->util[out->bound])

@@ -1,7 +1,8 @@
 /* test_op.c - the chip model: published matmul throughput, and the laws every
  * prediction must obey (roofline floor, more cores never slower, small and
  * skinny shapes lose efficiency, streaming vector ops run at HBM speed, the
- * unfused form of a vector op is the kernels eager code runs), memoisation,
+ * unfused form of a vector op is the kernels eager code runs), fused
+ * attention's laws (causal, backward, heads, waves, its kernels), memoisation,
  * and bad shapes refused. */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -424,6 +425,106 @@ static void test_bad_shapes_and_types_are_refused(void) {
   CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
 }
 
+/* An attention op of shape batch, heads, seq, head_dim (kv_heads 0: as heads). */
+static double attn_us(const chip_cfg_t *chip, op_kind_t kind, bool causal, int64_t batch,
+                      int64_t heads, int64_t seq, int64_t dim, int64_t kv_heads) {
+  op_desc_t op = {.kind = kind,
+                  .dtype = CHIP_DTYPE_BF16,
+                  .out_dtype = CHIP_DTYPE_BF16,
+                  .causal = causal,
+                  .dims = {batch, heads, seq, dim, kv_heads}};
+  char err[256];
+  CU_ASSERT_EQUAL(op_check(chip, &op, err, sizeof err), 0);
+  op_result_t r;
+  op_model(chip, &op, &r);
+  CU_ASSERT(isfinite(r.time_s) && r.time_s > 0);
+  return r.time_s * 1e6;
+}
+
+/* Fused attention (hw_models/attention.c) on each system: a causal mask skips
+ * about half the blocks, so at long sequences it is cheaper, but never below
+ * half (the diagonal blocks run whole); the backward does 2.5x the forward's
+ * matmuls and never costs less; more heads are never faster; grouped-query
+ * attention never makes the forward slower. */
+static void test_attention_obeys_its_laws(void) {
+  const char *systems[] = {"ascend-910b.json", "a100-dgx.json", "h100-dgx.json"};
+  for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
+    system_cfg_t s = load_system(systems[i], NULL);
+    const chip_cfg_t *c = &s.chip;
+    for (int k = 0; k < 2; k++) {
+      op_kind_t kind = k ? OP_ATTN_BWD : OP_ATTN_FWD;
+      double full = attn_us(c, kind, false, 2, 16, 8192, 128, 0);
+      double causal = attn_us(c, kind, true, 2, 16, 8192, 128, 0);
+      CU_ASSERT(causal < 0.75 * full);
+      CU_ASSERT(causal > 0.5 * full);
+      double prev = 0;
+      for (int64_t heads = 1; heads <= 48; heads++) {
+        double t = attn_us(c, kind, true, 1, heads, 2048, 128, 0);
+        CU_ASSERT(t >= prev * (1 - 1e-12));
+        prev = t;
+      }
+    }
+    for (int causal = 0; causal < 2; causal++) {
+      int64_t shapes[][4] = {{1, 12, 2048, 128}, {8, 32, 4096, 64}, {1, 8, 32768, 256}};
+      for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++) {
+        int64_t *d = shapes[j];
+        double fwd = attn_us(c, OP_ATTN_FWD, causal, d[0], d[1], d[2], d[3], 0);
+        CU_ASSERT(attn_us(c, OP_ATTN_BWD, causal, d[0], d[1], d[2], d[3], 0) > 1.5 * fwd);
+        CU_ASSERT(attn_us(c, OP_ATTN_FWD, causal, d[0], d[1], d[2], d[3], d[1] / 4) <=
+                  fwd * (1 + 1e-12));
+      }
+    }
+  }
+}
+
+/* Units run in waves over the cores: on the H100 (132 SMs, 128-row query
+ * blocks), 33 heads of 8 blocks fill two waves exactly, one head more needs a
+ * third that costs as much as a full one, and 49 heads fit in those three. */
+static void test_attention_pays_a_partial_wave_in_full(void) {
+  system_cfg_t s = load_system("h100-dgx.json", NULL);
+  double two = attn_us(&s.chip, OP_ATTN_FWD, false, 1, 33, 1024, 128, 0);
+  double three = attn_us(&s.chip, OP_ATTN_FWD, false, 1, 34, 1024, 128, 0);
+  double full = attn_us(&s.chip, OP_ATTN_FWD, false, 1, 49, 1024, 128, 0);
+  CU_ASSERT(three > 1.35 * two);
+  CU_ASSERT(full < 1.05 * three);
+}
+
+/* The backward is several kernels, each paying the host gap when run alone:
+ * preprocess, main, dQ conversion, and with GQA the sum of dK and dV. Head
+ * dims run padded to the kernels' granule. Decode does not use chip.attention.
+ * Past the exactly scheduled units, causal work grows with the heads. */
+static void test_attention_kernels_and_padding(void) {
+  system_cfg_t s = load_system("h100-dgx.json", NULL);
+  chip_cfg_t c = s.chip;
+  c.attention.bwd_kernel_gap_s = 0;
+  double mha = attn_us(&c, OP_ATTN_BWD, true, 1, 16, 4096, 128, 0);
+  double gqa = attn_us(&c, OP_ATTN_BWD, true, 1, 16, 4096, 128, 4);
+  c.attention.bwd_kernel_gap_s = 100e-6;
+  CU_ASSERT_DOUBLE_EQUAL(attn_us(&c, OP_ATTN_BWD, true, 1, 16, 4096, 128, 0) - mha, 300, 1e-6);
+  CU_ASSERT_DOUBLE_EQUAL(attn_us(&c, OP_ATTN_BWD, true, 1, 16, 4096, 128, 4) - gqa, 400, 1e-6);
+  double fwd = attn_us(&c, OP_ATTN_FWD, true, 1, 16, 4096, 128, 0);
+  CU_ASSERT_DOUBLE_EQUAL(attn_us(&c, OP_ATTN_FWD, true, 1, 16, 4096, 128, 0), fwd, 0);
+  c.attention.head_dim_granule = 64;
+  double d96 = attn_us(&c, OP_ATTN_FWD, false, 8, 16, 4096, 96, 0);
+  CU_ASSERT(d96 > 0.95 * attn_us(&c, OP_ATTN_FWD, false, 8, 16, 4096, 128, 0));
+  c.attention.head_dim_granule = 32;
+  CU_ASSERT(attn_us(&c, OP_ATTN_FWD, false, 8, 16, 4096, 96, 0) < 0.9 * d96);
+  double dec = attn_us(&c, OP_ATTN_DECODE, false, 32, 32, 4096, 128, 8);
+  c.attention.fwd_block_q = 64;
+  c.attention.fwd_block_kv = 32;
+  CU_ASSERT_DOUBLE_EQUAL(attn_us(&c, OP_ATTN_DECODE, false, 32, 32, 4096, 128, 8), dec, 0);
+  /* head_dim 256: the 128 x 128 tile with its double-buffered K and V passes the
+   * H100's 228 KiB of shared memory; the key rows halve (FA3: 128 x 80, 64 x 64) */
+  op_result_t t256 = cost(&s.chip, OP_ATTN_FWD, CHIP_DTYPE_BF16, 2, 16, 4096, 256);
+  CU_ASSERT(t256.tile[0] == 128 && t256.tile[1] == 64);
+  t256 = cost(&s.chip, OP_ATTN_BWD, CHIP_DTYPE_BF16, 2, 16, 4096, 256);
+  CU_ASSERT(t256.tile[0] == 64 && t256.tile[1] == 64);
+  CU_ASSERT(cost(&s.chip, OP_ATTN_BWD, CHIP_DTYPE_BF16, 2, 16, 4096, 128).tile[1] == 128);
+  double h32 = attn_us(&s.chip, OP_ATTN_FWD, true, 1, 32, 131072, 128, 8);
+  double h64 = attn_us(&s.chip, OP_ATTN_FWD, true, 1, 64, 131072, 128, 8);
+  CU_ASSERT(h64 > 1.9 * h32 && h64 < 2.1 * h32);
+}
+
 CU_TestInfo op_tests[] = {
     {"large matmuls match published throughput", test_large_matmuls_match_published_throughput},
     {"no op beats the roofline", test_no_op_beats_the_roofline},
@@ -437,5 +538,8 @@ CU_TestInfo op_tests[] = {
      test_unfused_vector_ops_are_the_kernels_eager_runs},
     {"identical ops are costed once", test_identical_ops_are_costed_once},
     {"bad shapes and types are refused", test_bad_shapes_and_types_are_refused},
+    {"attention obeys its laws", test_attention_obeys_its_laws},
+    {"attention pays a partial wave in full", test_attention_pays_a_partial_wave_in_full},
+    {"attention kernels and padding", test_attention_kernels_and_padding},
     CU_TEST_INFO_NULL,
 };

@@ -112,9 +112,11 @@ static void explain(FILE *out, const chip_cfg_t *chip, const op_desc_t *op, cons
             r->tile[0], r->tile[1], r->tile[2], (long long)r->tiles, r->cores, chip->cube.cores,
             (long long)r->waves);
   else if (op_on_cube(op->kind))
-    fprintf(out, "tiling: %d query rows x %d key rows per block (head dim %d); %lld query blocks "
-            "over %d cube cores in %lld waves\n", r->tile[0], r->tile[1], r->tile[2],
-            (long long)r->tiles, r->cores, (long long)r->waves);
+    fprintf(out,
+            "tiling: %d query rows x %d key rows per block (head dim %d); %lld %s blocks "
+            "over %d cube cores in %lld waves\n",
+            r->tile[0], r->tile[1], r->tile[2], (long long)r->tiles,
+            op->kind == OP_ATTN_BWD ? "key" : "query", r->cores, (long long)r->waves);
   else
     fprintf(out, "tiling: %d elements per UB tile; %lld tiles over %d of %d vector cores in %lld "
             "waves\n", r->tile[0], (long long)r->tiles, r->cores, chip->vector.cores,

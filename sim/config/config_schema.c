@@ -262,6 +262,28 @@ static const cfg_key_t system_keys[] = {
         "(F.layer_norm, F.rms_norm, F.silu, F.cross_entropy; F.gelu and torch.softmax bind "
         "straight to C++)."),
 
+    OBJ("chip.attention", "How fused attention kernels tile and launch (hw_models/attention.c)."),
+    POS("chip.attention.fwd_block_q", "rows", 1, SYS(chip.attention.fwd_block_q), 1, 4096, "128",
+        "Query rows of one forward tile (Br): one unit of work per (batch, head, query block)."),
+    POS("chip.attention.fwd_block_kv", "rows", 1, SYS(chip.attention.fwd_block_kv), 1, 4096,
+        "128", "Key/value rows a forward unit takes per step (Bc)."),
+    POS("chip.attention.bwd_block_q", "rows", 1, SYS(chip.attention.bwd_block_q), 1, 4096, "64",
+        "Query rows a backward unit takes per step (Br)."),
+    POS("chip.attention.bwd_block_kv", "rows", 1, SYS(chip.attention.bwd_block_kv), 1, 4096,
+        "128", "Key/value rows of one backward tile (Bc): one unit per (batch, head, key block)."),
+    POS("chip.attention.head_dim_granule", "", 1, SYS(chip.attention.head_dim_granule), 1, 512,
+        "16", "The kernels' head_dim comes in multiples of this; a head_dim between them runs "
+        "padded to the next (computes and moves the padding)."),
+    OFF("chip.attention.dq_atomic_bytes_per_cycle", "B/cycle", 1,
+        SYS(chip.attention.dq_atomic_bytes_per_cycle), 0.01, 1e6, "0",
+        "Rate at which one core adds a backward step's fp32 dQ block into L2 (atomics or a "
+        "bulk reduce), on the step's critical path; 0: through chip.cube.fixpipe_bytes_per_cycle, "
+        "overlapped with the matmuls."),
+    NUM("chip.attention.bwd_kernel_gap_us", "us", MICRO, SYS(chip.attention.bwd_kernel_gap_s), 0,
+        1e5, "0", "Host time the device waits before each kernel of the attention backward "
+        "(preprocess, main, dQ conversion, GQA sum) when the backward is launched alone, as a "
+        "per-call timing of autograd's backward does; 0 where the host runs ahead."),
+
     OBJ("chip.l2", "On-chip L2 shared by all cores."),
     SIZE("chip.l2.size_MiB", "MiB", MIB, SYS(chip.l2.size_bytes), 1, 1e6, NULL, "L2 capacity."),
     POS("chip.l2.bandwidth_GBps", "GB/s", GIGA, SYS(chip.l2.bw_bytes_per_s), 1, 1e6, NULL,

@@ -81,6 +81,7 @@ static op_cache_t *rank_cache(chrome_t *c, int rank) {
   if (!c->cache[k]) {
     c->chips[k] = *config_chip_at(sys, k);
     c->chips[k].freq_hz *= c->chips[k].sustained_clock;
+    c->chips[k].attention.bwd_kernel_gap_s = 0; /* as replay_plan.c */
     c->cache[k] = op_cache_new(&c->chips[k]);
   }
   return c->cache[k];
