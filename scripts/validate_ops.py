@@ -208,7 +208,7 @@ def cv_splits(rows, folds, k):
                 yield f, c, train, held
 
 
-MEAS_COLUMNS = ("op", "shape", "dtype", "out_dtype", "causal", "layout", "time_us")
+MEAS_COLUMNS = ("op", "shape", "dtype", "out_dtype", "causal", "layout", "kernels", "time_us")
 
 
 def fit_fold(npusim, system, rows, keys, workdir, name):
