@@ -36,11 +36,13 @@ static op_result_t cost_form(const chip_cfg_t *chip, op_kind_t kind, op_form_t f
   return r;
 }
 
-/* tests/data/validation/gemm_peak.csv: chip, dtype, m, n, k (empty: 8192^3), tflops.
- * Held within 5%, except the chips whose cube is calibrated on their own kernel
- * table instead: h100-dgx on ops_h100_calib.csv, whose card reaches about 690
- * TFLOP/s on large GEMMs where gemm_peak.csv's (another card, best of a size
- * search) reached 794.5; that row is reported and held within 15%. */
+/* tests/data/validation/gemm_peak.csv: chip, dtype, m, n, k (empty: 8192^3), tflops,
+ * peak, source. Held within 5%, except a source's best of a size search (stas00's
+ * maximum achievable matmul): the top of a distribution over shapes, which the
+ * cubes now calibrated on ordinary kernel shapes (H100 on ops_h100_calib.csv,
+ * whose card reaches about 690 TFLOP/s on large GEMMs where that search reached
+ * 794.5; A100 on ops_a100.csv) do not reach at 8192^3; those rows are reported and
+ * held within 15%. */
 static void test_large_matmuls_match_published_throughput(void) {
   static const struct {
     const char *csv_chip, *system;
@@ -63,7 +65,9 @@ static void test_large_matmuls_match_published_throughput(void) {
       snprintf(fields[i], i == 0 ? 64 : 16, "%.*s", (int)len, p);
       p += len + (p[len] == ',');
     }
-    meas = strtod(p, NULL);
+    char *rest = NULL;
+    meas = strtod(p, &rest);
+    bool best_of_search = strstr(rest, "best of size search") != NULL;
     const char *system = NULL;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
       if (strcmp(chip, map[i].csv_chip) == 0)
@@ -78,7 +82,7 @@ static void test_large_matmuls_match_published_throughput(void) {
     double err = (r.tflops - meas) / meas;
     printf("  %-16s %-5s %5lld^3          %9.1f %9.1f %+6.1f%%\n", chip, dt, (long long)size, meas,
            r.tflops, 100 * err);
-    CU_ASSERT(fabs(err) <= (strcmp(chip, "h100-sxm") == 0 ? 0.15 : 0.05));
+    CU_ASSERT(fabs(err) <= (best_of_search ? 0.15 : 0.05));
     rows++;
   }
   fclose(f);
