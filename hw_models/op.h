@@ -95,6 +95,7 @@ typedef struct {
   int64_t tiles;             /* tiles over all cores */
   int64_t waves;             /* rounds of tiles over the cores (a partial last one counts) */
   int cores;                 /* cores the op occupies */
+  bool stream_k;             /* matmul: k-steps dealt over the cores (else whole tiles) */
   int kernels;               /* kernels the op launches (0 counts as 1); each pays the launch
                               * overhead (chip.*.op_overhead_us) */
   double host_s;             /* the host's time to issue them (unfused form); a faster device

@@ -6,7 +6,9 @@
  * that bounds the op: the one busy for the largest share of the time. An op
  * whose power (power.h) at the chip's clock passes chip.power.max_W is costed
  * again at the highest clock that keeps it within: its cycles stretch, its HBM
- * floor and launch overhead stay.
+ * floor and launch overhead stay, and a matmul keeps the plan it chose at the
+ * chip's clock (a library picks kernels by shape; a search per clock tried
+ * made a throttled matmul cost 30 plan searches, about 1 ms).
  *
  * The cache is an open-addressing table from op descriptors to costs. Results
  * live in blocks that never move, so the pointers handed out survive the
@@ -42,9 +44,13 @@ struct op_cache {
   block_t *blocks; /* newest first; the newest is filled up to count % BLOCK_RESULTS */
 };
 
-/* The op at the chip's clock (chip->freq_hz). */
-static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
-  if (op->kind == OP_MATMUL)
+/* The op at the chip's clock (chip->freq_hz); replan: a matmul keeps the plan in
+ * out (chosen at another clock, see cube_matmul_replan). */
+static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, bool replan,
+                           op_result_t *out) {
+  if (op->kind == OP_MATMUL && replan)
+    cube_matmul_replan(chip, op, out);
+  else if (op->kind == OP_MATMUL)
     cube_matmul(chip, op, out);
   else if (op_on_cube(op->kind))
     attention_op(chip, op, out);
@@ -81,7 +87,7 @@ static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, op_resul
 #define THROTTLE_STEPS 30
 
 void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
-  model_at_clock(chip, op, out);
+  model_at_clock(chip, op, false, out);
   if (!power_throttles(chip) || power_op_W(chip, out) <= chip->power.max_W)
     return;
   /* Power rises with the clock (units as f^k, HBM bytes over a time that
@@ -91,14 +97,14 @@ void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   double lo = chip->freq_hz * POWER_MIN_CLOCK_FRACTION, hi = chip->freq_hz;
   for (int i = 0; i < THROTTLE_STEPS; i++) {
     slow.freq_hz = 0.5 * (lo + hi);
-    model_at_clock(&slow, op, out);
+    model_at_clock(&slow, op, true, out);
     if (power_op_W(&slow, out) > chip->power.max_W)
       hi = slow.freq_hz;
     else
       lo = slow.freq_hz;
   }
   slow.freq_hz = lo;
-  model_at_clock(&slow, op, out);
+  model_at_clock(&slow, op, true, out);
 }
 
 op_cache_t *op_cache_new(const chip_cfg_t *chip) {
