@@ -37,3 +37,10 @@ double chip_vector_peak_flops(const chip_cfg_t *chip, chip_dtype_t dtype) {
 double chip_hbm_effective_bw(const chip_cfg_t *chip) {
   return chip->hbm.bw_bytes_per_s * chip->hbm.efficiency;
 }
+
+chip_cfg_t chip_in_step(const chip_cfg_t *chip) {
+  chip_cfg_t c = *chip;
+  c.freq_hz *= c.sustained_clock;
+  c.attention.bwd_kernel_gap_s = 0;
+  return c;
+}

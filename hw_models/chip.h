@@ -131,4 +131,10 @@ double chip_vector_peak_flops(const chip_cfg_t *chip, chip_dtype_t dtype);
 /* HBM bandwidth the chip can sustain: peak x efficiency, bytes per second. */
 double chip_hbm_effective_bw(const chip_cfg_t *chip);
 
+/* The chip as a step of rank programs runs it (replay, train): at the clock it
+ * holds through a step (freq_hz x sustained_clock), and with the host launching
+ * kernels ahead of the device, so no host gap between an attention backward's
+ * kernels (that gap is in a backward timed alone per call). */
+chip_cfg_t chip_in_step(const chip_cfg_t *chip);
+
 #endif

@@ -86,13 +86,11 @@ static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, bool rep
  * below any difference a report shows; a fixed count keeps runs identical. */
 #define THROTTLE_STEPS 30
 
-void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
-  model_at_clock(chip, op, false, out);
-  if (!power_throttles(chip) || power_op_W(chip, out) <= chip->power.max_W)
-    return;
-  /* Power rises with the clock (units as f^k, HBM bytes over a time that
-   * shrinks with it), so the highest clock within max_W is found by bisection
-   * between the lowest clock and the chip's. */
+/* Power rises with the clock (units as f^k, HBM bytes over a time that shrinks
+ * with it), so the highest clock within max_W is found by bisection between the
+ * lowest clock and the chip's, a matmul keeping the plan in out. Leaves out
+ * costed at that clock and returns it. */
+static double throttled_clock(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   chip_cfg_t slow = *chip;
   double lo = chip->freq_hz * POWER_MIN_CLOCK_FRACTION, hi = chip->freq_hz;
   for (int i = 0; i < THROTTLE_STEPS; i++) {
@@ -105,6 +103,30 @@ void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
   }
   slow.freq_hz = lo;
   model_at_clock(&slow, op, true, out);
+  return lo;
+}
+
+/* Rounds of choosing a throttled matmul's plan again at the clock the power
+ * limit leaves it: the plan a search picks depends on the clock, and one chosen
+ * at a clock the chip cannot hold (a what-if that doubles chip.freq_GHz) may be
+ * slower at the clock it gets than the one a search there picks. The rounds stop
+ * when the search keeps the plan, after one round in the shipped configs. */
+#define REPLAN_ROUNDS 4
+
+void op_model(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
+  model_at_clock(chip, op, false, out);
+  if (!power_throttles(chip) || power_op_W(chip, out) <= chip->power.max_W)
+    return;
+  chip_cfg_t slow = *chip;
+  slow.freq_hz = throttled_clock(chip, op, out);
+  for (int round = 0; op->kind == OP_MATMUL && round < REPLAN_ROUNDS; round++) {
+    op_result_t fresh;
+    model_at_clock(&slow, op, false, &fresh);
+    if (memcmp(fresh.tile, out->tile, sizeof fresh.tile) == 0 && fresh.stream_k == out->stream_k)
+      break;
+    *out = fresh;
+    slow.freq_hz = throttled_clock(chip, op, out);
+  }
 }
 
 op_cache_t *op_cache_new(const chip_cfg_t *chip) {

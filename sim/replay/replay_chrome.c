@@ -79,9 +79,7 @@ static op_cache_t *rank_cache(chrome_t *c, int rank) {
                                           sys, topo_server_of(&c->r->topo, rank))
                                     : 0;
   if (!c->cache[k]) {
-    c->chips[k] = *config_chip_at(sys, k);
-    c->chips[k].freq_hz *= c->chips[k].sustained_clock;
-    c->chips[k].attention.bwd_kernel_gap_s = 0; /* as replay_plan.c */
+    c->chips[k] = chip_in_step(config_chip_at(sys, k));
     c->cache[k] = op_cache_new(&c->chips[k]);
   }
   return c->cache[k];

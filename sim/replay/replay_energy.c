@@ -72,9 +72,7 @@ void replay_energy(const system_cfg_t *sys, const trace_t *t, const replay_resul
     }
   out->modelled = modelled;
   for (int k = 0; modelled && k < nchips; k++) {
-    chip_cfg_t chip = *config_chip_at(sys, k); /* at the clock the replay costed (replay_plan.c) */
-    chip.freq_hz *= chip.sustained_clock;
-    chip.attention.bwd_kernel_gap_s = 0; /* as replay_plan.c */
+    chip_cfg_t chip = chip_in_step(config_chip_at(sys, k)); /* as the replay costed it */
     op_cache_t *cache = op_cache_new(&chip);
     int ranks = 0;
     for (int pi = 0; cache && pi < t->nprograms; pi++) {

@@ -69,9 +69,7 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, c
                              size_t len) {
   const chip_cfg_t *model = config_chip_at(pl->sys, k);
   const trace_t *t = pl->trace;
-  chip_cfg_t chip = *model;
-  chip.freq_hz *= chip.sustained_clock;
-  chip.attention.bwd_kernel_gap_s = 0; /* in a step the host launches ahead of the device */
+  chip_cfg_t chip = chip_in_step(model);
   op_cache_t *cache = op_cache_new(&chip);
   double **costs = calloc((size_t)t->nprograms, sizeof *costs);
   int rc = cache && costs ? 0 : -1;
