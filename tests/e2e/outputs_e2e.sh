@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # outputs_e2e.sh NPUSIM - outputs at any size. The Chrome traces npusim writes open in Perfetto as
-# intended (tests/check_chrome_trace.py: the trace-event schema, named and
+# intended (tests/e2e/check_chrome_trace.py: the trace-event schema, named and
 # sorted tracks, no two slices of a track overlapping, every flow arrow whole),
 # for replay (flow, with sends and receives) and train (slices named by
 # micro-batch, layer and pass, args with shape and bounding pipe), plain and
@@ -13,7 +13,7 @@
 set -u
 npusim=${1:?usage: outputs_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
-check_trace=tests/check_chrome_trace.py
+check_trace=tests/e2e/check_chrome_trace.py
 
 check "replay flow timeline (gz) is valid" sh -c "$npusim replay --system configs/systems/ascend-910b.json \
   --trace traces/mixed.json --chrome-trace $tmp/mixed.json.gz >/dev/null && python3 $check_trace $tmp/mixed.json.gz"

@@ -8,7 +8,7 @@
 # requests as JSONL, CSV (also a spreadsheet's: BOM, CRLF, quotes) and gzip give
 # the same report; --format json and csv
 # carry their fields; --timeseries has a row per iteration; --chrome-trace is a
-# valid trace (tests/check_chrome_trace.py); the same run twice gives the same
+# valid trace (tests/e2e/check_chrome_trace.py); the same run twice gives the same
 # bytes; goodput counts no request under an impossible SLO and every one under
 # a loose one; disaggregated, a KV transfer per request with more than one
 # output token; two pipeline engines sharing a tight cache complete both
@@ -222,7 +222,7 @@ it = json.load(open(sys.argv[2]))["iterations"]
 assert len(rows) == it, (len(rows), it)
 assert rows and {"start_s", "end_s", "decodes", "prefills", "kv_used_blocks"} <= rows[0].keys()
 assert all(float(r["end_s"]) > float(r["start_s"]) for r in rows)' "$tmp/ts.csv" "$tmp/run.json"
-check "--chrome-trace is a valid trace" python3 tests/check_chrome_trace.py "$tmp/serve.json"
+check "--chrome-trace is a valid trace" python3 tests/e2e/check_chrome_trace.py "$tmp/serve.json"
 check "--chrome-trace has a slice per iteration, with ph, pid and ts" python3 -c '
 import json, sys
 evs = json.load(open(sys.argv[1]))["traceEvents"]
@@ -233,7 +233,7 @@ assert len(x) == it and all("ts" in e and "dur" in e for e in x), (len(x), it)' 
   "$tmp/serve.json" "$tmp/run.json"
 $serve $small --chrome-trace "$tmp/serve.json.gz" --set workload.serving.parallel.pp=2 >/dev/null
 check "--chrome-trace (gzip, two pipeline engines) is a valid trace" \
-  python3 tests/check_chrome_trace.py "$tmp/serve.json.gz"
+  python3 tests/e2e/check_chrome_trace.py "$tmp/serve.json.gz"
 
 $serve $small --format csv >"$tmp/run.csv"
 check "--format csv has a header and one row" python3 -c '

@@ -37,7 +37,7 @@
 #   - refused in one line: a death that cuts ranks off after T (naming them and
 #     T), deaths at two times;
 #   - the Chrome trace marks each timed fault (an instant event naming the
-#     link and the factor) and tests/check_chrome_trace.py accepts it.
+#     link and the factor) and tests/e2e/check_chrome_trace.py accepts it.
 # Then a grid: link kinds x fault times x factors on an HCCS full mesh (910B,
 # all-reduce), two 910B servers under a spine-leaf fabric and a two-spine fabric
 # (H100 servers, all-gather), several sizes one after another, so the fault
@@ -226,7 +226,7 @@ for fid in analytic flow; do
   check "$fid: the Chrome trace marks the link dying" grep -q \
     '"name": "fault s0.mesh0-1 dead", "cat": "fault", "ph": "i", "s": "g", "ts": 2000.000' \
     "$tmp/dead.json"
-  check "$fid: the Chrome trace checker accepts it" python3 tests/check_chrome_trace.py \
+  check "$fid: the Chrome trace checker accepts it" python3 tests/e2e/check_chrome_trace.py \
     "$tmp/dead.json"
   "$npusim" replay --system configs/systems/ascend-910b.json --trace "$tmp/ar16.json" \
     --fidelity $fid $sl $f=s0.mesh0-1:0.5@0 --chrome-trace "$tmp/at0.json" >/dev/null
@@ -278,7 +278,7 @@ for fid in analytic flow; do
   check "$fid: the Chrome trace marks the timed fault" grep -q \
     '"name": "fault s0.mesh0-1 x0.5", "cat": "fault", "ph": "i", "s": "g", "ts": 2000.000' "$tmp/t.json"
   check "$fid: and only the timed one" test "$(grep -c '"cat": "fault"' "$tmp/t.json")" = 1
-  check "$fid: the Chrome trace checker accepts it" python3 tests/check_chrome_trace.py "$tmp/t.json"
+  check "$fid: the Chrome trace checker accepts it" python3 tests/e2e/check_chrome_trace.py "$tmp/t.json"
 done
 
 # ---- the grid: analytic within 3% of flow ----

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-FORMATS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "formats")
+FORMATS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "formats")
 REAL_LOGS = ["nccl-tests_all_reduce_perf.log", "nccl-tests_alltoall_perf.log"]
 
 failures = []
@@ -325,7 +325,7 @@ def hccl_problems(name, text, js):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit("usage: tests/nccl_tests_style.py NPUSIM")
+        sys.exit("usage: tests/e2e/nccl_tests_style.py NPUSIM")
     npusim = sys.argv[1]
     reals = {}
     for f in REAL_LOGS:

@@ -85,7 +85,7 @@ assert j["breakdown"]["straggler_wait"] > 0
 ' "$tmp/uniform.json" "$tmp/seed1.json"
 $train --set chip.variation.speed_factors=3:0.5 --chrome-trace "$tmp/slow.trace.json" >/dev/null
 check "the Chrome trace is valid and shows the waits inside the collectives" sh -c "
-  python3 tests/check_chrome_trace.py '$tmp/slow.trace.json' >/dev/null &&
+  python3 tests/e2e/check_chrome_trace.py '$tmp/slow.trace.json' >/dev/null &&
   grep -q '\"straggler wait\"' '$tmp/slow.trace.json'"
 expect_line "a range beyond the job" \
   "configs/systems/ascend-910b.json: chip.variation.speed_factors: expected ranks below the job's 8 (configs/workloads/llama2-7b.json), found 8" \

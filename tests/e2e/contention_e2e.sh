@@ -12,7 +12,7 @@
 # its 1:1 case (the effect is seen); where the groups of a trace meet on the
 # uplinks (all but ep256, whose groups each hold two leaves of their own), the
 # analytic fidelity without contention (NPUSIM_ANALYTIC_CONTENTION=0) must miss
-# it, so the grid tests something. Prints the table. Usage: tests/contention_e2e.sh NPUSIM
+# it, so the grid tests something. Prints the table. Usage: tests/e2e/contention_e2e.sh NPUSIM
 npusim=${1:?usage: contention_e2e.sh NPUSIM}
 source "$(dirname "$0")/e2e_lib.sh"
 gen() { python3 scripts/gen_trace.py --compute-us 500 --out "$tmp/$1.json" "${@:2}"; }

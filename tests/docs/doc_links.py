@@ -2,7 +2,7 @@
 """doc_links.py - every link and cited path in the repository's Markdown
 resolves inside the repository.
 
-  python3 tests/doc_links.py [ROOT]        (ROOT: the checkout, default ..)
+  python3 tests/docs/doc_links.py [ROOT]        (ROOT: the checkout, default ../..)
 
 Checked in every .md file of the checkout (build folders, dot folders and
 fuzz-out/ left out):
@@ -163,7 +163,7 @@ def check_page(root, page, top):
 
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
-                           os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     top = {name for name in os.listdir(root) if not skipped(name)}
     pages = markdown_files(root)
     problems = [p for page in pages for p in check_page(root, page, top)]

@@ -100,7 +100,7 @@ assert abs(wa - wf) <= 0.01 * wa, (wa, wf)
 ' "$tmp/half.json" "$tmp/half_flow.json"
 $train --system $B --set cluster.node_types=2-3:$A --chrome-trace "$tmp/half.trace.json" >/dev/null
 check "the Chrome trace is valid and shows the fast ranks' waits" sh -c "
-  python3 tests/check_chrome_trace.py '$tmp/half.trace.json' >/dev/null &&
+  python3 tests/e2e/check_chrome_trace.py '$tmp/half.trace.json' >/dev/null &&
   grep -q '\"straggler wait\"' '$tmp/half.trace.json'"
 check "one range or two of the same chip give the same bytes" cmp "$tmp/half.json" "$tmp/half2.json"
 check "the shipped mixed system trains (pipeline stage 1 on its 910A servers)" bash -c "

@@ -6,7 +6,7 @@ limits and interrupted sweeps (children killed, one line, 128 + signal); and
 npusim-plot's figures (axis labels with units, legend outside the data area,
 titles from the spec), drawn by a python with matplotlib.
 
-  NPUSIM=build/npusim python3 -m unittest tests/test_sweep_lib.py
+  NPUSIM=build/npusim python3 -m unittest tests/unit/test_sweep_lib.py
 (npusim is needed for its schema, --help and validate; nothing is simulated.)
 """
 
@@ -21,7 +21,7 @@ import textwrap
 import time
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import npusim_sweep_lib as lib  # noqa: E402
 

@@ -25,6 +25,6 @@ fi
 if diff -u "$want" "$got"; then
   echo "golden: $(($(wc -l <"$want") - 1)) passed, 0 failed"
 else
-  echo "golden: predictions moved (above); if intended, run tests/golden.sh $npusim --update and explain it in the commit"
+  echo "golden: predictions moved (above); if intended, run tests/golden/golden.sh $npusim --update and explain it in the commit"
   exit 1
 fi

@@ -17,7 +17,7 @@
 #     bash they reproduce the local tables; with root and Debian's slurmctld
 #     and slurmd, a private single-node cluster runs them for real;
 #   - sweep.json records the spec and each axis column's config key;
-#   - plots are valid PNGs (tests/test_sweep_lib.py inspects their figures);
+#   - plots are valid PNGs (tests/unit/test_sweep_lib.py inspects their figures);
 #     npusim-plan ranks fitting plans by throughput.
 # Run from the repository root.
 set -u

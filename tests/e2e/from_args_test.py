@@ -48,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEM = "configs/systems/ascend-910b.json"
 TRACES = "traces/megatron"
 PREFIX = "npusim-from-args: "

@@ -190,7 +190,7 @@ check "a gzipped trace job runs as the plain one" \
   "$(field "$tmp/shared_analytic.json" 'j["jobs"][0]["step_time_together_s"]')"
 "$npusim" cluster --system $sys --job $x@spread --job $half@spread --chrome-trace "$tmp/c.json" \
   --trace-ranks 0-31 >"$tmp/table.txt"
-check "the run together as a Chrome trace the checker accepts" python3 tests/check_chrome_trace.py "$tmp/c.json"
+check "the run together as a Chrome trace the checker accepts" python3 tests/e2e/check_chrome_trace.py "$tmp/c.json"
 check "... holding the NPUs --trace-ranks names" same "$(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 print(sorted({e["pid"] for e in (d["traceEvents"] if isinstance(d, dict) else d) if "pid" in e}))' "$tmp/c.json")" \
