@@ -428,7 +428,7 @@ check "a C1 control (U+0085) in a name is escaped" \
   one_line 2 'no\xc2\x85such.json: expected a readable system config file, found No such file or directory' \
   "$npusim" validate --system $'no\xc2\x85such.json'
 
-# ---- extends: exactly 16 in a chain load (tests/data/bad/extends_too_deep.json has 17)
-check "a chain of 16 extends loads" "$npusim" validate --system tests/data/bad/extends_chain/01.json
+# ---- extends: exactly 16 in a chain load (tests/corpus/bad/validate/extends_too_deep.json has 17)
+check "a chain of 16 extends loads" "$npusim" validate --system tests/corpus/bad/validate/extends_chain/01.json
 
 finish "cli"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # limits_e2e.sh NPUSIM - resource bounds (issue #18, F5/F6) on inputs too large
-# for tests/data/bad/: each run either succeeds within a memory ulimit, or stops
+# for tests/corpus/bad/: each run either succeeds within a memory ulimit, or stops
 # with exit status 2 and the exact one line, quickly, and writes nothing.
 # Run from the repository root.
 set -u
