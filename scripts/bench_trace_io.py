@@ -11,7 +11,7 @@ reports, it does not fail.
 --big: instead, one timeline over 4 GiB of JSON (llama2-70b on 32 910B with a
 global batch of 2048: 52 million slices) written as .json.gz; prints the wall
 time, npusim's peak memory, the file's size and its size inflated, and checks it
-with tests/check_chrome_trace.py (--no-check skips that, minutes).
+with tests/e2e/check_chrome_trace.py (--no-check skips that, minutes).
 Usage: scripts/bench_trace_io.py [--npusim PATH] [--ops 50000,...] [--ranks 2048,...]
        scripts/bench_trace_io.py --big [--dir DIR] [--no-check]"""
 import argparse
@@ -100,7 +100,7 @@ def big(npusim, directory, check):
                                           inflated / 2**30))
     if check:
         sys.stdout.flush()
-        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "check_chrome_trace.py"),
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "e2e", "check_chrome_trace.py"),
                         path])
     os.unlink(path)
 

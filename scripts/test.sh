@@ -5,9 +5,9 @@
 # any failure.
 #
 # The tests add CUnit (the unit tests), valgrind (the valgrind_* tests) and
-# strace (a signal check of tests/cli.sh). NPUSIM_TEST_SLURM=1, as .ci/run
+# strace (a signal check of tests/e2e/cli.sh). NPUSIM_TEST_SLURM=1, as .ci/run
 # sets it, also installs Debian's Slurm (slurmctld, slurmd, slurm-client):
-# tests/sweep_e2e.sh then runs a sweep on a private single-node Slurm, as root.
+# tests/e2e/sweep_e2e.sh then runs a sweep on a private single-node Slurm, as root.
 # Without it no Slurm package is installed (it could shadow a site's own).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -13,7 +13,7 @@
 # count for fp16 parameters with fp32 gradients.
 # --no-overlap-p2p-communication: the 2022 runs predate Megatron's overlapped
 # pipeline sends (added 2023-05), which it now turns on with interleaving.
-# Test input of tests/from_args_test.py: it must give configs/workloads/gpt-175b.json.
+# Test input of tests/e2e/from_args_test.py: it must give configs/workloads/gpt-175b.json.
 
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 

@@ -10,7 +10,7 @@
 # --accumulate-allreduce-grads-in-fp32: the paper's parameter and optimizer memory
 # (Fig. 1: 45.5625 GiB per GPU for 22B and 175B) is 18 bytes per parameter, Megatron's
 # count for fp16 parameters with fp32 gradients.
-# Test input of tests/from_args_test.py: it must give configs/workloads/gpt-1t.json.
+# Test input of tests/e2e/from_args_test.py: it must give configs/workloads/gpt-1t.json.
 
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 

@@ -8,7 +8,7 @@
 # with 128 nodes, PP8 instead of 16, --bf16 instead of --fp16, and
 # --sequence-parallel, --recompute-activations, --use-distributed-optimizer and
 # --tokenizer-type added; its batch ramp-up is kept (npusim models the full batch).
-# Test input of tests/from_args_test.py: it must give configs/workloads/gpt3-175b-910b.json.
+# Test input of tests/e2e/from_args_test.py: it must give configs/workloads/gpt3-175b-910b.json.
 
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 

@@ -1,0 +1,602 @@
+#!/usr/bin/env python3
+"""from_args_test.py [--npusim NPUSIM] [--converter PATH] - scripts/npusim-from-args
+on the Megatron-LM and MindSpeed-LLM launch scripts of traces/megatron/
+(issue #15), each against the shipped workload it stands behind.
+
+For every script:
+  - the conversion succeeds and lists on stderr exactly the flags pinned here
+    as not modelled (a flag dropped without a line fails);
+  - every key the shipped workload sets (after "extends"; name, description
+    and *_source left out) comes out equal, model.* and parallel.* and
+    training.*, booleans as booleans;
+  - the keys the Megatron arguments cannot give are listed per script in
+    NOT_IN_ARGS with the npusim-from-args option that supplies them, and the
+    test shows they are not in the arguments: without the option the
+    conversion stops (vocabulary, world size) or gives another value (name);
+  - every value carries its KEY_source string;
+  - with --npusim: `npusim validate --system configs/systems/ascend-910b.json`
+    accepts the converted workload, and the two workloads resolved by npusim
+    (defaults applied) differ in exactly the keys of the script's "disagree"
+    list, where Megatron's defaults or the real script differ from the
+    shipped config (each explained there).
+
+Then the command line: unknown flags listed and the conversion going on, one
+line and exit 2 for bad values and a world size the plan does not divide,
+--world-size, the shell forms the reader follows (variables, defaults,
+arrays, arithmetic, quotes, continuations, comments) and those it refuses
+(a value set inside if, $1, two training commands), -o written whole or not
+at all, a MoE plan.
+
+Hostile input (issue #26): a variable or an array that doubles itself line
+after line, a word of a megabyte, defaults nested deep, arithmetic past
+bash's 64 bits, a FIFO: each ends within a time limit and an address-space
+limit of 256 MiB, with one line naming the file (and the line) and exit 2,
+or (the long word) the conversion; never a traceback.
+
+Finally the test shows it can fail: each of MUTATIONS breaks one mapping in a
+copy of the converter, and the checks above must then fail.
+
+Exit 0 when everything passed, 1 otherwise (each failure on a FAIL line).
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SYSTEM = "configs/systems/ascend-910b.json"
+TRACES = "traces/megatron"
+PREFIX = "npusim-from-args: "
+
+# MindSpeed-LLM's fused kernels, MC2 and softmax/accumulation switches: not modelled.
+MINDSPEED_IGNORED = {"--use-fused-rmsnorm", "--use-fused-swiglu", "--use-fused-rotary-pos-emb",
+                     "--use-mc2", "--no-masked-softmax-fusion", "--attention-softmax-in-fp32",
+                     "--no-gradient-accumulation-fusion"}
+
+# Keys npusim resolves differently from the Megatron run the script describes:
+# Megatron's default where the shipped config leaves npusim's (each a fact of
+# Megatron's arguments.py / DistributedDataParallel, see README.md).
+TIED = ("model.tied_embeddings", True, False,
+        "Megatron ties the LM head to the embedding unless "
+        "--untie-embeddings-and-output-weights; the GPT configs leave npusim's false")
+NO_OVERLAP_GRAD = ("training.overlap_grad_reduce", False, True,
+                   "no --overlap-grad-reduce: Megatron reduces gradients after the backward "
+                   "(dp 1 here: nothing to reduce)")
+P2P = ("training.overlap_p2p_comm", True, False,
+       "Megatron (core_r0.4 on; MindSpeed-LLM runs on core_r0.6) overlaps pipeline sends with "
+       "interleaving unless --no-overlap-p2p-communication; npusim's default says false")
+BUCKET = ("training.grad_bucket_MiB", 40e6 * 4 / (1 << 20), 80,
+          "--overlap-grad-reduce without --ddp-bucket-size: Megatron's 40M-element buckets of "
+          "fp32 gradients are 152.6 MiB; the config keeps npusim's 80")
+
+CASES = [
+    {"script": "llama2-7b-mindspeed.sh", "config": "llama2-7b.json",
+     "not_in_args": {"model.name": ["--model-name", "llama2-7b"],
+                     "model.vocab": ["--tokenizer-vocab", "32000"]},
+     "ignored": MINDSPEED_IGNORED, "disagree": [BUCKET]},
+    {"script": "llama2-13b-mindspeed.sh", "config": "llama2-13b.json",
+     "not_in_args": {"model.name": ["--model-name", "llama2-13b"],
+                     "model.vocab": ["--tokenizer-vocab", "32000"]},
+     "ignored": MINDSPEED_IGNORED, "disagree": [NO_OVERLAP_GRAD]},
+    {"script": "llama2-70b-mindspeed.sh", "config": "llama2-70b.json",
+     "not_in_args": {"model.name": ["--model-name", "llama2-70b"],
+                     "model.vocab": ["--tokenizer-vocab", "32000"]},
+     "ignored": MINDSPEED_IGNORED, "disagree": [NO_OVERLAP_GRAD, P2P]},
+    {"script": "llama3-8b-mindspeed.sh", "config": "llama3-8b.json",
+     "not_in_args": {"model.name": ["--model-name", "llama3-8b"],
+                     "model.vocab": ["--tokenizer-vocab", "128256"]},
+     "ignored": MINDSPEED_IGNORED, "disagree": [NO_OVERLAP_GRAD]},
+    {"script": "qwen2-72b-mindspeed.sh", "config": "qwen2-72b.json",
+     "not_in_args": {"model.name": ["--model-name", "qwen2-72b"]},
+     "ignored": MINDSPEED_IGNORED | {"--add-qkv-bias"}, "disagree": [BUCKET, P2P]},
+    {"script": "gpt-22b-korthikanti.sh", "config": "gpt-22b.json",
+     "not_in_args": {"model.name": ["--model-name", "gpt-22b"]},
+     "ignored": set(), "disagree": [TIED, NO_OVERLAP_GRAD]},
+    {"script": "gpt-175b-korthikanti.sh", "config": "gpt-175b.json",
+     "not_in_args": {"model.name": ["--model-name", "gpt-175b"]},
+     "ignored": set(), "disagree": [TIED, NO_OVERLAP_GRAD]},
+    {"script": "gpt-530b-korthikanti.sh", "config": "gpt-530b.json",
+     "not_in_args": {"model.name": ["--model-name", "gpt-530b"],
+                     "parallel.dp": ["--world-size", "280"]},
+     "ignored": {"--DDP-impl"}, "disagree": [TIED, NO_OVERLAP_GRAD]},
+    {"script": "gpt-1t-korthikanti.sh", "config": "gpt-1t.json",
+     "not_in_args": {"model.name": ["--model-name", "gpt-1t"]},
+     "ignored": set(), "disagree": [TIED, NO_OVERLAP_GRAD]},
+    {"script": "gpt3-175b-910b.sh", "config": "gpt3-175b-910b.json",
+     "not_in_args": {"model.name": ["--model-name", "gpt-175b"]},
+     "ignored": {"--rampup-batch-size"},
+     "disagree": [TIED, ("training.overlap_grad_reduce", False, True,
+                         "the what-if keeps npusim's overlapped reduction; Megatron's "
+                         "example script does not pass --overlap-grad-reduce")]},
+]
+
+# One broken mapping each (text in scripts/npusim-from-args, replacement):
+# the checks must fail on every one of them.
+MUTATIONS = [
+    ("kv_heads taken from the query heads",
+     'kv = a.int("--num-query-groups", hi=100000)', 'kv = heads'),
+    ("vpp read as the layers per virtual stage",
+     "vpp = layers // pp // per", "vpp = per"),
+    ("the vocabulary not padded", "padded = -(-base // multiple) * multiple", "padded = base"),
+    ("sequence parallelism kept with tp 1 (caught by npusim validate)",
+     "if sp and tp == 1:", "if False:"),
+    ("an unknown flag dropped without a line",
+     'say(f"ignored {name} (not modelled)")', "pass"),
+    ("fp16 read as bf16", 'prec, prec_src = "fp16", "--fp16"', 'prec, prec_src = "bf16", "--fp16"'),
+]
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL " + msg)
+
+
+def run(cmd, stdin=None):
+    p = subprocess.run(cmd, cwd=ROOT, input=stdin, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def convert(converter, args, stdin=None):
+    return run([sys.executable, converter] + args, stdin)
+
+
+def flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flat(v, prefix + k + "."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def merged(base, over):
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def shipped(path):
+    """A workload as its file sets it, "extends" followed."""
+    with open(os.path.join(ROOT, path)) as f:
+        d = json.load(f)
+    parent = d.pop("extends", None)
+    if parent:
+        d = merged(shipped(os.path.join(os.path.dirname(path), parent)), d)
+    return d
+
+
+def set_keys(d):
+    return {k: v for k, v in flat(d).items()
+            if k not in ("name", "description") and not k.endswith("_source")}
+
+
+def same(a, b):
+    """Equal as JSON values: a boolean is not a number, 0 is 0.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def stderr_lines(err):
+    """(ignored flags, other lines) of a conversion's stderr."""
+    ignored, other = [], []
+    for line in err.splitlines():
+        if line.startswith(PREFIX + "ignored --") and line.endswith(" (not modelled)"):
+            ignored.append(line[len(PREFIX + "ignored "):-len(" (not modelled)")])
+        elif not line.startswith(PREFIX + "note: "):
+            other.append(line)
+    return ignored, other
+
+
+def resolved(npusim, path):
+    code, out, err = run([npusim, "validate", "--system", SYSTEM, "--workload", path,
+                          "--format", "json"])
+    if code != 0:
+        return None, err.strip()
+    return flat(json.loads(out)["workload"]), None
+
+
+def check_case(converter, npusim, case, tmp, report=fail):
+    """The checks of one stored script; report(msg) for each failure."""
+    script = os.path.join(TRACES, case["script"])
+    config = os.path.join("configs/workloads", case["config"])
+    what = case["script"]
+    options = [o for opt in case["not_in_args"].values() for o in opt]
+    code, out, err = convert(converter, options + [script])
+    if code != 0:
+        report(f"{what}: exit {code}: {err.strip()}")
+        return
+    try:
+        got = json.loads(out)
+    except ValueError as e:
+        report(f"{what}: stdout is not JSON: {e}")
+        return
+    ignored, other = stderr_lines(err)
+    if other:
+        report(f"{what}: unexpected stderr lines: {other}")
+    if set(ignored) != case["ignored"] or len(ignored) != len(set(ignored)):
+        report(f"{what}: listed as not modelled {sorted(ignored)}, "
+               f"expected {sorted(case['ignored'])}")
+
+    want = set_keys(shipped(config))
+    have = flat(got)
+    for key, value in sorted(want.items()):
+        if key not in have:
+            report(f"{what}: {key} missing (shipped: {value!r})")
+        elif not same(have[key], value):
+            report(f"{what}: {key} is {have[key]!r}, shipped {config} says {value!r}")
+    for key in have:
+        if not key.endswith("_source") and key not in ("name", "description") \
+                and not isinstance(have.get(key + "_source"), str):
+            report(f"{what}: {key} has no {key}_source string")
+
+    # not in the arguments: without the option the key is not the shipped one
+    for key, opt in case["not_in_args"].items():
+        rest = [o for k, o2 in case["not_in_args"].items() if k != key for o in o2]
+        code, out2, err2 = convert(converter, rest + [script])
+        lines = err2.strip().splitlines()
+        if key == "model.name":
+            if code != 0 or same(flat(json.loads(out2)).get(key), want.get(key)):
+                report(f"{what}: {key} without {opt[0]}: expected another name, got "
+                       f"exit {code} {err2.strip()[:200]}")
+        elif code != 2 or out2 or len(lines) != 1 or opt[0] not in lines[0]:
+            report(f"{what}: {key} without {opt[0]}: expected exit 2 and one line naming "
+                   f"{opt[0]}, got exit {code}: {lines}")
+
+    if npusim is None:
+        return
+    path = os.path.join(tmp, case["script"] + ".json")
+    with open(path, "w") as f:
+        f.write(out)
+    a, err_a = resolved(npusim, path)
+    if a is None:
+        report(f"{what}: npusim validate refuses the converted workload: {err_a}")
+        return
+    b, err_b = resolved(npusim, config)
+    if b is None:
+        report(f"{what}: npusim validate refuses {config}: {err_b}")
+        return
+    found = {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
+             if k not in ("name", "description") and not same(a.get(k), b.get(k))}
+    listed = {k: (conv, ship) for k, conv, ship, _ in case["disagree"]}
+    for k in sorted(set(found) | set(listed)):
+        if k not in listed:
+            report(f"{what}: resolved {k}: converted {found[k][0]!r}, shipped {found[k][1]!r} "
+                   "(not in the case's disagree list)")
+        elif k not in found or not (same(found[k][0], listed[k][0])
+                                    and same(found[k][1], listed[k][1])):
+            report(f"{what}: resolved {k}: expected converted {listed[k][0]!r} and shipped "
+                   f"{listed[k][1]!r} (disagree list), found {found.get(k)}")
+
+
+# ---- the command line ----
+
+MINIMAL = ["--num-layers", "4", "--hidden-size", "256", "--num-attention-heads", "8",
+           "--seq-length", "512", "--micro-batch-size", "1", "--bf16", "--vocab-size", "1000"]
+
+
+def expect_error(converter, args, flag, what, stdin=None):
+    code, out, err = convert(converter, args, stdin)
+    lines = err.strip().splitlines()
+    if code != 2 or out or len(lines) != 1 or flag not in lines[0] \
+            or not lines[0].startswith(PREFIX):
+        fail(f"{what}: expected exit 2 and one line naming {flag}, got exit {code}, "
+             f"stdout {out[:80]!r}, stderr {lines}")
+    return lines[0] if lines else ""
+
+
+def expect_ok(converter, args, what, stdin=None):
+    code, out, err = convert(converter, args, stdin)
+    if code != 0:
+        fail(f"{what}: exit {code}: {err.strip()}")
+        return None, err
+    return flat(json.loads(out)), err
+
+
+def cli_checks(converter, npusim, tmp):
+    # unknown flags are listed, one line each, and the conversion goes on
+    got, err = expect_ok(converter, ["--world-size", "8", "--"] + MINIMAL +
+                         ["--frobnicate", "3", "--use-mc2", "--frobnicate"], "unknown flags")
+    if got is not None:
+        lines = err.strip().splitlines()
+        if lines != [PREFIX + "ignored --frobnicate (not modelled)",
+                     PREFIX + "ignored --use-mc2 (not modelled)"]:
+            fail(f"unknown flags: stderr {lines}")
+        if got.get("parallel.dp") != 8 or got.get("model.vocab") != 1024:
+            fail(f"unknown flags: dp {got.get('parallel.dp')}, vocab {got.get('model.vocab')}")
+
+    # bad values: one line naming the flag, exit 2, nothing on stdout
+    for args, flag in ((["--num-layers", "x"], "--num-layers"),
+                       (["--num-layers", "0"], "--num-layers"),
+                       (["--attention-dropout", "1.5"], "--attention-dropout"),
+                       (["--normalization", "BatchNorm"], "--normalization"),
+                       (["--tensor-model-parallel-size", "3"], "--tensor-model-parallel-size"),
+                       (["--global-batch-size", "7"], "--global-batch-size"),
+                       (["--pipeline-model-parallel-size", "2",
+                         "--num-layers-per-virtual-pipeline-stage", "3"],
+                        "--num-layers-per-virtual-pipeline-stage"),
+                       (["--recompute-activations", "--recompute-method", "uniform"],
+                        "--recompute-method"),
+                       (["--group-query-attention", "--num-query-groups", "3"],
+                        "--num-query-groups"),
+                       (["--fp16"], "--fp16"),
+                       (["--num-experts", "6", "--expert-model-parallel-size", "4"],
+                        "--expert-model-parallel-size"),
+                       (["--num-layers"], "--num-layers")):
+        expect_error(converter, ["--world-size", "8", "--"] + MINIMAL + args, flag,
+                     f"bad value {' '.join(args)}")
+    got, _ = expect_ok(converter, ["--world-size", "8", "--"] + MINIMAL + [
+        "--tokenizer-type", "NullTokenizer", "--make-vocab-size-divisible-by", "1"],
+        "NullTokenizer")
+    if got is not None and got.get("model.vocab") != 1001:
+        fail(f"NullTokenizer --vocab-size 1000: vocab {got.get('model.vocab')}, expected 1001")
+    expect_error(converter, ["--world-size", "8", "--"] + MINIMAL + [
+        "--tokenizer-type", "HuggingFaceTokenizer"], "--tokenizer-vocab",
+        "a tokenizer read from a file")
+    expect_error(converter, ["--world-size", "8", "--"] + [a for a in MINIMAL if a != "--bf16"],
+                 "--bf16", "no precision (fp32)")
+    expect_error(converter, ["--"] + MINIMAL, "--world-size", "no world size")
+    expect_error(converter, ["--world-size", "0", "--"] + MINIMAL, "--world-size",
+                 "world size 0")
+    expect_error(converter, ["--world-size", "8", "--"] + MINIMAL +
+                 ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "3"],
+                 "--tensor-model-parallel-size", "dp not dividing the world")
+    expect_error(converter, ["--world-size", "8", "--", "--num-layers", "4"], "--hidden-size",
+                 "a required flag missing")
+    expect_error(converter, ["--world-size", "8", "--num-layers", "4"], "after --",
+                 "Megatron's flags given as the converter's")
+
+    # the world size: torchrun's nodes x processes, --world-size over it
+    script = os.path.join(tmp, "run.sh")
+    with open(script, "w") as f:
+        f.write("""#!/bin/bash
+# a comment with --num-layers 99 in it
+NNODES=${NNODES:-2}           # default: 2
+GPUS=4
+TP=2; PP=2
+EXTRA="--overlap-grad-reduce"
+LAYERS=$(( 2 * PP ))
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+MODEL_ARGS=(
+    --num-layers $LAYERS   # from arithmetic
+    --hidden-size 256
+    --num-attention-heads 8
+)
+MODEL_ARGS+=(--seq-length 512)
+ARGS="--micro-batch-size 1 \\
+      --global-batch-size 16"
+ARGS="$ARGS --use-distributed-optimizer"
+torchrun --nproc_per_node=$GPUS --nnodes $NNODES --node_rank $NODE_RANK \\
+    pretrain_gpt.py "${MODEL_ARGS[@]}" $ARGS \\
+    --tensor-model-parallel-size ${TP} --pipeline-model-parallel-size=$PP \\
+    --data-path "$1" --save $CKPT --bf16 --vocab-size '1000' $EXTRA \\
+    --squared-relu --attention-dropout 0.0 --hidden-dropout 0.1 \\
+    2>&1 | tee log.txt
+""")
+    got, err = expect_ok(converter, [script], "shell forms")
+    if got is not None:
+        want = {"model.layers": 4, "model.seq_len": 512, "parallel.dp": 2, "parallel.tp": 2,
+                "parallel.pp": 2, "parallel.zero": 1, "training.global_batch": 16,
+                "training.overlap_grad_reduce": True, "model.vocab": 1024,
+                "model.activation": "gelu", "model.dropout": 0.1, "model.name": "run"}
+        for k, v in want.items():
+            if not same(got.get(k), v):
+                fail(f"shell forms: {k} is {got.get(k)!r}, expected {v!r}")
+        notes = [ln for ln in err.splitlines() if ln.startswith(PREFIX + "note: ")]
+        if len(notes) != 2 or err.strip().splitlines() != notes:
+            fail(f"shell forms: expected the two notes (squared ReLU, dropouts), got {err!r}")
+    got, _ = expect_ok(converter, ["--world-size", "32", script], "--world-size override")
+    if got is not None and got.get("parallel.dp") != 8:
+        fail(f"--world-size 32: dp {got.get('parallel.dp')}, expected 8")
+    code, out, _ = convert(converter, [script])
+    with open(script) as f:
+        code2, out2, _ = convert(converter, ["-"], stdin=f.read())
+    if code2 != 0 or json.loads(out2)["model"]["layers"] != 4:
+        fail("standard input: not read as the script")
+
+    # -o FILE: the same bytes as stdout; left untouched when the conversion fails
+    dest = os.path.join(tmp, "out.json")
+    code, _, err = convert(converter, ["-o", dest, script])
+    if code != 0 or open(dest).read() != out:
+        fail(f"-o: exit {code}, file differs from stdout: {err.strip()}")
+    with open(dest, "w") as f:
+        f.write("keep")
+    expect_error(converter, ["-o", dest, "--world-size", "3", script],
+                 "--tensor-model-parallel-size", "-o on a failed conversion")
+    if open(dest).read() != "keep":
+        fail("-o: a failed conversion changed the file")
+
+    # what the reader refuses to guess
+    rest = "--hidden-size 256 --num-attention-heads 8 --seq-length 512 --micro-batch-size 1 " \
+        "--bf16 --vocab-size 1000"
+    run8 = "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py"
+    for text, flag, what in (
+            (f"if [ -n \"$X\" ]; then\n  TP=2\nfi\n{run8} --num-layers 4 "
+             f"--tensor-model-parallel-size $TP {rest}\n", "--tensor-model-parallel-size",
+             "a value set inside if"),
+            (f"{run8} --num-layers $1 {rest}\n", "--num-layers", "a positional parameter"),
+            (f"{run8} --num-layers 4 {rest} --hidden-size $(cat h)\n", "--hidden-size",
+             "a command substitution"),
+            (f"torchrun --nnodes $N --nproc-per-node 8 pretrain_gpt.py --num-layers 4 {rest}\n",
+             "--nnodes", "an unset variable in torchrun's options"),
+            (f"{run8} --num-layers 4 {rest}\n{run8} --num-layers 8 {rest}\n", "2 commands",
+             "two training commands"),
+            ("echo --num-layers 4\n", "no command with --num-layers", "no training command")):
+        path = os.path.join(tmp, "refuse.sh")
+        with open(path, "w") as f:
+            f.write(text)
+        line = expect_error(converter, [path], flag, what)
+        if what == "a value set inside if" and "line 2" not in line:
+            fail(f"{what}: the line does not say where: {line}")
+
+    # a MoE plan, and npusim accepts it
+    moe_args = ["--world-size", "16", "--"] + MINIMAL + [
+        "--num-experts", "8", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "512",
+        "--moe-shared-expert-intermediate-size", "1024", "--expert-model-parallel-size", "4",
+        "--tensor-model-parallel-size", "2", "--sequence-parallel", "--swiglu",
+        "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+        "--untie-embeddings-and-output-weights", "--recompute-granularity", "full",
+        "--recompute-method", "uniform", "--recompute-num-layers", "1",
+        "--num-layers-per-virtual-pipeline-stage", "1", "--pipeline-model-parallel-size", "2",
+        "--context-parallel-size", "2", "--global-batch-size", "32"]
+    got, err = expect_ok(converter, moe_args, "MoE plan")
+    if got is not None:
+        want = {"model.moe.experts": 8, "model.moe.top_k": 2, "model.moe.expert_ffn_hidden": 512,
+                "model.moe.shared_experts": 2, "model.moe.capacity_factor": 1.0,
+                "parallel.ep": 4, "parallel.dp": 2, "parallel.cp": 2, "parallel.vpp": 2,
+                "parallel.recompute": "full", "model.ffn_hidden": 640,
+                "training.overlap_p2p_comm": True, "model.tied_embeddings": False}
+        for k, v in want.items():
+            if not same(got.get(k), v):
+                fail(f"MoE plan: {k} is {got.get(k)!r}, expected {v!r}")
+        if npusim is not None:
+            path = os.path.join(tmp, "moe.json")
+            convert(converter, ["-o", path] + moe_args)
+            code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", path])
+            if code != 0:
+                fail(f"MoE plan: npusim validate: {err.strip()}")
+
+
+HOSTILE_AS_BYTES = 256 << 20   # address space a conversion may take
+HOSTILE_TIMEOUT_S = 30
+
+
+def limited(converter, args):
+    """(exit status, stdout, stderr) of a conversion under the limits; exit
+    None when it ran past the time limit."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (HOSTILE_AS_BYTES, HOSTILE_AS_BYTES))
+    try:
+        p = subprocess.run([sys.executable, converter] + args, cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, errors="replace",
+                           preexec_fn=limit, timeout=HOSTILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, "", ""
+    return p.returncode, p.stdout, p.stderr
+
+
+def hostile_checks(converter, tmp):
+    run8 = "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 4 " \
+        "--hidden-size 256 --num-attention-heads 8 --seq-length 512 --micro-batch-size 1 " \
+        "--bf16 --vocab-size 1000"
+    big = 1 << 20   # the converter reads scripts of at most 1 MiB
+    cases = [  # (what, script, expected words of the one line, or None: converts)
+        ("a variable doubled 40 times",
+         "A=xxxxxxxxxxxxxxxx\n" + 'A="$A$A"\n' * 40 + run8 + " --foo $A\n",
+         ["expected expansions of at most", "line "]),
+        ("an array doubled 40 times",
+         "A=(x x x x)\n" + "A=(${A[@]} ${A[@]})\n" * 40 + run8 + "\n",
+         ["expected expansions of at most", "line "]),
+        ("defaults nested 900 deep around a long word",
+         "X=" + "${A:-" * 900 + "y" * (big - 20000) + "}" * 900 + "\n" + run8 + "\n",
+         ["expected expansions", "line 1"]),
+        ("arrays nested 100000 deep", "A=(" * 100000 + "\n" + run8 + "\n",
+         ["expected arrays nested", "line 1"]),
+        # bash computes 2**64 as 0: --num-layers 16 would be a wrong answer
+        ("arithmetic past 64 bits", run8.replace("--num-layers 4",
+                                                 "--num-layers $((2**64 / 2**60))") + "\n",
+         ["--num-layers", "overflows bash's 64-bit integers"]),
+        ("a word of 1 MiB", run8 + " --foo " + "x" * (big - 400) + "\n", None),
+        ('a double-quoted word of 1 MiB of \\$', run8 + ' --foo "' + "\\$" * (big // 2 - 400) +
+         '"\n', None),
+        ("100000 here-documents", "cat <<E\nE\n" * 100000 + run8 + "\n", None),
+    ]
+    for what, text, words in cases:
+        path = os.path.join(tmp, "hostile.sh")
+        with open(path, "w") as f:
+            f.write(text)
+        code, out, err = limited(converter, ["--world-size", "8", path])
+        lines = err.strip().splitlines()
+        if code is None:
+            fail(f"hostile input ({what}): still running after {HOSTILE_TIMEOUT_S} s")
+        elif "Traceback" in err:
+            fail(f"hostile input ({what}): a traceback: {lines[-1:]}")
+        elif words is None:
+            if code != 0 or json.loads(out)["model"]["layers"] != 4:
+                fail(f"hostile input ({what}): exit {code}, expected the conversion: {lines}")
+            else:
+                print(f"ok   hostile input ({what}): converted")
+        elif code != 2 or out or len(lines) != 1 or not lines[0].startswith(PREFIX + path) \
+                or not all(w in lines[0] for w in words):
+            fail(f"hostile input ({what}): expected exit 2 and one line naming {path} and "
+                 f"{words}, got exit {code}, stdout {out[:80]!r}, stderr {lines[:3]}")
+        else:
+            print(f"ok   hostile input ({what}): {lines[0][:150]}")
+
+    # not a regular file: refused unread (a FIFO with no writer would block)
+    fifo = os.path.join(tmp, "fifo.sh")
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero", tmp):
+        code, out, err = limited(converter, ["--world-size", "8", path])
+        lines = err.strip().splitlines()
+        if code != 2 or out or len(lines) != 1 or path not in lines[0] \
+                or "expected a regular file" not in lines[0]:
+            fail(f"{path}: expected exit 2 and one line 'expected a regular file', got exit "
+                 f"{code}, stderr {lines[:3]}")
+        else:
+            print(f"ok   {path}: {lines[0]}")
+
+
+def mutation_checks(converter, npusim, tmp):
+    with open(converter) as f:
+        source = f.read()
+    for what, old, new in MUTATIONS:
+        if "npusim validate" in what and npusim is None:
+            continue
+        if source.count(old) != 1:
+            fail(f"mutation '{what}': its text is not once in {converter}; update MUTATIONS")
+            continue
+        broken = os.path.join(tmp, "broken-npusim-from-args")
+        with open(broken, "w") as f:
+            f.write(source.replace(old, new))
+        caught = []
+        for case in CASES:
+            check_case(broken, npusim, case, tmp, report=caught.append)
+            if caught:
+                break
+        if not caught:
+            fail(f"mutation '{what}': no check failed")
+        else:
+            print(f"ok   mutation '{what}' caught: {caught[0]}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--npusim", help="npusim binary: validate the converted workloads")
+    p.add_argument("--converter", default=os.path.join(ROOT, "scripts", "npusim-from-args"))
+    p.add_argument("--no-mutations", action="store_true", help="skip the mutation checks")
+    args = p.parse_args()
+    converter = os.path.abspath(args.converter)
+    npusim = os.path.abspath(args.npusim) if args.npusim else None
+    tmp = tempfile.mkdtemp(prefix="from_args_test.")
+    try:
+        for case in CASES:
+            before = len(failures)
+            check_case(converter, npusim, case, tmp)
+            if len(failures) == before:
+                print(f"ok   {case['script']} -> configs/workloads/{case['config']}")
+        before = len(failures)
+        cli_checks(converter, npusim, tmp)
+        if len(failures) == before:
+            print("ok   command line")
+        hostile_checks(converter, tmp)
+        if not args.no_mutations:
+            mutation_checks(converter, npusim, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(failures)} failure(s)" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
