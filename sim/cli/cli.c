@@ -224,6 +224,8 @@ static int parse_choice(const char *opt, const char *arg, const char *const *nam
 /* ---- option tables (cli.h) ---- */
 
 #define MAX_ROWS 96     /* the options of all commands together, each once */
+#define STR(x) #x
+#define XSTR(x) STR(x)
 #define CODE_BASE 0x100 /* getopt_long's code of row i is CODE_BASE + i: no char, '?' or ':' */
 
 /* The parse in progress, for the rows' set(). */
@@ -337,6 +339,12 @@ static const cli_option_t every_command_options[] = {
                "the run takes longer"),
     CLI_CUSTOM("help", NULL, no_argument, set_help, "this text"), CLI_END};
 
+/* A mistake in the option tables, met by every run: stops with its line. */
+static void table_mistake(const char *what, const char *name) {
+  fprintf(stderr, "npusim: internal error: %s --%s\n", what, name);
+  abort();
+}
+
 /* Appends the rows of table t, its groups opened, to rows[*n]. */
 static void table_rows(const cli_option_t *t, const cli_option_t **rows, size_t *n) {
   for (; t->kind != CLI_OPT_END; t++)
@@ -345,7 +353,7 @@ static void table_rows(const cli_option_t *t, const cli_option_t **rows, size_t 
     else if (*n < MAX_ROWS)
       rows[(*n)++] = t;
     else
-      abort(); /* MAX_ROWS is too small: a build-time mistake, met by every run */
+      table_mistake("expected at most " XSTR(MAX_ROWS) " options, found more at", t->name);
 }
 
 /* The rows command c takes, in the order of its help; returns how many. */
@@ -369,7 +377,7 @@ static size_t all_rows(const cli_option_t **all, struct option *longopts) {
       while (k < n && strcmp(all[k]->name, rows[r]->name) != 0)
         k++;
       if (k < n && all[k] != rows[r])
-        abort(); /* two rows declare one option: a build-time mistake, met by every run */
+        table_mistake("expected one row per option, found two of", all[k]->name);
       if (k == n) {
         int has_arg = rows[r]->kind == CLI_OPT_FLAG     ? no_argument
                       : rows[r]->kind == CLI_OPT_CUSTOM ? rows[r]->has_arg
