@@ -1,5 +1,8 @@
 /* cli.c - argument parsing (getopt_long), help texts, the command table and
- * the all-or-nothing output of npusim; see cli.h. */
+ * the all-or-nothing output of npusim; see cli.h. The options are rows in
+ * tables (cli.h), each command's beside it in cmd_*.c and the shared groups
+ * here: getopt_long's table, which options a command takes and the options
+ * part of its help all come from those rows. */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
@@ -23,40 +26,17 @@
 const char *const cli_format_names[FORMAT_COUNT] = {"table", "json", "csv"};
 const char *const cli_fidelity_names[FIDELITY_COUNT] = {"flow", "analytic"};
 
-/* Options a command accepts, as a bit set over the common options. */
-enum {
-  OPT_SYSTEM = 1 << 0,
-  OPT_WORKLOAD = 1 << 1,
-  OPT_SET = 1 << 2,
-  OPT_FORMAT = 1 << 3,
-  OPT_FIDELITY = 1 << 4,
-  OPT_OUTPUT = 1 << 5,
-  OPT_COLL = 1 << 6, /* --ranks --ranks-per-node --sizes --algo --root --matrix --style */
-  OPT_OPS = 1 << 7,  /* --shape --explain --sweep --causal --trans-a --trans-b --kernels */
-  OPT_KIND = 1 << 8, /* --op --dtype */
-  OPT_TRACE = 1 << 9, /* --trace */
-  OPT_CALIBRATE = 1 << 10, /* --measurements --fit --fit-rows */
-  OPT_LIST_OPS = 1 << 11,  /* --list-ops */
-  OPT_EMIT_TRACE = 1 << 12, /* --emit-trace */
-  OPT_TIMELINE = 1 << 13,   /* --chrome-trace --trace-ranks */
-  OPT_LINKS = 1 << 14,      /* --links [N|all] --links-kind K */
-  OPT_PROGRESS = 1 << 15,   /* --progress */
-  OPT_CHAKRA = 1 << 16,     /* --chakra-compute --comm-group --chakra-skip */
-  OPT_EMIT_CHAKRA = 1 << 17, /* --emit-chakra */
-  OPT_SERVE = 1 << 18,      /* --slo --timeseries */
-  OPT_JOBS = 1 << 19,       /* --job --steps */
-};
-
 typedef struct {
   const char *name;
   const char *summary;
   const char *usage;    /* arguments after "npusim NAME" */
   const char *details;  /* further help text, or NULL */
-  unsigned options;     /* OPT_* it accepts */
+  const cli_option_t *options; /* those it takes but --time-limit and --help */
   int (*run)(const cli_opts_t *opts, FILE *out, npu_err_t *err);
   cli_fidelity_t fidelity; /* its default */
   bool own_output;         /* writes --output itself; its report goes to stdout */
   unsigned formats;        /* bit per out_format_t it prints; 0: every format */
+  void (*help_tail)(FILE *f); /* prints more help after the options, or NULL */
 } command_t;
 
 static const command_t commands[] = {
@@ -79,18 +59,18 @@ static const command_t commands[] = {
      "check (#wrong N/A, check_result NULL), nccl-tests' in-place half\n"
      "repeating the out-of-place numbers (the model has no in-place difference); device\n"
      "lines name the simulated chip. Not with --format json or csv, nor with --links.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_COLL | OPT_KIND | OPT_LINKS,
-     cmd_coll, FIDELITY_FLOW, false, 0},
+     cmd_coll_options, cmd_coll, FIDELITY_FLOW, false, 0, coll_algo_print_help},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
      "batch,heads,seq,head_dim[,kv_heads] (--causal); attention_decode\n"
-     "batch,heads,context,head_dim[,kv_heads] (one query token per sequence); vector ops [rows,]cols: add, mul,\n"
+     "batch,heads,context,head_dim[,kv_heads] (one query token per sequence); vector ops "
+     "[rows,]cols: add, mul,\n"
      "gelu, swiglu, softmax, layernorm, rmsnorm, rope, cross_entropy, adam, cast (to fp32,\n"
      "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
      "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
      "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_OPS | OPT_KIND, cmd_op, FIDELITY_FLOW, false, 0},
+     cmd_op_options, cmd_op, FIDELITY_FLOW, false, 0, NULL},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
      "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
      "OUT.json.gz [--trace-ranks 0-7]] [options]",
@@ -101,9 +81,7 @@ static const command_t commands[] = {
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n"
      "--trace also takes a Chakra execution trace (ASTRA-sim's): PREFIX, or one of its\n"
      "PREFIX.<rank>.et[.gz] files; the format is told by the content.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TRACE | OPT_TIMELINE |
-         OPT_LINKS | OPT_PROGRESS | OPT_CHAKRA,
-     cmd_replay, FIDELITY_FLOW, false, 0},
+     cmd_replay_options, cmd_replay, FIDELITY_FLOW, false, 0, NULL},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
      "[options]",
@@ -112,10 +90,7 @@ static const command_t commands[] = {
      "by symmetry) and suits sweeps; flow replays every rank with contention on shared\n"
      "links and takes seconds on the shipped workloads (llama2-70b on 32 NPUs: about 4 s,\n"
      "analytic about 2 s).\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_TIMELINE |
-         OPT_LIST_OPS | OPT_EMIT_TRACE | OPT_LINKS | OPT_PROGRESS |
-         OPT_EMIT_CHAKRA,
-     cmd_train, FIDELITY_ANALYTIC, false, 0},
+     cmd_train_options, cmd_train, FIDELITY_ANALYTIC, false, 0, NULL},
     {"serve", "simulate inference serving: TTFT, TPOT, throughput, goodput, KV cache",
      "--system S.json --workload W.json [--slo ttft_ms=T,tpot_ms=P] [--timeseries OUT.csv] "
      "[--chrome-trace OUT] [options]",
@@ -126,9 +101,7 @@ static const command_t commands[] = {
      "token after the first) and end-to-end latency (mean, p50, p90, p99; JSON adds min\n"
      "and max), throughput per NPU and per instance, goodput under --slo, each pool's\n"
      "memory and KV cache, and the breakdown of a decode step.\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_TIMELINE | OPT_SERVE |
-         OPT_PROGRESS,
-     cmd_serve, FIDELITY_ANALYTIC, false, 0},
+     cmd_serve_options, cmd_serve, FIDELITY_ANALYTIC, false, 0, NULL},
     {"cluster", "run several jobs on one fabric: each one's step alone and together, shared links",
      "--system S.json --job W.json[@PLACEMENT] --job ... [--steps N] [--fidelity analytic|flow] "
      "[options]",
@@ -141,9 +114,7 @@ static const command_t commands[] = {
      "steps until the longest has run --steps (3). Prints each job's step time alone and\n"
      "together and its slowdown (over the steps it finished before the first job ran out\n"
      "of steps), and the links two or more jobs cross with their utilisation together.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_FIDELITY | OPT_OUTPUT | OPT_JOBS | OPT_TIMELINE |
-         OPT_PROGRESS,
-     cmd_cluster, FIDELITY_ANALYTIC, false, 0},
+     cmd_cluster_options, cmd_cluster, FIDELITY_ANALYTIC, false, 0, NULL},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
      "OPS.csv: kernel times as scripts/measure_ops.py writes them (op, shape, dtype,\n"
@@ -155,121 +126,22 @@ static const command_t commands[] = {
      "geometric-mean |error| per class and half before and after, and each key before\n"
      "and after. --output writes a config that extends S.json with the\n"
      "fitted values, each with a \"[cal] fitted to ...\" source note.\n",
-     OPT_SYSTEM | OPT_SET | OPT_FORMAT | OPT_OUTPUT | OPT_CALIBRATE, cmd_calibrate, FIDELITY_FLOW,
-     true, 0},
+     cmd_calibrate_options, cmd_calibrate, FIDELITY_FLOW, true, 0, NULL},
     {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
      "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
      "table and csv list every key with its value, unit, the file (or default, or --set)\n"
      "it came from and its source note; json prints the canonical resolved config, which\n"
      "loads back to the same config. With both configs, json prints\n"
      "{\"system\": ..., \"workload\": ...}.\n",
-     OPT_SYSTEM | OPT_WORKLOAD | OPT_SET | OPT_FORMAT | OPT_OUTPUT, cmd_validate, FIDELITY_FLOW, false, 0},
-    {"schema", "print the reference of every config key (docs/config.md)",
-     "[--format table|json]",
+     cmd_validate_options, cmd_validate, FIDELITY_FLOW, false, 0, NULL},
+    {"schema", "print the reference of every config key (docs/config.md)", "[--format table|json]",
      "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
-     OPT_FORMAT | OPT_OUTPUT, cmd_schema, FIDELITY_FLOW, false,
-     1u << FORMAT_TABLE | 1u << FORMAT_JSON},
+     cmd_schema_options, cmd_schema, FIDELITY_FLOW, false, 1u << FORMAT_TABLE | 1u << FORMAT_JSON,
+     NULL},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static const struct option all_options[] = {
-    {"system", required_argument, NULL, 's'},   {"workload", required_argument, NULL, 'w'},
-    {"set", required_argument, NULL, 'S'},      {"format", required_argument, NULL, 'f'},
-    {"fidelity", required_argument, NULL, 'F'}, {"output", required_argument, NULL, 'o'},
-    {"help", no_argument, NULL, 'h'},           {"op", required_argument, NULL, 1001},
-    {"ranks", required_argument, NULL, 1002},   {"ranks-per-node", required_argument, NULL, 1003},
-    {"sizes", required_argument, NULL, 1004},   {"algo", required_argument, NULL, 1005},
-    {"dtype", required_argument, NULL, 1006},   {"root", required_argument, NULL, 1007},
-    {"matrix", required_argument, NULL, 1008},  {"links", no_argument, NULL, 1009},
-    {"shape", required_argument, NULL, 1010},   {"explain", no_argument, NULL, 1011},
-    {"sweep", no_argument, NULL, 1012},         {"causal", no_argument, NULL, 1013},
-    {"trans-a", no_argument, NULL, 1014},       {"trans-b", no_argument, NULL, 1015},
-    {"trace", required_argument, NULL, 1016},   {"chrome-trace", required_argument, NULL, 1017},
-    {"trace-ranks", required_argument, NULL, 1018},
-    {"measurements", required_argument, NULL, 1019}, {"fit", required_argument, NULL, 1020},
-    {"list-ops", required_argument, NULL, 1021},
-    {"time-limit", required_argument, NULL, 1022},
-    {"emit-trace", required_argument, NULL, 1023},
-    {"links-kind", required_argument, NULL, 1041},
-    {"progress", no_argument, NULL, 1042},
-    {"chakra-compute", required_argument, NULL, 1043},
-    {"comm-group", required_argument, NULL, 1044},
-    {"chakra-skip", no_argument, NULL, 1045},
-    {"emit-chakra", required_argument, NULL, 1046},
-    {"slo", required_argument, NULL, 1047},
-    {"timeseries", required_argument, NULL, 1048},
-    {"job", required_argument, NULL, 1049},
-    {"fit-rows", required_argument, NULL, 1051},
-    {"steps", required_argument, NULL, 1050},
-    {"style", required_argument, NULL, 1040},
-    {"kernels", required_argument, NULL, 1052},
-    {NULL, 0, NULL, 0},
-};
-
-static const struct {
-  unsigned bit;
-  const char *text;
-} option_help[] = {
-    {OPT_SYSTEM, "  --system FILE          system config (configs/systems/*.json)\n"},
-    {OPT_WORKLOAD, "  --workload FILE        workload config (configs/workloads/*.json)\n"},
-    {OPT_SET, "  --set PATH=VALUE       override one config key, e.g. "
-              "chip.hbm.bandwidth_GBps=3200 (repeatable);\n"
-              "                         system.PATH or workload.PATH names the config (name,\n"
-              "                         description: the system's without it)\n"},
-    {OPT_FORMAT, NULL}, /* the command's formats: print_format_help */
-    {OPT_FIDELITY, "  --fidelity F           flow (contention on shared links; the default but "
-                   "for train) or analytic (alpha-beta, fast)\n"},
-    {OPT_OUTPUT, "  --output FILE          write there instead of stdout (only if the run "
-                 "succeeds)\n"},
-    {OPT_KIND, "  --op OP                the collective or op\n"
-               "  --dtype T              data type: fp16, bf16, fp32, int8, fp8\n"},
-    {OPT_COLL, "  --ranks N              ranks in the job\n"
-               "  --ranks-per-node K     NPUs used per server (default: all of node.npus)\n"
-               "  --sizes MIN:MAX[:F]    sizes from MIN to MAX, times F each (default 1K:1G:4)\n"
-               "  --algo A[,A1[,A2]]     force algorithms (see above)\n"
-               "  --root R               root rank of broadcast and reduce (default 0)\n"
-               "  --matrix FILE          alltoallv bytes, a JSON array of arrays\n"
-               "  --style S              print the table of nccl-tests or hccl-test (see above)\n"},
-    {OPT_OPS, "  --shape DIMS           the op's sizes, comma-separated (see above)\n"
-              "  --explain              tiling, per-pipe time and bound\n"
-              "  --sweep                efficiency curve over sizes\n"
-              "  --causal               causal mask (attention)\n"
-              "  --trans-a, --trans-b   transposed matmul operands\n"
-              "  --kernels K            vector ops: fused (one kernel, the default) or unfused\n"
-              "                         (the kernels eager PyTorch runs; docs/chip-model.md)\n"},
-    {OPT_TRACE, "  --trace FILE           the trace to replay (.json or .json.gz)\n"},
-    {OPT_TIMELINE, "  --chrome-trace FILE    write a Chrome trace of the run (.json or .json.gz)\n"
-                   "  --trace-ranks A-B      only these ranks in the Chrome trace\n"},
-    {OPT_LINKS, "  --links [N|all]        the N (10) most utilised link directions, or all, in the\n"
-                "                         table (coll: of the largest size); JSON lists them all\n"
-                "  --links-kind K[,K]     only links of these kinds: scale_up, die, supernode, nic,\n"
-                "                         uplink, scale_out (nic and uplink)\n"},
-    {OPT_PROGRESS, "  --progress             show progress on stderr even when it is not a terminal\n"
-                   "                         (on a terminal it shows for runs over 2 s anyway)\n"},
-    {OPT_CHAKRA, "  --chakra-compute M     Chakra COMP_NODEs: auto (a roofline on the chip where\n"
-                 "                         num_ops is given, else duration_micros), duration,\n"
-                 "                         roofline\n"
-                 "  --comm-group FILE      Chakra process groups, {\"pg_name\": [ranks]}\n"
-                 "  --chakra-skip          keep Chakra nodes npusim does not model as zero-time\n"
-                 "                         delays (counted in the report) instead of refusing\n"},
-    {OPT_EMIT_CHAKRA, "  --emit-chakra PREFIX   also write the step as Chakra ETs, PREFIX.<rank>.et,\n"
-                      "                         and PREFIX.comm_groups.json (ASTRA-sim's inputs)\n"},
-    {OPT_SERVE, "  --slo ttft_ms=T,tpot_ms=P  goodput counts the requests within both (either may\n"
-                "                         be left out)\n"
-                "  --timeseries FILE      also write a CSV row per iteration: batch, tokens, KV\n"
-                "                         blocks in use, queue (npusim-plot serve draws it)\n"},
-    {OPT_JOBS, "  --job FILE[@P]         a job: a workload or trace, placed by P: packed, spread\n"
-               "                         or an NPU list such as 0-15,32-47 (repeatable)\n"
-               "  --steps N              steps the longest job runs (default 3)\n"},
-    {OPT_LIST_OPS, "  --list-ops FILE.csv    also write the distinct compute ops of the step, in\n"
-                   "                         scripts/measure_ops.py's --ops format\n"},
-    {OPT_EMIT_TRACE, "  --emit-trace FILE      also write the step's rank programs as a trace\n"
-                     "                         (.json or .json.gz) that replay --trace runs\n"},
-    {OPT_CALIBRATE, "  --measurements FILE    measured kernel times (CSV)\n"
-                    "  --fit KEY,...          the keys to fit (default: the chip's [A] keys; none)\n"
-                    "  --fit-rows half|all    fit the even rows of each class (half, default) or\n"
-                    "                         every row\n"},
-};
+static void print_option_help(FILE *f, const command_t *c);
 
 static void print_main_usage(FILE *f) {
   fprintf(f, "usage: npusim [--version] [--help] COMMAND [OPTIONS]\n");
@@ -307,12 +179,6 @@ static void format_list(const command_t *c, bool mark_default, char *buf, size_t
     }
 }
 
-static void print_format_help(FILE *f, const command_t *c) {
-  char list[96];
-  format_list(c, true, list, sizeof list);
-  fprintf(f, "  --format FMT           %s\n", list);
-}
-
 static void print_command_usage(FILE *f, const command_t *c) {
   fprintf(f, "usage: npusim %s %s\n", c->name, c->usage);
 }
@@ -323,18 +189,9 @@ static void print_command_help(FILE *f, const command_t *c) {
   if (c->details)
     fprintf(f, "\n%s", c->details);
   fprintf(f, "\noptions:\n");
-  for (size_t i = 0; i < sizeof option_help / sizeof option_help[0]; i++)
-    if (c->options & option_help[i].bit) {
-      if (option_help[i].text)
-        fputs(option_help[i].text, f);
-      else
-        print_format_help(f, c);
-    }
-  fputs("  --time-limit SECONDS   stop with one line and exit status 2, writing nothing, if\n"
-        "                         the run takes longer\n"
-        "  --help                 this text\n", f);
-  if (c->options & OPT_COLL)
-    coll_algo_print_help(f);
+  print_option_help(f, c);
+  if (c->help_tail)
+    c->help_tail(f);
 }
 
 static void print_version(FILE *f) {
@@ -364,207 +221,263 @@ static int parse_choice(const char *opt, const char *arg, const char *const *nam
   return npu_err_set(err, "--%s: expected one of %s, found \"%s\"", opt, list, arg);
 }
 
-/* Whether option code c is one of command cmd's. */
-static bool accepts(const command_t *cmd, int c) {
-  static const struct {
-    int code;
-    unsigned bit;
-  } map[] = {{'s', OPT_SYSTEM}, {'w', OPT_WORKLOAD}, {'S', OPT_SET},  {'f', OPT_FORMAT},
-             {'F', OPT_FIDELITY}, {'o', OPT_OUTPUT},  {1001, OPT_KIND}, {1006, OPT_KIND},
-             {1023, OPT_EMIT_TRACE}, {1040, OPT_COLL}, {1009, OPT_LINKS}, {1041, OPT_LINKS},
-             {1042, OPT_PROGRESS}, {1043, OPT_CHAKRA}, {1044, OPT_CHAKRA}, {1045, OPT_CHAKRA},
-             {1046, OPT_EMIT_CHAKRA}, {1047, OPT_SERVE}, {1048, OPT_SERVE},
-             {1049, OPT_JOBS}, {1050, OPT_JOBS}, {1052, OPT_OPS}};
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (map[i].code == c)
-      return (cmd->options & map[i].bit) != 0;
-  if (c >= 1001 && c <= 1009)
-    return (cmd->options & OPT_COLL) != 0;
-  if (c >= 1010 && c <= 1015)
-    return (cmd->options & OPT_OPS) != 0;
-  if (c == 1016)
-    return (cmd->options & OPT_TRACE) != 0;
-  if (c == 1017 || c == 1018)
-    return (cmd->options & OPT_TIMELINE) != 0;
-  if (c == 1019 || c == 1020 || c == 1051)
-    return (cmd->options & OPT_CALIBRATE) != 0;
-  if (c == 1021)
-    return (cmd->options & OPT_LIST_OPS) != 0;
-  return c == 'h' || c == 1022; /* every command */
+/* ---- option tables (cli.h) ---- */
+
+#define MAX_ROWS 96     /* the options of all commands together, each once */
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define CODE_BASE 0x100 /* getopt_long's code of row i is CODE_BASE + i: no char, '?' or ':' */
+
+/* The parse in progress, for the rows' set(). */
+struct cli_parse {
+  const command_t *cmd;
+  int argc;
+  char **argv;
+};
+
+static int set_format(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu_err_t *err) {
+  if (parse_choice("format", arg, cli_format_names, FORMAT_COUNT, (int *)&opts->format, err))
+    return -1;
+  if (!prints(p->cmd, opts->format)) {
+    char list[96];
+    format_list(p->cmd, false, list, sizeof list);
+    return npu_err_set(err, "npusim %s: --format: expected %s, found \"%s\"", p->cmd->name, list,
+                       arg);
+  }
+  return 0;
+}
+
+static void describe_formats(const char *command, char *buf, size_t len) {
+  format_list(find_command(command), true, buf, len);
+}
+
+static int set_fidelity(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu_err_t *err) {
+  (void)p;
+  return parse_choice("fidelity", arg, cli_fidelity_names, FIDELITY_COUNT, (int *)&opts->fidelity,
+                      err);
+}
+
+/* --links takes an optional value given apart (--links 20, --links all), which
+ * getopt_long cannot: the next argument is its value when it reads as one. */
+static int set_links(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu_err_t *err) {
+  (void)arg, (void)err;
+  opts->links = true;
+  const char *next = optind < p->argc ? p->argv[optind] : NULL;
+  if (next && next[0] && (strcmp(next, "all") == 0 || strspn(next, "0123456789") == strlen(next)))
+    opts->links_rows = p->argv[optind++];
+  return 0;
+}
+
+static int set_time_limit(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu_err_t *err) {
+  (void)p;
+  double v; /* plain decimal: strtod alone took 0x10 and " 5" */
+  if (!jsonfile_decimal(arg, &v) || !isfinite(v) || v <= 0 || v > CLI_MAX_TIME_LIMIT_S)
+    return npu_err_set(err, "--time-limit: expected seconds in (0, %d], found \"%s\"",
+                       CLI_MAX_TIME_LIMIT_S, arg);
+  opts->time_limit_s = v;
+  return 0;
+}
+
+static int set_help(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu_err_t *err) {
+  (void)opts, (void)arg, (void)err;
+  print_command_help(stdout, p->cmd);
+  return 1;
+}
+
+const cli_option_t cli_options_system[] = {
+    CLI_STRING("system", "FILE", system_path, "system config (configs/systems/*.json)"), CLI_END};
+const cli_option_t cli_options_workload[] = {
+    CLI_STRING("workload", "FILE", workload_path, "workload config (configs/workloads/*.json)"),
+    CLI_END};
+const cli_option_t cli_options_set[] = {
+    CLI_LIST("set", "PATH=VALUE", sets, nsets, CLI_MAX_SETS, "overrides",
+             "override one config key, e.g. chip.hbm.bandwidth_GBps=3200 (repeatable);\n"
+             "system.PATH or workload.PATH names the config (name,\n"
+             "description: the system's without it)"),
+    CLI_END};
+const cli_option_t cli_options_format[] = {{.kind = CLI_OPT_CUSTOM,
+                                            .name = "format",
+                                            .value = "FMT",
+                                            .has_arg = required_argument,
+                                            .set = set_format,
+                                            .describe = describe_formats},
+                                           CLI_END};
+const cli_option_t cli_options_fidelity[] = {
+    CLI_CUSTOM("fidelity", "F", required_argument, set_fidelity,
+               "flow (contention on shared links; the default but for train) or analytic "
+               "(alpha-beta, fast)"),
+    CLI_END};
+const cli_option_t cli_options_output[] = {
+    CLI_STRING("output", "FILE", output_path,
+               "write there instead of stdout (only if the run succeeds)"),
+    CLI_END};
+const cli_option_t cli_options_kind[] = {
+    CLI_STRING("op", "OP", op, "the collective or op"),
+    CLI_STRING("dtype", "T", dtype, "data type: fp16, bf16, fp32, int8, fp8"), CLI_END};
+const cli_option_t cli_options_timeline[] = {
+    CLI_STRING("chrome-trace", "FILE", chrome_trace,
+               "write a Chrome trace of the run (.json or .json.gz)"),
+    CLI_STRING("trace-ranks", "A-B", trace_ranks, "only these ranks in the Chrome trace"), CLI_END};
+const cli_option_t cli_options_links[] = {
+    CLI_CUSTOM("links", "[N|all]", no_argument, set_links,
+               "the N (10) most utilised link directions, or all, in the\n"
+               "table (coll: of the largest size); JSON lists them all"),
+    CLI_STRING("links-kind", "K[,K]", links_kind,
+               "only links of these kinds: scale_up, die, supernode, nic,\n"
+               "uplink, scale_out (nic and uplink)"),
+    CLI_END};
+const cli_option_t cli_options_progress[] = {
+    CLI_FLAG("progress", progress,
+             "show progress on stderr even when it is not a terminal\n"
+             "(on a terminal it shows for runs over 2 s anyway)"),
+    CLI_END};
+
+/* Every command's, listed last in its help. */
+static const cli_option_t every_command_options[] = {
+    CLI_CUSTOM("time-limit", "SECONDS", required_argument, set_time_limit,
+               "stop with one line and exit status 2, writing nothing, if\n"
+               "the run takes longer"),
+    CLI_CUSTOM("help", NULL, no_argument, set_help, "this text"), CLI_END};
+
+/* A mistake in the option tables, met by every run: stops with its line. */
+static void table_mistake(const char *what, const char *name) {
+  fprintf(stderr, "npusim: internal error: %s --%s\n", what, name);
+  abort();
+}
+
+/* Appends the rows of table t, its groups opened, to rows[*n]. */
+static void table_rows(const cli_option_t *t, const cli_option_t **rows, size_t *n) {
+  for (; t->kind != CLI_OPT_END; t++)
+    if (t->kind == CLI_OPT_GROUP)
+      table_rows(t->group, rows, n);
+    else if (*n < MAX_ROWS)
+      rows[(*n)++] = t;
+    else
+      table_mistake("expected at most " XSTR(MAX_ROWS) " options, found more at", t->name);
+}
+
+/* The rows command c takes, in the order of its help; returns how many. */
+static size_t command_rows(const command_t *c, const cli_option_t **rows) {
+  size_t n = 0;
+  table_rows(c->options, rows, &n);
+  table_rows(every_command_options, rows, &n);
+  return n;
+}
+
+/* Every command's rows, each once, and getopt_long's table of them: every
+ * command knows every option, so one it does not take is named as unknown
+ * with its value consumed, and abbreviations resolve alike for all. */
+static size_t all_rows(const cli_option_t **all, struct option *longopts) {
+  size_t n = 0;
+  for (size_t i = 0; i < NCOMMANDS; i++) {
+    const cli_option_t *rows[MAX_ROWS];
+    size_t nrows = command_rows(&commands[i], rows);
+    for (size_t r = 0; r < nrows; r++) {
+      size_t k = 0;
+      while (k < n && strcmp(all[k]->name, rows[r]->name) != 0)
+        k++;
+      if (k < n && all[k] != rows[r])
+        table_mistake("expected one row per option, found two of", all[k]->name);
+      if (k == n) {
+        int has_arg = rows[r]->kind == CLI_OPT_FLAG     ? no_argument
+                      : rows[r]->kind == CLI_OPT_CUSTOM ? rows[r]->has_arg
+                                                        : required_argument;
+        longopts[n] = (struct option){rows[r]->name, has_arg, NULL, CODE_BASE + (int)n};
+        all[n++] = rows[r];
+      }
+    }
+  }
+  longopts[n] = (struct option){NULL, 0, NULL, 0};
+  return n;
+}
+
+/* The options part of command c's help: a line per row ("  --NAME VALUE" and
+ * its help in a column), rows without help on the next row's line. */
+static void print_option_help(FILE *f, const command_t *c) {
+  const cli_option_t *rows[MAX_ROWS];
+  size_t n = command_rows(c, rows);
+  char label[96] = "", text[128];
+  for (size_t i = 0; i < n; i++) {
+    const cli_option_t *r = rows[i];
+    snprintf(label + strlen(label), sizeof label - strlen(label), "%s--%s%s%s",
+             label[0] ? ", " : "", r->name, r->value ? " " : "", r->value ? r->value : "");
+    if (!r->help && !r->describe)
+      continue;
+    const char *help = r->help;
+    if (r->describe) {
+      r->describe(c->name, text, sizeof text);
+      help = text;
+    }
+    fprintf(f, "  %-21s  ", label);
+    for (size_t len;; help += len + 1) { /* later lines under the first */
+      len = strcspn(help, "\n");
+      fprintf(f, "%.*s\n", (int)len, help);
+      if (!help[len])
+        break;
+      fprintf(f, "%25s", "");
+    }
+    label[0] = '\0';
+  }
+}
+
+static bool takes(const cli_option_t *const *rows, size_t n, const cli_option_t *row) {
+  for (size_t i = 0; i < n; i++)
+    if (rows[i] == row)
+      return true;
+  return false;
+}
+
+/* Puts row's value arg where the row says. 0, 1 (stop: help printed) or -1. */
+static int set_option(const cli_parse_t *p, const cli_option_t *row, cli_opts_t *opts,
+                      const char *arg, npu_err_t *err) {
+  char *base = (char *)opts;
+  switch (row->kind) {
+  case CLI_OPT_STRING:
+    *(const char **)(base + row->field) = arg;
+    return 0;
+  case CLI_OPT_FLAG:
+    *(bool *)(base + row->field) = true;
+    return 0;
+  case CLI_OPT_LIST: {
+    int *count = (int *)(base + row->count);
+    if (*count == row->max)
+      return npu_err_set(err, "--%s: expected at most %d %s, found more", row->name, row->max,
+                         row->noun);
+    ((const char **)(base + row->field))[(*count)++] = arg;
+    return 0;
+  }
+  case CLI_OPT_CUSTOM:
+    return row->set(p, opts, arg, err);
+  default:
+    return 0;
+  }
 }
 
 /* Parses the options after the command name. Returns 0 to run, 1 if help was
- * printed, -1 on a usage error (message in err, or usage already printed). */
+ * printed, -1 on a usage error (message in err). */
 static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t *opts,
                          npu_err_t *err) {
-  int c, idx;
+  const cli_option_t *all[MAX_ROWS], *rows[MAX_ROWS];
+  struct option longopts[MAX_ROWS + 1];
+  all_rows(all, longopts);
+  size_t nrows = command_rows(cmd, rows);
+  const cli_parse_t p = {cmd, argc, argv};
+  int c;
   opterr = 0; /* we print our own messages */
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":", all_options, &idx)) != -1) {
-    if (c == '?' || !accepts(cmd, c)) { /* a known option names itself, not its value */
-      char known[64];
-      snprintf(known, sizeof known, "--%s", c == '?' ? "" : all_options[idx].name);
-      const char *bad = c == '?' ? argv[optind - 1] : known;
-      return npu_err_set(err, "npusim %s: unknown option %s; usage: npusim %s %s", cmd->name,
-                         bad, cmd->name, cmd->usage);
-    }
+  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    /* '?': unknown or ambiguous, or a value given to a flag; ':': no value */
+    const cli_option_t *row = c == '?' ? NULL : all[(c == ':' ? optopt : c) - CODE_BASE];
+    if (!row || !takes(rows, nrows, row)) /* a known option names itself, not its value */
+      return npu_err_set(err, "npusim %s: unknown option %s%s; usage: npusim %s %s", cmd->name,
+                         row ? "--" : argv[optind - 1], row ? row->name : "", cmd->name,
+                         cmd->usage);
     if (c == ':')
       return npu_err_set(err, "npusim %s: option %s expects a value; usage: npusim %s %s",
                          cmd->name, argv[optind - 1], cmd->name, cmd->usage);
-    switch (c) {
-    case 'h':
-      print_command_help(stdout, cmd);
-      return 1;
-    case 's':
-      opts->system_path = optarg;
-      break;
-    case 'w':
-      opts->workload_path = optarg;
-      break;
-    case 'o':
-      opts->output_path = optarg;
-      break;
-    case 'S':
-      if (opts->nsets == CLI_MAX_SETS)
-        return npu_err_set(err, "--set: expected at most %d overrides, found more",
-                           CLI_MAX_SETS);
-      opts->sets[opts->nsets++] = optarg;
-      break;
-    case 'f':
-      if (parse_choice("format", optarg, cli_format_names, FORMAT_COUNT, (int *)&opts->format,
-                       err))
-        return -1;
-      if (!prints(cmd, opts->format)) {
-        char list[96];
-        format_list(cmd, false, list, sizeof list);
-        return npu_err_set(err, "npusim %s: --format: expected %s, found \"%s\"", cmd->name,
-                           list, optarg);
-      }
-      break;
-    case 'F':
-      if (parse_choice("fidelity", optarg, cli_fidelity_names, FIDELITY_COUNT,
-                       (int *)&opts->fidelity, err))
-        return -1;
-      break;
-    case 1001:
-      opts->op = optarg;
-      break;
-    case 1002:
-      opts->ranks = optarg;
-      break;
-    case 1003:
-      opts->ranks_per_node = optarg;
-      break;
-    case 1004:
-      opts->sizes = optarg;
-      break;
-    case 1005:
-      opts->algo = optarg;
-      break;
-    case 1006:
-      opts->dtype = optarg;
-      break;
-    case 1007:
-      opts->root = optarg;
-      break;
-    case 1008:
-      opts->matrix = optarg;
-      break;
-    case 1009: /* an optional value, given apart: --links 20, --links all */
-      opts->links = true;
-      if (optind < argc && argv[optind][0] && (strcmp(argv[optind], "all") == 0 ||
-                            strspn(argv[optind], "0123456789") == strlen(argv[optind])))
-        opts->links_rows = argv[optind++];
-      break;
-    case 1041:
-      opts->links_kind = optarg;
-      break;
-    case 1042:
-      opts->progress = true;
-      break;
-    case 1043:
-      opts->chakra_compute = optarg;
-      break;
-    case 1044:
-      opts->comm_group = optarg;
-      break;
-    case 1045:
-      opts->chakra_skip = true;
-      break;
-    case 1046:
-      opts->emit_chakra = optarg;
-      break;
-    case 1047:
-      opts->slo = optarg;
-      break;
-    case 1048:
-      opts->timeseries = optarg;
-      break;
-    case 1049:
-      if (opts->njobs == CLI_MAX_JOBS)
-        return npu_err_set(err, "--job: expected at most %d jobs, found more", CLI_MAX_JOBS);
-      opts->jobs[opts->njobs++] = optarg;
-      break;
-    case 1050:
-      opts->steps = optarg;
-      break;
-    case 1051:
-      opts->fit_rows = optarg;
-      break;
-    case 1010:
-      opts->shape = optarg;
-      break;
-    case 1052:
-      opts->kernels = optarg;
-      break;
-    case 1011:
-      opts->explain = true;
-      break;
-    case 1012:
-      opts->sweep = true;
-      break;
-    case 1013:
-      opts->causal = true;
-      break;
-    case 1014:
-      opts->trans_a = true;
-      break;
-    case 1015:
-      opts->trans_b = true;
-      break;
-    case 1016:
-      opts->trace = optarg;
-      break;
-    case 1017:
-      opts->chrome_trace = optarg;
-      break;
-    case 1018:
-      opts->trace_ranks = optarg;
-      break;
-    case 1019:
-      opts->measurements = optarg;
-      break;
-    case 1020:
-      opts->fit = optarg;
-      break;
-    case 1021:
-      opts->list_ops = optarg;
-      break;
-    case 1023:
-      opts->emit_trace = optarg;
-      break;
-    case 1040:
-      opts->style = optarg;
-      break;
-    case 1022: {
-      double v; /* plain decimal: strtod alone took 0x10 and " 5" */
-      if (!jsonfile_decimal(optarg, &v) || !isfinite(v) || v <= 0 || v > CLI_MAX_TIME_LIMIT_S)
-        return npu_err_set(err, "--time-limit: expected seconds in (0, %d], found \"%s\"",
-                           CLI_MAX_TIME_LIMIT_S, optarg);
-      opts->time_limit_s = v;
-      break;
-    }
-    }
+    int rc = set_option(&p, row, opts, optarg, err);
+    if (rc)
+      return rc;
   }
   if (optind < argc)
     return npu_err_set(err, "npusim %s: unexpected argument \"%s\"; usage: npusim %s %s",

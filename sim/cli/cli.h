@@ -1,14 +1,15 @@
 /* cli.h - the npusim command line: subcommands, the options they share, and the
  * output every subcommand writes.
  *
- * Options common to all subcommands (--system, --workload, --set, --format,
- * --fidelity, --output, --help) are parsed once here. Output is built in memory
- * and written only when the command succeeds, so a failed run never leaves a
- * half-written file (or half a table on stdout). */
+ * Options are rows of tables (below): one row per flag, each command's table
+ * beside the command, the groups several share here, all parsed once in cli.c.
+ * Output is built in memory and written only when the command succeeds, so a
+ * failed run never leaves a half-written file (or half a table on stdout). */
 #ifndef NPUSIM_CLI_H
 #define NPUSIM_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -74,6 +75,73 @@ typedef struct {
   int njobs;
   const char *steps;            /* --steps N (cluster) */
 } cli_opts_t;
+
+/* ---- option tables ----
+ * One row per option: its name, the value it takes, its help line and where
+ * the value goes in cli_opts_t. Each command declares the rows it accepts, in
+ * the order its --help lists them (commands.h); options several commands take
+ * are groups below, which a command's table includes with CLI_GROUP. cli.c
+ * builds getopt_long's table from every command's rows, refuses an option the
+ * command's table lacks and prints the command's help from the same rows, so a
+ * flag is one row and its help cannot drift from what is parsed. --time-limit
+ * and --help are every command's and not listed. */
+typedef enum {
+  CLI_OPT_END,    /* ends a table */
+  CLI_OPT_GROUP,  /* the rows of another table, here */
+  CLI_OPT_STRING, /* const char *field = the value (the last one given) */
+  CLI_OPT_FLAG,   /* bool field = true */
+  CLI_OPT_LIST,   /* const char *field[max], int count: the values, in order */
+  CLI_OPT_CUSTOM, /* set() handles it */
+} cli_opt_kind_t;
+
+typedef struct cli_parse cli_parse_t; /* the parse in progress (cli.c) */
+
+typedef struct cli_option {
+  cli_opt_kind_t kind;
+  const char *name;  /* --NAME */
+  const char *value; /* the value as the help names it ("FILE"); NULL: none */
+  const char *help;  /* the help, lines apart by \n; NULL: on the next row's line */
+  size_t field;      /* offsetof(cli_opts_t, ...) of the value */
+  size_t count;      /* CLI_OPT_LIST: offsetof the int counting the values */
+  int max;           /* CLI_OPT_LIST: the most values taken */
+  const char *noun;  /* CLI_OPT_LIST: what the values are, for the error */
+  int has_arg;       /* CLI_OPT_CUSTOM: getopt_long's no_argument or required_argument */
+  /* CLI_OPT_CUSTOM: returns 0, 1 to stop parsing (help printed) or -1 (err) */
+  int (*set)(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu_err_t *err);
+  /* help text that depends on the command (its formats), in place of help */
+  void (*describe)(const char *command, char *buf, size_t len);
+  const struct cli_option *group; /* CLI_OPT_GROUP */
+} cli_option_t;
+
+#define CLI_STRING(NAME, VALUE, FIELD, HELP)                                                       \
+  {                                                                                                \
+    .kind = CLI_OPT_STRING, .name = NAME, .value = VALUE, .help = HELP,                            \
+    .field = offsetof(cli_opts_t, FIELD)                                                           \
+  }
+#define CLI_FLAG(NAME, FIELD, HELP)                                                                \
+  { .kind = CLI_OPT_FLAG, .name = NAME, .help = HELP, .field = offsetof(cli_opts_t, FIELD) }
+#define CLI_LIST(NAME, VALUE, FIELD, COUNT, MAX, NOUN, HELP)                                       \
+  {                                                                                                \
+    .kind = CLI_OPT_LIST, .name = NAME, .value = VALUE, .help = HELP,                              \
+    .field = offsetof(cli_opts_t, FIELD), .count = offsetof(cli_opts_t, COUNT), .max = MAX,        \
+    .noun = NOUN                                                                                   \
+  }
+#define CLI_CUSTOM(NAME, VALUE, HAS_ARG, SET, HELP)                                                \
+  {                                                                                                \
+    .kind = CLI_OPT_CUSTOM, .name = NAME, .value = VALUE, .help = HELP, .has_arg = HAS_ARG,        \
+    .set = SET                                                                                     \
+  }
+#define CLI_GROUP(TABLE)                                                                           \
+  { .kind = CLI_OPT_GROUP, .group = TABLE }
+#define CLI_END                                                                                    \
+  { .kind = CLI_OPT_END }
+
+/* The groups commands share: --system, --workload, --set, --format,
+ * --fidelity, --output, --op and --dtype, --chrome-trace and --trace-ranks,
+ * --links and --links-kind, --progress. */
+extern const cli_option_t cli_options_system[], cli_options_workload[], cli_options_set[],
+    cli_options_format[], cli_options_fidelity[], cli_options_output[], cli_options_kind[],
+    cli_options_timeline[], cli_options_links[], cli_options_progress[];
 
 /* The most --time-limit accepts: a year. */
 #define CLI_MAX_TIME_LIMIT_S 31536000

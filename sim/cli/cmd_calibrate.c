@@ -310,3 +310,15 @@ int cmd_calibrate(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_free_configs(&cfg);
   return rc;
 }
+
+const cli_option_t cmd_calibrate_options[] = {
+    CLI_GROUP(cli_options_system),
+    CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format),
+    CLI_GROUP(cli_options_output),
+    CLI_STRING("measurements", "FILE", measurements, "measured kernel times (CSV)"),
+    CLI_STRING("fit", "KEY,...", fit, "the keys to fit (default: the chip's [A] keys; none)"),
+    CLI_STRING("fit-rows", "half|all", fit_rows,
+               "fit the even rows of each class (half, default) or\n"
+               "every row"),
+    CLI_END};

@@ -523,3 +523,17 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_free_configs(&cfg);
   return rc;
 }
+
+const cli_option_t cmd_cluster_options[] = {
+    CLI_GROUP(cli_options_system),
+    CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format),
+    CLI_GROUP(cli_options_fidelity),
+    CLI_GROUP(cli_options_output),
+    CLI_GROUP(cli_options_timeline),
+    CLI_GROUP(cli_options_progress),
+    CLI_LIST("job", "FILE[@P]", jobs, njobs, CLI_MAX_JOBS, "jobs",
+             "a job: a workload or trace, placed by P: packed, spread\n"
+             "or an NPU list such as 0-15,32-47 (repeatable)"),
+    CLI_STRING("steps", "N", steps, "steps the longest job runs (default 3)"),
+    CLI_END};

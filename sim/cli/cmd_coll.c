@@ -525,3 +525,22 @@ int cmd_coll(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   free(args.matrix);
   return rc;
 }
+
+const cli_option_t cmd_coll_options[] = {
+    CLI_GROUP(cli_options_system),
+    CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format),
+    CLI_GROUP(cli_options_fidelity),
+    CLI_GROUP(cli_options_output),
+    CLI_GROUP(cli_options_kind),
+    CLI_STRING("ranks", "N", ranks, "ranks in the job"),
+    CLI_STRING("ranks-per-node", "K", ranks_per_node,
+               "NPUs used per server (default: all of node.npus)"),
+    CLI_STRING("sizes", "MIN:MAX[:F]", sizes,
+               "sizes from MIN to MAX, times F each (default 1K:1G:4)"),
+    CLI_STRING("algo", "A[,A1[,A2]]", algo, "force algorithms (see above)"),
+    CLI_STRING("root", "R", root, "root rank of broadcast and reduce (default 0)"),
+    CLI_STRING("matrix", "FILE", matrix, "alltoallv bytes, a JSON array of arrays"),
+    CLI_STRING("style", "S", style, "print the table of nccl-tests or hccl-test (see above)"),
+    CLI_GROUP(cli_options_links),
+    CLI_END};

@@ -209,3 +209,20 @@ int cmd_op(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_free_configs(&cfg);
   return 0;
 }
+
+const cli_option_t cmd_op_options[] = {
+    CLI_GROUP(cli_options_system),
+    CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format),
+    CLI_GROUP(cli_options_output),
+    CLI_GROUP(cli_options_kind),
+    CLI_STRING("shape", "DIMS", shape, "the op's sizes, comma-separated (see above)"),
+    CLI_FLAG("explain", explain, "tiling, per-pipe time and bound"),
+    CLI_FLAG("sweep", sweep, "efficiency curve over sizes"),
+    CLI_FLAG("causal", causal, "causal mask (attention)"),
+    CLI_FLAG("trans-a", trans_a, NULL), /* on --trans-b's line */
+    CLI_FLAG("trans-b", trans_b, "transposed matmul operands"),
+    CLI_STRING("kernels", "K", kernels,
+               "vector ops: fused (one kernel, the default) or unfused\n"
+               "(the kernels eager PyTorch runs; docs/chip-model.md)"),
+    CLI_END};

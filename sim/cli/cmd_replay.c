@@ -90,3 +90,23 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_free_configs(&cfg);
   return rc;
 }
+
+const cli_option_t cmd_replay_options[] = {
+    CLI_GROUP(cli_options_system),
+    CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format),
+    CLI_GROUP(cli_options_fidelity),
+    CLI_GROUP(cli_options_output),
+    CLI_STRING("trace", "FILE", trace, "the trace to replay (.json or .json.gz)"),
+    CLI_GROUP(cli_options_timeline),
+    CLI_GROUP(cli_options_links),
+    CLI_GROUP(cli_options_progress),
+    CLI_STRING("chakra-compute", "M", chakra_compute,
+               "Chakra COMP_NODEs: auto (a roofline on the chip where\n"
+               "num_ops is given, else duration_micros), duration,\n"
+               "roofline"),
+    CLI_STRING("comm-group", "FILE", comm_group, "Chakra process groups, {\"pg_name\": [ranks]}"),
+    CLI_FLAG("chakra-skip", chakra_skip,
+             "keep Chakra nodes npusim does not model as zero-time\n"
+             "delays (counted in the report) instead of refusing"),
+    CLI_END};

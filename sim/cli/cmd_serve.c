@@ -231,3 +231,19 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_free_configs(&cfg);
   return rc;
 }
+
+const cli_option_t cmd_serve_options[] = {
+    CLI_GROUP(cli_options_system),
+    CLI_GROUP(cli_options_workload),
+    CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format),
+    CLI_GROUP(cli_options_output),
+    CLI_GROUP(cli_options_timeline),
+    CLI_GROUP(cli_options_progress),
+    CLI_STRING("slo", "ttft_ms=T,tpot_ms=P", slo,
+               "goodput counts the requests within both (either may\n"
+               "be left out)"),
+    CLI_STRING("timeseries", "FILE", timeseries,
+               "also write a CSV row per iteration: batch, tokens, KV\n"
+               "blocks in use, queue (npusim-plot serve draws it)"),
+    CLI_END};

@@ -62,3 +62,24 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   cli_free_configs(&cfg);
   return rc;
 }
+
+const cli_option_t cmd_train_options[] = {
+    CLI_GROUP(cli_options_system),
+    CLI_GROUP(cli_options_workload),
+    CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format),
+    CLI_GROUP(cli_options_fidelity),
+    CLI_GROUP(cli_options_output),
+    CLI_GROUP(cli_options_timeline),
+    CLI_GROUP(cli_options_links),
+    CLI_GROUP(cli_options_progress),
+    CLI_STRING("emit-chakra", "PREFIX", emit_chakra,
+               "also write the step as Chakra ETs, PREFIX.<rank>.et,\n"
+               "and PREFIX.comm_groups.json (ASTRA-sim's inputs)"),
+    CLI_STRING("list-ops", "FILE.csv", list_ops,
+               "also write the distinct compute ops of the step, in\n"
+               "scripts/measure_ops.py's --ops format"),
+    CLI_STRING("emit-trace", "FILE", emit_trace,
+               "also write the step's rank programs as a trace\n"
+               "(.json or .json.gz) that replay --trace runs"),
+    CLI_END};

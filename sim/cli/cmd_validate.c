@@ -89,3 +89,10 @@ int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     config_schema_print_markdown(out);
   return 0;
 }
+
+const cli_option_t cmd_validate_options[] = {
+    CLI_GROUP(cli_options_system), CLI_GROUP(cli_options_workload), CLI_GROUP(cli_options_set),
+    CLI_GROUP(cli_options_format), CLI_GROUP(cli_options_output),   CLI_END};
+
+const cli_option_t cmd_schema_options[] = {CLI_GROUP(cli_options_format),
+                                           CLI_GROUP(cli_options_output), CLI_END};

@@ -12,6 +12,12 @@
 
 #define CMD_CANNOT_WRITE (-2)
 
+/* The options each command takes, in the order of its --help (cli.h's option
+ * tables); each is declared beside the command that reads them. */
+extern const cli_option_t cmd_coll_options[], cmd_op_options[], cmd_replay_options[],
+    cmd_train_options[], cmd_serve_options[], cmd_cluster_options[], cmd_calibrate_options[],
+    cmd_validate_options[], cmd_schema_options[];
+
 /* npusim validate: the resolved system (and workload) config. */
 int cmd_validate(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
