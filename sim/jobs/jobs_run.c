@@ -4,6 +4,7 @@
 #include "jobs_run.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "progress.h"
 
 /* When each part finished each of its steps: the latest end of the step's ops
  * (its barrier's, which ends with the last of them, included) over the part's
@@ -194,4 +197,152 @@ void jobs_figs_free(jobs_figs_t *f) {
   free(f->step_end_s);
   free(f->slot_bytes);
   memset(f, 0, sizeof *f);
+}
+
+/* The cluster run (jobs_run_cluster). */
+
+/* Steps per job: the longest job (alone) runs `steps`, every other as many as
+ * fit in that time, at least `steps`. Each job first runs `steps` steps alone
+ * (into alone[j]): its first step's time sets its count, and a job that keeps
+ * `steps` needs no second run alone. */
+static int alone_steps(const system_cfg_t *sys, jobs_job_t *jobs, int njobs, int npus, int steps,
+                       const replay_opts_t *ro, jobs_figs_t *alone, npu_err_t *err) {
+  double longest = 0;
+  for (int j = 0; j < njobs; j++) {
+    jobs_part_t part = jobs_part_of(&jobs[j], steps);
+    char why[NPU_ERR_MAX - 256];
+    if (jobs_run_apart(sys, &part, 1, npus, ro, &alone[j], why, sizeof why))
+      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
+    jobs[j].alone_step_s = alone[j].step_end_s[0];
+    if (!(jobs[j].alone_step_s > 0))
+      return npu_err_set(err,
+                         "%s: expected a step that takes time, found one of 0 s (nothing "
+                         "to slow down)",
+                         jobs[j].spec.file);
+    longest = fmax(longest, jobs[j].alone_step_s);
+  }
+  for (int j = 0; j < njobs; j++) {
+    double n = fmax(ceil(steps * longest / jobs[j].alone_step_s - 1e-9), steps);
+    if (n > JOBS_MAX_STEPS)
+      return npu_err_set(err,
+                         "%s: expected a step of at least %.6g s (the longest job's %.6g s x "
+                         "--steps / %d), found %.6g s: it would repeat %.0f times",
+                         jobs[j].spec.file, steps * longest / JOBS_MAX_STEPS, longest,
+                         JOBS_MAX_STEPS, jobs[j].alone_step_s, n);
+    jobs[j].steps = (int)n;
+  }
+  return 0;
+}
+
+/* A job's comparison: the steps it finished together before the first job
+ * finished all its steps, and the same steps alone; at least its first step
+ * (which ran partly alone only if the jobs' slowdowns differ by more than
+ * --steps times). */
+static void compare(jobs_job_t *job, const double *alone_end, const double *together_end,
+                    double window_end) {
+  int m = 0;
+  while (m < job->steps && together_end[m] <= window_end * (1 + 1e-12))
+    m++;
+  m = m > 0 ? m : 1;
+  job->compared = m;
+  job->alone_s = alone_end[m - 1] / m;
+  job->together_s = together_end[m - 1] / m;
+}
+
+/* The link directions that two or more jobs cross when each runs alone, with
+ * their figures together, most utilised first. The peak utilisation is the
+ * flow engine's only: the analytic one keeps each transfer's share, not the
+ * sum over the jobs' concurrent transfers. */
+static int shared_links(int njobs, const jobs_figs_t *alone, const replay_result_t *res,
+                        jobs_shared_link_t **out) {
+  link_stat_t *ls = NULL;
+  linkstats_view_t all = {LINKSTATS_ALL, 0};
+  int nls = linkstats_rank(&res->links, res->step_time_s, &all, &ls), n = 0;
+  if (!(*out = calloc((size_t)nls + 1, sizeof **out))) {
+    free(ls);
+    return -1;
+  }
+  for (int i = 0; i < nls; i++) {
+    int slot = ls[i].link * 2 + ls[i].dir, users = 0;
+    unsigned bits = 0;
+    for (int j = 0; j < njobs; j++)
+      if (slot < alone[j].nslots && alone[j].slot_bytes[slot] > 0) {
+        users++;
+        bits |= j < 32 ? 1u << j : 0;
+      }
+    if (users >= 2)
+      (*out)[n++] = (jobs_shared_link_t){slot, bits, users, ls[i]};
+  }
+  free(ls);
+  return n;
+}
+
+/* Runs each job alone with its steps (in a child) and all together (here),
+ * and fills each job's comparison. */
+static int run_all(const jobs_run_opts_t *opts, const system_cfg_t *sys, jobs_job_t *jobs,
+                   int njobs, int npus, const replay_opts_t *ro, jobs_figs_t *alone,
+                   jobs_merged_t *m, replay_result_t *res, npu_err_t *err) {
+  for (int j = 0; j < njobs; j++) { /* a job that repeats more: alone again, all its steps */
+    if (alone[j].total_steps == jobs[j].steps)
+      continue;
+    jobs_figs_free(&alone[j]);
+    jobs_part_t part = jobs_part_of(&jobs[j], jobs[j].steps);
+    char why[NPU_ERR_MAX - 256];
+    if (jobs_run_apart(sys, &part, 1, npus, ro, &alone[j], why, sizeof why))
+      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
+  }
+  jobs_part_t *parts = malloc((size_t)njobs * sizeof *parts);
+  if (!parts)
+    return npu_err_set(err, "npusim cluster: out of memory for %d jobs", njobs);
+  for (int j = 0; j < njobs; j++)
+    parts[j] = jobs_part_of(&jobs[j], jobs[j].steps);
+  jobs_figs_t together;
+  progress_t progress;
+  progress_start(&progress, opts->progress, "npusim cluster", "ops", 0);
+  replay_opts_t rot = *ro;
+  rot.progress = &progress;
+  int rc =
+      jobs_run_here(sys, parts, njobs, npus, &rot, m, res, &together, err->msg, sizeof err->msg);
+  progress_end(&progress);
+  free(parts);
+  if (rc)
+    return -1;
+  for (int j = 0; j < njobs; j++) /* a trace's memory: its ranks' high-water marks */
+    for (int r = 0; r < jobs[j].trace.ranks && jobs[j].is_trace; r++)
+      jobs[j].peak_bytes =
+          fmax(jobs[j].peak_bytes, res->per_rank[jobs[j].npu_of[r]].peak_memory_bytes);
+  double window = INFINITY;
+  for (int j = 0, first = 0; j < njobs; first += jobs[j++].steps)
+    window = fmin(window, together.step_end_s[first + jobs[j].steps - 1]);
+  for (int j = 0, first = 0; j < njobs; first += jobs[j++].steps)
+    compare(&jobs[j], alone[j].step_end_s, together.step_end_s + first, window);
+  jobs_figs_free(&together);
+  return 0;
+}
+
+int jobs_run_cluster(const jobs_run_opts_t *opts, jobs_job_t *jobs, int njobs, jobs_result_t *r,
+                     npu_err_t *err) {
+  replay_opts_t ro = replay_opts(opts->flow, false);
+  ro.system_file = opts->system_path;
+  if (jobs_check_size(jobs, njobs, opts->steps, err) ||
+      alone_steps(opts->sys, jobs, njobs, opts->npus, opts->steps, &ro, r->alone, err) ||
+      jobs_check_size(jobs, njobs, 0, err))
+    return -1;
+  int rc = run_all(opts, opts->sys, jobs, njobs, opts->npus, &ro, r->alone, &r->m, &r->res, err);
+  r->ran = rc == 0;
+  if (rc)
+    return -1;
+  if ((r->nshared = shared_links(njobs, r->alone, &r->res, &r->shared)) < 0)
+    return npu_err_set(err, "npusim cluster: out of memory for the shared links");
+  return 0;
+}
+
+void jobs_result_free(jobs_result_t *r, int njobs) {
+  free(r->shared);
+  if (r->ran) {
+    replay_result_free(&r->res, &r->m.trace);
+    jobs_merged_free(&r->m);
+  }
+  for (int j = 0; r->alone && j < njobs; j++)
+    jobs_figs_free(&r->alone[j]);
 }
