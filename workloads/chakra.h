@@ -103,10 +103,11 @@ typedef void (*chakra_duration_fn)(const void *ctx, int rank, int op, double *ra
                                    double *nominal_s);
 
 /* Writes one Chakra ET per rank (PREFIX.<rank>.et) and PREFIX.comm_groups.json
- * (the process groups the nodes' pg_name names), each whole or not at all: compute, delays and events as COMP_NODE with their durations,
- * collectives, sends and receives as COMM_* nodes, a stream's order and
- * events as ctrl_deps, dependencies as data_deps. Memory ops become
- * zero-time compute (their footprint is not in the format). */
+ * (the process groups the nodes' pg_name names, by number from 1 as ASTRA-sim
+ * reads them), each whole or not at all: compute, delays and events as COMP_NODE with their
+ * durations, collectives, sends and receives as COMM_* nodes, a stream's order and events as
+ * ctrl_deps, dependencies as data_deps. Memory ops become zero-time compute (their footprint is not
+ * in the format). */
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
                  chakra_duration_fn duration, const void *ctx, char *err, size_t err_len);
 
