@@ -6,12 +6,14 @@ The wire format is Chakra's published et_def.proto (field numbers are facts of
 the format; workloads/chakra.c reads the same subset): each file is a
 length-delimited GlobalMetadata (version, field 1) followed by length-delimited
 Node messages: id 1, name 2, type 3, ctrl_deps 4, data_deps 5, duration_micros 7,
-attr 10 (AttributeProto: name 1, int64_val 9, uint64_val 13, bool_val 27,
+attr 10 (AttributeProto: name 1, int32_val 7, int64_val 9, uint64_val 13, bool_val 27,
 string_val 29, double_val 3). Python standard library only.
 
 As a module: write_et(path, nodes, version="0.0.4"), where a node is a dict
 {"id", "name", "type", "ctrl_deps", "data_deps", "duration_micros", "attr": [(name,
-kind, value)]}, kind one of int64, uint64, bool, string, double; node types and
+kind, value)]}, kind one of int32, int64, uint64, bool, string, double (Chakra's feeder reads
+comm_type and comm_size as int64, comm_src, comm_dst and comm_tag as int32
+and any other field of those as 0; tests/chakra_interop.py); node types and
 collective types as NODE_TYPES and COMM_TYPES name them; split_et(data) and
 join_et(messages) take an ET's bytes apart into its messages and back,
 read_node(message) decodes a node.
@@ -49,7 +51,9 @@ def length_field(field, data):
 
 def attribute(name, kind, value):
     body = length_field(1, name.encode())
-    if kind == "int64":
+    if kind == "int32":
+        body += key(7, 0) + varint(value)
+    elif kind == "int64":
         body += key(9, 0) + varint(value)
     elif kind == "uint64":
         body += key(13, 0) + varint(value)
@@ -184,7 +188,7 @@ def allreduce_rank(layers, compute_us, nbytes):
         nodes.append({"id": a, "name": f"L{layer} all-reduce", "type": "COMM_COLL_NODE",
                       "data_deps": [c], "attr": [("is_cpu_op", "bool", False),
                                                  ("comm_type", "int64", COMM_TYPES["ALL_REDUCE"]),
-                                                 ("comm_size", "uint64", nbytes)]})
+                                                 ("comm_size", "int64", nbytes)]})
     return nodes
 
 

@@ -4,8 +4,10 @@
 # valgrind checks) and in the sanitizer build (ASan+UBSan). Exits non-zero on
 # any failure.
 #
-# The tests add CUnit (the unit tests), valgrind (the valgrind_* tests) and
-# strace (a signal check of tests/e2e/cli.sh). NPUSIM_TEST_SLURM=1, as .ci/run
+# The tests add CUnit (the unit tests), valgrind (the valgrind_* tests),
+# strace (a signal check of tests/e2e/cli.sh) and protoc (protobuf-compiler:
+# tests/e2e/chakra_interop.py decodes npusim's Chakra ETs with Chakra's own
+# schema). NPUSIM_TEST_SLURM=1, as .ci/run
 # sets it, also installs Debian's Slurm (slurmctld, slurmd, slurm-client):
 # tests/e2e/sweep_e2e.sh then runs a sweep on a private single-node Slurm, as root.
 # Without it no Slurm package is installed (it could shadow a site's own).
@@ -13,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-packages=(libcunit1-dev valgrind strace)
+packages=(libcunit1-dev valgrind strace protobuf-compiler)
 if [ "${NPUSIM_TEST_SLURM:-0}" = 1 ]; then
   packages+=(slurmctld slurmd slurm-client)
 fi

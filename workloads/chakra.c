@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "chakra_internal.h"
-#include "jsonfile.h"
 #include "outfile.h"
 
 const char *const chakra_node_type_names[CHAKRA_NODE_TYPE_COUNT] = {
@@ -68,20 +67,25 @@ static void put_len(out_t *o, int field, const void *data, size_t n) {
   put_raw(o, data, n);
 }
 
-/* An AttributeProto holding an int64, a uint64, a double or a string. */
-typedef enum { ATTR_INT64, ATTR_UINT64, ATTR_BOOL, ATTR_DOUBLE, ATTR_STRING } attr_kind_t;
+/* An AttributeProto holding an int32, an int64, a bool, a double or a
+ * string. Chakra's feeder (src/feeder/et_feeder_node.cpp) reads each
+ * attribute from one field of the value oneof and any other as 0: comm_type
+ * and comm_size int64_val, comm_src, comm_dst and comm_tag int32_val,
+ * is_cpu_op bool_val, pg_name string_val; so they are written there
+ * (tests/chakra_interop.py decodes them with Chakra's schema). */
+typedef enum { ATTR_INT32, ATTR_INT64, ATTR_BOOL, ATTR_DOUBLE, ATTR_STRING } attr_kind_t;
 
 static void put_attr(out_t *node, const char *name, attr_kind_t kind, int64_t i, double d,
                      const char *s) {
   out_t a = {0};
   put_len(&a, 1, name, strlen(name));
   switch (kind) {
-  case ATTR_INT64:
-    put_key(&a, 9, 0);
+  case ATTR_INT32: /* a negative one would be a 10-byte varint, as int64 */
+    put_key(&a, 7, 0);
     put_varint(&a, (uint64_t)i);
     break;
-  case ATTR_UINT64:
-    put_key(&a, 13, 0);
+  case ATTR_INT64:
+    put_key(&a, 9, 0);
     put_varint(&a, (uint64_t)i);
     break;
   case ATTR_BOOL:
@@ -121,10 +125,11 @@ static const char *coll_comm_type(const char *kind, int *type) {
   return NULL;
 }
 
-/* The op's Chakra node. prev: the previous op on its stream (-1: none). */
+/* The op's Chakra node. prev: the previous op on its stream (-1: none);
+ * first_pg: the pg_name of each communicator's group 0 (see write_groups). */
 static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
-                      const trace_pairing_t *pp, int rank, int i, int prev, const int *record_of,
-                      double dur_s, double nominal_s) {
+                      const trace_pairing_t *pp, const int *first_pg, int rank, int i, int prev,
+                      const int *record_of, double dur_s, double nominal_s) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   const trace_op_t *op = &p->ops[i];
   const char *name = op->label                     ? op->label
@@ -162,12 +167,11 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
   } else if (type == CHAKRA_NODE_COLL) {
     int ct = 0;
     coll_comm_type(v->colls[op->kind], &ct);
-    char pg[160];
-    snprintf(pg, sizeof pg, "%s.%d", t->comms[op->comm].name,
-             trace_group_of(&t->comms[op->comm], rank));
+    char pg[16];
+    snprintf(pg, sizeof pg, "%d", first_pg[op->comm] + trace_group_of(&t->comms[op->comm], rank));
     put_attr(node, "is_cpu_op", ATTR_BOOL, 0, 0, NULL);
     put_attr(node, "comm_type", ATTR_INT64, ct, 0, NULL);
-    put_attr(node, "comm_size", ATTR_UINT64, (int64_t)op->bytes, 0, NULL);
+    put_attr(node, "comm_size", ATTR_INT64, (int64_t)op->bytes, 0, NULL);
     put_attr(node, "pg_name", ATTR_STRING, 0, 0, pg);
     if (ct == 1 || ct == 5)
       put_attr(node, "root", ATTR_INT64, op->root, 0, NULL);
@@ -177,17 +181,17 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
     int peer = trace_peer(op, rank);
     bool send = type == CHAKRA_NODE_SEND;
     put_attr(node, "is_cpu_op", ATTR_BOOL, 0, 0, NULL);
-    put_attr(node, "comm_src", ATTR_INT64, send ? rank : peer, 0, NULL);
-    put_attr(node, "comm_dst", ATTR_INT64, send ? peer : rank, 0, NULL);
-    put_attr(node, "comm_tag", ATTR_INT64, pp->tag_id[t->program_of[rank]][op->tag], 0, NULL);
-    put_attr(node, "comm_size", ATTR_UINT64, (int64_t)op->bytes, 0, NULL);
+    put_attr(node, "comm_src", ATTR_INT32, send ? rank : peer, 0, NULL);
+    put_attr(node, "comm_dst", ATTR_INT32, send ? peer : rank, 0, NULL);
+    put_attr(node, "comm_tag", ATTR_INT32, pp->tag_id[t->program_of[rank]][op->tag], 0, NULL);
+    put_attr(node, "comm_size", ATTR_INT64, (int64_t)op->bytes, 0, NULL);
   }
   put_attr(node, "npusim_stream", ATTR_STRING, 0, 0, p->streams[op->stream]);
 }
 
 static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t *v,
-                      const trace_pairing_t *pp, int rank, chakra_duration_fn duration,
-                      const void *ctx, char *err, size_t err_len) {
+                      const trace_pairing_t *pp, const int *first_pg, int rank,
+                      chakra_duration_fn duration, const void *ctx, char *err, size_t err_len) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   char path[4096];
   snprintf(path, sizeof path, "%s.%d.et", prefix, rank);
@@ -211,7 +215,7 @@ static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t 
     const trace_op_t *op = &p->ops[i];
     double ran_s, nominal_s;
     duration(ctx, rank, i, &ran_s, &nominal_s);
-    encode_op(&msg, t, v, pp, rank, i, last[op->stream], record_of, ran_s, nominal_s);
+    encode_op(&msg, t, v, pp, first_pg, rank, i, last[op->stream], record_of, ran_s, nominal_s);
     last[op->stream] = i;
     put_message(&file, &msg);
     if (file.n > (1u << 20)) { /* bounded memory: flush every MiB */
@@ -228,8 +232,11 @@ static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t 
 }
 
 /* PREFIX.comm_groups.json: every group of every communicator, named as the
- * nodes' pg_name ("tp.3"). */
-static int write_groups(const char *prefix, const trace_t *t, char *err, size_t err_len) {
+ * nodes' pg_name: a number, as ASTRA-sim reads both (std::stoi), counted from
+ * 1 (its "0" means all ranks) over the communicators in order, so group g of
+ * communicator c is first_pg[c] + g. */
+static int write_groups(const char *prefix, const trace_t *t, const int *first_pg, char *err,
+                        size_t err_len) {
   char path[4096];
   snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
   outfile_t *f = outfile_open(path, false, 0, err, err_len);
@@ -240,12 +247,8 @@ static int write_groups(const char *prefix, const trace_t *t, char *err, size_t 
   bool first = true;
   for (int c = 0; c < t->ncomms; c++)
     for (int g = 0; g < t->comms[c].ngroups; g++) {
-      char name[160];
-      snprintf(name, sizeof name, "%s.%d", t->comms[c].name, g);
-      fputs(first ? "\n  " : ",\n  ", out);
+      fprintf(out, "%s\"%d\": [", first ? "\n  " : ",\n  ", first_pg[c] + g);
       first = false;
-      jsonfile_write_string(out, name);
-      fputs(": [", out);
       for (int k = 0; k < t->comms[c].sizes[g]; k++)
         fprintf(out, "%s%d", k ? ", " : "", t->comms[c].groups[g][k]);
       fputc(']', out);
@@ -321,11 +324,17 @@ int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *voca
   bool own = outfile_stage_begin();
   trace_pairing_t pp;
   trace_pairing_init(&pp, t);
+  int *first_pg = malloc(((size_t)t->ncomms + 1) * sizeof *first_pg);
+  for (int c = 0, next = 1; c < t->ncomms; c++) {
+    first_pg[c] = next;
+    next += t->comms[c].ngroups;
+  }
   int rc = remove_stale_ranks(prefix, t->ranks, err, err_len);
   if (rc == 0)
-    rc = write_groups(prefix, t, err, err_len);
+    rc = write_groups(prefix, t, first_pg, err, err_len);
   for (int r = 0; rc == 0 && r < t->ranks; r++)
-    rc = write_rank(prefix, t, vocab, &pp, r, duration, ctx, err, err_len);
+    rc = write_rank(prefix, t, vocab, &pp, first_pg, r, duration, ctx, err, err_len);
+  free(first_pg);
   trace_pairing_free(&pp);
   if (own && rc == 0)
     rc = outfile_stage_publish(err, err_len);

@@ -103,12 +103,13 @@ typedef void (*chakra_duration_fn)(const void *ctx, int rank, int op, double *ra
                                    double *nominal_s);
 
 /* Writes one Chakra ET per rank (PREFIX.<rank>.et) and PREFIX.comm_groups.json
- * (the process groups the nodes' pg_name names), as one set that lands whole
- * or not at all (outfile.h's staging): compute, delays and events as
- * COMP_NODE with their durations, collectives, sends and receives as COMM_*
- * nodes, a stream's order and events as ctrl_deps, dependencies as data_deps.
- * Memory ops become zero-time compute (their footprint is not in the format).
- * A trace holding a step barrier (trace_has_barrier) is refused. */
+ * (the process groups the nodes' pg_name names, by number from 1 as ASTRA-sim
+ * reads them), as one set that lands whole or not at all (outfile.h's
+ * staging): compute, delays and events as COMP_NODE with their durations,
+ * collectives, sends and receives as COMM_* nodes, a stream's order and events
+ * as ctrl_deps, dependencies as data_deps. Memory ops become zero-time compute
+ * (their footprint is not in the format). A trace holding a step barrier
+ * (trace_has_barrier) is refused. */
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
                  chakra_duration_fn duration, const void *ctx, char *err, size_t err_len);
 
