@@ -6,9 +6,9 @@
  * that bounds the op: the one busy for the largest share of the time. An op
  * whose power (power.h) at the chip's clock passes chip.power.max_W is costed
  * again at the highest clock that keeps it within: its cycles stretch, its HBM
- * floor and launch overhead stay, and a matmul keeps the plan it chose at the
- * chip's clock (a library picks kernels by shape; a search per clock tried
- * made a throttled matmul cost 30 plan searches, about 1 ms).
+ * floor and launch overhead stay. A matmul's clock is searched with its plan
+ * fixed, then its plan searched again at that clock, until the plan holds (a
+ * plan search at each of the 30 clocks tried cost about 1 ms per op).
  *
  * The cache is an open-addressing table from op descriptors to costs. Results
  * live in blocks that never move, so the pointers handed out survive the
