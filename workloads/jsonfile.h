@@ -73,9 +73,4 @@ void jsonfile_format_number(double v, char *buf, size_t len);
 /* Writes s as a JSON string literal (quoted, escaped). */
 void jsonfile_write_string(FILE *out, const char *s);
 
-/* The length (1 to 4) of the valid UTF-8 character at s, its code point in
- * *cp; 0 if s starts no valid character (a stray or overlong byte sequence, a
- * surrogate, past U+10FFFF) or is at the terminating NUL. */
-size_t jsonfile_utf8_char(const char *s, unsigned *cp);
-
 #endif

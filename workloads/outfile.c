@@ -92,7 +92,7 @@ static void guard_release(void) {
       sigaction(cleanup_signals[i], &guard.old[i], NULL);
 }
 
-/* The cleanup signals, and SIGALRM: the run's deadline (sim/time_limit.c)
+/* The cleanup signals, and SIGALRM: the run's deadline (sim/base/time_limit.c)
  * removes the pending file too, so it must not strike between the file's
  * creation and its registration. */
 static void block_cleanup_signals(sigset_t *old) {

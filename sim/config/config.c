@@ -5,6 +5,7 @@
  * Validation against the schema and conversion to structs are in
  * config_resolve.c; printing is in config_print.c. */
 #include "config_doc.h"
+#include "npu_utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -195,7 +196,7 @@ static char *mark_nul_escapes(const char *text, size_t len, size_t *out_len) {
 static const char *bad_text(const char *s, char *buf, size_t len) {
   for (const char *p = s; *p;) {
     unsigned cp;
-    size_t n = jsonfile_utf8_char(p, &cp);
+    size_t n = npu_utf8_char(p, &cp);
     if ((unsigned char)p[0] == 0xc0 && (unsigned char)p[1] == 0x80) {
       snprintf(buf, len, "a NUL character (\\u0000), which would end the string");
     } else if (n == 0) {

@@ -49,10 +49,11 @@ cJSON *cfg_tree_get(const cJSON *root, const char *path);
 /* Joins parent and name into a dotted path ("" parent gives name). */
 void cfg_path_join(char *buf, size_t len, const char *parent, const char *name);
 
-/* Loads the chips of cluster.node_types' files into sys->node_chips, after
- * checking the ranges, and writes the files' absolute paths into the
- * document (sim/config/config_node_types.c). */
-int cfg_node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err);
+/* Checks every key of one document, fills defaults, converts into out and
+ * applies its cross-key rules; no node-type files (sim/config/config_resolve.c).
+ * config_doc_resolve (sim/config/config_node_types.c) is this, then the chips
+ * that a system's cluster.node_types reference, each resolved by this. */
+int cfg_resolve_keys(config_doc_t *doc, void *out, npu_err_t *err);
 
 /* Checks the cross-key rules of one resolved document (sim/config/config_rules.c). */
 int cfg_rules_check(const config_doc_t *doc, const void *cfg, npu_err_t *err);

@@ -7,7 +7,8 @@
  * one, and the key stays a string that --set and sweeps can vary. The
  * referenced file is loaded whole (it must be a valid system config) but only
  * its chip is kept; a file with node types of its own is refused, so
- * references never chain or cycle. */
+ * references never chain or cycle. config_doc_resolve, the loader's last step,
+ * is here: a document's keys (config_resolve.c), then its node types' chips. */
 #include "config_doc.h"
 #include "jsonfile.h"
 
@@ -86,7 +87,7 @@ static int load_chip(const config_doc_t *doc, system_cfg_t *sys, int i, npu_err_
     system_cfg_t *s = malloc(sizeof *s);
     if (!s)
       rc = npu_err_set(err, "%s: " KEY ": out of memory", cfg_doc_blame(doc, KEY));
-    else if ((rc = config_doc_resolve(sub, s, err)) == 0)
+    else if ((rc = cfg_resolve_keys(sub, s, err)) == 0)
       sys->node_chips[i] = s->chip;
     free(s);
   }
@@ -158,7 +159,9 @@ static int absolute_paths(config_doc_t *doc, const system_cfg_t *sys) {
   return 0;
 }
 
-int cfg_node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
+/* Loads the chips of cluster.node_types' files into sys->node_chips, after
+ * checking the ranges, and writes the files' absolute paths into the document. */
+static int node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
   if (check_ranges(doc, sys, err))
     return -1;
   for (int i = 0; i < sys->cluster.node_types.n; i++)
@@ -167,4 +170,13 @@ int cfg_node_types_load(config_doc_t *doc, system_cfg_t *sys, npu_err_t *err) {
   if (sys->cluster.node_types.n > 0 && absolute_paths(doc, sys))
     return npu_err_set(err, "%s: " KEY ": out of memory", cfg_doc_blame(doc, KEY));
   return 0;
+}
+
+/* The last step of resolving, so it lives here: a referenced file is resolved
+ * by its keys alone (cfg_resolve_keys), never by this, which keeps the loader's
+ * files free of a call circle. */
+int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err) {
+  if (cfg_resolve_keys(doc, out, err))
+    return -1;
+  return doc->kind == CONFIG_SYSTEM ? node_types_load(doc, out, err) : 0;
 }

@@ -259,7 +259,7 @@ static bool in_absent_section(const config_doc_t *doc, const cfg_key_t *key) {
   return false;
 }
 
-int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err) {
+int cfg_resolve_keys(config_doc_t *doc, void *out, npu_err_t *err) {
   memset(out, 0, doc->schema->struct_size); /* fields of absent sections read as zero */
   if (resolve_object(doc, "", doc->root, err))
     return -1;
@@ -274,9 +274,7 @@ int config_doc_resolve(config_doc_t *doc, void *out, npu_err_t *err) {
       return npu_err_set(err, "%s: %s: internal error: resolved value missing", doc->file,
                          key->path);
   }
-  if (cfg_rules_check(doc, out, err))
-    return -1;
-  return doc->kind == CONFIG_SYSTEM ? cfg_node_types_load(doc, out, err) : 0;
+  return cfg_rules_check(doc, out, err);
 }
 
 static const cfg_key_t *number_key(const char *path, npu_err_t *err) {

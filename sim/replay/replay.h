@@ -32,7 +32,8 @@
 
 #include <stdbool.h>
 
-#include "config.h"
+#include "system.h"
+#include "workload.h"
 #include "linkstats.h"
 #include "op.h"
 #include "progress.h"

@@ -25,7 +25,9 @@
 #ifndef NPUSIM_SERVE_COST_H
 #define NPUSIM_SERVE_COST_H
 
-#include "config.h"
+#include "npu_err.h"
+#include "system.h"
+#include "workload.h"
 #include "op_cost.h"
 #include "topo.h"
 

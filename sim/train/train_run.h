@@ -13,7 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
+#include "system.h"
+#include "workload.h"
 #include "replay.h"
 #include "replay_energy.h"
 #include "train_gen.h"

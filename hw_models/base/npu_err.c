@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfile.h"
+#include "npu_utf8.h"
 
 int npu_err_set(npu_err_t *err, const char *fmt, ...) {
   if (err) {
@@ -21,7 +21,7 @@ void npu_err_print(FILE *f, const char *msg) {
   for (const char *p = msg; *p;) {
     unsigned char c = (unsigned char)*p;
     unsigned cp = 0;
-    size_t n = c < 0x80 ? 1 : jsonfile_utf8_char(p, &cp);
+    size_t n = c < 0x80 ? 1 : npu_utf8_char(p, &cp);
     if (c == '\n' || c == '\r' || c == '\t') {
       fprintf(f, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
       p++;
