@@ -2,7 +2,6 @@
 #include "progress.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,13 +11,18 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static double progress_after_s = PROGRESS_AFTER_S; /* progress_set_after_s's */
+
+void progress_set_after_s(double after_s) {
+  progress_after_s = after_s;
+}
+
 void progress_start(progress_t *p, bool forced, const char *what, const char *unit, long total) {
   *p = (progress_t){
       .tty = isatty(STDERR_FILENO) == 1, .what = what, .unit = unit, .total = total, .sim_s = -1};
   p->on = forced || p->tty;
   p->start_s = now_s();
-  const char *after = getenv("NPUSIM_PROGRESS_AFTER_S"); /* tests: print at once */
-  p->next_s = p->start_s + (after ? atof(after) : PROGRESS_AFTER_S);
+  p->next_s = p->start_s + progress_after_s;
 }
 
 static void print_line(progress_t *p, double t) {

@@ -4,8 +4,8 @@
  * has taken PROGRESS_AFTER_S: short runs and piped output stay silent, and
  * stdout is never touched. On a terminal the line rewrites itself and is
  * cleared at the end; elsewhere (--progress into a file) a line is appended
- * every PROGRESS_LOG_EVERY_S. NPUSIM_PROGRESS_AFTER_S=SECONDS replaces
- * PROGRESS_AFTER_S (tests). */
+ * every PROGRESS_LOG_EVERY_S. progress_set_after_s replaces PROGRESS_AFTER_S
+ * (the command line passes NPUSIM_PROGRESS_AFTER_S=SECONDS, for tests). */
 #ifndef NPUSIM_PROGRESS_H
 #define NPUSIM_PROGRESS_H
 
@@ -24,6 +24,10 @@ typedef struct {
   double sim_s;            /* simulated time reached, < 0: none to show */
   bool printed;
 } progress_t;
+
+/* The wall time a progress waits before its first line, for every progress
+ * started from now on (PROGRESS_AFTER_S until set). */
+void progress_set_after_s(double after_s);
 
 /* Starts a progress of total units of work; on when forced or stderr is a
  * terminal. */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "cli_env.h"
 #include "commands.h"
 #include "jsonfile.h"
 #include "outfile.h"
@@ -564,7 +565,10 @@ static int check_outputs(const cli_opts_t *o, npu_err_t *err) {
 }
 
 static int run_command(const command_t *cmd, int argc, char **argv) {
-  cli_opts_t opts = {.command = cmd->name, .format = FORMAT_TABLE, .fidelity = cmd->fidelity};
+  cli_env_t env;
+  cli_env_read(&env);
+  cli_opts_t opts = {
+      .command = cmd->name, .format = FORMAT_TABLE, .fidelity = cmd->fidelity, .env = &env};
   npu_err_t err = {{0}};
   int parsed = parse_options(cmd, argc, argv, &opts, &err);
   if (parsed == 1)

@@ -30,6 +30,8 @@ extern const char *const cli_fidelity_names[FIDELITY_COUNT];
 #define CLI_MAX_SETS 256
 #define CLI_MAX_JOBS 32 /* npusim cluster: a link names its jobs in a 32-bit set */
 
+struct cli_env; /* cli_env.h */
+
 typedef struct {
   const char *command;          /* subcommand name */
   const char *system_path;      /* --system */
@@ -74,6 +76,7 @@ typedef struct {
   const char *jobs[CLI_MAX_JOBS]; /* --job FILE[@PLACEMENT] (cluster), in order */
   int njobs;
   const char *steps;            /* --steps N (cluster) */
+  const struct cli_env *env;    /* the environment, read once (cli_env.h) */
 } cli_opts_t;
 
 /* ---- option tables ----

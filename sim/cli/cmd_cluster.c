@@ -7,6 +7,7 @@
  * timeline written. */
 #include <stdlib.h>
 
+#include "cli_env.h"
 #include "commands.h"
 #include "jobs_load.h"
 #include "jobs_report.h"
@@ -64,6 +65,7 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                          .system_path = opts->system_path,
                          .flow = opts->fidelity == FIDELITY_FLOW,
                          .progress = opts->progress,
+                         .switches = opts->env->replay,
                          .npus = npus,
                          .steps = steps};
   if (rc == 0)

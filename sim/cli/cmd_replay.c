@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "chakra.h"
+#include "cli_env.h"
 #include "commands.h"
 #include "replay.h"
 
@@ -64,7 +65,7 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   replay_result_t res;
   bool ran = false;
   if (rc == 0) {
-    replay_opts_t ropts = replay_opts(opts->fidelity == FIDELITY_FLOW, false);
+    replay_opts_t ropts = replay_opts(opts->fidelity == FIDELITY_FLOW, false, &opts->env->replay);
     ropts.system_file = opts->system_path;
     progress_t progress;
     progress_start(&progress, opts->progress, "npusim replay", "ops", 0);

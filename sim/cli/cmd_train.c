@@ -4,6 +4,7 @@
  * writes the files asked for (--list-ops, --emit-trace, --emit-chakra,
  * --chrome-trace). This file loads the configs, checks the options that
  * depend on the job and wires the options into the product's. */
+#include "cli_env.h"
 #include "commands.h"
 #include "train_report.h"
 #include "train_run.h"
@@ -43,7 +44,8 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                      .workload_path = opts->workload_path,
                      .system_path = opts->system_path,
                      .flow = opts->fidelity == FIDELITY_FLOW,
-                     .progress = opts->progress};
+                     .progress = opts->progress,
+                     .switches = opts->env->replay};
   train_result_t res;
   if (train_prepare(&to, &res, err->msg, sizeof err->msg)) {
     cli_free_configs(&cfg);

@@ -109,9 +109,15 @@ static int write_profile(const topo_t *t, const char *platform, int link, char *
   return 0;
 }
 
+static const char *platform_folder; /* platform_set_folder's; NULL: /tmp */
+
+void platform_set_folder(const char *dir) {
+  platform_folder = dir;
+}
+
 int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
                    size_t path_len, char *err, size_t err_len) {
-  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  const char *dir = platform_folder ? platform_folder : "/tmp";
   size_t room = path_len < PLATFORM_PATH_MAX ? path_len : PLATFORM_PATH_MAX;
   if ((size_t)snprintf(path, room, "%s/npusim-platform-XXXXXX", dir) >= room) {
     snprintf(err, err_len, "TMPDIR: expected a folder path of at most %zu characters (the "

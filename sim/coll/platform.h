@@ -46,6 +46,10 @@ void pair_set_free(pair_set_t *s);
 #define PLATFORM_PATH_MAX 256
 #define PLATFORM_PROFILE_PATH_MAX (PLATFORM_PATH_MAX + 16)
 
+/* The folder platform_write writes in from now on (the command line passes
+ * TMPDIR); NULL: /tmp. The string must outlive the writes. */
+void platform_set_folder(const char *dir);
+
 /* Writes the platform for endpoints 0..endpoints-1 and the routes of pairs to a
  * new temporary file, and its links' bandwidth profiles beside it; its path
  * goes to path (the caller removes them with platform_remove once SimGrid has

@@ -322,7 +322,7 @@ static int run_all(const jobs_run_opts_t *opts, const system_cfg_t *sys, jobs_jo
 
 int jobs_run_cluster(const jobs_run_opts_t *opts, jobs_job_t *jobs, int njobs, jobs_result_t *r,
                      npu_err_t *err) {
-  replay_opts_t ro = replay_opts(opts->flow, false);
+  replay_opts_t ro = replay_opts(opts->flow, false, &opts->switches);
   ro.system_file = opts->system_path;
   if (jobs_check_size(jobs, njobs, opts->steps, err) ||
       alone_steps(opts->sys, jobs, njobs, opts->npus, opts->steps, &ro, r->alone, err) ||

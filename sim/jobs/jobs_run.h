@@ -50,6 +50,7 @@ typedef struct {
   const char *system_path; /* named in errors about system keys */
   bool flow;               /* fidelity: flow, else analytic */
   bool progress;           /* --progress: forced on stderr */
+  replay_switches_t switches; /* tests: the replay's switches (replay.h); zero: none */
   int npus;                /* the cluster's (jobs_load) */
   int steps;               /* the longest job's, in [1, JOBS_MAX_STEPS] */
 } jobs_run_opts_t;

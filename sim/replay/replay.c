@@ -8,19 +8,16 @@
 #include "replay_contend.h"
 #include "replay_summary.h"
 
-/* Whether the environment sets name to value. */
-static bool env_is(const char *name, const char *value) {
-  const char *v = getenv(name);
-  return v && strcmp(v, value) == 0;
-}
-
-replay_opts_t replay_opts(bool flow, bool representatives) {
+replay_opts_t replay_opts(bool flow, bool representatives, const replay_switches_t *sw) {
+  replay_switches_t none = {0};
+  if (!sw)
+    sw = &none;
   return (replay_opts_t){.flow = flow,
                          .representatives = representatives,
-                         .contention = !env_is("NPUSIM_ANALYTIC_CONTENTION", "0"),
-                         .collapse_rounds = !env_is("NPUSIM_FLOW_COLLAPSE", "0"),
-                         .force_actors = env_is("NPUSIM_REPLAY_ACTORS", "1"),
-                         .all_ranks = env_is("NPUSIM_FLOW_ALL_RANKS", "1")};
+                         .contention = !sw->no_contention,
+                         .collapse_rounds = !sw->no_collapse,
+                         .force_actors = sw->force_actors,
+                         .all_ranks = sw->all_ranks};
 }
 
 void replay_record_init(replay_record_t *rec, const replay_plan_t *pl) {

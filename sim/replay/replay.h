@@ -61,11 +61,17 @@ typedef struct {
                             * NULL: the trace's name */
 } replay_opts_t;
 
-/* The options for a fidelity: the test switches from the environment
- * (NPUSIM_REPLAY_ACTORS=1, NPUSIM_FLOW_ALL_RANKS=1, NPUSIM_ANALYTIC_CONTENTION=0
- * for the analytic fidelity as it was before contention, NPUSIM_FLOW_COLLAPSE=0
- * for every round of every flow collective), the only place the replay reads it. */
-replay_opts_t replay_opts(bool flow, bool representatives);
+/* Switches for tests, zero for a normal run; the command line fills them
+ * from the environment (sim/cli/cli_env.c), the replay never reads it. */
+typedef struct {
+  bool no_contention; /* NPUSIM_ANALYTIC_CONTENTION=0: analytic as it was before contention */
+  bool no_collapse;   /* NPUSIM_FLOW_COLLAPSE=0: every round of every flow collective */
+  bool force_actors;  /* NPUSIM_REPLAY_ACTORS=1: analytic on the SimGrid actors */
+  bool all_ranks;     /* NPUSIM_FLOW_ALL_RANKS=1: flow simulates every rank */
+} replay_switches_t;
+
+/* The options for a fidelity with the test switches sw (NULL: none). */
+replay_opts_t replay_opts(bool flow, bool representatives, const replay_switches_t *sw);
 
 typedef struct {
   double start_s, end_s;  /* per (rank, op): when it ran */

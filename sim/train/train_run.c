@@ -187,7 +187,7 @@ int train_prepare(const train_opts_t *o, train_result_t *r, char *err, size_t er
 }
 
 int train_run(const train_opts_t *o, train_result_t *r, char *err, size_t err_len) {
-  replay_opts_t ropts = replay_opts(o->flow, true);
+  replay_opts_t ropts = replay_opts(o->flow, true, &o->switches);
   ropts.system_file = o->system_path;
   progress_t progress;
   progress_start(&progress, o->progress, "npusim train", "ops", 0);

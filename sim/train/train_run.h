@@ -26,6 +26,7 @@ typedef struct {
   const char *system_path;   /* names the system in the replay's messages */
   bool flow;                 /* flow fidelity (SimGrid), else analytic */
   bool progress;             /* replay progress on stderr even when it is not a terminal */
+  replay_switches_t switches; /* tests: the replay's switches (replay.h); zero: none */
 } train_opts_t;
 
 /* Where one rank's step went, seconds; the parts add up to the step. */
