@@ -1,9 +1,10 @@
 /* link.h - one class of point-to-point link (HCCS, SIO, UB, NVLink, RoCE port):
  * bandwidth per direction, latency, achievable efficiency, per-message overhead.
  *
- * All link technologies are parameter sets of this one model. It gives the
- * uncontended time of one transfer (alpha + n * beta); contention between
- * transfers is the engine's business (sim/), not this module's. */
+ * All link technologies are parameter sets of this one model. The time of a
+ * transfer is its path's (topo_path_time_s: latencies, overhead, the slowest
+ * hop), contention between transfers the engine's business (sim/), not this
+ * module's. */
 #ifndef NPUSIM_LINK_H
 #define NPUSIM_LINK_H
 
@@ -18,8 +19,5 @@ typedef struct {
 
 /* Bandwidth a single transfer achieves on the link: line rate x efficiency. */
 double link_effective_bw(const link_cfg_t *link);
-
-/* Uncontended time to move bytes over one hop: overhead + latency + bytes / bw. */
-double link_transfer_time_s(const link_cfg_t *link, double bytes);
 
 #endif

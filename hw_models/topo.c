@@ -536,6 +536,23 @@ double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops) {
   return latency + overhead;
 }
 
+double topo_path_beta_s(const topo_t *t, const topo_hop_t *hops, int nhops, double bytes) {
+  double slowest = 0; /* the largest bytes / bw: the same bits as bytes / the smallest bw */
+  for (int i = 0; i < nhops; i++) {
+    double s = bytes / topo_link_bw(t, hops[i].link);
+    slowest = s > slowest ? s : slowest;
+  }
+  return slowest;
+}
+
+double topo_path_time_s(const topo_t *t, int src, int dst, double bytes) {
+  if (src == dst)
+    return 0;
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int n = topo_route(t, src, dst, hops);
+  return topo_path_alpha_s(t, hops, n) + topo_path_beta_s(t, hops, n, bytes);
+}
+
 long topo_switch_ports(const topo_t *t) {
   if (t->nodes < 2)
     return 0;

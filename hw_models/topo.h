@@ -140,6 +140,17 @@ int topo_route(const topo_t *t, int src, int dst, topo_hop_t hops[TOPO_MAX_HOPS]
  * the largest overhead of a hop, as a message pays it once). */
 double topo_path_alpha_s(const topo_t *t, const topo_hop_t *hops, int nhops);
 
+/* Seconds bytes take on the path's slowest hop (each hop carries them all;
+ * beta of the alpha-beta cost). */
+double topo_path_beta_s(const topo_t *t, const topo_hop_t *hops, int nhops, double bytes);
+
+/* The one point-to-point time: seconds to move bytes from src to dst alone on
+ * their route, alpha plus beta (topo_path_alpha_s + topo_path_beta_s); 0 from
+ * a rank to itself (nothing moves). The replay's analytic send/recv, its
+ * contention sweep's messages and serving's pipeline and KV handoffs all
+ * cost a message with it. */
+double topo_path_time_s(const topo_t *t, int src, int dst, double bytes);
+
 /* Switch ports the job holds in the scale-out network: a leaf port per NIC of
  * its servers and both ends of every leaf-spine link (0 for one server). */
 long topo_switch_ports(const topo_t *t);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay_contend.h"
 #include "replay_summary.h"
 
 replay_opts_t replay_opts(bool flow, bool representatives, const replay_switches_t *sw) {
@@ -54,31 +53,6 @@ void replay_record_free(replay_record_t *rec, const trace_t *trace) {
   memset(rec, 0, sizeof *rec);
 }
 
-/* Analytic: the sweep with concurrent transfers sharing links finds every
- * transfer's duration (replay_contend.h) and the plan keeps them, so the
- * actors, where the plan needs them, print the same times. Times do not depend
- * on memory ops, so the sweep serves even a plan the actors will run; where the
- * sweep is the engine, its record is the run's. */
-static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                         size_t len) {
-  const trace_t *t = pl->trace;
-  double **dur = calloc((size_t)t->ranks + 1, sizeof *dur);
-  for (int r = 0; r < t->ranks; r++)
-    if (pl->simulated[r])
-      dur[r] = calloc((size_t)t->programs[t->program_of[r]].nops + 1, sizeof **dur);
-  replay_contend_t *c = replay_contend_new(pl);
-  replay_sweep_contended(pl, rec, c, dur); /* reads alone times: comm_s is still NULL */
-  replay_contend_free(c);
-  pl->comm_s = dur; /* freed with the plan */
-  int rc = replay_check_finished(pl, rec, name, err, len);
-  if (rc == 0 && !pl->sweep) { /* memory ops: the actors run with the durations found */
-    replay_record_free(rec, t);
-    replay_record_init(rec, pl);
-    rc = replay_actors_run(pl, rec, name, err, len);
-  }
-  return rc;
-}
-
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,
                const replay_opts_t *opts, replay_result_t *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
@@ -90,22 +64,20 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     bool system_key = topo_rc == TOPO_BAD_FAULT && opts->system_file;
     return snprintf(err, err_len, "%s: %s", system_key ? opts->system_file : trace_name, why), -1;
   }
+  /* the one place the fidelity is chosen: every stage below calls through it */
+  const replay_fidelity_t *fidelity = replay_fidelity_choose(opts, &out->topo);
   replay_plan_t plan;
-  int rc = replay_plan_build(&plan, sys, trace, &out->topo, trace_name, opts, err, err_len);
+  int rc =
+      replay_plan_build(&plan, sys, trace, &out->topo, fidelity, trace_name, opts, err, err_len);
   if (rc) {
     replay_result_free(out, trace);
     return rc;
   }
-  out->representatives = (opts->representatives && !opts->flow && !plan.speed) || plan.reduced;
+  out->representatives =
+      (opts->representatives && fidelity->symmetric && !plan.speed) || plan.reduced;
   replay_record_t rec;
   replay_record_init(&rec, &plan);
-  /* timed faults: only the links shared in time see them (replay_contend.h) */
-  if (!opts->flow && (opts->contention || out->topo.nchanges))
-    rc = run_contended(&plan, &rec, trace_name, err, err_len);
-  else if (plan.sweep)
-    replay_sweep_run(&plan, &rec);
-  else
-    rc = replay_actors_run(&plan, &rec, trace_name, err, err_len);
+  rc = fidelity->run(&plan, &rec, trace_name, err, err_len);
   if (rc == 0)
     rc = replay_check_finished(&plan, &rec, trace_name, err, err_len);
   if (rc == 0) {

@@ -64,8 +64,28 @@ typedef struct {
   bool sent, got;
 } p2p_stamp_t;
 
-typedef struct {
+typedef struct actors actors_t;
+
+/* How the actors find times in one fidelity (replay_fidelity_t.actors),
+ * chosen once per run: the rest of this file is the same in both. */
+struct replay_actor_rules {
+  /* Waits for op i's dependencies; the time it may start (free_s: the end of
+   * its stream's previous op). */
+  double (*start)(actors_t *A, int rank, const trace_program_t *p, int i, double free_s);
+  void (*collective)(actors_t *A, int rank, int i, replay_span_t *sp);
+  /* A send (send) or recv of bytes from src to dst on the message's mailbox name. */
+  void (*p2p)(actors_t *A, int rank, const char *name, bool send, int src, int dst, double bytes,
+              int i, replay_span_t *sp);
+  /* The platform: each endpoint's pairs that exchange data (NULL: one host,
+   * no routes, every actor on it). */
+  void (*pairs)(const actors_t *A, pair_set_t *pairs, int *endpoints);
+  bool clock_ends;      /* an op ends when SimGrid's clock says, else at its span's end */
+  const char *too_many; /* what to do with more streams than SimGrid holds */
+};
+
+struct actors {
   const replay_plan_t *pl;
+  const replay_actor_rules_t *rules; /* the plan's fidelity's */
   replay_record_t *rec;
   rank_state_t *rs;   /* per rank */
   inst_run_t *runs;   /* per collective of the plan */
@@ -74,7 +94,7 @@ typedef struct {
   size_t nstamps, capstamps;
   sg_comm_t *left; /* messages left on dead links at T (crawling, platform.c) */
   size_t nleft, capleft;
-} actors_t;
+};
 
 typedef struct {
   actors_t *a;
@@ -148,30 +168,46 @@ static double wait_done(actors_t *A, int rank, int stream, int op) {
   return s->done[op] == OP_PLANNED ? A->rec->spans[rank][op].end_s : 0;
 }
 
-/* Waits for everything op i of the rank depends on outside its stream; returns
- * the time the op may start. Analytic: the latest end among the stream's
- * previous op (free_s) and the dependencies, from the spans, so the actors do
- * the sweep's arithmetic to the last bit (SimGrid's clock settles an action
- * within its precision, not exactly). Flow: now, or a dependency's planned end. */
-static double wait_deps(actors_t *A, int rank, const trace_program_t *p, int i, double free_s) {
+/* Waits for everything op i of the rank depends on outside its stream.
+ * Returns the latest end wait_done gave (planned ends, else 0), and the
+ * latest of their spans' ends in *spans_end_s (from from_s on). */
+static double wait_deps(actors_t *A, int rank, const trace_program_t *p, int i, double from_s,
+                        double *spans_end_s) {
   const trace_op_t *op = &p->ops[i];
   const replay_span_t *sp = A->rec->spans[rank];
-  double start = A->pl->flow ? 0 : free_s;
-  for (int d = 0; d < op->ndeps; d++) {
-    double end = wait_done(A, rank, op->stream, op->deps[d]);
-    if (!A->pl->flow)
-      end = sp[op->deps[d]].end_s;
-    start = end > start ? end : start;
-  }
-  if (op->type == TRACE_OP_WAIT) {
-    int pi = A->pl->trace->program_of[rank], k = A->pl->record_of[pi][op->event];
+  double planned = 0, spans = from_s;
+  int n = op->ndeps, wait_k = -1;
+  if (op->type == TRACE_OP_WAIT)
+    wait_k = A->pl->record_of[A->pl->trace->program_of[rank]][op->event];
+  for (int d = 0; d <= n; d++) {
+    int k = d < n ? op->deps[d] : wait_k;
+    if (k < 0)
+      continue;
     double end = wait_done(A, rank, op->stream, k);
-    if (!A->pl->flow)
-      end = sp[k].end_s;
-    start = end > start ? end : start;
+    planned = end > planned ? end : planned;
+    spans = sp[k].end_s > spans ? sp[k].end_s : spans;
   }
+  *spans_end_s = spans;
+  return planned;
+}
+
+/* Analytic: the latest end among the stream's previous op (free_s) and the
+ * dependencies, from the spans, so the actors do the sweep's arithmetic to the
+ * last bit (SimGrid's clock settles an action within its precision, not
+ * exactly). */
+static double start_analytic(actors_t *A, int rank, const trace_program_t *p, int i,
+                             double free_s) {
+  double spans;
+  wait_deps(A, rank, p, i, free_s, &spans);
+  return spans;
+}
+
+/* Flow: now, or a dependency's planned end. */
+static double start_flow(actors_t *A, int rank, const trace_program_t *p, int i, double free_s) {
+  (void)free_s;
+  double spans, start = wait_deps(A, rank, p, i, 0, &spans);
   double now = simgrid_get_clock(); /* after any waiting */
-  return A->pl->flow && now > start ? now : start;
+  return now > start ? now : start;
 }
 
 static void switch_actor(int argc, char **argv) {
@@ -213,24 +249,30 @@ static void note_arrival(inst_run_t *run, const inst_t *x, replay_span_t *sp) {
   run->pending_latest_s = 0;
 }
 
-static void run_collective(actors_t *A, int rank, int i, replay_span_t *sp) {
+/* Analytic: the members meet at the latest arrival, then wait the planned time. */
+static void collective_analytic(actors_t *A, int rank, int i, replay_span_t *sp) {
+  int k = A->pl->inst_of[rank][i];
+  const inst_t *x = &A->pl->insts[k];
+  inst_run_t *run = &A->runs[k];
+  run->latest_s = sp->start_s > run->latest_s ? sp->start_s : run->latest_s;
+  if (x->members > 1)
+    sg_barrier_wait(run->barrier);
+  sp->ready_s = run->latest_s;
+  if (++run->read == x->members) /* the last reader clears it for the next use... */
+    run->latest_s = run->read = 0;
+  if (x->members > 1) /* ...before anyone can leave for that use */
+    sg_barrier_wait(run->barrier);
+  sp->end_s = sp->ready_s + replay_coll_s(A->pl, rank, i);
+  sg_actor_sleep_until(sp->end_s);
+}
+
+/* Flow: the transfers as SimGrid flows, or the analytic time where the scope
+ * found the collective alone on its links. */
+static void collective_flow(actors_t *A, int rank, int i, replay_span_t *sp) {
   int k = A->pl->inst_of[rank][i];
   const inst_t *x = &A->pl->insts[k];
   inst_run_t *run = &A->runs[k];
   double overhead = A->pl->sys->coll.op_overhead_s;
-  if (!A->pl->flow) { /* the members meet at the latest arrival */
-    run->latest_s = sp->start_s > run->latest_s ? sp->start_s : run->latest_s;
-    if (x->members > 1)
-      sg_barrier_wait(run->barrier);
-    sp->ready_s = run->latest_s;
-    if (++run->read == x->members) /* the last reader clears it for the next use... */
-      run->latest_s = run->read = 0;
-    if (x->members > 1) /* ...before anyone can leave for that use */
-      sg_barrier_wait(run->barrier);
-    sp->end_s = sp->ready_s + replay_coll_s(A->pl, rank, i);
-    sg_actor_sleep_until(sp->end_s);
-    return;
-  }
   if (x->mode == INST_ANALYTIC) {
     if (x->members > 1)
       sg_barrier_wait(run->barrier); /* all members present */
@@ -362,6 +404,43 @@ static void run_p2p_dying(actors_t *A, int rank, sg_mailbox_t box, bool send, in
   sg_actor_sleep_for(topo_path_alpha_s(on, hops, topo_route(on, src, dst, hops)));
 }
 
+/* Analytic: meet, then both wait the planned time (alone: the path time). */
+static void p2p_analytic(actors_t *A, int rank, const char *name, bool send, int src, int dst,
+                         double bytes, int i, replay_span_t *sp) {
+  sp->ready_s = exchange_arrivals(name, send, sp->start_s);
+  sp->end_s = sp->ready_s + replay_p2p_s(A->pl, rank, i, src, dst, bytes);
+  sg_actor_sleep_until(sp->end_s);
+}
+
+/* Flow: the bytes as a SimGrid communication on the message's mailbox. */
+static void p2p_flow(actors_t *A, int rank, const char *name, bool send, int src, int dst,
+                     double bytes, int i, replay_span_t *sp) {
+  (void)i;
+  sg_mailbox_t box = sg_mailbox_by_name(name);
+  if (A->pl->topo->after) {
+    run_p2p_dying(A, rank, box, send, src, dst, bytes, sp);
+    return;
+  }
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  double alpha = topo_path_alpha_s(A->pl->topo, hops, topo_route(A->pl->topo, src, dst, hops));
+  /* The data moves once both sides are there; then both wait out the path
+   * latency (the analytic engine charges the same). */
+  if (send) {
+    double *stamp = malloc(sizeof *stamp);
+    *stamp = simgrid_get_clock();
+    sg_mailbox_put(box, stamp, (long)llround(bytes));
+    sg_actor_sleep_for(alpha);
+  } else {
+    double posted = simgrid_get_clock();
+    double *stamp = sg_mailbox_get(box);
+    sp->ready_s = *stamp > posted ? *stamp : posted;
+    coll_flow_log_add(&A->rec->log, src, dst, bytes, *stamp > posted ? *stamp : posted,
+                      simgrid_get_clock());
+    free(stamp);
+    sg_actor_sleep_for(alpha);
+  }
+}
+
 static void run_p2p(actors_t *A, int rank, int i, replay_span_t *sp) {
   int pi = A->pl->trace->program_of[rank];
   const trace_op_t *op = &A->pl->trace->programs[pi].ops[i];
@@ -373,35 +452,7 @@ static void run_p2p(actors_t *A, int rank, int i, replay_span_t *sp) {
   char name[96];
   snprintf(name, sizeof name, "p:%d>%d:%d#%d", src, dst, A->pl->pairing.tag_id[pi][op->tag],
            A->pl->pairing.seq[rank][i]);
-  if (!A->pl->flow) { /* meet, then both wait the uncontended path time */
-    sp->ready_s = exchange_arrivals(name, send, sp->start_s);
-    sp->end_s = sp->ready_s + replay_p2p_s(A->pl, rank, i, src, dst, op->bytes);
-    sg_actor_sleep_until(sp->end_s);
-    return;
-  }
-  sg_mailbox_t box = sg_mailbox_by_name(name);
-  if (A->pl->topo->after) {
-    run_p2p_dying(A, rank, box, send, src, dst, op->bytes, sp);
-    return;
-  }
-  topo_hop_t hops[TOPO_MAX_HOPS];
-  double alpha = topo_path_alpha_s(A->pl->topo, hops, topo_route(A->pl->topo, src, dst, hops));
-  /* The data moves once both sides are there; then both wait out the path
-   * latency (the analytic engine charges the same). */
-  if (send) {
-    double *stamp = malloc(sizeof *stamp);
-    *stamp = simgrid_get_clock();
-    sg_mailbox_put(box, stamp, (long)llround(op->bytes));
-    sg_actor_sleep_for(alpha);
-  } else {
-    double posted = simgrid_get_clock();
-    double *stamp = sg_mailbox_get(box);
-    sp->ready_s = *stamp > posted ? *stamp : posted;
-    coll_flow_log_add(&A->rec->log, src, dst, op->bytes, *stamp > posted ? *stamp : posted,
-                      simgrid_get_clock());
-    free(stamp);
-    sg_actor_sleep_for(alpha);
-  }
+  A->rules->p2p(A, rank, name, send, src, dst, op->bytes, i, sp);
 }
 
 static void run_op(actors_t *A, int rank, int pi, int i) {
@@ -415,7 +466,7 @@ static void run_op(actors_t *A, int rank, int pi, int i) {
     sg_actor_sleep_for(replay_timed_s(A->pl, rank, pi, i));
     break;
   case TRACE_OP_COLL:
-    run_collective(A, rank, i, &A->rec->spans[rank][i]);
+    A->rules->collective(A, rank, i, &A->rec->spans[rank][i]);
     break;
   case TRACE_OP_SEND:
   case TRACE_OP_RECV:
@@ -503,7 +554,7 @@ static void stream_actor(int argc, char **argv) {
   for (int i = 0; i < p->nops; i++) {
     if (p->ops[i].stream != ctx->stream)
       continue;
-    sp[i].start_s = sp[i].ready_s = wait_deps(A, ctx->rank, p, i, free_s);
+    sp[i].start_s = sp[i].ready_s = A->rules->start(A, ctx->rank, p, i, free_s);
     if (replay_timed_only(p->ops[i].type)) {
       i = run_batch(A, ctx->rank, pi, i);
       free_s = sp[i].end_s;
@@ -521,7 +572,7 @@ static void stream_actor(int argc, char **argv) {
       sg_actor_sleep_until(sp[i].start_s);
     sp[i].end_s = sp[i].start_s; /* instant ops; analytic transfers set their end */
     run_op(A, ctx->rank, pi, i);
-    if (A->pl->flow)
+    if (A->rules->clock_ends)
       sp[i].end_s = simgrid_get_clock();
     free_s = sp[i].end_s;
     mark_done(A, ctx->rank, i, OP_DONE);
@@ -536,7 +587,7 @@ static void start_actors(actors_t *A, actor_ctx_t *ctxs) {
       continue;
     const trace_program_t *p = &t->programs[t->program_of[r]];
     char host[32];
-    snprintf(host, sizeof host, "h%d", A->pl->flow ? r : 0);
+    snprintf(host, sizeof host, "h%d", A->rules->pairs ? r : 0); /* one host without a platform */
     for (int s = 0; s < p->nstreams; s++) {
       ctxs[n] = (actor_ctx_t){.a = A, .rank = r, .stream = s};
       sg_actor_t a = sg_actor_init(p->streams[s], sg_host_by_name(host));
@@ -571,7 +622,7 @@ static void init_state(actors_t *A) {
   A->runs = calloc((size_t)pl->ninsts + 1, sizeof *A->runs);
   for (int i = 0; i < pl->ninsts; i++) {
     const inst_t *x = &pl->insts[i];
-    if (pl->flow && replay_inst_flows(x)) {
+    if (replay_inst_flows(x)) {
       char channel[48];
       snprintf(channel, sizeof channel, "c%d.%d", x->comm, x->group);
       A->runs[i].flow = coll_flow_prepare(pl->topo, &x->plan.sched, channel);
@@ -621,21 +672,23 @@ static void free_state(actors_t *A) {
 
 int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
                       size_t len) {
+  const replay_actor_rules_t *rules = pl->fidelity->actors;
   long nactors = replay_plan_streams(pl);
-  for (int k = 0; pl->flow && k < pl->ninsts; k++) /* and the in-network switches' actors */
+  for (int k = 0; k < pl->ninsts; k++) /* and the in-network switches' actors */
     if (replay_inst_flows(&pl->insts[k]) && pl->insts[k].plan.sched.endpoints > pl->trace->ranks)
       nactors += pl->insts[k].plan.sched.endpoints - pl->trace->ranks;
   if (nactors > FLOW_MAX_ACTORS) /* before SimGrid aborts */
-    return snprintf(err, len, "%s: expected at most %d rank streams to simulate (a SimGrid "
-                    "actor each), found %ld; %s", name, FLOW_MAX_ACTORS, nactors,
-                    pl->flow ? "use --fidelity analytic, where one rank runs for all ranks of "
-                               "a program" : "give ranks that run alike one program"), -1;
-  actors_t A = {.pl = pl, .rec = rec};
+    return snprintf(err, len,
+                    "%s: expected at most %d rank streams to simulate (a SimGrid "
+                    "actor each), found %ld; %s",
+                    name, FLOW_MAX_ACTORS, nactors, rules->too_many),
+           -1;
+  actors_t A = {.pl = pl, .rules = rules, .rec = rec};
   pair_set_t pairs; /* the simulator and its platform: routes for the pairs that talk */
   pair_set_init(&pairs);
   int endpoints = 1;
-  if (pl->flow)
-    collect_pairs(&A, &pairs, &endpoints);
+  if (rules->pairs)
+    rules->pairs(&A, &pairs, &endpoints);
   int rc = coll_flow_start(pl->topo, endpoints, &pairs, err, len);
   pair_set_free(&pairs);
   if (rc)
@@ -648,3 +701,19 @@ int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char 
   free_state(&A);
   return 0;
 }
+
+const replay_actor_rules_t replay_actors_analytic = {
+    .start = start_analytic,
+    .collective = collective_analytic,
+    .p2p = p2p_analytic,
+    .too_many = "give ranks that run alike one program",
+};
+
+const replay_actor_rules_t replay_actors_flow = {
+    .start = start_flow,
+    .collective = collective_flow,
+    .p2p = p2p_flow,
+    .pairs = collect_pairs,
+    .clock_ends = true,
+    .too_many = "use --fidelity analytic, where one rank runs for all ranks of a program",
+};

@@ -103,13 +103,12 @@ static void shape_of_message(const topo_t *topo, int src, int dst, double bytes,
   ph->slots = malloc(((size_t)nh + 1) * sizeof *ph->slots);
   ph->bytes = malloc(((size_t)nh + 1) * sizeof *ph->bytes);
   ph->nloads = nh;
-  ph->link_s = 0;
   for (int h = 0; h < nh; h++) {
     ph->slots[h] = 2 * hops[h].link + hops[h].dir;
     ph->bytes[h] = bytes;
-    double t = bytes / topo_link_bw(topo, hops[h].link);
-    ph->link_s = t > ph->link_s ? t : ph->link_s;
   }
+  /* alone: topo_path_time_s's parts, which sharing stretches apart */
+  ph->link_s = topo_path_beta_s(topo, hops, nh, bytes);
   ph->fixed_s = topo_path_alpha_s(topo, hops, nh);
   *sh = (shape_t){.nphases = 1, .loops = 1, .phases = ph, .alone_s = ph->fixed_s + ph->link_s};
 }

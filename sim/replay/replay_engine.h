@@ -8,7 +8,12 @@
  *   replay_actors.c  one SimGrid actor per stream (flow fidelity, memory ops,
  *                    or when asked): the only part of the replay on SimGrid.
  * With analytic costs both compute the same times with the same arithmetic,
- * so they print the same bytes (scripts/fuzz_traces.py checks). */
+ * so they print the same bytes (scripts/fuzz_traces.py checks).
+ *
+ * A fidelity (replay_fidelity_t, replay_fidelity.c) says which engine runs and
+ * how the plan, the actors and the summary find times; replay_run chooses it
+ * once, as SimGrid chooses a model from its registry, and the stages call
+ * through it instead of testing flags. */
 #ifndef NPUSIM_REPLAY_ENGINE_H
 #define NPUSIM_REPLAY_ENGINE_H
 
@@ -37,6 +42,37 @@ void replay_sweep_run(const replay_plan_t *pl, replay_record_t *rec);
 typedef struct replay_contend replay_contend_t;
 void replay_sweep_contended(const replay_plan_t *pl, replay_record_t *rec,
                             replay_contend_t *fluid, double **duration_s);
+
+/* How the SimGrid actors find times in a fidelity (replay_actors.c). */
+typedef struct replay_actor_rules replay_actor_rules_t;
+extern const replay_actor_rules_t replay_actors_analytic, replay_actors_flow;
+
+/* A fidelity: one row of the table. */
+struct replay_fidelity {
+  const char *name;
+  /* plan (replay_plan.c) */
+  bool symmetric;   /* with representatives, one rank runs for its program */
+  bool scoped;      /* with representatives, replay_scope.c picks the ranks that run
+                     * and the collectives alone on their links */
+  inst_mode_t mode; /* each collective's, unless the scope found it alone */
+  bool sweeps;      /* analytic costs: replay_sweep.c runs a plan without memory ops */
+  /* the plan's last step, once costs and interference are known; 0, or -1 with err */
+  int (*plan_finish)(replay_plan_t *pl, const char *name, char *err, size_t len);
+  /* engine: runs the plan into rec (pl gains the durations the analytic
+   * sweep with contention finds); 0, or -1 with err */
+  int (*run)(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err, size_t len);
+  const replay_actor_rules_t *actors; /* where the SimGrid actors run it */
+  /* summary: the link figures of the run */
+  void (*links)(const replay_plan_t *pl, const replay_record_t *rec, linkstats_t *links);
+};
+
+/* The table: analytic, each transfer alone (NPUSIM_ANALYTIC_CONTENTION=0);
+ * analytic, concurrent transfers sharing links (replay_contend.h); flow. */
+extern const replay_fidelity_t replay_analytic, replay_analytic_contended, replay_flow;
+
+/* The fidelity of a run: what opts ask on topo (timed faults: only the links
+ * shared in time see them, so analytic contends). */
+const replay_fidelity_t *replay_fidelity_choose(const replay_opts_t *opts, const topo_t *topo);
 
 /* Runs the plan on SimGrid, one actor per stream of each simulated rank.
  * Returns 0, or -1 with a one-line reason in err (the simulator could not

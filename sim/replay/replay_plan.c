@@ -8,6 +8,7 @@
 
 #include "coll_engine.h"
 #include "op_cost.h"
+#include "replay_engine.h"
 
 /* Collectives a trace may use: the first six of coll_op_t, in its order. */
 static const char *const trace_colls[] = {"allreduce", "allgather", "reducescatter",
@@ -35,17 +36,6 @@ void replay_op_desc(const trace_op_t *op, op_desc_t *d) {
     d->dims[0] = op->dims[1] > 0 ? op->dims[0] : 1;
     d->dims[1] = op->dims[1] > 0 ? op->dims[1] : op->dims[0];
   }
-}
-
-double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes) {
-  topo_hop_t hops[TOPO_MAX_HOPS];
-  int nh = topo_route(topo, src, dst, hops);
-  double slowest = 0;
-  for (int h = 0; h < nh; h++) {
-    double t = bytes / topo_link_bw(topo, hops[h].link);
-    slowest = t > slowest ? t : slowest;
-  }
-  return topo_path_alpha_s(topo, hops, nh) + slowest;
 }
 
 /* ---- compute ---- */
@@ -203,7 +193,7 @@ static int plan_barriers(replay_plan_t *pl, const char *name, char *err, size_t 
 /* Analytic link figures count each group's collective once per issue
  * (replay_summary.c); the groups no simulated rank leads are planned here, in
  * the order the summary visits them. */
-static int plan_link_groups(replay_plan_t *pl, const char *name, char *err, size_t len) {
+int replay_plan_link_groups(replay_plan_t *pl, const char *name, char *err, size_t len) {
   const trace_t *t = pl->trace;
   for (int pi = 0; pi < t->nprograms; pi++) {
     const trace_program_t *p = &t->programs[pi];
@@ -251,7 +241,7 @@ static void add_interference(replay_plan_t *pl) {
       const trace_op_t *o = &p->ops[j];
       double comm_s = o->type == TRACE_OP_COLL
                           ? pl->insts[pl->inst_of[r][j]].analytic_s
-                          : replay_p2p_analytic_s(pl->topo, r, trace_peer(o, r), o->bytes);
+                          : topo_path_time_s(pl->topo, r, trace_peer(o, r), o->bytes);
       for (int k = 0; k < (pl->chip_of ? pl->nchips : 1); k++) {
         double **costs = pl->chip_of ? pl->chip_compute_s[k] : pl->compute_s;
         if (!costs)
@@ -348,7 +338,8 @@ static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscope
                       bool collapse) {
   const trace_t *t = pl->trace;
   /* with a scope, every collective alone on its links already runs analytic */
-  bool *exclusive = pl->flow && collapse && !scoped_analytic ? replay_exclusive_insts(pl) : NULL;
+  bool flows = pl->fidelity->mode == INST_FLOW;
+  bool *exclusive = flows && collapse && !scoped_analytic ? replay_exclusive_insts(pl) : NULL;
   for (int k = 0; k < pl->ninsts; k++) {
     inst_t *x = &pl->insts[k];
     const trace_comm_t *cm = &t->comms[x->comm];
@@ -356,7 +347,7 @@ static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscope
     for (int m = 0; m < cm->sizes[x->group]; m++)
       x->members += pl->simulated[cm->groups[x->group][m]];
     bool alone = scoped_analytic && k < nscoped && scoped_analytic[k];
-    x->mode = !pl->flow || alone ? INST_ANALYTIC : INST_FLOW;
+    x->mode = alone ? INST_ANALYTIC : pl->fidelity->mode;
     x->collapsed = x->mode == INST_FLOW && exclusive && exclusive[k];
   }
   free(exclusive);
@@ -370,7 +361,7 @@ static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscope
  * the loops in one step. */
 #define FLOW_MAX_ISSUE_XFERS (1L << 26)
 
-static int check_flow_transfers(const replay_plan_t *pl, const char *name, char *err, size_t len) {
+int replay_plan_check_flows(replay_plan_t *pl, const char *name, char *err, size_t len) {
   for (int k = 0; k < pl->ninsts; k++) {
     const inst_t *x = &pl->insts[k];
     const coll_sched_t *s = &x->plan.sched;
@@ -396,7 +387,7 @@ static int check_flow_transfers(const replay_plan_t *pl, const char *name, char 
  * ops are left to the actors: their high-water mark depends on how the
  * simulator interleaves streams. */
 static bool sweepable(const replay_plan_t *pl, const replay_opts_t *opts) {
-  if (opts->force_actors || pl->flow)
+  if (opts->force_actors)
     return false;
   const trace_t *t = pl->trace;
   for (int pi = 0; pi < t->nprograms; pi++)
@@ -416,11 +407,11 @@ long replay_plan_streams(const replay_plan_t *pl) {
 }
 
 int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t *trace,
-                      const topo_t *topo, const char *name, const replay_opts_t *opts,
-                      char *err, size_t len) {
+                      const topo_t *topo, const replay_fidelity_t *fidelity, const char *name,
+                      const replay_opts_t *opts, char *err, size_t len) {
   memset(pl, 0, sizeof *pl);
-  *pl = (replay_plan_t){.sys = sys, .trace = trace, .topo = topo, .flow = opts->flow,
-                        .progress = opts->progress};
+  *pl = (replay_plan_t){
+      .sys = sys, .trace = trace, .topo = topo, .fidelity = fidelity, .progress = opts->progress};
   find_watched(pl);
   trace_pairing_init(&pl->pairing, trace);
   bool *scoped = NULL;
@@ -434,10 +425,11 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
   if (rc == 0 && variation_active(&sys->variation))
     rc = plan_speeds(pl, name, system, err, len);
   if (rc == 0)
-    rc = choose_simulated(pl, opts->representatives && !opts->flow && !varied, name, err, len);
+    rc = choose_simulated(pl, opts->representatives && fidelity->symmetric && !varied, name, err,
+                          len);
   if (rc == 0)
     rc = cost_shaped(pl, name, err, len);
-  if (rc == 0 && opts->flow && opts->representatives && !opts->all_ranks && !varied)
+  if (rc == 0 && fidelity->scoped && opts->representatives && !opts->all_ranks && !varied)
     rc = apply_scope(pl, name, &scoped, &nscoped, err, len);
   if (rc == 0)
     rc = plan_collectives(pl, name, err, len);
@@ -445,14 +437,12 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
     rc = plan_barriers(pl, name, err, len);
   if (rc == 0)
     set_modes(pl, scoped, nscoped, opts->collapse_rounds);
-  if (rc == 0 && opts->flow)
-    rc = check_flow_transfers(pl, name, err, len);
   if (rc == 0)
     add_interference(pl);
-  if (rc == 0 && !opts->flow)
-    rc = plan_link_groups(pl, name, err, len);
+  if (rc == 0)
+    rc = fidelity->plan_finish(pl, name, err, len);
   free(scoped);
-  pl->sweep = rc == 0 && sweepable(pl, opts);
+  pl->sweep = rc == 0 && fidelity->sweeps && sweepable(pl, opts);
   if (rc)
     replay_plan_free(pl);
   return rc;

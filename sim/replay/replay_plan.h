@@ -24,6 +24,9 @@ typedef enum {
   INST_FLOW,     /* its transfers as SimGrid flows, sharing the links */
 } inst_mode_t;
 
+/* How a replay finds its times (replay_engine.h). */
+typedef struct replay_fidelity replay_fidelity_t;
+
 /* One collective as a group runs it: one per distinct communicator group,
  * kind, size, root and forced algorithm, shared by every issue of it. */
 typedef struct {
@@ -49,7 +52,7 @@ typedef struct {
   const system_cfg_t *sys;
   const trace_t *trace;
   const topo_t *topo;
-  bool flow;
+  const replay_fidelity_t *fidelity; /* chosen by replay_run */
   progress_t *progress; /* the run's, for the engines (NULL: none) */
   bool *simulated;      /* per rank: runs its own streams (else a representative does) */
   bool reduced;         /* flow: the scope left ranks out */
@@ -65,7 +68,8 @@ typedef struct {
   barrier_t *barriers;  /* per (comm, group) that BARRIER ops name */
   int nbarriers;
   int *barrier_base;    /* per communicator: the barrier of its group 0 (group g: + g), or -1 */
-  bool sweep;           /* analytic and no memory ops: replay_sweep.c, no simulator */
+  bool sweep;           /* the fidelity sweeps and no memory ops: replay_sweep.c, no
+                         * simulator */
   double *speed;        /* per rank: its speed factor (variation.h); NULL: all at 1, no jitter */
   int *chip_of;         /* per rank: its server's chip index (config_server_chip_index);
                          * NULL: every rank on the default chip */
@@ -77,11 +81,18 @@ typedef struct {
                          * runs); NULL: each alone */
 } replay_plan_t;
 
-/* Builds the plan of a trace on a system (topo built for the trace). Returns
- * 0, or -1 with "FILE: rank R op ID: ..." in err (the plan is freed). */
+/* Builds the plan of a trace on a system (topo built for the trace) in a
+ * fidelity. Returns 0, or -1 with "FILE: rank R op ID: ..." in err (the plan
+ * is freed). */
 int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t *trace,
-                      const topo_t *topo, const char *name, const replay_opts_t *opts,
-                      char *err, size_t len);
+                      const topo_t *topo, const replay_fidelity_t *fidelity, const char *name,
+                      const replay_opts_t *opts, char *err, size_t len);
+
+/* The fidelities' last plan steps (replay_fidelity_t.plan_finish). Analytic:
+ * plans the collectives of groups no simulated rank leads, for the link
+ * figures. Flow: refuses collectives that would post too many transfers. */
+int replay_plan_link_groups(replay_plan_t *pl, const char *name, char *err, size_t len);
+int replay_plan_check_flows(replay_plan_t *pl, const char *name, char *err, size_t len);
 
 void replay_plan_free(replay_plan_t *pl);
 
@@ -115,18 +126,16 @@ static inline double replay_timed_s(const replay_plan_t *pl, int rank, int pi, i
   return s / pl->speed[rank] * variation_jitter(&pl->sys->variation, rank, i);
 }
 
-/* Analytic send/recv: path latency plus the bytes over the slowest link. */
-double replay_p2p_analytic_s(const topo_t *topo, int src, int dst, double bytes);
-
 /* Analytic seconds collective op i of simulated rank r takes. */
 static inline double replay_coll_s(const replay_plan_t *pl, int r, int i) {
   return pl->comm_s ? pl->comm_s[r][i] : pl->insts[pl->inst_of[r][i]].analytic_s;
 }
 
-/* Analytic seconds send/recv op i of simulated rank r takes, src to dst. */
+/* Analytic seconds send/recv op i of simulated rank r takes, src to dst
+ * (alone: the path time, topo_path_time_s). */
 static inline double replay_p2p_s(const replay_plan_t *pl, int r, int i, int src, int dst,
                                   double bytes) {
-  return pl->comm_s ? pl->comm_s[r][i] : replay_p2p_analytic_s(pl->topo, src, dst, bytes);
+  return pl->comm_s ? pl->comm_s[r][i] : topo_path_time_s(pl->topo, src, dst, bytes);
 }
 
 /* Whether a flow replay runs the collective as transfers. */

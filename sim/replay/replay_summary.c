@@ -177,17 +177,13 @@ static void send_links(const replay_plan_t *pl, const replay_record_t *rec, link
   }
 }
 
-/* Link figures: flow from the transfers logged; analytic from each collective's
- * rounds and each send's bytes. */
-static void link_figures(const replay_plan_t *pl, const replay_record_t *rec,
-                         replay_result_t *out) {
-  linkstats_init(&out->links, pl->topo);
-  if (pl->flow) {
-    coll_flow_log_to_stats(&rec->log, pl->topo, &out->links);
-    return;
-  }
-  send_links(pl, rec, &out->links);
-  collective_links(pl, rec, &out->links);
+void replay_links_logged(const replay_plan_t *pl, const replay_record_t *rec, linkstats_t *links) {
+  coll_flow_log_to_stats(&rec->log, pl->topo, links);
+}
+
+void replay_links_planned(const replay_plan_t *pl, const replay_record_t *rec, linkstats_t *links) {
+  send_links(pl, rec, links);
+  collective_links(pl, rec, links);
 }
 
 void replay_summarise(const replay_plan_t *pl, const replay_record_t *rec,
@@ -195,7 +191,8 @@ void replay_summarise(const replay_plan_t *pl, const replay_record_t *rec,
   for (int r = 0; r < pl->trace->ranks; r++)
     out->simulated_ranks += pl->simulated[r];
   summarise(pl, rec, out);
-  link_figures(pl, rec, out);
+  linkstats_init(&out->links, pl->topo);
+  pl->fidelity->links(pl, rec, &out->links);
 }
 
 /* What an op that never finished waits for, for the one-line error. */

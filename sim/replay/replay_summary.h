@@ -15,6 +15,12 @@
 int replay_check_finished(const replay_plan_t *pl, const replay_record_t *rec, const char *name,
                           char *err, size_t len);
 
+/* Link figures (replay_fidelity_t.links). Logged (flow): from the transfers
+ * the engine logged. Planned (analytic): from each collective's rounds and
+ * each send's bytes. */
+void replay_links_logged(const replay_plan_t *pl, const replay_record_t *rec, linkstats_t *links);
+void replay_links_planned(const replay_plan_t *pl, const replay_record_t *rec, linkstats_t *links);
+
 /* Fills out's figures (not its spans or topology). */
 void replay_summarise(const replay_plan_t *pl, const replay_record_t *rec, replay_result_t *out);
 

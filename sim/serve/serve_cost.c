@@ -491,8 +491,8 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
     }
     if (s < c->pool.pp - 1) {
       int stage = c->pool.tp * c->pool.dp;
-      st.s[SERVE_PART_COMM] += serve_p2p_s(c->topo, c->first + s * stage,
-                                           c->first + (s + 1) * stage, most * c->m->hidden * e);
+      st.s[SERVE_PART_COMM] += topo_path_time_s(
+          c->topo, c->first + s * stage, c->first + (s + 1) * stage, most * c->m->hidden * e);
     }
     stage_s[s] = parts_sum(&st);
     add_parts(parts, &st, 1);
@@ -654,17 +654,6 @@ const serve_memory_t *serve_cost_memory(const serve_cost_t *c) {
   return &c->mem;
 }
 
-double serve_p2p_s(const topo_t *topo, int a, int b, double bytes) {
-  if (a == b)
-    return 0;
-  topo_hop_t hops[TOPO_MAX_HOPS];
-  int n = topo_route(topo, a, b, hops);
-  double bw = INFINITY;
-  for (int i = 0; i < n; i++)
-    bw = fmin(bw, topo_link_bw(topo, hops[i].link));
-  return topo_path_alpha_s(topo, hops, n) + bytes / bw;
-}
-
 double serve_cost_kv_transfer_s(const serve_cost_t *src, const topo_t *topo, int src_first,
                                 int dst_first, int dst_npus, double tokens) {
   double bytes = tokens * src->mem.kv_per_token, worst = 0;
@@ -673,7 +662,7 @@ double serve_cost_kv_transfer_s(const serve_cost_t *src, const topo_t *topo, int
   for (int s = 0; s < src->pool.pp; s++)
     for (int i = 0; i < src->pool.tp; i++) {
       int a = src_first + s * stage + i;
-      worst = fmax(worst, serve_p2p_s(topo, a, dst_first + (a - src_first) % dst_npus, bytes));
+      worst = fmax(worst, topo_path_time_s(topo, a, dst_first + (a - src_first) % dst_npus, bytes));
     }
   return worst;
 }

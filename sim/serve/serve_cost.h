@@ -91,8 +91,4 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
 double serve_cost_kv_transfer_s(const serve_cost_t *src, const topo_t *topo, int src_first,
                                 int dst_first, int dst_npus, double tokens);
 
-/* Point-to-point time of bytes from rank a to rank b (their path's latency and
- * its slowest link). */
-double serve_p2p_s(const topo_t *topo, int a, int b, double bytes);
-
 #endif

@@ -6,6 +6,7 @@
 
 #include "suites.h"
 #include "test_util.h"
+#include "topo.h"
 
 /* Relative error of got against want. */
 static double rel(double got, double want) { return fabs(got - want) / want; }
@@ -43,12 +44,42 @@ static void test_vector_peak_and_hbm_follow_the_config(void) {
   CU_ASSERT_DOUBLE_EQUAL(topology_scale_up_bw_per_npu(&s.node), 196e9, 1);
 }
 
-static void test_link_time_is_alpha_plus_bytes_over_effective_bandwidth(void) {
+static void test_link_bandwidth_is_line_rate_times_efficiency(void) {
   link_cfg_t l = {.bw_bytes_per_s = 25e9, .latency_s = 1.5e-6, .efficiency = 0.8,
                   .msg_overhead_s = 2e-6};
   CU_ASSERT_DOUBLE_EQUAL(link_effective_bw(&l), 20e9, 1e-3);
-  CU_ASSERT_DOUBLE_EQUAL(link_transfer_time_s(&l, 0), 3.5e-6, 1e-15);
-  CU_ASSERT_DOUBLE_EQUAL(link_transfer_time_s(&l, 20e9), 1 + 3.5e-6, 1e-12);
+}
+
+/* The one point-to-point time (topo_path_time_s): the hops' latencies, the
+ * largest overhead once, the bytes over the slowest hop; the replay and
+ * serving both cost messages with it. */
+static void test_path_time_is_alpha_plus_bytes_over_the_slowest_hop(void) {
+  system_cfg_t s = load_system("a100-dgx.json", NULL);
+  topo_t t;
+  char err[256];
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 16, 8, &t, err, sizeof err), 0);
+  int pairs[][2] = {{0, 1}, {0, 8}, {9, 2}};
+  for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+    topo_hop_t hops[TOPO_MAX_HOPS];
+    int n = topo_route(&t, pairs[k][0], pairs[k][1], hops);
+    CU_ASSERT(n >= 1);
+    double latency = 0, overhead = 0, bw = INFINITY;
+    for (int h = 0; h < n; h++) {
+      const link_cfg_t *c = &t.links[hops[h].link].cfg;
+      latency += c->latency_s;
+      overhead = fmax(overhead, c->msg_overhead_s);
+      bw = fmin(bw, c->bw_bytes_per_s * c->efficiency);
+    }
+    double bytes = 3e6 + 7 * (double)k;
+    CU_ASSERT_EQUAL(topo_path_time_s(&t, pairs[k][0], pairs[k][1], 0), latency + overhead);
+    CU_ASSERT_EQUAL(topo_path_beta_s(&t, hops, n, bytes), bytes / bw); /* to the bit */
+    CU_ASSERT_EQUAL(topo_path_time_s(&t, pairs[k][0], pairs[k][1], bytes),
+                    latency + overhead + bytes / bw);
+  }
+  /* across servers costs more than inside one; to itself, nothing */
+  CU_ASSERT(topo_path_time_s(&t, 0, 8, 1e6) > topo_path_time_s(&t, 0, 1, 1e6));
+  CU_ASSERT_EQUAL(topo_path_time_s(&t, 3, 3, 1e6), 0);
+  topo_free(&t);
 }
 
 static void test_dtype_names_round_trip(void) {
@@ -127,7 +158,9 @@ CU_TestInfo model_tests[] = {
     {"cube peaks match published figures", test_cube_peaks_match_published_figures},
     {"vector peak and HBM follow the config", test_vector_peak_and_hbm_follow_the_config},
     {"link time is alpha plus bytes over effective bandwidth",
-     test_link_time_is_alpha_plus_bytes_over_effective_bandwidth},
+     test_link_bandwidth_is_line_rate_times_efficiency},
+    {"path time is alpha plus bytes over the slowest hop",
+     test_path_time_is_alpha_plus_bytes_over_the_slowest_hop},
     {"dtype names round trip", test_dtype_names_round_trip},
     {"rank order must be a permutation", test_rank_order_must_be_a_permutation},
     {"world size and accumulation follow the plan",

@@ -1,6 +1,7 @@
 /* test_replay.c - the replay's plan and its sweep engine, without the
- * command line: what the plan decides for a trace, the times the sweep gives
- * for known meetings, and the one-line report of an op that cannot finish. */
+ * command line: the fidelity table and its choice, what the plan decides for a
+ * trace, the times the sweep gives for known meetings, and the one-line report
+ * of an op that cannot finish. */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,8 +30,9 @@ static void setup(fixture_t *f, const char *text, replay_opts_t opts) {
                                     sizeof err), 0);
   CU_ASSERT_EQUAL_FATAL(topo_build(&f->sys.node, &f->sys.cluster, f->sys.chip.dies_per_package,
                                    f->trace.ranks, 0, &f->topo, err, sizeof err), 0);
-  int rc = replay_plan_build(&f->plan, &f->sys, &f->trace, &f->topo, "t.json", &opts, err,
-                             sizeof err);
+  int rc =
+      replay_plan_build(&f->plan, &f->sys, &f->trace, &f->topo,
+                        replay_fidelity_choose(&opts, &f->topo), "t.json", &opts, err, sizeof err);
   CU_ASSERT_STRING_EQUAL(err, "");
   CU_ASSERT_EQUAL_FATAL(rc, 0);
   replay_record_init(&f->rec, &f->plan);
@@ -87,6 +89,7 @@ static void test_plan_shares_a_collective_and_picks_the_engine(void) {
   setup(&f, trace_text(4, "{\"name\": \"w\", \"groups\": [\"0-3\"]}", TWO_ALLREDUCES),
         (replay_opts_t){.flow = true});
   CU_ASSERT(!f.plan.sweep && f.plan.insts[0].mode == INST_FLOW);
+  CU_ASSERT_PTR_EQUAL(f.plan.fidelity, &replay_flow);
   teardown(&f);
 }
 
@@ -105,7 +108,7 @@ static void test_sweep_meets_at_the_later_arrival(void) {
   char err[256] = "";
   CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", err, sizeof err), 0);
   const replay_span_t *s0 = f.rec.spans[0], *s1 = f.rec.spans[1];
-  double p2p = replay_p2p_analytic_s(&f.topo, 0, 1, 1048576);
+  double p2p = topo_path_time_s(&f.topo, 0, 1, 1048576);
   CU_ASSERT_DOUBLE_EQUAL(s1[0].start_s, 0, 1e-15); /* the recv waits from 0 */
   CU_ASSERT_DOUBLE_EQUAL(s1[0].ready_s, 10e-6, 1e-15);
   CU_ASSERT_EQUAL(s1[0].end_s, s1[0].ready_s + p2p); /* the same arithmetic, to the bit */
@@ -137,7 +140,63 @@ static void test_an_op_that_never_finishes_is_named(void) {
   teardown(&f);
 }
 
+/* The fidelity is chosen once from the options (and timed faults), and each
+ * row says how the stages find times. */
+static void test_the_fidelity_table_is_chosen_from_the_options(void) {
+  topo_t topo = {0};
+  replay_switches_t alone = {.no_contention = true};
+  replay_opts_t o = replay_opts(false, false, NULL);
+  CU_ASSERT(o.contention && o.collapse_rounds && !o.force_actors && !o.all_ranks);
+  CU_ASSERT_PTR_EQUAL(replay_fidelity_choose(&o, &topo), &replay_analytic_contended);
+  o = replay_opts(false, false, &alone);
+  CU_ASSERT_PTR_EQUAL(replay_fidelity_choose(&o, &topo), &replay_analytic);
+  topo.nchanges = 1; /* timed faults: only the links shared in time see them */
+  CU_ASSERT_PTR_EQUAL(replay_fidelity_choose(&o, &topo), &replay_analytic_contended);
+  o = replay_opts(true, true, &alone);
+  CU_ASSERT_PTR_EQUAL(replay_fidelity_choose(&o, &topo), &replay_flow);
+  replay_switches_t all = {.no_collapse = true, .force_actors = true, .all_ranks = true};
+  o = replay_opts(true, false, &all);
+  CU_ASSERT(o.flow && !o.collapse_rounds && o.force_actors && o.all_ranks && o.contention);
+  const replay_fidelity_t *analytic_rows[] = {&replay_analytic, &replay_analytic_contended};
+  for (int k = 0; k < 2; k++) {
+    const replay_fidelity_t *f = analytic_rows[k];
+    CU_ASSERT(f->symmetric && !f->scoped && f->sweeps && f->mode == INST_ANALYTIC);
+    CU_ASSERT_PTR_EQUAL(f->actors, &replay_actors_analytic);
+    CU_ASSERT(f->links == replay_links_planned && f->plan_finish == replay_plan_link_groups);
+  }
+  CU_ASSERT(replay_analytic.run != replay_analytic_contended.run);
+  const replay_fidelity_t *f = &replay_flow;
+  CU_ASSERT(!f->symmetric && f->scoped && !f->sweeps && f->mode == INST_FLOW);
+  CU_ASSERT_PTR_EQUAL(f->actors, &replay_actors_flow);
+  CU_ASSERT(f->links == replay_links_logged && f->plan_finish == replay_plan_check_flows);
+}
+
+/* The plan keeps the fidelity it was built in, and its engine is the one the
+ * row names: the analytic row's run gives the sweep's times to the bit. */
+static void test_a_run_goes_through_its_fidelity(void) {
+  fixture_t f, g;
+  const char *text = trace_text(4, "{\"name\": \"w\", \"groups\": [\"0-3\"]}", TWO_ALLREDUCES);
+  setup(&f, text, analytic);
+  setup(&g, text, analytic);
+  CU_ASSERT_PTR_EQUAL(f.plan.fidelity, &replay_analytic);
+  char err[256] = "";
+  CU_ASSERT_EQUAL(f.plan.fidelity->run(&f.plan, &f.rec, "t.json", err, sizeof err), 0);
+  replay_sweep_run(&g.plan, &g.rec);
+  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", err, sizeof err), 0);
+  for (int r = 0; r < 4; r++)
+    for (int i = 0; i < 5; i++) {
+      CU_ASSERT_EQUAL(f.rec.spans[r][i].end_s, g.rec.spans[r][i].end_s);
+      CU_ASSERT_EQUAL(f.rec.spans[r][i].ready_s, g.rec.spans[r][i].ready_s);
+    }
+  CU_ASSERT(f.rec.spans[0][4].end_s > 0);
+  teardown(&f);
+  teardown(&g);
+}
+
 CU_TestInfo replay_tests[] = {
+    {"the fidelity table is chosen from the options",
+     test_the_fidelity_table_is_chosen_from_the_options},
+    {"a run goes through its fidelity", test_a_run_goes_through_its_fidelity},
     {"the plan shares a collective and picks the engine",
      test_plan_shares_a_collective_and_picks_the_engine},
     {"the sweep meets at the later arrival", test_sweep_meets_at_the_later_arrival},
