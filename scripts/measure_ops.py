@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """measure_ops.py - times npusim's op vocabulary on your own device with PyTorch
 (CUDA, or Ascend through torch_npu when it is importable) and writes the CSV that
-`npusim calibrate` and scripts/validate_ops.py read.
+`npusim calibrate` and tests/validation/validate_ops.py read.
 
   scripts/measure_ops.py --out ops_mydevice.csv                 built-in shape set
   build/npusim train --system S.json --workload W.json --list-ops ops.csv

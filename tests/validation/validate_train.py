@@ -14,7 +14,7 @@ Each row runs the shipped workload configs/workloads/<model>.json (gpt-<size>
 for the paper, the model name for MindSpeed). Prints every row's measured and
 predicted value and its error, then the mean absolute percentage error (MAPE)
 and the worst row per table.
-Usage: scripts/validate_train.py [--npusim PATH] [--fidelity analytic|flow]
+Usage: tests/validation/validate_train.py [--npusim PATH] [--fidelity analytic|flow]
                                  [--check]
 With --check, exits 1 unless the iteration-time MAPE is <= 5% (Korthikanti)
 and the tokens/s MAPE is <= 10% (MindSpeed), the bounds of issue #6, and the
@@ -31,7 +31,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "data", "validation")
 SYSTEMS = os.path.join(ROOT, "configs", "systems")
 WORKLOADS = os.path.join(ROOT, "configs", "workloads")

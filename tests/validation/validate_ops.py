@@ -9,7 +9,7 @@ as `npusim calibrate` splits them: even rows are the fit half (a calibration may
 use them), odd rows the held-out half. Errors are summed up as the geometric
 mean of |predicted / measured - 1| in log space: exp(mean |log ratio|) - 1.
 
-Usage: scripts/validate_ops.py [--npusim PATH] [--only FILE] [--check] [--pins]
+Usage: tests/validation/validate_ops.py [--npusim PATH] [--only FILE] [--check] [--pins]
                                [--write-pins] [--quiet] [--cv] [--check-calib]
                                [--folds K] [--fit-keys FILE] [--csv OUT] [--self-test]
 With --check, exits 1 unless the held-out half of every table is within the
@@ -32,7 +32,7 @@ the config it wrote. Reported per class: geomean and max |error| of the shipped
 config on the whole file (no refit) and of the held-out predictions, against
 issue #27's bounds (CALIB_BOUNDS_PCT; cross-validated: CV_FACTOR x those).
 --check-calib exits 1 where one is NOT MET. --csv FILE writes every prediction
-(scripts/plot_ops.py draws it). --self-test checks the fold assignment and the
+(tests/validation/plot_ops.py draws it). --self-test checks the fold assignment and the
 error sums and exits.
 Python standard library only."""
 import argparse
@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "data", "validation")
 BOUNDS_PCT = {"matmul": 5.0, "attention": 10.0, "vector": 10.0}
 PINS = os.path.join(DATA, "ops_pins.json")
@@ -403,7 +403,7 @@ def main():
     ap.add_argument("--calib", default=CALIB, help="the calibration file (ops_h100_calib.csv)")
     ap.add_argument("--folds", type=int, default=5, help="k of the k-fold cross-validation")
     ap.add_argument("--fit-keys", default=FIT_KEYS, help="keys fitted per class (JSON)")
-    ap.add_argument("--csv", help="with --cv: write every prediction (scripts/plot_ops.py)")
+    ap.add_argument("--csv", help="with --cv: write every prediction (tests/validation/plot_ops.py)")
     ap.add_argument("--self-test", action="store_true", help="check the folds and error sums")
     args = ap.parse_args()
     if args.self_test:

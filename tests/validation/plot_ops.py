@@ -2,9 +2,9 @@
 """plot_ops.py - predicted against measured kernel time, log-log, one panel per
 op class (matmul, attention, vector), as an SVG written by hand.
 
-  scripts/validate_ops.py --only tests/data/validation/ops_h100_calib.csv --cv --csv ops.csv
-  scripts/plot_ops.py ops.csv docs/img/ops_h100.svg
-  scripts/plot_ops.py --self-test
+  tests/validation/validate_ops.py --only tests/data/validation/ops_h100_calib.csv --cv --csv ops.csv
+  tests/validation/plot_ops.py ops.csv docs/img/ops_h100.svg
+  tests/validation/plot_ops.py --self-test
 
 Reads the predictions validate_ops.py --csv writes (columns set, class,
 measured_us, predicted_us; set "calib": the shipped config, "cv": held out in

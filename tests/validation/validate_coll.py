@@ -16,7 +16,7 @@ The two sources disagree at small sizes (8 GPUs, 1 MiB:
 50.7 us in nccl-tests, 92.8 us in vTrain) and vTrain's 2-GPU runs top out at
 197 GB/s against 230 for 8 GPUs, which no single physical model reproduces; the
 check bounds nccl-tests' set and the combined set.
-Usage: scripts/validate_coll.py [--npusim PATH] [--fidelity flow|analytic]
+Usage: tests/validation/validate_coll.py [--npusim PATH] [--fidelity flow|analytic]
                                 [--check PERCENT] [--set PATH=VALUE ...]
 With --check, exits 1 when the nccl-tests set's, the combined A100 set's, the
 H100 NVLS set's or the bounded multi-node rows' geometric mean error exceeds
@@ -30,7 +30,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "data", "validation")
 SYSTEMS = os.path.join(ROOT, "configs", "systems")
 MIB = 1 << 20

@@ -17,7 +17,7 @@ leaves it out (it is printed with the rule):
   rate:  a J-per-token row whose npusim output rate per GPU (its power over
          its J per token) is off the measured one (the same batch's measured
          power over measured J per token) by more than 15%: that miss is the
-         serving time model's (scripts/validate_serve.py), not the energy's.
+         serving time model's (tests/validation/validate_serve.py), not the energy's.
 
 usage: validate_energy.py NPUSIM [--data DIR]
 Exit status 0 when every bounded row is within the bound, 1 otherwise.
@@ -97,7 +97,7 @@ def main():
     ap.add_argument("npusim")
     ap.add_argument("--data", default=None)
     a = ap.parse_args()
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     data = a.data or os.path.join(repo, "tests/data/validation")
     ok = True
     errs = {"fit": [], "held-out": []}

@@ -86,7 +86,7 @@ def main():
     ap.add_argument("--data", default=None)
     ap.add_argument("--only", choices=["gpu", "published"])
     a = ap.parse_args()
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     data = a.data or os.path.join(repo, "tests/data/validation")
     ok = True
     if a.only != "published":
