@@ -1,6 +1,6 @@
 /* op_measure.h - kernel measurements as npusim reads them: one op (kind, shape,
  * dtype, layout) and the device time of one call, per row of a CSV table that
- * scripts/measure_ops.py writes (format: tests/data/validation/README.md).
+ * scripts/measure/measure_ops.py writes (format: tests/data/validation/README.md).
  *
  * Rows are grouped into classes (matmul, attention, vector) and each class is
  * split in two halves in file order: even rows are the fit half, odd rows the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""from_args_test.py [--npusim NPUSIM] [--converter PATH] - scripts/npusim-from-args
+"""from_args_test.py [--npusim NPUSIM] [--converter PATH] - scripts/tools/npusim-from-args
 on the Megatron-LM and MindSpeed-LLM launch scripts of traces/megatron/
 (issue #15), each against the shipped workload it stands behind.
 
@@ -115,7 +115,7 @@ CASES = [
                          "example script does not pass --overlap-grad-reduce")]},
 ]
 
-# One broken mapping each (text in scripts/npusim-from-args, replacement):
+# One broken mapping each (text in scripts/tools/npusim-from-args, replacement):
 # the checks must fail on every one of them.
 MUTATIONS = [
     ("kv_heads taken from the query heads",
@@ -573,7 +573,7 @@ def mutation_checks(converter, npusim, tmp):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--npusim", help="npusim binary: validate the converted workloads")
-    p.add_argument("--converter", default=os.path.join(ROOT, "scripts", "npusim-from-args"))
+    p.add_argument("--converter", default=os.path.join(ROOT, "scripts", "tools", "npusim-from-args"))
     p.add_argument("--no-mutations", action="store_true", help="skip the mutation checks")
     args = p.parse_args()
     converter = os.path.abspath(args.converter)

@@ -1,4 +1,4 @@
-"""test_sweep_lib.py - unit tests of scripts/npusim_sweep_lib.py: axis
+"""test_sweep_lib.py - unit tests of scripts/lib/npusim_sweep_lib.py: axis
 expansion (grid, zip, explicit points, ranges), filters (names, short names,
 dotted paths, refused code, bounded integers), spec errors and limits,
 flattening and CSV cells; on a fake npusim that sleeps, per-point time
@@ -6,7 +6,7 @@ limits and interrupted sweeps (children killed, one line, 128 + signal); and
 npusim-plot's figures (axis labels with units, legend outside the data area,
 titles from the spec), drawn by a python with matplotlib.
 
-  NPUSIM=build/npusim python3 -m unittest tests/unit/test_sweep_lib.py
+  NPUSIM=build/npusim python3 -m unittest tests/unit/scripts/test_sweep_lib.py
 (npusim is needed for its schema, --help and validate; nothing is simulated.)
 """
 
@@ -21,8 +21,8 @@ import textwrap
 import time
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "lib"))
 import npusim_sweep_lib as lib  # noqa: E402
 
 NPUSIM = lib.find_npusim()
@@ -356,7 +356,7 @@ class Children(unittest.TestCase):
         self.assertEqual(alive, [], "children left running")
 
     def sweep(self, *args):
-        return subprocess.Popen([os.path.join(ROOT, "scripts", "npusim-sweep"), "spec.json",
+        return subprocess.Popen([os.path.join(ROOT, "scripts", "tools", "npusim-sweep"), "spec.json",
                                  "--out", "out", *args], cwd=self.dir, env=self.env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
@@ -420,7 +420,7 @@ class Tables(unittest.TestCase):
                          [3, 3.0, 1000.0, "x", True])
 
 
-PLOT = os.path.join(ROOT, "scripts", "npusim-plot")
+PLOT = os.path.join(ROOT, "scripts", "tools", "npusim-plot")
 DESCRIPTION = "What-if: tensor parallelism against RoCE bandwidth on a made-up table"
 
 # Run by a python with matplotlib: draws each chart of argv[2] (a JSON list of

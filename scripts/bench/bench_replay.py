@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_replay.py - wall time and peak memory of `npusim replay` at scale.
 
-Synthetic traces (scripts/gen_trace.py): N ranks x 32 layers of a 4096^3 bf16
+Synthetic traces (scripts/tools/gen_trace.py): N ranks x 32 layers of a 4096^3 bf16
 matmul followed by a 32 MiB allreduce over groups of 8 ranks, replayed on
 ascend-910b in both fidelities, one process per run. Prints a table with the
 targets of issue #5: 1024 x 32 in <= 10 s flow and <= 1 s analytic, <= 1 GiB at
@@ -11,7 +11,7 @@ rank running L layers of 500 us compute -> 64 MiB allreduce over all ranks
 (--algo forces the algorithm between servers, e.g. ring; default: HCCL's choice;
 --flat puts every server under one leaf switch, as ASTRA-sim's 4096-rank run).
 A benchmark: it reports, it does not fail.
-Usage: scripts/bench_replay.py [--npusim PATH] [--ranks 64,256,...] [--layers 32]
+Usage: scripts/bench/bench_replay.py [--npusim PATH] [--ranks 64,256,...] [--layers 32]
                                [--peer-workload [--algo A] [--flat]]"""
 import argparse
 import os
@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGETS = {("flow", 1024): "<= 10 s", ("analytic", 1024): "<= 1 s", ("flow", 4096): "<= 1 GiB",
            ("analytic", 4096): "<= 1 GiB"}
 # Issue #13: ASTRA-sim 2.x's congestion-aware backend did 4 layers at 1024 ranks in
@@ -61,7 +61,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for ranks in [int(r) for r in args.ranks.split(",")]:
             trace = os.path.join(tmp, f"syn{ranks}.json.gz")
-            gen = ["python3", os.path.join(ROOT, "scripts", "gen_trace.py"), "--ranks", str(ranks),
+            gen = ["python3", os.path.join(ROOT, "scripts", "tools", "gen_trace.py"), "--ranks", str(ranks),
                    "--layers", str(args.layers), "--out", trace]
             if args.peer_workload:
                 gen += ["--group", str(ranks), "--compute-us", "500", "--bytes", str(64 << 20)]

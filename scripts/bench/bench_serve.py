@@ -27,7 +27,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     npusim = sys.argv[1]
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     print("%-48s %10s %10s %12s" % ("case", "wall_s", "target_s", "peak_MiB"))
     for name, system, wl, sets, target in CASES:
         args = [npusim, "serve", "--system", os.path.join(repo, "configs/systems", system + ".json"),

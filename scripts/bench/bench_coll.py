@@ -5,13 +5,13 @@ A 256 MB allreduce with `auto` on ascend-910b for 8 to 4096 ranks in both
 fidelities, one process per run (SimGrid runs once per process). Prints a table
 with the targets of issue #3: flow <= 2 s at 1024 ranks and <= 30 s at 4096,
 analytic <= 50 ms at 4096. A benchmark, not a test: it reports, it does not fail.
-Usage: scripts/bench_coll.py [--npusim PATH] [--ranks 8,64,...]"""
+Usage: scripts/bench/bench_coll.py [--npusim PATH] [--ranks 8,64,...]"""
 import argparse
 import os
 import subprocess
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGETS = {("flow", 1024): 2.0, ("flow", 4096): 30.0, ("analytic", 4096): 0.05}
 
 

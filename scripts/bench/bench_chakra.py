@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """bench_chakra.py - replaying Chakra execution traces: wall time and peak memory.
 
-The workload of the peers' benchmarks as Chakra ETs (scripts/chakra_et.py): N
+The workload of the peers' benchmarks as Chakra ETs (scripts/tools/chakra_et.py): N
 ranks, each running 32 layers of (500 us compute -> 64 MiB all-reduce over all
 ranks), replayed by `npusim replay --trace PREFIX` on ascend-910b (one leaf per
 32 NPUs, spine-leaf) in the analytic and the flow fidelity. Prints a table: N,
 fidelity, simulated step, wall time and peak memory (GNU time's maximum
 resident set) per run, reading the ETs included. A benchmark: it reports, it
 does not fail.
-Usage: scripts/bench_chakra.py [--npusim PATH] [--ranks 64,256,1024,4096]
+Usage: scripts/bench/bench_chakra.py [--npusim PATH] [--ranks 64,256,1024,4096]
                                [--fidelity analytic,flow] [--layers 32]"""
 import argparse
 import json
@@ -17,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "tools"))
 from chakra_et import allreduce_rank, et_bytes  # noqa: E402
 
 

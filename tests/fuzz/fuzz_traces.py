@@ -17,7 +17,7 @@ to check determinism. All four must agree on the exit status and, on failure,
 on the one-line error; the two analytic engines must print the same bytes, and
 so must the two flow runs. A disagreement is saved under --keep with the
 commands that show it.
-Usage: scripts/fuzz_traces.py [--npusim PATH] [--seeds A:B] [--jobs N]
+Usage: tests/fuzz/fuzz_traces.py [--npusim PATH] [--seeds A:B] [--jobs N]
                               [--keep DIR] [--quiet]
 Python standard library only."""
 import argparse
@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEM = os.path.join(ROOT, "configs", "systems", "ascend-910b.json")
 TAGS = ["", "a", "b"]
 STREAMS = ["compute", "s1", "s2"]

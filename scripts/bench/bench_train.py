@@ -9,7 +9,7 @@ or after --timeout seconds (reported as such). --oversubscription 1,2,4 runs
 each size on spines that oversubscribed (the what-if of issue #13: analytic
 sees it since it shares links between concurrent transfers). A benchmark: it
 reports, it does not fail.
-Usage: scripts/bench_train.py [--npusim PATH] [--npus 64,128,...] [--flow-max 1024]
+Usage: scripts/bench/bench_train.py [--npusim PATH] [--npus 64,128,...] [--flow-max 1024]
                               [--oversubscription 1,2,4] [--fidelity analytic,flow]
                               [--timeout 600]"""
 import argparse
@@ -17,7 +17,7 @@ import os
 import subprocess
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKLOAD = os.path.join(ROOT, "configs", "workloads", "gpt3-175b-910b.json")
 SYSTEM = os.path.join(ROOT, "configs", "systems", "ascend-910b.json")
 TARGETS = {("analytic", 1024): "<= 2 s", ("flow", 1024): "<= 60 s"}

@@ -33,7 +33,7 @@ maximum of the same requests run one by one (exactly) and their mean and
 percentiles (recomputed from the printed single-request figures, so equal to
 the 9 digits npusim prints).
 
-Usage: scripts/fuzz_serve.py [--npusim PATH] [--seeds A:B] [--time SECONDS]
+Usage: tests/fuzz/fuzz_serve.py [--npusim PATH] [--seeds A:B] [--time SECONDS]
                              [--jobs N] [--keep DIR] [--quiet]
 Python standard library only; the same seed builds the same case."""
 import argparse
@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEMS = ["ascend-910b.json", "h100-dgx.json", "a100-dgx.json"]
 NODE_NPUS = 8
 TIMEOUT_S = 120

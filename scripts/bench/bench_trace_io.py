@@ -12,8 +12,8 @@ reports, it does not fail.
 global batch of 2048: 52 million slices) written as .json.gz; prints the wall
 time, npusim's peak memory, the file's size and its size inflated, and checks it
 with tests/e2e/check_chrome_trace.py (--no-check skips that, minutes).
-Usage: scripts/bench_trace_io.py [--npusim PATH] [--ops 50000,...] [--ranks 2048,...]
-       scripts/bench_trace_io.py --big [--dir DIR] [--no-check]"""
+Usage: scripts/bench/bench_trace_io.py [--npusim PATH] [--ops 50000,...] [--ranks 2048,...]
+       scripts/bench/bench_trace_io.py --big [--dir DIR] [--no-check]"""
 import argparse
 import gzip
 import json
@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEM = os.path.join(ROOT, "configs", "systems", "ascend-910b.json")
 
 

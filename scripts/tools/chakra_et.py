@@ -19,7 +19,7 @@ join_et(messages) take an ET's bytes apart into its messages and back,
 read_node(message) decodes a node.
 As a script: chakra_et.py allreduce PREFIX --ranks N --layers L [--compute-us U]
 [--bytes B] writes N ranks each running L x (compute U us -> all-reduce of B
-bytes over all ranks), the peer workload of scripts/bench_chakra.py."""
+bytes over all ranks), the peer workload of scripts/bench/bench_chakra.py."""
 import argparse
 import gzip
 import struct

@@ -33,7 +33,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     npusim = sys.argv[1]
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     print("%-52s %8s %10s %12s" % ("case", "wall_s", "slowdown", "peak_MiB"))
     for name, system, jobs, sets in cases():
         args = [npusim, "cluster", "--system", os.path.join(repo, "configs/systems", system + ".json"),

@@ -6,7 +6,7 @@ S apart (data or expert parallel across servers: rank r's group holds
 r mod S + j S of its block of S G ranks). The compute is a matmul of --shape,
 or with --compute-us a fixed duration. One program serves every rank, so the
 file stays small at any rank count. Python standard library only.
-Usage: scripts/gen_trace.py --ranks N --layers L [--group G] [--stride S]
+Usage: scripts/tools/gen_trace.py --ranks N --layers L [--group G] [--stride S]
                             [--kind allreduce|alltoall|allgather|reducescatter]
                             [--bytes B] [--shape M,N,K | --compute-us US]
                             [--algo A] --out FILE(.json|.json.gz)"""

@@ -304,7 +304,7 @@ def find_npusim():
     found = shutil.which("npusim")
     if found:
         return found
-    local = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "npusim")
+    local = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "npusim")
     if os.access(local, os.X_OK):
         return os.path.normpath(local)
     raise SpecError("npusim: expected npusim on PATH or in $NPUSIM, found neither")

@@ -3,15 +3,15 @@
 # reader, Chakra ET reader and serving request traces, ASan+UBSan) for SECONDS each (default 600), side by side, from copies
 # of the saved corpora, and prints a table: executions, executions per second,
 # corpus growth and whether a crash was found. Beside them the structured
-# serving fuzzer (scripts/fuzz_serve.py: random deployments through npusim
+# serving fuzzer (tests/fuzz/fuzz_serve.py: random deployments through npusim
 # serve, its oracles) runs on the Release build for as long, its row in the
 # same table (executions: seeds; crash: an oracle failed). Then replays the
-# random-trace fuzzer (scripts/fuzz_traces.py) over seeds 0..9999.
+# random-trace fuzzer (tests/fuzz/fuzz_traces.py) over seeds 0..9999.
 # A benchmark: it reports; exit status 1 only when something crashed (the
 # input is kept in fuzz-out/TARGET/) or disagreed. Needs clang,
 # libclang-rt-14-dev and libcunit1-dev (installed when missing).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 secs=${1:-600}
 # the targets live in tests/, which CMake builds only with CUnit
@@ -37,7 +37,7 @@ run_target fuzz_config corpus 8192 &
 run_target fuzz_trace corpus_trace 16384 &
 run_target fuzz_chakra corpus_chakra 4096 &
 run_target fuzz_serve corpus_serve 4096 &
-(python3 scripts/fuzz_serve.py --seeds 0:100000000 --time "$secs" --jobs 1 --quiet \
+(python3 tests/fuzz/fuzz_serve.py --seeds 0:100000000 --time "$secs" --jobs 1 --quiet \
   --keep "$root/fuzz-out/fuzz_serve.py" >"$work/fuzz_serve.py.log" 2>&1 || true) &
 wait
 status=0
@@ -70,5 +70,5 @@ if [ "${failed:-1}" != 0 ]; then
 fi
 printf '%-12s %8s %12s %10s %14s %s\n' fuzz_serve.py "$secs" "${seeds:-?}" \
   "$(awk -v n="${seeds:-0}" -v t="${took:-1}" 'BEGIN { printf "%.1f", n / t }')" "-" "$crash"
-python3 scripts/fuzz_traces.py --seeds 0:10000 --quiet || status=1
+python3 tests/fuzz/fuzz_traces.py --seeds 0:10000 --quiet || status=1
 exit $status
