@@ -5,7 +5,7 @@
  * model's per-pipe utilisation: cube, vector) and by the clock the op runs at,
  * and every byte to or from HBM costs its energy on its whole way between the
  * DRAM and the cores (DRAM, PHY, L2 and on-chip network, load units;
- * scripts/validate_energy.py fits it):
+ * tests/validation/validate_energy.py fits it):
  *
  *   P = idle_W + (f / clock)^k (active_W + cube_W u_cube + vector_W u_vector) + E_byte B / t
  *

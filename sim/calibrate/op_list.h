@@ -1,5 +1,5 @@
 /* op_list.h - the distinct compute ops of a trace, as a table a user times on
- * their own device (scripts/measure_ops.py --ops) to calibrate npusim on the
+ * their own device (scripts/measure/measure_ops.py --ops) to calibrate npusim on the
  * kernels of their own model. */
 #ifndef NPUSIM_OP_LIST_H
 #define NPUSIM_OP_LIST_H

@@ -1,11 +1,11 @@
 /* op_measure.h - kernel measurements as npusim reads them: one op (kind, shape,
  * dtype, layout) and the device time of one call, per row of a CSV table that
- * scripts/measure_ops.py writes (format: tests/data/validation/README.md).
+ * scripts/measure/measure_ops.py writes (format: tests/data/validation/README.md).
  *
  * Rows are grouped into classes (matmul, attention, vector) and each class is
  * split in two halves in file order: even rows are the fit half, odd rows the
  * held-out half that a calibration never sees. `npusim calibrate` and
- * scripts/validate_ops.py use the same rule. meas_fit_all_rows makes every row
+ * tests/validation/validate_ops.py use the same rule. meas_fit_all_rows makes every row
  * a fit row instead (`calibrate --fit-rows all`): for a table whose rows were
  * held out by someone else, e.g. the training folds of a cross-validation. */
 #ifndef NPUSIM_OP_MEASURE_H

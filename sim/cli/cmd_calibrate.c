@@ -6,7 +6,7 @@
  * measured ops are left alone. The report gives the error per op class before
  * and after, on the fit half and on the held-out half (op_measure.h), and each
  * parameter's value before and after. With --fit-rows all every row is fitted
- * and none held out: scripts/validate_ops.py cross-validates that way, holding
+ * and none held out: tests/validation/validate_ops.py cross-validates that way, holding
  * rows out by leaving them out of the file. */
 #include <limits.h>
 #include <math.h>

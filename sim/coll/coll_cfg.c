@@ -3,7 +3,7 @@
  * algorithm, --algo parsing and the help text.
  *
  * The table states capabilities, not costs: a row says where an algorithm may
- * be forced and which building blocks its emitter builds (tests/unit/test_coll.c
+ * be forced and which building blocks its emitter builds (tests/unit/sim/coll/test_coll.c
  * checks the prims column against coll_algo_emit). Two limits stay with the
  * emitters: nb builds only uniform all-to-all blocks (not alltoallv, nor the
  * aggregated blocks of a multi-server all-to-all), and the in-switch reduction

@@ -8,7 +8,7 @@
  *   replay_actors.c  one SimGrid actor per stream (flow fidelity, memory ops,
  *                    or when asked): the only part of the replay on SimGrid.
  * With analytic costs both compute the same times with the same arithmetic,
- * so they print the same bytes (scripts/fuzz_traces.py checks).
+ * so they print the same bytes (tests/fuzz/fuzz_traces.py checks).
  *
  * A fidelity (replay_fidelity_t, replay_fidelity.c) says which engine runs and
  * how the plan, the actors and the summary find times; replay_run chooses it

@@ -12,7 +12,7 @@ set -u
 npusim=${1:?usage: chakra_e2e.sh NPUSIM}
 . "$(dirname "$0")/e2e_lib.sh"
 sys=configs/systems/ascend-910b.json
-et() { python3 -c "import sys; sys.path.insert(0, 'scripts'); from chakra_et import *; $1"; }
+et() { python3 -c "import sys; sys.path.insert(0, 'scripts/tools'); from chakra_et import *; $1"; }
 
 # the round trip, in both fidelities
 for fid in analytic flow; do

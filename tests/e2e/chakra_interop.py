@@ -21,7 +21,7 @@ GlobalMetadata or Node are exactly the file's messages.
 
 Then, for `npusim train --emit-chakra` on tests/data/train/tiny.json (8 ranks:
 tp, dp and pipeline sends), in flow without and with stragglers
-(chip.variation) and in analytic with them, and for scripts/chakra_et.py:
+(chip.variation) and in analytic with them, and for scripts/tools/chakra_et.py:
 - every message decodes, no unknown field, every node type a NodeType name
   other than INVALID_NODE, ids unique in the file (the feeders index nodes
   by id), every ctrl_deps/data_deps id a node of the file and not the node;
@@ -73,7 +73,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCHEMA_DIR = os.path.join(ROOT, "tests", "data", "formats", "chakra")
 SCHEMA = os.path.join(SCHEMA_DIR, "et_def.proto")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "tools"))
 import chakra_et  # noqa: E402  (the Python writer under test)
 
 SYS = "configs/systems/ascend-910b.json"
@@ -515,7 +515,7 @@ def raw_fields(msg):
 
 def python_writer(tmp, schema):
     prefix = os.path.join(tmp, "py_allreduce")
-    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "chakra_et.py"),
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "tools", "chakra_et.py"),
                     "allreduce", prefix, "--ranks", "4", "--layers", "3", "--compute-us", "7",
                     "--bytes", "65536"], check=True)
     got = check_set(tmp, prefix, 4, schema, npusim=False)

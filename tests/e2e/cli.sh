@@ -130,7 +130,7 @@ check "train --list-ops writes the distinct ops measure_ops.py reads" bash -c "
   '$npusim' train --system configs/systems/a100-dgx.json --workload configs/workloads/gpt-22b.json \
     --list-ops '$tmp/ops.csv' >/dev/null &&
   grep -q '^attention_fwd\|^softmax' '$tmp/ops.csv' &&
-  [ \$(python3 scripts/measure_ops.py --dry-run --ops '$tmp/ops.csv' | wc -l) -eq \$(grep -vc '^#' '$tmp/ops.csv') ]"
+  [ \$(python3 scripts/measure/measure_ops.py --dry-run --ops '$tmp/ops.csv' | wc -l) -eq \$(grep -vc '^#' '$tmp/ops.csv') ]"
 
 # ---- output files (issue 18): one line and exit 1 on any write error; devices,
 # FIFOs and "-" written in place; symlinks followed; modes kept; no temp files.

@@ -2,7 +2,7 @@
 # contention_e2e.sh - the what-if grid of issue #13: the analytic fidelity sees
 # links shared by concurrent collectives (sim/replay/replay_contend.c) and
 # stays within 3% of the flow fidelity, which simulates every transfer.
-# Traces (scripts/gen_trace.py): every rank runs 500 us of compute, then a
+# Traces (scripts/tools/gen_trace.py): every rank runs 500 us of compute, then a
 # collective; DP: all-reduce over one NPU of each server (8 concurrent groups
 # per stage, NHR between servers, so every step crosses leaves); EP: all-to-all
 # over 64 ranks. Fabrics: spine-leaf and rail-optimised, oversubscription 1, 2,
@@ -15,7 +15,7 @@
 # it, so the grid tests something. Prints the table. Usage: tests/e2e/contention_e2e.sh NPUSIM
 npusim=${1:?usage: contention_e2e.sh NPUSIM}
 source "$(dirname "$0")/e2e_lib.sh"
-gen() { python3 scripts/gen_trace.py --compute-us 500 --out "$tmp/$1.json" "${@:2}"; }
+gen() { python3 scripts/tools/gen_trace.py --compute-us 500 --out "$tmp/$1.json" "${@:2}"; }
 gen dp256 --ranks 256 --layers 4 --group 32 --stride 8 --bytes 67108864 --algo nhr
 gen ep256 --ranks 256 --layers 4 --group 64 --kind alltoall --bytes 268435456
 gen dp1024 --ranks 1024 --layers 2 --group 128 --stride 8 --bytes 67108864 --algo nhr

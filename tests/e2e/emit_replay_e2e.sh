@@ -61,7 +61,7 @@ same_step "metamorphic: cp on a 910B and a 910A server, jitter" analytic \
 # included; npusim reads its own attribute, the op at the chip model's speed
 check "duration_micros holds the straggler, npusim_nominal_duration_s not" python3 -c '
 import sys
-sys.path.insert(0, "scripts")
+sys.path.insert(0, "scripts/tools")
 from chakra_et import split_et, read_node
 def comps(path):  # per COMP_NODE id: (duration_micros, nominal seconds)
     nodes = [read_node(m) for m in split_et(open(path, "rb").read())[1:]]

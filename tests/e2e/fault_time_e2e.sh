@@ -77,9 +77,9 @@ two="h100-dgx.json --op allgather --ranks 16 --sizes 16M:1G --set cluster.scale_
   --set cluster.scale_out.npus_per_leaf=8 --set cluster.scale_out.spines=2"
 servers="ascend-910b.json --op allreduce --ranks 16 --sizes 64M:512M
   --set cluster.scale_out.topology=spine_leaf"
-python3 scripts/gen_trace.py --compute-us 500 --out "$tmp/dp64.json" --ranks 64 --layers 4 \
+python3 scripts/tools/gen_trace.py --compute-us 500 --out "$tmp/dp64.json" --ranks 64 --layers 4 \
   --group 8 --stride 8 --bytes 67108864 --algo nhr
-python3 scripts/gen_trace.py --compute-us 500 --out "$tmp/tp8.json" --ranks 8 --layers 4 \
+python3 scripts/tools/gen_trace.py --compute-us 500 --out "$tmp/tp8.json" --ranks 8 --layers 4 \
   --group 8 --bytes 67108864
 
 # ---- known answers ----
@@ -194,7 +194,7 @@ PY
 }
 p2p_trace 268435456 "$tmp/p256.json"
 p2p_trace 134217728 "$tmp/p128.json"
-python3 scripts/gen_trace.py --compute-us 200 --out "$tmp/ar16.json" --ranks 16 --layers 4 \
+python3 scripts/tools/gen_trace.py --compute-us 200 --out "$tmp/ar16.json" --ranks 16 --layers 4 \
   --group 16 --bytes 67108864
 sl="--set cluster.scale_out.topology=spine_leaf"
 ar16coll="ascend-910b.json --op allreduce --ranks 16 --sizes 64M:64M $sl"
@@ -344,7 +344,7 @@ for t in dp64 tp8 pipeline; do
   done
 done
 sp3="$sl --set cluster.scale_out.npus_per_leaf=8 --set cluster.scale_out.spines=3"
-python3 scripts/gen_trace.py --compute-us 200 --out "$tmp/dp2.json" --ranks 16 --layers 4 \
+python3 scripts/tools/gen_trace.py --compute-us 200 --out "$tmp/dp2.json" --ranks 16 --layers 4 \
   --group 2 --stride 8 --bytes 67108864
 dp2_faults="leaf0.spine1:0@0.005 leaf0.spine1:0@0.012 leaf0.spine1:0@0.012,nic:0.25@0.02"
 dp2_faults="$dp2_faults leaf0.spine1:0@0.012,s0.nic4:0.2@0.004"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""from_aicb_test.py NPUSIM [CONVERTER] - scripts/npusim-from-aicb on the AICB
+"""from_aicb_test.py NPUSIM [CONVERTER] - scripts/tools/npusim-from-aicb on the AICB
 samples in traces/aicb/, replayed by npusim (issue #15). Run from the
-repository root; CONVERTER defaults to scripts/npusim-from-aicb.
+repository root; CONVERTER defaults to scripts/tools/npusim-from-aicb.
 
 For each sample the trace must
 - replay: `npusim replay --system configs/systems/ascend-910b.json --trace T
@@ -496,7 +496,7 @@ def main():
         print("usage: from_aicb_test.py NPUSIM [CONVERTER]", file=sys.stderr)
         return 2
     npusim = sys.argv[1]
-    conv = sys.argv[2] if len(sys.argv) == 3 else "scripts/npusim-from-aicb"
+    conv = sys.argv[2] if len(sys.argv) == 3 else "scripts/tools/npusim-from-aicb"
     with tempfile.TemporaryDirectory() as tmp:
         for sample in SAMPLES:
             got = check_sample(npusim, conv, tmp, sample)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""from_args_test.py [--npusim NPUSIM] [--converter PATH] - scripts/npusim-from-args
+"""from_args_test.py [--npusim NPUSIM] [--converter PATH] - scripts/tools/npusim-from-args
 on the Megatron-LM and MindSpeed-LLM launch scripts of traces/megatron/
 (issue #15), each against the shipped workload it stands behind.
 
@@ -34,7 +34,8 @@ limit of 256 MiB, with one line naming the file (and the line) and exit 2,
 or (the long word) the conversion; never a traceback.
 
 Finally the test shows it can fail: each of MUTATIONS breaks one mapping in a
-copy of the converter, and the checks above must then fail.
+copy of the converter and its modules (scripts/lib/megatron_*.py), and the
+checks above must then fail.
 
 Exit 0 when everything passed, 1 otherwise (each failure on a FAIL line).
 """
@@ -115,7 +116,8 @@ CASES = [
                          "example script does not pass --overlap-grad-reduce")]},
 ]
 
-# One broken mapping each (text in scripts/npusim-from-args, replacement):
+# One broken mapping each (text in scripts/tools/npusim-from-args or the
+# scripts/lib/megatron_*.py it imports, replacement):
 # the checks must fail on every one of them.
 MUTATIONS = [
     ("kv_heads taken from the query heads",
@@ -547,18 +549,39 @@ def hostile_checks(converter, tmp):
             print(f"ok   {path}: {lines[0]}")
 
 
+def converter_sources(converter):
+    """The converter's text and that of the modules it imports from scripts/lib/
+    (megatron_*.py, beside its tools/ folder), by path."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(converter)), "lib")
+    paths = [converter] + sorted(os.path.join(lib, n) for n in
+                                 (os.listdir(lib) if os.path.isdir(lib) else [])
+                                 if n.startswith("megatron_") and n.endswith(".py"))
+    sources = {}
+    for path in paths:
+        with open(path) as f:
+            sources[path] = f.read()
+    return sources
+
+
 def mutation_checks(converter, npusim, tmp):
-    with open(converter) as f:
-        source = f.read()
+    sources = converter_sources(converter)
     for what, old, new in MUTATIONS:
         if "npusim validate" in what and npusim is None:
             continue
-        if source.count(old) != 1:
-            fail(f"mutation '{what}': its text is not once in {converter}; update MUTATIONS")
+        if sum(text.count(old) for text in sources.values()) != 1:
+            fail(f"mutation '{what}': its text is not once in {converter} and its modules; "
+                 "update MUTATIONS")
             continue
-        broken = os.path.join(tmp, "broken-npusim-from-args")
-        with open(broken, "w") as f:
-            f.write(source.replace(old, new))
+        # a copy of the tool and its modules laid out as in scripts/, one text broken
+        root = os.path.join(tmp, "broken")
+        shutil.rmtree(root, ignore_errors=True)
+        for path, text in sources.items():
+            folder = "tools" if path == converter else "lib"
+            os.makedirs(os.path.join(root, folder), exist_ok=True)
+            name = "broken-npusim-from-args" if path == converter else os.path.basename(path)
+            with open(os.path.join(root, folder, name), "w") as f:
+                f.write(text.replace(old, new))
+        broken = os.path.join(root, "tools", "broken-npusim-from-args")
         caught = []
         for case in CASES:
             check_case(broken, npusim, case, tmp, report=caught.append)
@@ -573,7 +596,7 @@ def mutation_checks(converter, npusim, tmp):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--npusim", help="npusim binary: validate the converted workloads")
-    p.add_argument("--converter", default=os.path.join(ROOT, "scripts", "npusim-from-args"))
+    p.add_argument("--converter", default=os.path.join(ROOT, "scripts", "tools", "npusim-from-args"))
     p.add_argument("--no-mutations", action="store_true", help="skip the mutation checks")
     args = p.parse_args()
     converter = os.path.abspath(args.converter)

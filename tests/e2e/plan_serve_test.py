@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""plan_serve_test.py NPUSIM - scripts/npusim-plan --serve on Llama-3-8B and
+"""plan_serve_test.py NPUSIM - scripts/tools/npusim-plan --serve on Llama-3-8B and
 H100 (configs/workloads/serve-llama3-8b.json, 200 requests), run from the
 repository root.
 
@@ -28,7 +28,7 @@ import tempfile
 
 SYSTEM = "configs/systems/h100-dgx.json"
 WORKLOAD = "configs/workloads/serve-llama3-8b.json"
-PLAN = "scripts/npusim-plan"
+PLAN = "scripts/tools/npusim-plan"
 SLO = "ttft_ms=500,tpot_ms=50"
 N = 8
 BASE = ["--serve", "--system", SYSTEM, "--workload", WORKLOAD, "--npus", str(N),

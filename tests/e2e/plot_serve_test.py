@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""plot_serve_test.py NPUSIM - `scripts/npusim-plot serve` on the time series
+"""plot_serve_test.py NPUSIM - `scripts/tools/npusim-plot serve` on the time series
 of a disaggregated Llama-3-8B run (`npusim serve --timeseries`): a non-empty
 PNG named as the run's CSV with .png (and at --out), printed on stdout; a CSV
 of another header is one line and exit 2 with nothing written. Run from the
@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 
-PLOT = "scripts/npusim-plot"
+PLOT = "scripts/tools/npusim-plot"
 failures = []
 
 

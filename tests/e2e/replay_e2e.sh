@@ -201,9 +201,9 @@ assert arrows == {"0>1:0#0", "0>1:0#1"}, arrows' "$tmp/two_streams.trace.json"
 # simulation's, byte for byte: a ring under one leaf (collapsed), the same ring
 # across leaves (latencies differ, run plain), concurrent NHR groups on an
 # oversubscribed spine (not alone), and the shipped traces.
-python3 scripts/gen_trace.py --ranks 256 --layers 3 --group 256 --compute-us 500 \
+python3 scripts/tools/gen_trace.py --ranks 256 --layers 3 --group 256 --compute-us 500 \
   --bytes 67108864 --algo ring --out "$tmp/ring256.json"
-python3 scripts/gen_trace.py --ranks 256 --layers 2 --group 32 --stride 8 --compute-us 500 \
+python3 scripts/tools/gen_trace.py --ranks 256 --layers 2 --group 32 --stride 8 --compute-us 500 \
   --bytes 67108864 --algo nhr --out "$tmp/nhr256.json"
 for run in "ring256.json cluster.scale_out.npus_per_leaf=256" \
            "ring256.json cluster.scale_out.oversubscription=1" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sweep_e2e.sh NPUSIM - end-to-end checks of scripts/npusim-sweep, npusim-plot
+# sweep_e2e.sh NPUSIM - end-to-end checks of scripts/tools/npusim-sweep, npusim-plot
 # and npusim-plan:
 #   - bad specs (not JSON, unknown config path, empty axis, bad filter name)
 #     exit 2 with one line before any point runs; so do the F11 reproducers
@@ -17,13 +17,13 @@
 #     bash they reproduce the local tables; with root and Debian's slurmctld
 #     and slurmd, a private single-node cluster runs them for real;
 #   - sweep.json records the spec and each axis column's config key;
-#   - plots are valid PNGs (tests/unit/test_sweep_lib.py inspects their figures);
+#   - plots are valid PNGs (tests/unit/scripts/test_sweep_lib.py inspects their figures);
 #     npusim-plan ranks fitting plans by throughput.
 # Run from the repository root.
 set -u
 npusim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=$(pwd)
-sweep=$root/scripts/npusim-sweep
+sweep=$root/scripts/tools/npusim-sweep
 source "$(dirname "$0")/e2e_lib.sh"
 
 # npusim wrapped: every simulation (not validate/schema/--help) is logged
@@ -122,13 +122,13 @@ bad_line flag_sweep_timeout "npusim-sweep: argument --timeout: expected seconds 
   "$sweep" one.json --timeout -1
 bad_line flag_sweep_nospec 'npusim-sweep: the following arguments are required: spec' "$sweep"
 bad_line flag_plan 'npusim-plan: the following arguments are required: --system, --workload, --npus' \
-  "$root/scripts/npusim-plan" --nope
+  "$root/scripts/tools/npusim-plan" --nope
 bad_line flag_plan_npus "npusim-plan: argument --npus: expected an integer from 1 to 9223372036854775807, found '0'" \
-  "$root/scripts/npusim-plan" --system s --workload w --npus 0
+  "$root/scripts/tools/npusim-plan" --system s --workload w --npus 0
 bad_line flag_plot "npusim-plot: argument --kind: invalid choice: 'pie' (choose from 'line', 'bar', 'stacked')" \
-  "$root/scripts/npusim-plot" x --x a --y b --kind pie
+  "$root/scripts/tools/npusim-plot" x --x a --y b --kind pie
 for s in npusim-sweep npusim-plan npusim-plot; do
-  check "$s --help: exit 0, usage on stdout" bash -c "'$root/scripts/$s' --help | grep -q '^usage: $s'"
+  check "$s --help: exit 0, usage on stdout" bash -c "'$root/scripts/tools/$s' --help | grep -q '^usage: $s'"
 done
 
 # the CI sweep: the 8 plans of tp x pp x dp = 8 (filter) plus tp=3 (npusim rejects it)
@@ -290,7 +290,7 @@ fi
 png_ok() { python3 -c 'import sys
 d = open(sys.argv[1], "rb").read()
 assert d[:8] == b"\x89PNG\r\n\x1a\n" and d[12:16] == b"IHDR" and len(d) > 5000, len(d)' "$1"; }
-plot=$root/scripts/npusim-plot
+plot=$root/scripts/tools/npusim-plot
 "$plot" "$tmp/j1" --x tp --y step_time_s --hue pp --out "$tmp/line.png" >/dev/null 2>&1
 check "line chart: step time against tp, one line per pp" png_ok "$tmp/line.png"
 "$plot" "$tmp/j1/results.jsonl" --x tp,pp --y mfu --kind bar --where parallel.dp=2 --out "$tmp/bar.png" >/dev/null 2>&1
@@ -307,7 +307,7 @@ check "plot of an unknown field: exit 2, one line, no file" \
   bash -c "[ $? -eq 2 ] && [ \$(wc -l <'$tmp/plot.err') -eq 1 ] && [ ! -e '$tmp/nope.png' ]"
 
 # plan search on the tiny model: 8 NPUs, every valid plan, best first
-"$root/scripts/npusim-plan" --system configs/systems/ascend-910b.json --workload tests/data/train/tiny.json \
+"$root/scripts/tools/npusim-plan" --system configs/systems/ascend-910b.json --workload tests/data/train/tiny.json \
   --set training.global_batch=16 --npus 8 --format csv --top 100 >"$tmp/plan.csv" 2>"$tmp/plan.err"
 check "plan: every tp x pp x dp = 8 the model admits, ranked by throughput, fitting first" \
   python3 - "$tmp/plan.csv" <<'EOF'

@@ -10,6 +10,7 @@ extern CU_TestInfo model_tests[];
 extern CU_TestInfo coll_tests[];
 extern CU_TestInfo op_tests[];
 extern CU_TestInfo trace_tests[];
+extern CU_TestInfo chakra_tests[];
 extern CU_TestInfo replay_tests[];
 extern CU_TestInfo train_tests[];
 extern CU_TestInfo calibrate_tests[];

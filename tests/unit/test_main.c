@@ -13,6 +13,7 @@ int main(void) {
       {.pName = "coll", .pTests = coll_tests},
       {.pName = "op", .pTests = op_tests},
       {.pName = "trace", .pTests = trace_tests},
+      {.pName = "chakra", .pTests = chakra_tests},
       {.pName = "replay", .pTests = replay_tests},
       {.pName = "train", .pTests = train_tests},
       {.pName = "calibrate", .pTests = calibrate_tests},

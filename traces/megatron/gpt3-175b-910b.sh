@@ -1,6 +1,6 @@
 #!/bin/bash
 # What-if of configs/workloads/gpt3-175b-910b.json (the scale benchmark of
-# scripts/bench_train.py): GPT-3 175B on 1024 NPUs (128 servers), TP8 PP8 DP16,
+# scripts/bench/bench_train.py): GPT-3 175B on 1024 NPUs (128 servers), TP8 PP8 DP16,
 # global batch 1536, bf16 with flash attention, distributed optimizer, selective
 # recomputation + sequence parallelism. Megatron-LM's
 # examples/gpt3/train_gpt3_175b_distributed.sh

@@ -3,7 +3,7 @@
 # (file last changed in a2552c6a 2024-09-12), stored unchanged below these lines:
 # https://github.com/moguizhizi/MindSpeed-LLM/blob/3e9fd1d56186992a633f1b8a0231594bde3020c7/examples/mcore/llama2/pretrain_llama2_70b_ptd.sh
 # (a GitHub mirror of https://gitee.com/ascend/MindSpeed-LLM, branch master).
-# Test input of tests/e2e/from_args_test.py: scripts/npusim-from-args reads it and
+# Test input of tests/e2e/from_args_test.py: scripts/tools/npusim-from-args reads it and
 # must give configs/workloads/llama2-70b.json.
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 

@@ -1,0 +1,710 @@
+"""megatron_args.py - Megatron-LM / MindSpeed-LLM arguments as an npusim
+workload config, for scripts/tools/npusim-from-args: the flags it reads, those
+it drops silently and the launcher's (Arguments, over the Field words
+megatron_shell.py expands), and convert(args, opts), the mapping to npusim's
+keys with Megatron's (or MindSpeed's) defaults for what the arguments leave
+out, each value with a KEY_source naming the flag or default it came from.
+
+Bad or missing values raise InputError with the one line the user sees; flags
+it does not model are collected in Arguments.ignored and approximations in
+Arguments.notes for the tool to print. It reads no file and does not parse
+shell (megatron_shell.py does). Python 3 standard library only."""
+
+import math
+import os
+import re
+
+from megatron_shell import MARK_RE, Field, InputError, one_line, shorten
+
+MAX_NAME_CHARS = 63            # npusim's name and model.name
+GPT2_BPE_VOCAB = 50257         # entries of GPT-2's BPE vocabulary (gpt2-vocab.json)
+MEGATRON_BUCKET_ELEMENTS = 40_000_000  # Megatron DDP's default bucket, at least 1M x dp
+MIB = 1 << 20
+
+
+# ---------------------------------------------------------------------------
+# Megatron's arguments.
+# ---------------------------------------------------------------------------
+
+# Flags the conversion reads: value-taking (True) or switches (False).
+USED = {
+    "--num-layers": True, "--hidden-size": True, "--num-attention-heads": True,
+    "--group-query-attention": False, "--num-query-groups": True, "--kv-channels": True,
+    "--ffn-hidden-size": True, "--seq-length": True, "--encoder-seq-length": True,
+    "--micro-batch-size": True, "--global-batch-size": True,
+    "--tensor-model-parallel-size": True, "--pipeline-model-parallel-size": True,
+    "--num-layers-per-virtual-pipeline-stage": True,
+    "--num-virtual-stages-per-pipeline-rank": True,
+    "--decoder-first-pipeline-num-layers": True, "--decoder-last-pipeline-num-layers": True,
+    "--num-layers-in-first-pipeline-stage": True, "--num-layers-in-last-pipeline-stage": True,
+    "--context-parallel-size": True, "--context-parallel-algo": True,
+    "--expert-model-parallel-size": True, "--num-experts": True, "--moe-router-topk": True,
+    "--moe-ffn-hidden-size": True, "--moe-intermediate-size": True,
+    "--moe-shared-expert-intermediate-size": True, "--n-shared-experts": True,
+    "--moe-expert-capacity-factor": True, "--moe-layer-freq": True,
+    "--first-k-dense-replace": True, "--expert-interval": True,
+    "--sequence-parallel": False,
+    "--recompute-activations": False, "--recompute-granularity": True,
+    "--recompute-method": True, "--recompute-num-layers": True,
+    "--checkpoint-activations": False, "--activations-checkpoint-method": True,
+    "--activations-checkpoint-num-layers": True, "--checkpoint-num-layers": True,
+    "--use-distributed-optimizer": False, "--use-torch-fsdp2": False,
+    "--use-custom-fsdp": False, "--use-megatron-fsdp": False,
+    "--data-parallel-sharding-strategy": True,
+    "--swiglu": False, "--squared-relu": False, "--normalization": True,
+    "--untie-embeddings-and-output-weights": False, "--position-embedding-type": True,
+    "--use-rotary-position-embeddings": False,
+    "--attention-dropout": True, "--hidden-dropout": True,
+    "--vocab-size": True, "--padded-vocab-size": True, "--make-vocab-size-divisible-by": True,
+    "--tokenizer-type": True,
+    "--bf16": False, "--fp16": False, "--fp8-format": True, "--optimizer": True,
+    "--use-flash-attn": False, "--attention-backend": True,
+    "--overlap-grad-reduce": False, "--ddp-bucket-size": True,
+    "--accumulate-allreduce-grads-in-fp32": False, "--grad-reduce-in-bf16": False,
+    "--overlap-param-gather": False, "--overlap-p2p-communication": False,
+    "--no-overlap-p2p-communication": False, "--tp-comm-overlap": False,
+    "--use-tp-pp-dp-mapping": False,
+}
+
+# Flags that change nothing npusim models: read and dropped without a word.
+QUIET = {
+    # learning rate, optimizer hyper-parameters, initialisation, loss scale
+    "--lr": True, "--min-lr": True, "--lr-decay-style": True, "--lr-decay-iters": True,
+    "--lr-decay-samples": True, "--lr-warmup-fraction": True, "--lr-warmup-iters": True,
+    "--lr-warmup-samples": True, "--weight-decay": True, "--clip-grad": True,
+    "--adam-beta1": True, "--adam-beta2": True, "--adam-eps": True,
+    "--init-method-std": True, "--initial-loss-scale": True, "--loss-scale": True,
+    "--min-loss-scale": True, "--loss-scale-window": True, "--seed": True,
+    "--train-iters": True, "--train-samples": True,
+    # data, tokenizer files, checkpoints, logging, evaluation
+    "--data-path": True, "--train-data-path": True, "--valid-data-path": True,
+    "--test-data-path": True, "--split": True, "--data-cache-path": True,
+    "--vocab-file": True, "--merge-file": True, "--tokenizer-model": True,
+    "--tokenizer-name-or-path": True, "--handler-name": True, "--num-workers": True,
+    "--dataloader-type": True, "--mock-data": False,
+    "--save": True, "--load": True, "--save-interval": True, "--no-load-optim": False,
+    "--no-load-rng": False, "--no-save-optim": False, "--no-save-rng": False,
+    "--ckpt-format": True, "--enable-hf2mg-convert": False, "--model-type-hf": True,
+    "--use-checkpoint-args": False, "--finetune": False,
+    "--eval-interval": True, "--eval-iters": True, "--log-interval": True,
+    "--tensorboard-dir": True, "--log-throughput": False, "--timing-log-level": True,
+    "--wandb-project": True, "--wandb-exp-name": True, "--wandb-save-dir": True,
+    "--exit-interval": True, "--exit-duration-in-mins": True,
+    "--distributed-backend": True, "--distributed-timeout-minutes": True,
+    # model details with no cost npusim would count
+    "--max-position-embeddings": True, "--rotary-base": True, "--norm-epsilon": True,
+    "--disable-bias-linear": False, "--use-mcore-models": False, "--use-legacy-models": False,
+}
+
+# torchrun / torch.distributed.launch options (before the .py), '_' read as '-'.
+LAUNCHER = {
+    "--nnodes": True, "--nproc-per-node": True, "--standalone": False,
+    "--node-rank": True, "--master-addr": True, "--master-port": True,
+    "--rdzv-backend": True, "--rdzv-endpoint": True, "--rdzv-id": True, "--rdzv-conf": True,
+    "--max-restarts": True, "--monitor-interval": True, "--log-dir": True,
+    "--redirects": True, "--tee": True, "--use-env": False, "--local-addr": True,
+    "--start-method": True, "--role": True, "--no-python": False, "--module": False,
+    "--run-path": False,
+}
+
+# Flags only MindSpeed(-LLM) has: their presence says MindSpeed's defaults apply.
+MINDSPEED_ONLY = ("--use-mc2", "--use-fused-rmsnorm", "--use-fused-swiglu",
+                  "--use-fused-rotary-pos-emb", "--padded-vocab-size", "--context-parallel-algo",
+                  "--tokenizer-name-or-path", "--reuse-fp32-param", "--swap-attention",
+                  "--recompute-activation-function", "--use-ascend-mc2", "--n-shared-experts",
+                  "--moe-intermediate-size")
+
+
+class Flag:
+    def __init__(self, name, values, inline):
+        self.name = name
+        self.values = values      # list of Field
+        self.inline = inline      # given as --name=value
+
+
+class Arguments:
+    """Megatron's arguments after the .py, plus the launcher's before it."""
+
+    def __init__(self, fields):
+        self.flags = {}           # name -> last Flag (argparse: the last one wins)
+        self.launcher = {}
+        self.ignored = {}         # flags listed as not modelled, in order (a dict: a set
+        self.notes = {}           # that keeps order, so a long list is not quadratic)
+        self.has_torchrun = False
+        py = next((k for k, f in enumerate(fields) if f.text.endswith(".py")), None)
+        before, after = (fields[:py], fields[py + 1:]) if py is not None else ([], fields)
+        for f in before:
+            t = os.path.basename(f.text)
+            if t in ("torchrun", "torch.distributed.launch", "torch.distributed.run"):
+                self.has_torchrun = True
+        self.read(before, launcher_side=True)
+        self.read(after, launcher_side=False)
+
+    def read(self, fields, launcher_side):
+        k = 0
+        while k < len(fields):
+            f = fields[k]
+            k += 1
+            if not f.text.startswith("--") or f.text == "--":
+                if not launcher_side:
+                    why = f.unknown if MARK_RE.fullmatch(f.text) else "no flag takes it"
+                    self.note(f"ignored {shorten(f.shown)}: {why}")
+                continue
+            name, eq, inline = f.text.partition("=")
+            values = [Field(inline)] if eq else []
+            while not eq and k < len(fields) and not fields[k].text.startswith("--"):
+                values.append(fields[k])
+                k += 1
+            lname = name.replace("_", "-")
+            if lname in LAUNCHER:
+                if lname in ("--nnodes", "--nproc-per-node", "--standalone"):
+                    self.has_torchrun = True
+                self.launcher[lname] = Flag(name, values, bool(eq))
+                continue
+            if launcher_side:
+                self.ignore(name)
+                continue
+            self.flags[name] = Flag(name, values, bool(eq))
+            takes = USED.get(name, QUIET.get(name))
+            if takes is False and values and not eq:
+                self.note(f"ignored {shorten(values[0].shown)} after {name}: {name} takes no value")
+            if name not in USED and name not in QUIET:
+                self.ignore(name)
+
+    def ignore(self, name):
+        self.ignored[name] = None
+
+    def note(self, msg):
+        self.notes[msg] = None
+
+    def given(self, name):
+        return name in self.flags
+
+    def text(self, name, default=None):
+        """The flag's value as text; default when absent."""
+        fl = self.flags.get(name)
+        if fl is None:
+            return default
+        if not fl.values:
+            raise InputError(f"{name}: expected a value, found none")
+        if len(fl.values) > 1:
+            raise InputError(f"{name}: expected one value, found {len(fl.values)}: "
+                             + " ".join(v.shown for v in fl.values[:4]))
+        v = fl.values[0]
+        if v.unknown:
+            raise InputError(f"{name}: {v.unknown}")
+        return v.text
+
+    def int(self, name, default=None, lo=1, hi=1 << 40):
+        t = self.text(name)
+        if t is None:
+            return default
+        try:
+            v = int(t, 10)
+        except ValueError:
+            v = None
+        if v is None or not lo <= v <= hi:
+            raise InputError(f"{name}: expected an integer from {lo} to {hi}, found {shorten(t)}")
+        return v
+
+    def float(self, name, default=None, lo=0.0, hi=1.0):
+        t = self.text(name)
+        if t is None:
+            return default
+        try:
+            v = float(t)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and lo <= v <= hi):
+            raise InputError(f"{name}: expected a number from {lo:g} to {hi:g}, found {shorten(t)}")
+        return v
+
+    def choice(self, name, choices, default=None):
+        t = self.text(name)
+        if t is None:
+            return default
+        if t not in choices:
+            raise InputError(f"{name}: expected one of {', '.join(choices)}, found {shorten(t)}")
+        return t
+
+    def src(self, name):
+        """How the flag was written, for a _source string."""
+        fl = self.flags[name]
+        return name + ("=" if fl.inline else " " if fl.values else "") + \
+            " ".join(v.shown for v in fl.values)
+
+    def launcher_count(self, name):
+        fl = self.launcher.get(name)
+        if fl is None:
+            return None
+        shown = fl.name
+        if len(fl.values) != 1:
+            raise InputError(f"{shown}: expected one value, found {len(fl.values)}")
+        v = fl.values[0]
+        if v.unknown:
+            raise InputError(f"{shown}: {v.unknown}; give --world-size")
+        t = v.text
+        if name == "--nnodes" and re.fullmatch(r"\d+:\d+", t):
+            lo, hi = t.split(":")
+            if lo != hi:
+                raise InputError(f"{shown} {t}: an elastic range of nodes; give --world-size")
+            t = lo
+        if not re.fullmatch(r"\d+", t) or not 1 <= int(t) <= 1 << 30:
+            raise InputError(f"{shown}: expected a count from 1 to {1 << 30}, found {shorten(t)}"
+                             "; give --world-size")
+        return int(t)
+
+
+# ---------------------------------------------------------------------------
+# The conversion.
+# ---------------------------------------------------------------------------
+
+class Out:
+    """A workload section: values in order, each with its _source."""
+
+    def __init__(self, sources):
+        self.d = {}
+        self.sources = sources
+
+    def set(self, key, value, source):
+        self.d[key] = value
+        if self.sources and source:
+            self.d[key + "_source"] = one_line(source[:1000])[:1000]
+
+
+def flag_or(a, name, default_text):
+    return a.src(name) if name in a.flags else default_text
+
+
+def convert(a, opts):
+    """The workload dict of Arguments a."""
+    mindspeed = any(n in a.flags for n in MINDSPEED_ONLY)
+    model, par, tr = Out(opts.sources), Out(opts.sources), Out(opts.sources)
+
+    # ---- sizes ----
+    for need in ("--num-layers", "--hidden-size", "--num-attention-heads", "--micro-batch-size"):
+        if not a.given(need):
+            raise InputError(f"{need}: not given (Megatron needs it)")
+    layers = a.int("--num-layers", hi=100000)
+    hidden = a.int("--hidden-size", hi=10_000_000)
+    heads = a.int("--num-attention-heads", hi=100000)
+    seq_flag = "--seq-length" if a.given("--seq-length") else "--encoder-seq-length"
+    if not a.given(seq_flag):
+        raise InputError("--seq-length: not given (Megatron needs it)")
+    seq = a.int(seq_flag, hi=100_000_000)
+    if hidden % heads:
+        raise InputError(f"--hidden-size {hidden}: not a multiple of --num-attention-heads {heads}")
+    kv_channels = a.int("--kv-channels", None, hi=10_000_000)
+    if kv_channels is not None and kv_channels != hidden // heads:
+        raise InputError(f"--kv-channels {kv_channels}: npusim models heads of --hidden-size / "
+                         f"--num-attention-heads = {hidden // heads} channels")
+    if a.given("--group-query-attention"):
+        if not a.given("--num-query-groups"):
+            raise InputError("--group-query-attention: --num-query-groups is not given")
+        kv = a.int("--num-query-groups", hi=100000)
+        kv_src = a.src("--num-query-groups")
+        if heads % kv:
+            raise InputError(f"--num-query-groups {kv}: does not divide --num-attention-heads "
+                             f"{heads}")
+    else:
+        kv, kv_src = heads, "--num-attention-heads (no --group-query-attention)"
+        if a.given("--num-query-groups"):
+            a.text("--num-query-groups")
+            a.note("--num-query-groups has no effect without --group-query-attention "
+                   "(as in Megatron)")
+
+    swiglu = a.given("--swiglu")
+    if swiglu and a.given("--squared-relu"):
+        raise InputError("--squared-relu: given with --swiglu")
+    if a.given("--ffn-hidden-size"):
+        ffn, ffn_src = a.int("--ffn-hidden-size", hi=100_000_000), a.src("--ffn-hidden-size")
+    elif swiglu:
+        ffn = int((4 * hidden * 2 / 3) / 64) * 64
+        ffn_src = "Megatron default with --swiglu: 4 x --hidden-size x 2/3, rounded down to 64"
+    else:
+        ffn, ffn_src = 4 * hidden, "Megatron default: 4 x --hidden-size"
+
+    # ---- parallel plan ----
+    tp = a.int("--tensor-model-parallel-size", 1, hi=100000)
+    pp = a.int("--pipeline-model-parallel-size", 1, hi=100000)
+    cp = a.int("--context-parallel-size", 1, hi=100000)
+    ep = a.int("--expert-model-parallel-size", 1, hi=100000)
+    if heads % tp:
+        raise InputError(f"--tensor-model-parallel-size {tp}: does not divide "
+                         f"--num-attention-heads {heads}")
+    if kv % tp:
+        raise InputError(f"--tensor-model-parallel-size {tp}: does not divide "
+                         f"--num-query-groups {kv}")
+    if opts.world_size is not None:
+        world, world_src = opts.world_size, f"--world-size {opts.world_size} (npusim-from-args)"
+    else:
+        nn = a.launcher_count("--nnodes")
+        npn = a.launcher_count("--nproc-per-node")
+        if "--standalone" in a.launcher and nn is None:
+            nn = 1
+        if nn is None and npn is None and not a.has_torchrun:
+            raise InputError("the world size is not in the arguments (no torchrun --nnodes / "
+                             "--nproc-per-node); give --world-size N")
+        nn, npn = nn or 1, npn or 1
+        world = nn * npn
+        world_src = f"--nnodes {nn} x --nproc-per-node {npn}"
+    if world % (tp * pp * cp):
+        raise InputError(f"--tensor-model-parallel-size {tp} x --pipeline-model-parallel-size "
+                         f"{pp} x --context-parallel-size {cp} does not divide the world size "
+                         f"{world}")
+    dp = world // (tp * pp * cp)
+
+    if cp > 1:
+        algo = a.text("--context-parallel-algo")
+        if algo is None and mindspeed:
+            raise InputError(f"--context-parallel-size {cp}: MindSpeed's default "
+                             "--context-parallel-algo is ulysses_cp_algo, which npusim does not "
+                             "model (ring attention: megatron_cp_algo)")
+        if algo not in (None, "megatron_cp_algo"):
+            raise InputError(f"--context-parallel-algo {algo}: npusim models ring attention "
+                             "(megatron_cp_algo) only")
+    elif a.given("--context-parallel-algo"):
+        a.text("--context-parallel-algo")
+
+    first = a.int("--decoder-first-pipeline-num-layers", None, 0, 100000)
+    first_flag = "--decoder-first-pipeline-num-layers"
+    if first is None and a.given("--num-layers-in-first-pipeline-stage"):
+        first_flag = "--num-layers-in-first-pipeline-stage"
+        first = a.int(first_flag, None, 0, 100000)
+    last = a.int("--decoder-last-pipeline-num-layers", None, 0, 100000)
+    last_flag = "--decoder-last-pipeline-num-layers"
+    if last is None and a.given("--num-layers-in-last-pipeline-stage"):
+        last_flag = "--num-layers-in-last-pipeline-stage"
+        last = a.int(last_flag, None, 0, 100000)
+
+    vpp, vpp_src = 1, "Megatron default: no interleaving"
+    if a.given("--num-layers-per-virtual-pipeline-stage"):
+        per = a.int("--num-layers-per-virtual-pipeline-stage", hi=100000)
+        if first is not None or last is not None:
+            raise InputError("--num-layers-per-virtual-pipeline-stage: npusim-from-args does not "
+                             f"combine it with {first_flag if first is not None else last_flag}")
+        if layers % pp or (layers // pp) % per:
+            raise InputError(f"--num-layers-per-virtual-pipeline-stage {per}: does not divide the "
+                             f"{layers} / {pp} layers of a pipeline stage")
+        vpp = layers // pp // per
+        vpp_src = (f"--num-layers {layers} / --pipeline-model-parallel-size {pp} / "
+                   f"--num-layers-per-virtual-pipeline-stage {per}")
+    elif a.given("--num-virtual-stages-per-pipeline-rank"):
+        vpp = a.int("--num-virtual-stages-per-pipeline-rank", hi=100000)
+        vpp_src = a.src("--num-virtual-stages-per-pipeline-rank")
+    if vpp > 1 and pp == 1:
+        raise InputError("--num-layers-per-virtual-pipeline-stage: interleaving needs "
+                         "--pipeline-model-parallel-size > 1")
+
+    sp = a.given("--sequence-parallel")
+    sp_src = "--sequence-parallel" if sp else "Megatron default: off"
+    if sp and tp == 1:
+        sp, sp_src = False, "--sequence-parallel, off with tp 1 (as Megatron turns it off)"
+
+    zero, zero_src = 0, "Megatron default: no --use-distributed-optimizer"
+    if a.given("--use-distributed-optimizer"):
+        zero, zero_src = 1, "--use-distributed-optimizer"
+    strategy = a.choice("--data-parallel-sharding-strategy",
+                        ("no_shard", "optim", "optim_grads", "optim_grads_params"))
+    if a.given("--use-custom-fsdp") or a.given("--use-megatron-fsdp"):
+        zero = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3,
+                None: 3}[strategy]
+        zero_src = "Megatron FSDP, --data-parallel-sharding-strategy " + \
+            (strategy or "optim_grads_params (its default)")
+    if a.given("--use-torch-fsdp2"):
+        zero, zero_src = 3, "--use-torch-fsdp2 (FSDP: parameters, gradients and optimizer sharded)"
+
+    recompute, rc_src = "none", "Megatron default: no recomputation"
+    gran = a.choice("--recompute-granularity", ("full", "selective"))
+    method_flag = next((f for f in ("--recompute-method", "--activations-checkpoint-method")
+                        if a.given(f)), "--recompute-method")
+    method = a.choice(method_flag, ("uniform", "block"))
+    nl_flag = next((f for f in ("--recompute-num-layers", "--activations-checkpoint-num-layers",
+                                "--checkpoint-num-layers") if a.given(f)), "--recompute-num-layers")
+    rc_layers = a.int(nl_flag, None, 1, 100000)
+    if a.given("--recompute-activations"):
+        recompute, rc_src = "selective", "--recompute-activations"
+    if a.given("--checkpoint-activations"):
+        recompute, rc_src = "full", "--checkpoint-activations (Megatron's older name of full)"
+    if gran is not None:
+        recompute, rc_src = gran, a.src("--recompute-granularity")
+    if gran == "full" and method is None:
+        raise InputError("--recompute-granularity full: Megatron needs --recompute-method uniform "
+                         "or block with it")
+    if recompute == "selective" and method is not None:
+        raise InputError(f"{method_flag} {method}: Megatron refuses a recompute method with "
+                         "selective recomputation")
+    if recompute == "full" and method == "block":
+        chunk = layers // (pp * vpp) if layers % (pp * vpp) == 0 else None
+        if rc_layers is None:
+            raise InputError(f"{method_flag} block: {nl_flag} is not given")
+        if chunk is None or rc_layers < chunk:
+            a.note(f"{method_flag} block {nl_flag} {rc_layers} recomputes some layers of each "
+                   "stage; modelled as full recomputation of every layer")
+        rc_src += f", {method_flag} block {nl_flag} {rc_layers}"
+    elif recompute == "full" and method is not None:
+        rc_src += f", {method_flag} {method}"
+
+    # ---- model ----
+    if a.given("--normalization"):
+        norm = {"LayerNorm": "layernorm", "RMSNorm": "rmsnorm"}.get(a.text("--normalization"))
+        if norm is None:
+            raise InputError(f"--normalization: expected LayerNorm or RMSNorm, found "
+                             f"{shorten(a.text('--normalization'))}")
+        norm_src = a.src("--normalization")
+    else:
+        norm, norm_src = "layernorm", "Megatron default: LayerNorm"
+
+    if a.given("--position-embedding-type"):
+        t = a.text("--position-embedding-type")
+        pos = {"learned_absolute": "learned", "rope": "rope", "mrope": "rope",
+               "yarn": "rope"}.get(t)
+        if pos is None:
+            raise InputError(f"--position-embedding-type {t}: npusim models rope and "
+                             "learned_absolute positions only")
+        pos_src = a.src("--position-embedding-type")
+    elif a.given("--use-rotary-position-embeddings"):
+        pos, pos_src = "rope", "--use-rotary-position-embeddings"
+    else:
+        pos, pos_src = "learned", "Megatron default: learned_absolute"
+
+    if swiglu:
+        act, act_src = "swiglu", "--swiglu"
+    elif a.given("--squared-relu"):
+        act, act_src = "gelu", "--squared-relu, as the two-matrix gelu MLP (same shapes)"
+        a.note("--squared-relu is modelled as the gelu MLP (same shapes and FLOPs of its matmuls)")
+    else:
+        act, act_src = "gelu", "Megatron default: GeLU"
+
+    untie = a.given("--untie-embeddings-and-output-weights")
+    tied_src = "--untie-embeddings-and-output-weights" if untie else \
+        "Megatron default: tied (no --untie-embeddings-and-output-weights)"
+
+    att = a.float("--attention-dropout", 0.1, 0.0, 0.99)
+    hid = a.float("--hidden-dropout", 0.1, 0.0, 0.99)
+    dropout = max(att, hid)
+    drop_src = " and ".join(a.src(f) if f in a.flags else f"{f} 0.1 (Megatron default)"
+                            for f in ("--attention-dropout", "--hidden-dropout"))
+    if att != hid:
+        a.note(f"--attention-dropout {att:g} and --hidden-dropout {hid:g} differ; npusim has one "
+               f"dropout: {dropout:g}")
+
+    vocab, vocab_src = vocabulary(a, tp, opts)
+
+    model.set("name", opts.model_name, opts.model_name_source)
+    model.set("layers", layers, a.src("--num-layers"))
+    model.set("hidden", hidden, a.src("--hidden-size"))
+    model.set("heads", heads, a.src("--num-attention-heads"))
+    model.set("kv_heads", kv, kv_src)
+    model.set("ffn_hidden", ffn, ffn_src)
+    model.set("vocab", vocab, vocab_src)
+    model.set("seq_len", seq, a.src(seq_flag))
+    model.set("activation", act, act_src)
+    model.set("norm", norm, norm_src)
+    model.set("position_embedding", pos, pos_src)
+    model.set("tied_embeddings", not untie, tied_src)
+    model.set("dropout", dropout, drop_src)
+    moe = mixture_of_experts(a, ffn, ep, dp, cp, opts.sources)
+    if moe is not None:
+        model.d["moe"] = moe
+
+    # ---- plan ----
+    par.set("dp", dp, f"world size {world} ({world_src}) / (tp {tp} x pp {pp} x cp {cp})")
+    par.set("tp", tp, flag_or(a, "--tensor-model-parallel-size", "Megatron default: 1"))
+    par.set("sequence_parallel", sp, sp_src)
+    par.set("pp", pp, flag_or(a, "--pipeline-model-parallel-size", "Megatron default: 1"))
+    par.set("vpp", vpp, vpp_src)
+    if first is not None:
+        par.set("first_stage_layers", first, a.src(first_flag))
+    if last is not None:
+        par.set("last_stage_layers", last, a.src(last_flag))
+    par.set("cp", cp, flag_or(a, "--context-parallel-size", "Megatron default: 1"))
+    par.set("ep", ep, flag_or(a, "--expert-model-parallel-size", "Megatron default: 1"))
+    par.set("zero", zero, zero_src)
+    par.set("recompute", recompute, rc_src)
+    if a.given("--use-tp-pp-dp-mapping"):
+        if cp > 1 or ep > 1:
+            raise InputError("--use-tp-pp-dp-mapping: Megatron refuses it with context or "
+                             "expert parallelism")
+        par.set("order", "tp-cp-pp-dp", "--use-tp-pp-dp-mapping")
+
+    # ---- training ----
+    mb = a.int("--micro-batch-size", hi=10_000_000)
+    if a.given("--global-batch-size"):
+        gb, gb_src = a.int("--global-batch-size", hi=1_000_000_000), a.src("--global-batch-size")
+    else:
+        gb, gb_src = mb * dp, "Megatron default: --micro-batch-size x dp"
+    if gb % (mb * dp):
+        raise InputError(f"--global-batch-size {gb}: not a multiple of --micro-batch-size {mb} "
+                         f"x dp {dp}")
+    if a.given("--bf16") and a.given("--fp16"):
+        raise InputError("--fp16: given with --bf16")
+    if a.given("--bf16"):
+        prec, prec_src = "bf16", "--bf16"
+    elif a.given("--fp16"):
+        prec, prec_src = "fp16", "--fp16"
+    else:
+        raise InputError("--bf16: neither --bf16 nor --fp16 is given, and npusim does not model "
+                         "fp32 training")
+    if a.given("--fp8-format"):
+        a.choice("--fp8-format", ("e4m3", "hybrid"))
+        prec, prec_src = "fp8", a.src("--fp8-format")
+    opt = a.choice("--optimizer", ("adam", "sgd", "muon", "dist_muon"), "adam")
+    if opt != "adam":
+        raise InputError(f"--optimizer {opt}: npusim models adam only")
+
+    if a.given("--use-flash-attn"):
+        flash, flash_src = True, "--use-flash-attn"
+    elif a.given("--attention-backend"):
+        backend = a.choice("--attention-backend", ("flash", "fused", "unfused", "local", "auto"))
+        flash, flash_src = backend in ("flash", "fused", "auto"), a.src("--attention-backend")
+    else:
+        flash, flash_src = False, "Megatron default: no --use-flash-attn"
+    if cp > 1 and not flash:
+        if a.given("--attention-backend"):
+            raise InputError(f"{a.src('--attention-backend')}: context parallelism needs a fused "
+                             "attention kernel")
+        flash, flash_src = True, "context parallelism: ring attention runs a fused kernel"
+
+    ogr = a.given("--overlap-grad-reduce")
+    if prec == "fp16":
+        fp32_grads = a.given("--accumulate-allreduce-grads-in-fp32")
+        g32_src = "--accumulate-allreduce-grads-in-fp32" if fp32_grads else \
+            "Megatron default with --fp16: gradients in fp16"
+    else:
+        fp32_grads = not a.given("--grad-reduce-in-bf16")
+        g32_src = "--grad-reduce-in-bf16" if not fp32_grads else \
+            "Megatron with --bf16: gradients accumulated and reduced in fp32"
+    opg = a.given("--overlap-param-gather")
+    if opg and zero not in (1, 2):
+        raise InputError("--overlap-param-gather: needs --use-distributed-optimizer")
+    if opg and not ogr:
+        raise InputError("--overlap-param-gather: needs --overlap-grad-reduce (as in Megatron)")
+    if a.given("--no-overlap-p2p-communication"):
+        op2p, op2p_src = False, "--no-overlap-p2p-communication"
+    elif vpp > 1:
+        op2p, op2p_src = True, ("--overlap-p2p-communication" if a.given(
+            "--overlap-p2p-communication") else "Megatron default with interleaving: overlapped")
+    else:
+        op2p, op2p_src = False, "Megatron: not overlapped without interleaving"
+        a.given("--overlap-p2p-communication")
+    if a.given("--tp-comm-overlap"):
+        a.ignore("--tp-comm-overlap")
+
+    tr.set("micro_batch", mb, a.src("--micro-batch-size"))
+    tr.set("global_batch", gb, gb_src)
+    tr.set("precision", prec, prec_src)
+    tr.set("optimizer", "adam", flag_or(a, "--optimizer", "Megatron default: adam"))
+    tr.set("flash_attention", flash, flash_src)
+    tr.set("overlap_grad_reduce", ogr, "--overlap-grad-reduce" if ogr else
+           "Megatron default: no --overlap-grad-reduce")
+    if ogr:
+        if a.given("--ddp-bucket-size"):
+            elems = a.int("--ddp-bucket-size", hi=1 << 50)
+            b_src = a.src("--ddp-bucket-size") + " elements"
+        else:
+            elems = max(MEGATRON_BUCKET_ELEMENTS, 1_000_000 * dp)
+            b_src = "Megatron default: max(40M, 1M x dp) elements"
+        bucket = elems * (4 if fp32_grads else 2) / MIB
+        tr.set("grad_bucket_MiB", bucket, f"{b_src} x {4 if fp32_grads else 2} bytes")
+    elif a.given("--ddp-bucket-size"):
+        a.text("--ddp-bucket-size")
+    tr.set("grad_reduce_in_fp32", fp32_grads, g32_src)
+    tr.set("overlap_param_gather", opg, "--overlap-param-gather" if opg else
+           "Megatron default: no --overlap-param-gather")
+    tr.set("overlap_p2p_comm", op2p, op2p_src)
+    tr.set("overlap_tp_comm", False, "--tp-comm-overlap is not modelled" if a.given(
+        "--tp-comm-overlap") else "Megatron default: no --tp-comm-overlap")
+
+    name = opts.name or f"{opts.model_name}-{world}npu"
+    if len(name) > MAX_NAME_CHARS:
+        name = name[:MAX_NAME_CHARS]
+    plan = f"TP{tp} PP{pp}" + (f" VPP{vpp}" if vpp > 1 else "") + \
+        (f" CP{cp}" if cp > 1 else "") + (f" EP{ep}" if ep > 1 else "") + f" DP{dp}"
+    desc = (f"{opts.model_name} on {world} NPUs, {plan}, converted by npusim-from-args from "
+            f"{opts.input_name}")
+    return {"name": name, "description": one_line(desc)[:1000],
+            "model": model.d, "parallel": par.d, "training": tr.d}
+
+
+def vocabulary(a, tp, opts):
+    """model.vocab: MindSpeed's --padded-vocab-size as given, or the
+    tokenizer's size padded as Megatron pads it (to a multiple of
+    --make-vocab-size-divisible-by x tp)."""
+    if a.given("--padded-vocab-size"):
+        return a.int("--padded-vocab-size", hi=100_000_000), a.src("--padded-vocab-size")
+    tok = a.text("--tokenizer-type")
+    if opts.tokenizer_vocab is not None:
+        base, base_src = opts.tokenizer_vocab, f"--tokenizer-vocab {opts.tokenizer_vocab} " \
+            "(npusim-from-args)"
+    elif tok == "GPT2BPETokenizer":
+        base, base_src = GPT2_BPE_VOCAB, f"--tokenizer-type GPT2BPETokenizer ({GPT2_BPE_VOCAB})"
+    elif tok == "NullTokenizer" and a.given("--vocab-size"):
+        base = a.int("--vocab-size", hi=100_000_000) + 1
+        base_src = f"{a.src('--vocab-size')} + 1 (NullTokenizer's end-of-document token)"
+    elif tok in (None, "TikTokenizer") and a.given("--vocab-size"):
+        base, base_src = a.int("--vocab-size", hi=100_000_000), a.src("--vocab-size")
+    else:
+        what = f"--tokenizer-type {tok} reads it from a file" if tok else \
+            "no --vocab-size, --padded-vocab-size or --tokenizer-type GPT2BPETokenizer"
+        raise InputError(f"model.vocab: the arguments do not give the vocabulary ({what}); "
+                         "give --tokenizer-vocab N")
+    div = a.int("--make-vocab-size-divisible-by", 128, hi=100_000_000)
+    multiple = div * tp
+    padded = -(-base // multiple) * multiple
+    src = f"{base_src} padded to a multiple of " + \
+        (a.src("--make-vocab-size-divisible-by") if "--make-vocab-size-divisible-by" in a.flags
+         else "--make-vocab-size-divisible-by 128 (Megatron default)") + f" x tp {tp}"
+    if padded > 100_000_000:
+        raise InputError(f"--make-vocab-size-divisible-by {div}: pads the vocabulary to {padded}")
+    return padded, src
+
+
+def mixture_of_experts(a, ffn, ep, dp, cp, sources):
+    if not a.given("--num-experts"):
+        if ep > 1:
+            raise InputError(f"--expert-model-parallel-size {ep}: no --num-experts")
+        return None
+    experts = a.int("--num-experts", hi=1_000_000)
+    out = Out(sources)
+    topk = a.int("--moe-router-topk", 2, hi=1_000_000)
+    if topk > experts:
+        raise InputError(f"--moe-router-topk {topk}: more than --num-experts {experts}")
+    if experts % ep:
+        raise InputError(f"--expert-model-parallel-size {ep}: does not divide --num-experts "
+                         f"{experts}")
+    if (dp * cp) % ep:
+        raise InputError(f"--expert-model-parallel-size {ep}: does not divide dp {dp} x cp {cp}")
+    eflag = next((f for f in ("--moe-ffn-hidden-size", "--moe-intermediate-size") if a.given(f)),
+                 None)
+    if eflag:
+        effn, effn_src = a.int(eflag, hi=100_000_000), a.src(eflag)
+    else:
+        effn, effn_src = ffn, "Megatron default: --ffn-hidden-size"
+    shared, sh_src = 0, "Megatron default: none"
+    if a.given("--moe-shared-expert-intermediate-size"):
+        size = a.int("--moe-shared-expert-intermediate-size", hi=100_000_000)
+        if size % effn:
+            raise InputError(f"--moe-shared-expert-intermediate-size {size}: not a multiple of "
+                             f"the experts' {effn}")
+        shared, sh_src = size // effn, a.src("--moe-shared-expert-intermediate-size") + \
+            f" / {effn}"
+    elif a.given("--n-shared-experts"):
+        shared = a.int("--n-shared-experts", 0, 0, 1_000_000)
+        sh_src = a.src("--n-shared-experts")
+    for f, ok in (("--moe-layer-freq", "1"), ("--expert-interval", "1"),
+                  ("--first-k-dense-replace", "0")):
+        t = a.text(f)
+        if t is not None and t.strip() != ok:
+            raise InputError(f"{f} {t}: npusim puts the experts in every layer")
+    if a.given("--moe-expert-capacity-factor"):
+        cap = a.float("--moe-expert-capacity-factor", None, 0.01, 1000.0)
+        cap_src = a.src("--moe-expert-capacity-factor")
+    else:
+        cap, cap_src = 1.0, "Megatron default: dropless, modelled as an even split (1)"
+    out.set("experts", experts, a.src("--num-experts"))
+    out.set("top_k", topk, flag_or(a, "--moe-router-topk", "Megatron default: 2"))
+    out.set("expert_ffn_hidden", effn, effn_src)
+    out.set("capacity_factor", cap, cap_src)
+    out.set("shared_experts", shared, sh_src)
+    return out.d

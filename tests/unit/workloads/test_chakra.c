@@ -1,0 +1,58 @@
+/* test_chakra.c - the Chakra execution-trace writer and reader: a trace written
+ * as Chakra ETs reads back with its streams, dependencies and events. */
+#include <CUnit/CUnit.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "chakra.h"
+#include "replay.h"
+#include "suites.h"
+#include "test_util.h"
+
+static void one_us(const void *ctx, int rank, int op, double *ran_s, double *nominal_s) {
+  (void)ctx, (void)rank, (void)op;
+  *ran_s = *nominal_s = 1e-6;
+}
+
+/* A trace written as Chakra reads back with its streams, its dependencies and
+ * its events: a wait depends on the op that records its event (a ctrl_dep). */
+static void test_chakra_keeps_streams_deps_and_events(void) {
+  char in[512], err[512];
+  snprintf(in, sizeof in, "%s/traces/mixed.json", NPUSIM_SOURCE_DIR);
+  trace_t t, back;
+  CU_ASSERT_EQUAL_FATAL(trace_read(in, &replay_vocab, &t, err, sizeof err), 0);
+  char dir[] = "/tmp/npusim-chakra-XXXXXX", prefix[64], groups[96];
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  snprintf(prefix, sizeof prefix, "%s/m", dir);
+  snprintf(groups, sizeof groups, "%s.comm_groups.json", prefix);
+  CU_ASSERT_EQUAL_FATAL(chakra_write(prefix, &t, &replay_vocab, one_us, NULL, err, sizeof err), 0);
+  chakra_opts_t o = {.compute = CHAKRA_COMPUTE_DURATION, .comm_groups = groups};
+  long skipped;
+  CU_ASSERT_EQUAL_FATAL(chakra_read(prefix, &o, &replay_vocab, &back, &skipped, err, sizeof err),
+                        0);
+  CU_ASSERT_EQUAL(back.ranks, t.ranks);
+  const trace_program_t *p = &back.programs[0];
+  CU_ASSERT_EQUAL_FATAL(p->nops, t.programs[0].nops);
+  const trace_op_t *wait = &p->ops[5]; /* mixed.json: op 4 records attn_done, op 5 waits */
+  bool on_record = false;
+  for (int d = 0; d < wait->ndeps; d++)
+    on_record = on_record || wait->deps[d] == 4;
+  CU_ASSERT(on_record);
+  CU_ASSERT_STRING_EQUAL(p->streams[wait->stream], "comm");
+  CU_ASSERT_EQUAL(p->ops[6].type, TRACE_OP_COLL); /* the tp allreduce */
+  trace_free(&back);
+  trace_free(&t);
+  for (int r = 0; r < 16; r++) {
+    char f[96];
+    snprintf(f, sizeof f, "%s.%d.et", prefix, r);
+    remove(f);
+  }
+  remove(groups);
+  remove(dir);
+}
+
+CU_TestInfo chakra_tests[] = {
+    {"Chakra keeps streams, deps and events", test_chakra_keeps_streams_deps_and_events},
+    CU_TEST_INFO_NULL,
+};
