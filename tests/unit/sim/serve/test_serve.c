@@ -523,7 +523,7 @@ typedef struct {
 } deployment_t;
 
 /* serve-llama3-8b.json on ascend-910b.json with the overrides, deployed and
- * run as cmd_serve.c does, busy stretches held to busy_max_s (0: the default);
+ * run as serve_run.c does, busy stretches held to busy_max_s (0: the default);
  * what serve_sim_run returns, its message in err. */
 static int deploy_and_try(const char *const *sets, bool log, double busy_max_s, deployment_t *d,
                           char *err, size_t err_len) {
@@ -779,8 +779,8 @@ static void test_sim_refuses_a_busy_stretch_past_the_bound(void) {
 
 /* The last line of defence: a request the simulation cannot finish (here one
  * larger than the whole cache, which npusim serve refuses before simulating,
- * check_fits in cmd_serve.c) ends the run in an internal error naming it, not
- * in a result with the request missing. */
+ * serve_deploy_check_fits) ends the run in an internal error naming it, not in
+ * a result with the request missing. */
 static void test_sim_unfinished_requests_are_an_error(void) {
   const char *sets[] = {"serving.requests.count=2", "serving.requests.rate_per_s=0",
                         FIXED_LENGTHS(100, 10), "serving.kv_cache.capacity_GiB=0.01", NULL};
