@@ -8,9 +8,9 @@
 #include "power.h"
 
 static int parse_shape(const char *text, op_desc_t *op, npu_err_t *err) {
-  char why[256];
-  if (op_shape_parse(text, ',', op, why, sizeof why))
-    return npu_err_set(err, "--%s", why); /* "shape: ..." came from --shape */
+  npu_err_t why = {""};
+  if (op_shape_parse(text, ',', op, &why))
+    return npu_err_set(err, "--%s", why.msg); /* "shape: ..." came from --shape */
   return 0;
 }
 
@@ -182,13 +182,13 @@ int cmd_op(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     return -1;
   const chip_cfg_t *chip = &cfg.sys.chip;
   op_desc_t ops[32];
-  char why[512];
+  npu_err_t why = {""};
   int n = opts->sweep ? sweep_ops(&op, ops, 32) : 1;
   if (!opts->sweep)
     ops[0] = op;
   for (int i = 0; i < n; i++)
-    if (op_check(chip, &ops[i], why, sizeof why)) {
-      npu_err_set(err, "--%s", why); /* the field came from --shape or --dtype */
+    if (op_check(chip, &ops[i], &why)) {
+      npu_err_set(err, "--%s", why.msg); /* the field came from --shape or --dtype */
       cli_free_configs(&cfg);
       return -1;
     }

@@ -44,7 +44,7 @@ static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve
                          "%s: serving.requests.trace: expected a path of at most %zu bytes "
                          "from the workload's folder, found a longer one",
                          opts->workload_path, sizeof path - 1);
-    if (serve_requests_read(path, r, err->msg, sizeof err->msg))
+    if (serve_requests_read(path, r, err))
       return -1;
   } else {
     snprintf(path, sizeof path, "%s", opts->workload_path);
@@ -53,11 +53,11 @@ static int load_requests(const cli_opts_t *opts, const workload_cfg_t *wl, serve
                          "%s: serving.requests.prompt.max: expected prompt.max + "
                          "output.max at most the context, model.seq_len = %d, found %d + %d",
                          opts->workload_path, wl->model.seq_len, s->prompt.max, s->output.max);
-    char why[512];
-    if (serve_requests_generate(s, r, why, sizeof why))
-      return npu_err_set(err, "%s: %s", opts->workload_path, why);
+    npu_err_t why = {""};
+    if (serve_requests_generate(s, r, &why))
+      return npu_err_set(err, "%s: %s", opts->workload_path, why.msg);
   }
-  if (serve_requests_check_context(r, path, wl->model.seq_len, err->msg, sizeof err->msg)) {
+  if (serve_requests_check_context(r, path, wl->model.seq_len, err)) {
     serve_requests_free(r);
     return -1;
   }
@@ -88,16 +88,16 @@ static int deploy(const cli_opts_t *opts, const cli_configs_t *cfg, deployment_t
   memset(d, 0, sizeof *d);
   d->npools = serve_sim_pools(s, d->pools);
   long npus = serve_total_npus(s);
-  char why[512];
+  npu_err_t why = {""};
   int rc = npus > 1000000 ? -1
                           : topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package,
-                                       (int)npus, 0, &d->topo, why, sizeof why);
+                                       (int)npus, 0, &d->topo, &why);
   if (rc == TOPO_BAD_FAULT)
-    return npu_err_set(err, "%s: %s", opts->system_path, why);
+    return npu_err_set(err, "%s: %s", opts->system_path, why.msg);
   if (rc)
     return npu_err_set(err, "%s: serving: expected a deployment that fits %s, found %ld NPUs (%s)",
                        opts->workload_path, opts->system_path, npus,
-                       npus > 1000000 ? "over a million" : why);
+                       npus > 1000000 ? "over a million" : why.msg);
   d->has_topo = true;
   for (int i = 0; i < sys->cluster.faults.n; i++) /* serve prices an iteration, not a clock */
     if (sys->cluster.faults.v[i].at_s > 0)
@@ -152,10 +152,10 @@ static int check_fits(const cli_opts_t *opts, const serving_cfg_t *s, const depl
 static int write_files(const cli_opts_t *opts, const serve_report_ctx_t *ctx,
                        const serve_sim_result_t *res, npu_err_t *err) {
   if (opts->timeseries &&
-      serve_write_timeseries(opts->timeseries, ctx, res, err->msg, sizeof err->msg))
+      serve_write_timeseries(opts->timeseries, ctx, res, err))
     return CMD_CANNOT_WRITE;
   if (opts->chrome_trace &&
-      serve_write_chrome(opts->chrome_trace, ctx, res, err->msg, sizeof err->msg))
+      serve_write_chrome(opts->chrome_trace, ctx, res, err))
     return CMD_CANNOT_WRITE;
   return 0;
 }
@@ -169,7 +169,7 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                        "timeline shows instances), found %s",
                        opts->trace_ranks);
   serve_slo_t slo = {0, 0};
-  if (opts->slo && serve_slo_parse(opts->slo, &slo, err->msg, sizeof err->msg))
+  if (opts->slo && serve_slo_parse(opts->slo, &slo, err))
     return -1;
   cli_configs_t cfg;
   if (cli_load_configs(opts, &cfg, err))
@@ -205,7 +205,7 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     serve_sim_opts_t sopts = {opts->timeseries || opts->chrome_trace, &progress, where, 0};
     serve_sim_result_t res;
     rc = serve_sim_run(&cfg.wl.serving, dep.pools, dep.npools, &dep.topo, &reqs, &sopts, &res,
-                       err->msg, sizeof err->msg);
+                       err);
     if (rc == SERVE_SIM_INTERNAL) /* a bug, not the input: exit 1 as other internal errors */
       rc = CMD_CANNOT_WRITE;
     progress_end(&progress);

@@ -62,8 +62,7 @@ void replay_record_free(replay_record_t *rec, const trace_t *trace) {
  * actors, where the plan needs them, print the same times. Times do not depend
  * on memory ops, so the sweep serves even a plan the actors will run; where the
  * sweep is the engine, its record is the run's. */
-static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                         size_t len) {
+static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err) {
   const trace_t *t = pl->trace;
   double **dur = calloc((size_t)t->ranks + 1, sizeof *dur);
   for (int r = 0; r < t->ranks; r++)
@@ -73,28 +72,28 @@ static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *na
   replay_sweep_contended(pl, rec, c, dur); /* reads alone times: comm_s is still NULL */
   replay_contend_free(c);
   pl->comm_s = dur; /* freed with the plan */
-  int rc = replay_check_finished(pl, rec, name, err, len);
+  int rc = replay_check_finished(pl, rec, name, err);
   if (rc == 0 && !pl->sweep) { /* memory ops: the actors run with the durations found */
     replay_record_free(rec, t);
     replay_record_init(rec, pl);
-    rc = replay_actors_run(pl, rec, name, err, len);
+    rc = replay_actors_run(pl, rec, name, err);
   }
   return rc;
 }
 
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,
-               const replay_opts_t *opts, replay_result_t *out, char *err, size_t err_len) {
+               const replay_opts_t *opts, replay_result_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   out->ranks = trace->ranks;
-  char why[512]; /* the model names its field (ranks_per_node: ...), we the file */
+  npu_err_t why; /* the model names its field (ranks_per_node: ...), we the file */
   int topo_rc = topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
-                           trace->ranks_per_node, &out->topo, why, sizeof why);
+                           trace->ranks_per_node, &out->topo, &why);
   if (topo_rc) {
     bool system_key = topo_rc == TOPO_BAD_FAULT && opts->system_file;
-    return snprintf(err, err_len, "%s: %s", system_key ? opts->system_file : trace_name, why), -1;
+    return npu_err_set(err, "%s: %s", system_key ? opts->system_file : trace_name, why.msg), -1;
   }
   replay_plan_t plan;
-  int rc = replay_plan_build(&plan, sys, trace, &out->topo, trace_name, opts, err, err_len);
+  int rc = replay_plan_build(&plan, sys, trace, &out->topo, trace_name, opts, err);
   if (rc) {
     replay_result_free(out, trace);
     return rc;
@@ -104,13 +103,13 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
   replay_record_init(&rec, &plan);
   /* timed faults: only the links shared in time see them (replay_contend.h) */
   if (!opts->flow && (opts->contention || out->topo.nchanges))
-    rc = run_contended(&plan, &rec, trace_name, err, err_len);
+    rc = run_contended(&plan, &rec, trace_name, err);
   else if (plan.sweep)
     replay_sweep_run(&plan, &rec);
   else
-    rc = replay_actors_run(&plan, &rec, trace_name, err, err_len);
+    rc = replay_actors_run(&plan, &rec, trace_name, err);
   if (rc == 0)
-    rc = replay_check_finished(&plan, &rec, trace_name, err, err_len);
+    rc = replay_check_finished(&plan, &rec, trace_name, err);
   if (rc == 0) {
     replay_summarise(&plan, &rec, out);
     out->spans = rec.spans; /* the record's spans become the result's */

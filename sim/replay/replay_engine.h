@@ -41,7 +41,6 @@ void replay_sweep_contended(const replay_plan_t *pl, replay_record_t *rec,
 /* Runs the plan on SimGrid, one actor per stream of each simulated rank.
  * Returns 0, or -1 with a one-line reason in err (the simulator could not
  * start; more streams than it holds). */
-int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                      size_t len);
+int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err);
 
 #endif

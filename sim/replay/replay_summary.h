@@ -13,7 +13,7 @@
 /* Every op of a simulated rank finished, or -1 with one line naming the first
  * that did not (the head of a stuck stream) and what it waits for. */
 int replay_check_finished(const replay_plan_t *pl, const replay_record_t *rec, const char *name,
-                          char *err, size_t len);
+                          npu_err_t *err);
 
 /* Fills out's figures (not its spans or topology). */
 void replay_summarise(const replay_plan_t *pl, const replay_record_t *rec, replay_result_t *out);
