@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "chip.h"
+#include "npu_err.h"
 
 typedef enum {
   OP_MATMUL,        /* C[M,N] = A[M,K] B[K,N], batch of them: dims M, N, K, batch */
@@ -118,11 +119,11 @@ bool op_on_cube(op_kind_t kind);
 /* Parses a shape into op->dims for op->kind: up to 5 integers separated by sep
  * (',' on the command line, 'x' in measurement tables); vector ops take
  * [rows,]cols. Returns 0, or -1 with "shape: expected ..., found ..." in err. */
-int op_shape_parse(const char *text, char sep, op_desc_t *op, char *err, size_t err_len);
+int op_shape_parse(const char *text, char sep, op_desc_t *op, npu_err_t *err);
 
 /* Checks a descriptor: positive dims where the kind needs them, byte counts that
  * fit in 64 bits, a dtype the chip computes. Returns 0, or -1 with "FIELD:
  * expected ..., found ..." in err, FIELD being shape or dtype. */
-int op_check(const chip_cfg_t *chip, const op_desc_t *op, char *err, size_t err_len);
+int op_check(const chip_cfg_t *chip, const op_desc_t *op, npu_err_t *err);
 
 #endif

@@ -77,36 +77,33 @@ static void add_scale_up(topo_t *t, int server) {
   }
 }
 
-static int apply_faults(topo_t *t, char *err, size_t err_len);
-static int build_after(topo_t *t, char *err, size_t err_len);
+static int apply_faults(topo_t *t, npu_err_t *err);
+static int build_after(topo_t *t, npu_err_t *err);
 static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
-                 int ranks, int ranks_per_node, double died_s, topo_t *out, char *err,
-                 size_t err_len);
+                 int ranks, int ranks_per_node, double died_s, topo_t *out, npu_err_t *err);
 
 int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
-               int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len) {
-  return build(node, cluster, dies_per_package, ranks, ranks_per_node, 0, out, err, err_len);
+               int ranks, int ranks_per_node, topo_t *out, npu_err_t *err) {
+  return build(node, cluster, dies_per_package, ranks, ranks_per_node, 0, out, err);
 }
 
 /* topo_build; died_s > 0 builds the topology after links died at died_s. */
 static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
-                 int ranks, int ranks_per_node, double died_s, topo_t *out, char *err,
-                 size_t err_len) {
+                 int ranks, int ranks_per_node, double died_s, topo_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   out->died_s = died_s;
   int k = ranks_per_node > 0 ? ranks_per_node : node->npus;
   if (ranks < 1) {
-    snprintf(err, err_len, "ranks: expected at least 1 rank, found %d", ranks);
+    npu_err_set(err, "ranks: expected at least 1 rank, found %d", ranks);
     return -1;
   }
   if (k > node->npus) {
-    snprintf(err, err_len, "ranks_per_node: expected at most node.npus = %d, found %d",
+    npu_err_set(err, "ranks_per_node: expected at most node.npus = %d, found %d",
              node->npus, k);
     return -1;
   }
   if (ranks > k && ranks % k) {
-    snprintf(err, err_len,
-             "ranks: expected at most %d or a multiple of %d (ranks per node), found %d", k, k,
+    npu_err_set(err, "ranks: expected at most %d or a multiple of %d (ranks per node), found %d", k, k,
              ranks);
     return -1;
   }
@@ -114,8 +111,7 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
     k = ranks;
   int nodes = (ranks + k - 1) / k;
   if (cluster->nodes > 0 && nodes > cluster->nodes) {
-    snprintf(err, err_len,
-             "ranks: expected at most %d (cluster.nodes = %d servers x %d ranks per node), "
+    npu_err_set(err, "ranks: expected at most %d (cluster.nodes = %d servers x %d ranks per node), "
              "found %d", cluster->nodes * k, cluster->nodes, k, ranks);
     return -1;
   }
@@ -146,7 +142,7 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
                  (size_t)out->leaves * so->spines;
   out->links = calloc(total ? total : 1, sizeof *out->links);
   if (!out->links) {
-    snprintf(err, err_len, "ranks: out of memory for %zu links", total);
+    npu_err_set(err, "ranks: out of memory for %zu links", total);
     return -1;
   }
   out->first_scale_up = 0;
@@ -172,7 +168,7 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
       up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / so->spines;
       add_link(out, TOPO_LINK_UPLINK, leaf, spine, -1, up);
     }
-  if (apply_faults(out, err, err_len) || build_after(out, err, err_len)) {
+  if (apply_faults(out, err) || build_after(out, err)) {
     topo_free(out);
     return TOPO_BAD_FAULT;
   }
@@ -181,7 +177,7 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
 
 /* The topology from the links' death on: the same faults, the dying links
  * dead from the start (only transfers starting at or after T use it). */
-static int build_after(topo_t *t, char *err, size_t err_len) {
+static int build_after(topo_t *t, npu_err_t *err) {
   if (t->death_s <= 0)
     return 0;
   cluster_cfg_t cl = t->cluster;
@@ -190,9 +186,9 @@ static int build_after(topo_t *t, char *err, size_t err_len) {
       cl.faults.v[i].at_s = 0;
   topo_t *after = malloc(sizeof *after);
   if (!after)
-    return snprintf(err, err_len, "cluster.faults.links: out of memory"), -1;
+    return npu_err_set(err, "cluster.faults.links: out of memory"), -1;
   int rc = build(&t->node, &cl, t->dies_per_package, t->ranks, t->ranks_per_node, t->death_s,
-                 after, err, err_len);
+                 after, err);
   if (rc) {
     free(after);
     return -1;
@@ -268,7 +264,7 @@ static int add_changes(topo_t *t) {
 /* Faults on one link multiply, from the start or at their times: together
  * they must leave it FAULTS_MIN_FACTOR of its bandwidth (one alone does, by
  * the parser), or the link's times pass any clock. */
-static int check_floor(const topo_t *t, char *err, size_t err_len) {
+static int check_floor(const topo_t *t, npu_err_t *err) {
   const link_faults_t *f = &t->cluster.faults;
   int slowing = 0;
   for (int i = 0; i < f->n; i++)
@@ -281,8 +277,7 @@ static int check_floor(const topo_t *t, char *err, size_t err_len) {
     if (left < FAULTS_MIN_FACTOR) {
       char name[64];
       topo_link_name(t, link, name, sizeof name);
-      return snprintf(err, err_len,
-                      "cluster.faults.links: expected the faults on one link to "
+      return npu_err_set(err, "cluster.faults.links: expected the faults on one link to "
                       "leave it at least %g of its bandwidth together (or 0: dead), found %s "
                       "at %g",
                       FAULTS_MIN_FACTOR, name, left),
@@ -295,15 +290,15 @@ static int check_floor(const topo_t *t, char *err, size_t err_len) {
 /* Applies the faults; a fault naming no link, or a dead link without a
  * detour, or a link dying during the run, or faults that together leave a
  * link less than FAULTS_MIN_FACTOR, are refused in err. */
-static int apply_faults(topo_t *t, char *err, size_t err_len) {
+static int apply_faults(topo_t *t, npu_err_t *err) {
   const link_faults_t *f = &t->cluster.faults;
-  if (check_floor(t, err, err_len))
+  if (check_floor(t, err))
     return -1;
   for (int i = 0; i < f->n; i++) {
     int matched = 0;
     if (f->v[i].at_s > 0 && f->v[i].factor == 0) { /* dies during the run: build_after */
       if (t->death_s > 0 && t->death_s != f->v[i].at_s)
-        return snprintf(err, err_len, "cluster.faults.links: expected links dying during the "
+        return npu_err_set(err, "cluster.faults.links: expected links dying during the "
                         "run (FACTOR 0 at T > 0) to die at one time, found %s:0@%g after one "
                         "@%g", f->v[i].link, f->v[i].at_s, t->death_s), -1;
       t->death_s = f->v[i].at_s;
@@ -320,18 +315,18 @@ static int apply_faults(topo_t *t, char *err, size_t err_len) {
       }
       char who[96];
       if (cut_off(t, link, who, sizeof who) && t->died_s > 0 && f->v[i].timed)
-        return snprintf(err, err_len, "cluster.faults.links: expected links dying during the "
+        return npu_err_set(err, "cluster.faults.links: expected links dying during the "
                         "run to leave a path (a full-mesh link, a spine uplink), found %s:0@%g, "
                         "which cuts off %s from %g s", f->v[i].link, t->died_s, who, t->died_s),
                -1;
       if (cut_off(t, link, who, sizeof who))
-        return snprintf(err, err_len, "cluster.faults.links: expected dead links that leave a "
+        return npu_err_set(err, "cluster.faults.links: expected dead links that leave a "
                         "path (a full-mesh link, a spine uplink), found %s dead, which cuts off "
                         "%s", f->v[i].link, who), -1;
       t->links[link].failed = true;
     }
     if (!matched)
-      return snprintf(err, err_len, "cluster.faults.links: expected a link kind (scale_up, die, "
+      return npu_err_set(err, "cluster.faults.links: expected a link kind (scale_up, die, "
                       "supernode, nic, uplink) or a link of this job (e.g. s0.nic0), found "
                       "\"%s\"", f->v[i].link), -1;
   }
@@ -343,17 +338,17 @@ static int apply_faults(topo_t *t, char *err, size_t err_len) {
         joined = !t->links[t->first_uplink + la * spines + s].failed &&
                  !t->links[t->first_uplink + lb * spines + s].failed;
       if (!joined && t->died_s > 0)
-        return snprintf(err, err_len, "cluster.faults.links: expected two leaves to keep a "
+        return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
                         "spine both reach after links die at %g s, found none for leaves %d and "
                         "%d, which cuts the ranks under one off from the other's from %g s",
                         t->died_s, la, lb, t->died_s), -1;
       if (!joined)
-        return snprintf(err, err_len, "cluster.faults.links: expected two leaves to keep a "
+        return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
                         "spine both reach, found none for leaves %d and %d, which cuts the ranks "
                         "under one off from the other's", la, lb), -1;
     }
   if (add_changes(t))
-    return snprintf(err, err_len, "cluster.faults.links: out of memory for %d links' faults",
+    return npu_err_set(err, "cluster.faults.links: out of memory for %d links' faults",
                     t->nlinks), -1;
   return 0;
 }

@@ -34,6 +34,7 @@
 
 #include "chip.h"
 #include "cluster.h"
+#include "npu_err.h"
 
 typedef enum {
   TOPO_LINK_SCALE_UP,
@@ -111,7 +112,7 @@ struct topo {
  * faults that together leave a link below FAULTS_MIN_FACTOR). */
 #define TOPO_BAD_FAULT (-2)
 int topo_build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
-               int ranks, int ranks_per_node, topo_t *out, char *err, size_t err_len);
+               int ranks, int ranks_per_node, topo_t *out, npu_err_t *err);
 
 void topo_free(topo_t *t);
 

@@ -191,11 +191,11 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
 
 static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t *v,
                       const trace_pairing_t *pp, const int *first_pg, int rank,
-                      chakra_duration_fn duration, const void *ctx, char *err, size_t err_len) {
+                      chakra_duration_fn duration, const void *ctx, npu_err_t *err) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   char path[4096];
   snprintf(path, sizeof path, "%s.%d.et", prefix, rank);
-  outfile_t *f = outfile_open(path, false, 0, err, err_len);
+  outfile_t *f = outfile_open(path, false, 0, err);
   if (!f)
     return -1;
   out_t file = {0}, msg = {0};
@@ -228,18 +228,17 @@ static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t 
   free(record_of);
   free(file.p);
   free(msg.p);
-  return outfile_commit(f, err, err_len);
+  return outfile_commit(f, err);
 }
 
 /* PREFIX.comm_groups.json: every group of every communicator, named as the
  * nodes' pg_name: a number, as ASTRA-sim reads both (std::stoi), counted from
  * 1 (its "0" means all ranks) over the communicators in order, so group g of
  * communicator c is first_pg[c] + g. */
-static int write_groups(const char *prefix, const trace_t *t, const int *first_pg, char *err,
-                        size_t err_len) {
+static int write_groups(const char *prefix, const trace_t *t, const int *first_pg, npu_err_t *err) {
   char path[4096];
   snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
-  outfile_t *f = outfile_open(path, false, 0, err, err_len);
+  outfile_t *f = outfile_open(path, false, 0, err);
   if (!f)
     return -1;
   FILE *out = outfile_stream(f);
@@ -254,7 +253,7 @@ static int write_groups(const char *prefix, const trace_t *t, const int *first_p
       fputc(']', out);
     }
   fputs("\n}\n", out);
-  return outfile_commit(f, err, err_len);
+  return outfile_commit(f, err);
 }
 
 /* The rank of a file of the set PREFIX (dir/base): base.<rank>.et or .et.gz
@@ -278,7 +277,7 @@ static long set_rank(const char *name, const char *base, bool *gz) {
 /* Marks for removal, when the new set lands, the files of PREFIX the reader
  * would take for ranks that this set does not write: ranks from `ranks` on,
  * and any .et.gz (this writer writes .et). */
-static int remove_stale_ranks(const char *prefix, int ranks, char *err, size_t err_len) {
+static int remove_stale_ranks(const char *prefix, int ranks, npu_err_t *err) {
   char dir[4096];
   const char *base = outfile_split_path(prefix, dir, sizeof dir);
   DIR *d = opendir(dir);
@@ -293,7 +292,7 @@ static int remove_stale_ranks(const char *prefix, int ranks, char *err, size_t e
     char path[8192];
     snprintf(path, sizeof path, "%.*s%s", (int)(base - prefix), prefix, e->d_name);
     if (outfile_stage_remove(path)) {
-      snprintf(err, err_len, "%s: cannot write: out of memory", prefix);
+      npu_err_set(err, "%s: cannot write: out of memory", prefix);
       rc = -1;
     }
   }
@@ -302,10 +301,9 @@ static int remove_stale_ranks(const char *prefix, int ranks, char *err, size_t e
 }
 
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
-                 chakra_duration_fn duration, const void *ctx, char *err, size_t err_len) {
+                 chakra_duration_fn duration, const void *ctx, npu_err_t *err) {
   if (trace_has_barrier(t))
-    return snprintf(err, err_len,
-                    "%s: cannot write: the trace holds step barriers (npusim cluster's, which "
+    return npu_err_set(err, "%s: cannot write: the trace holds step barriers (npusim cluster's, which "
                     "Chakra cannot say)",
                     prefix),
            -1;
@@ -314,7 +312,7 @@ int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *voca
       const trace_op_t *op = &t->programs[p].ops[i];
       int ct;
       if (op->type == TRACE_OP_COLL && !coll_comm_type(vocab->colls[op->kind], &ct))
-        return snprintf(err, err_len, "%s: expected collectives Chakra has, found %s", prefix,
+        return npu_err_set(err, "%s: expected collectives Chakra has, found %s", prefix,
                         vocab->colls[op->kind]),
                -1;
     }
@@ -329,15 +327,15 @@ int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *voca
     first_pg[c] = next;
     next += t->comms[c].ngroups;
   }
-  int rc = remove_stale_ranks(prefix, t->ranks, err, err_len);
+  int rc = remove_stale_ranks(prefix, t->ranks, err);
   if (rc == 0)
-    rc = write_groups(prefix, t, first_pg, err, err_len);
+    rc = write_groups(prefix, t, first_pg, err);
   for (int r = 0; rc == 0 && r < t->ranks; r++)
-    rc = write_rank(prefix, t, vocab, &pp, first_pg, r, duration, ctx, err, err_len);
+    rc = write_rank(prefix, t, vocab, &pp, first_pg, r, duration, ctx, err);
   free(first_pg);
   trace_pairing_free(&pp);
   if (own && rc == 0)
-    rc = outfile_stage_publish(err, err_len);
+    rc = outfile_stage_publish(err);
   else if (own)
     outfile_stage_discard();
   return rc;

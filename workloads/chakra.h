@@ -53,6 +53,7 @@
 #include <stddef.h>
 
 #include "trace.h"
+#include "npu_err.h"
 
 #define CHAKRA_MAX_RANKS (1 << 22)
 #define CHAKRA_MAX_NODES (1L << 22) /* about what 256 MiB of ETs holds */
@@ -81,21 +82,20 @@ typedef struct {
  * PREFIX.<rank>.et[.gz]; or a PREFIX whose PREFIX.0.et[.gz] exists. Fills
  * prefix. Returns 1 (Chakra), 0 (not: read it as an npusim trace), or -1 with
  * err set (a Chakra file whose name does not give its prefix). */
-int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t err_len);
+int chakra_detect(const char *path, char *prefix, size_t len, npu_err_t *err);
 
 /* Reads PREFIX.0.et ... (all consecutive ranks found) into out. skipped gets
  * the count of nodes kept as delays (skip). Returns 0, or -1 with one line
  * ("FILE: node ID "NAME": FIELD: expected ..., found ...") in err. */
 int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t *vocab,
-                trace_t *out, long *skipped, char *err, size_t err_len);
+                trace_t *out, long *skipped, npu_err_t *err);
 
 /* Tells an error about a trace chakra_read made ("PREFIX: rank R op ID: FIELD:
  * ...", as the trace checks and the replay word them) in the ET's terms: the
  * rank's file, the node's id and name, the node's field ("PREFIX.R.et: node
  * ID "NAME": comm_size: ..."). Other messages are copied as they are; msg
  * may be err. */
-void chakra_explain(const char *prefix, const trace_t *t, const char *msg, char *err,
-                    size_t err_len);
+void chakra_explain(const char *prefix, const trace_t *t, const char *msg, npu_err_t *err);
 
 /* How long op i of rank r ran (seconds), and how long it takes at the chip
  * model's speed (before chip.variation), for the export. */
@@ -111,6 +111,6 @@ typedef void (*chakra_duration_fn)(const void *ctx, int rank, int op, double *ra
  * (their footprint is not in the format). A trace holding a step barrier
  * (trace_has_barrier) is refused. */
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
-                 chakra_duration_fn duration, const void *ctx, char *err, size_t err_len);
+                 chakra_duration_fn duration, const void *ctx, npu_err_t *err);
 
 #endif

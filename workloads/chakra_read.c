@@ -105,8 +105,7 @@ static bool name_is(const buf_t *b, const char *s) {
 
 typedef struct {
   const char *file;
-  char *err;
-  size_t err_len;
+  npu_err_t *err;
   long index; /* the node's place in the file (named so before its id is read) */
   bool has_id;
   uint64_t id;
@@ -136,7 +135,7 @@ static int fail(const ctx_t *c, const char *field, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  snprintf(c->err, c->err_len, "%s: %s: %s%sexpected %s", c->file, where, field ? field : "",
+  npu_err_set(c->err, "%s: %s: %s%sexpected %s", c->file, where, field ? field : "",
            field ? ": " : "", what);
   return -1;
 }
@@ -484,8 +483,7 @@ static int pg_comm(job_t *j, const ctx_t *c, const buf_t *pg_name) {
         e->valuedouble >= j->t->ranks) {
       char found[64];
       jsonfile_describe(e, found, sizeof found);
-      return snprintf(c->err, c->err_len,
-                      "%s: %s: expected ranks of the job's %d (0 to %d), "
+      return npu_err_set(c->err, "%s: %s: expected ranks of the job's %d (0 to %d), "
                       "found %s",
                       j->o->comm_groups, g->string, j->t->ranks, j->t->ranks - 1, found),
              -1;
@@ -494,9 +492,9 @@ static int pg_comm(job_t *j, const ctx_t *c, const buf_t *pg_name) {
   }
   int dup, dg;
   if (trace_comm_index(cm, j->t->ranks, &dup, &dg) && dup < 0)
-    return snprintf(c->err, c->err_len, "%s: %s: out of memory", j->o->comm_groups, g->string), -1;
+    return npu_err_set(c->err, "%s: %s: out of memory", j->o->comm_groups, g->string), -1;
   if (dup >= 0)
-    return snprintf(c->err, c->err_len, "%s: %s: expected each rank once, found %d twice",
+    return npu_err_set(c->err, "%s: %s: expected each rank once, found %d twice",
                     j->o->comm_groups, g->string, dup),
            -1;
   return j->group_comm[gi];
@@ -696,10 +694,9 @@ static int put_node(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace
 /* ---- a rank's nodes in an order their dependencies allow ---- */
 
 /* The context naming node i of the rank. */
-static ctx_t ctx_of(const rank_t *rk, long i, char *err, size_t err_len) {
+static ctx_t ctx_of(const rank_t *rk, long i, npu_err_t *err) {
   return (ctx_t){.file = rk->file,
                  .err = err,
-                 .err_len = err_len,
                  .index = i,
                  .has_id = true,
                  .id = rk->ids[i],
@@ -725,7 +722,7 @@ static int by_long(const void *a, const void *b) {
 
 /* Ids unique; each dependency's id replaced by its node's position, each
  * node's list sorted without repeats (dep_off rewritten). */
-static int resolve_deps(rank_t *rk, char *err, size_t err_len) {
+static int resolve_deps(rank_t *rk, npu_err_t *err) {
   id_pos_t *ix = malloc(((size_t)rk->n + 1) * sizeof *ix);
   for (long i = 0; i < rk->n; i++)
     ix[i] = (id_pos_t){rk->ids[i], i};
@@ -736,7 +733,7 @@ static int resolve_deps(rank_t *rk, char *err, size_t err_len) {
       dup = ix[k].pos;
   int rc = 0;
   if (dup >= 0) {
-    ctx_t c = ctx_of(rk, dup, err, err_len);
+    ctx_t c = ctx_of(rk, dup, err);
     rc = fail(&c, "id", "ids unique in the file, found %" PRIu64 " again", rk->ids[dup]);
   }
   long w = 0;
@@ -753,7 +750,7 @@ static int resolve_deps(rank_t *rk, char *err, size_t err_len) {
         else
           hi = mid;
       }
-      ctx_t c = ctx_of(rk, i, err, err_len);
+      ctx_t c = ctx_of(rk, i, err);
       const char *field = rk->dep_ctrl[k] ? "ctrl_deps" : "data_deps";
       if (lo == rk->n || ix[lo].id != key.id)
         rc = fail(&c, field, "ids of nodes in this file, found %" PRIu64, key.id);
@@ -807,7 +804,7 @@ static long heap_pop(heap_t *h) {
 
 /* Names a dependency on a cycle among the nodes left unplaced (left[i]): walk
  * from one of them along unplaced dependencies until a node repeats. */
-static int report_cycle(const rank_t *rk, const bool *left, char *err, size_t err_len) {
+static int report_cycle(const rank_t *rk, const bool *left, npu_err_t *err) {
   long u = 0;
   while (!left[u])
     u++;
@@ -824,8 +821,8 @@ static int report_cycle(const rank_t *rk, const bool *left, char *err, size_t er
     u = next;
   }
   free(seen);
-  ctx_t c = ctx_of(rk, u, err, err_len);
-  ctx_t d = next >= 0 ? ctx_of(rk, next, err, err_len) : c;
+  ctx_t c = ctx_of(rk, u, err);
+  ctx_t d = next >= 0 ? ctx_of(rk, next, err) : c;
   char dep[128];
   node_where(&d, dep, sizeof dep);
   return fail(&c, at >= 0 && rk->dep_ctrl[at] ? "ctrl_deps" : "data_deps",
@@ -834,8 +831,8 @@ static int report_cycle(const rank_t *rk, const bool *left, char *err, size_t er
 
 /* The ops in an order their dependencies allow, into the program, each op's
  * deps as indices of that order. */
-static int order_rank(rank_t *rk, char *err, size_t err_len) {
-  if (resolve_deps(rk, err, err_len))
+static int order_rank(rank_t *rk, npu_err_t *err) {
+  if (resolve_deps(rk, err))
     return -1;
   long n = rk->n, m = rk->dep_off[n];
   long *indeg = calloc((size_t)n + 1, sizeof *indeg), *off = calloc((size_t)n + 2, sizeof *off);
@@ -869,7 +866,7 @@ static int order_rank(rank_t *rk, char *err, size_t err_len) {
     bool *left = malloc((size_t)n * sizeof *left);
     for (long i = 0; i < n; i++)
       left[i] = indeg[i] > 0;
-    rc = report_cycle(rk, left, err, err_len);
+    rc = report_cycle(rk, left, err);
     free(left);
   } else {
     long *at = indeg; /* reused: the place of each node in the order */
@@ -1015,18 +1012,17 @@ static void free_rank(rank_t *rk) {
 
 /* Counts the node messages after GlobalMetadata; -1 with err set if the
  * file is not such a sequence. */
-static long count_nodes(const char *file, buf_t b, char *err, size_t err_len) {
+static long count_nodes(const char *file, buf_t b, npu_err_t *err) {
   buf_t msg;
   if (get_bytes(&b, &msg))
-    return snprintf(err, err_len,
-                    "%s: expected a Chakra ET file (a length-delimited "
+    return npu_err_set(err, "%s: expected a Chakra ET file (a length-delimited "
                     "GlobalMetadata first), found a length past the end of the file",
                     file),
            -1;
   long n = 0;
   for (; b.p < b.end; n++)
     if (get_bytes(&b, &msg)) {
-      ctx_t c = {.file = file, .err = err, .err_len = err_len, .index = n};
+      ctx_t c = {.file = file, .err = err, .index = n};
       return fail(&c, NULL,
                   "a node's length within the file, found a truncated varint or a "
                   "length past the end");
@@ -1035,13 +1031,12 @@ static long count_nodes(const char *file, buf_t b, char *err, size_t err_len) {
 }
 
 /* Converts the nodes of one rank's file (data) into rk->p. */
-static int convert_rank(job_t *j, rank_t *rk, buf_t b, char *err, size_t err_len) {
-  long n = count_nodes(rk->file, b, err, err_len);
+static int convert_rank(job_t *j, rank_t *rk, buf_t b, npu_err_t *err) {
+  long n = count_nodes(rk->file, b, err);
   if (n < 0)
     return -1;
   if (n > CHAKRA_MAX_NODES - j->nodes)
-    return snprintf(err, err_len,
-                    "%s: expected a Chakra ET set of at most %ld nodes (its rank "
+    return npu_err_set(err, "%s: expected a Chakra ET set of at most %ld nodes (its rank "
                     "files together), found %ld with this file",
                     rk->file, (long)CHAKRA_MAX_NODES, j->nodes + n),
            -1;
@@ -1058,7 +1053,7 @@ static int convert_rank(job_t *j, rank_t *rk, buf_t b, char *err, size_t err_len
   get_bytes(&b, &msg); /* GlobalMetadata: its version is not checked */
   long ndeps = 0;
   for (long i = 0; i < n; i++) {
-    ctx_t c = {.file = rk->file, .err = err, .err_len = err_len, .index = i};
+    ctx_t c = {.file = rk->file, .err = err, .index = i};
     node_t node;
     get_bytes(&b, &msg);
     if (parse_node(&c, msg, &node))
@@ -1089,7 +1084,7 @@ static int convert_rank(job_t *j, rank_t *rk, buf_t b, char *err, size_t err_len
     rk->deps = malloc(sizeof *rk->deps);
     rk->dep_ctrl = malloc(1);
   }
-  return order_rank(rk, err, err_len);
+  return order_rank(rk, err);
 }
 
 /* The file of a rank, .et or .et.gz; NULL if neither exists. */
@@ -1105,26 +1100,24 @@ static const char *rank_file(const char *prefix, int rank, char *buf, size_t len
 
 /* The bytes of an input file (gunzipped), at most max; NULL with "PATH:
  * expected WHAT, found WHY" in err. */
-static char *read_input(const char *path, size_t max, const char *what, size_t *len, char *err,
-                        size_t err_len) {
+static char *read_input(const char *path, size_t max, const char *what, size_t *len, npu_err_t *err) {
   char why[256];
   char *data = jsonfile_read(path, max, len, why, sizeof why);
   if (!data)
-    snprintf(err, err_len, "%s: expected %s, found %s", path, what, why);
+    npu_err_set(err, "%s: expected %s, found %s", path, what, why);
   return data;
 }
 
-static int read_rank(job_t *j, int rank, char *err, size_t err_len) {
+static int read_rank(job_t *j, int rank, npu_err_t *err) {
   char file[4096];
   rank_file(j->prefix, rank, file, sizeof file);
   size_t len;
-  char *data = read_input(file, TRACE_MAX_BYTES, "a readable Chakra ET file", &len, err, err_len);
+  char *data = read_input(file, TRACE_MAX_BYTES, "a readable Chakra ET file", &len, err);
   if (!data)
     return -1;
   int rc = 0;
   if (len > TRACE_MAX_BYTES - j->bytes) {
-    snprintf(err, err_len,
-             "%s: expected a Chakra ET set of at most %lu MiB (its rank files "
+    npu_err_set(err, "%s: expected a Chakra ET set of at most %lu MiB (its rank files "
              "together, inflated), found more with this file",
              file, TRACE_MAX_BYTES >> 20);
     rc = -1;
@@ -1132,8 +1125,7 @@ static int read_rank(job_t *j, int rank, char *err, size_t err_len) {
   j->bytes += len;
   rank_t rk = {.file = file, .rank = rank};
   if (rc == 0)
-    rc = convert_rank(j, &rk, (buf_t){(const uint8_t *)data, (const uint8_t *)data + len}, err,
-                      err_len);
+    rc = convert_rank(j, &rk, (buf_t){(const uint8_t *)data, (const uint8_t *)data + len}, err);
   if (rc == 0)
     add_program(j, &rk);
   free_rank(&rk);
@@ -1177,7 +1169,7 @@ static bool prefix_of(const char *path, char *prefix, size_t len) {
   return true;
 }
 
-int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t err_len) {
+int chakra_detect(const char *path, char *prefix, size_t len, npu_err_t *err) {
   struct stat st;
   char why[128];
   if (stat(path, &st) == 0) {
@@ -1187,8 +1179,7 @@ int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t 
       return 0;
     if (prefix_of(path, prefix, len))
       return 1;
-    return snprintf(err, err_len,
-                    "%s: expected a Chakra ET file named PREFIX.<rank>.et or "
+    return npu_err_set(err, "%s: expected a Chakra ET file named PREFIX.<rank>.et or "
                     ".et.gz (the ranks are read by their prefix), found another name",
                     path),
            -1;
@@ -1206,22 +1197,21 @@ int chakra_detect(const char *path, char *prefix, size_t len, char *err, size_t 
 
 /* The comm-group JSON: an object of rank arrays (the ranks are checked when a
  * node names the group). */
-static int load_groups(job_t *j, char *err, size_t err_len) {
+static int load_groups(job_t *j, npu_err_t *err) {
   const char *path = j->o->comm_groups;
   if (!path)
     return 0;
   size_t len;
   char *text =
-      read_input(path, CHAKRA_GROUPS_MAX_BYTES, "a readable comm-group JSON", &len, err, err_len);
+      read_input(path, CHAKRA_GROUPS_MAX_BYTES, "a readable comm-group JSON", &len, err);
   if (!text)
     return -1;
-  j->groups = jsonfile_parse(path, text, len, err, err_len);
+  j->groups = jsonfile_parse(path, text, len, err);
   free(text);
   if (!j->groups)
     return -1;
   if (!cJSON_IsObject(j->groups))
-    return snprintf(err, err_len,
-                    "%s: expected an object {\"process group\": [ranks]}, found "
+    return npu_err_set(err, "%s: expected an object {\"process group\": [ranks]}, found "
                     "something else",
                     path),
            -1;
@@ -1231,16 +1221,16 @@ static int load_groups(job_t *j, char *err, size_t err_len) {
   j->group_ix.nslots = 16;
   j->group_ix.slots = calloc(j->group_ix.nslots, sizeof *j->group_ix.slots);
   if (!j->group_items || !j->group_comm || !j->group_ix.slots)
-    return snprintf(err, err_len, "%s: out of memory", path), -1; /* freed with the job */
+    return npu_err_set(err, "%s: out of memory", path), -1; /* freed with the job */
   const cJSON *g;
   cJSON_ArrayForEach(g, j->groups) {
     if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) == 0)
-      return snprintf(err, err_len, "%s: %s: expected an array of ranks, found something else",
+      return npu_err_set(err, "%s: %s: expected an array of ranks, found something else",
                       path, g->string),
              -1;
     int k = intern(&j->group_names, &j->ngroups, &j->group_ix, g->string);
     if (k < j->ngroups - 1)
-      return snprintf(err, err_len, "%s: %s: expected each process group once, found it again",
+      return npu_err_set(err, "%s: %s: expected each process group once, found it again",
                       path, g->string),
              -1;
     j->group_items[k] = g;
@@ -1249,12 +1239,11 @@ static int load_groups(job_t *j, char *err, size_t err_len) {
   return 0;
 }
 
-void chakra_explain(const char *prefix, const trace_t *t, const char *msg, char *err,
-                    size_t err_len) {
+void chakra_explain(const char *prefix, const trace_t *t, const char *msg, npu_err_t *err) {
   size_t skip = strlen(prefix);
   if (strncmp(msg, prefix, skip) != 0 || strncmp(msg + skip, ": ", 2) != 0) {
-    if (msg != err)
-      snprintf(err, err_len, "%s", msg);
+    if (err && msg != err->msg)
+      npu_err_set(err, "%s", msg);
     return; /* not about the trace */
   }
   char copy[TRACE_ERR_MAX];
@@ -1307,12 +1296,12 @@ void chakra_explain(const char *prefix, const trace_t *t, const char *msg, char 
     }
   }
   rest[n] = '\0';
-  snprintf(err, err_len, "%s: %s%s%s%s", file[0] ? file : prefix, where, where[0] ? ": " : "",
+  npu_err_set(err, "%s: %s%s%s%s", file[0] ? file : prefix, where, where[0] ? ": " : "",
            field, rest);
 }
 
 int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t *vocab,
-                trace_t *out, long *skipped, char *err, size_t err_len) {
+                trace_t *out, long *skipped, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   *skipped = 0;
   job_t j = {.prefix = prefix, .o = o, .vocab = vocab, .world = -1, .t = out};
@@ -1321,13 +1310,12 @@ int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t 
   while (ranks <= CHAKRA_MAX_RANKS && rank_file(prefix, ranks, file, sizeof file))
     ranks++;
   if (ranks == 0)
-    return snprintf(err, err_len,
-                    "%s: expected Chakra ET files %s.0.et, %s.1.et, ... (or "
+    return npu_err_set(err, "%s: expected Chakra ET files %s.0.et, %s.1.et, ... (or "
                     ".et.gz), found none",
                     prefix, prefix, prefix),
            -1;
   if (ranks > CHAKRA_MAX_RANKS)
-    return snprintf(err, err_len, "%s: expected at most %d rank files %s.0.et, ..., found more",
+    return npu_err_set(err, "%s: expected at most %d rank files %s.0.et, ..., found more",
                     prefix, CHAKRA_MAX_RANKS, prefix),
            -1;
   char name[512];
@@ -1335,16 +1323,15 @@ int chakra_read(const char *prefix, const chakra_opts_t *o, const trace_vocab_t 
   out->name = strdup(name);
   out->ranks = ranks;
   out->program_of = malloc((size_t)ranks * sizeof *out->program_of);
-  int rc = load_groups(&j, err, err_len);
+  int rc = load_groups(&j, err);
   for (int r = 0; rc == 0 && r < ranks; r++)
-    rc = read_rank(&j, r, err, err_len);
+    rc = read_rank(&j, r, err);
   if (rc == 0) {
-    char msg[TRACE_ERR_MAX];
-    trace_ctx_t c = {
-        .name = prefix, .vocab = vocab, .err = msg, .err_len = sizeof msg, .ranks = ranks};
+    npu_err_t msg = {""};
+    trace_ctx_t c = {.name = prefix, .vocab = vocab, .err = &msg, .ranks = ranks};
     rc = trace_check(&c, out);
     if (rc)
-      chakra_explain(prefix, out, msg, err, err_len);
+      chakra_explain(prefix, out, msg.msg, err);
   }
   if (rc)
     trace_free(out);

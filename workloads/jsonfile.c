@@ -372,12 +372,12 @@ static int depth_at(const char *text, size_t off) {
   return depth;
 }
 
-cJSON *jsonfile_parse(const char *name, const char *text, size_t len, char *err, size_t err_len) {
+cJSON *jsonfile_parse(const char *name, const char *text, size_t len, npu_err_t *err) {
   const char *nul = memchr(text, '\0', len);
   int line, col;
   if (nul) {
     position_of(text, (size_t)(nul - text), &line, &col);
-    snprintf(err, err_len, "%s:%d:%d: expected JSON text, found a NUL byte", name, line, col);
+    npu_err_set(err, "%s:%d:%d: expected JSON text, found a NUL byte", name, line, col);
     return NULL;
   }
   /* text[len] is '\0'; the length given to cJSON must include it. */
@@ -393,12 +393,11 @@ cJSON *jsonfile_parse(const char *name, const char *text, size_t len, char *err,
     describe_char(text, len, off, what, sizeof what);
     int depth = depth_at(text, off);
     if (off < len && (text[off] == '{' || text[off] == '[') && depth >= CJSON_NESTING_LIMIT)
-      snprintf(err, err_len,
-               "%s:%d:%d: expected JSON nested at most %d deep (cJSON's nesting limit), found %s "
+      npu_err_set(err, "%s:%d:%d: expected JSON nested at most %d deep (cJSON's nesting limit), found %s "
                "opening level %d",
                name, line, col, CJSON_NESTING_LIMIT, what, depth + 1);
     else
-      snprintf(err, err_len, "%s:%d:%d: expected valid JSON, found %s", name, line, col, what);
+      npu_err_set(err, "%s:%d:%d: expected valid JSON, found %s", name, line, col, what);
   }
   return root;
 }

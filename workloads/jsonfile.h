@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "npu_err.h"
 
 /* Reads a whole regular file, gunzipping it if it is gzip, NUL-terminated;
  * every input file of npusim is read here. Returns NULL with a reason in why
@@ -61,7 +62,7 @@ bool jsonfile_decimal(const char *s, double *v);
 
 /* Parses text (text[len] must be '\0') as named; NULL with
  * "NAME:LINE:COL: expected valid JSON, found ..." in err on bad syntax. */
-cJSON *jsonfile_parse(const char *name, const char *text, size_t len, char *err, size_t err_len);
+cJSON *jsonfile_parse(const char *name, const char *text, size_t len, npu_err_t *err);
 
 /* Describes a value for a "found ..." clause: 12, "abc", an object, ... */
 void jsonfile_describe(const cJSON *item, char *buf, size_t len);

@@ -296,8 +296,8 @@ static int open_target(outfile_t *f, const char *path) {
   return f->fd < 0 ? errno : 0;
 }
 
-static int fail_message(const outfile_t *f, int e, char *err, size_t err_len) {
-  snprintf(err, err_len, "%s: cannot write: %s", f->name, strerror(e));
+static int fail_message(const outfile_t *f, int e, npu_err_t *err) {
+  npu_err_set(err, "%s: cannot write: %s", f->name, strerror(e));
   return -1;
 }
 
@@ -337,11 +337,10 @@ static void release(outfile_t *f, bool keep) {
   free(f);
 }
 
-outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, char *err,
-                        size_t err_len) {
+outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, npu_err_t *err) {
   outfile_t *f = calloc(1, sizeof *f);
   if (!f) {
-    snprintf(err, err_len, "%s: cannot write: out of memory", path);
+    npu_err_set(err, "%s: cannot write: out of memory", path);
     return NULL;
   }
   f->fd = -1;
@@ -363,7 +362,7 @@ outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, char *e
     e = f->stream ? 0 : ENOMEM;
   }
   if (e) {
-    fail_message(f, e, err, err_len);
+    fail_message(f, e, err);
     close_all(f, e);
     release(f, false);
     return NULL;
@@ -381,7 +380,7 @@ unsigned long long outfile_bytes(const outfile_t *f) {
 
 static int stage(outfile_t *f);
 
-int outfile_commit(outfile_t *f, char *err, size_t err_len) {
+int outfile_commit(outfile_t *f, npu_err_t *err) {
   int e = 0;
   if (fflush(f->stream) != 0 || ferror(f->stream))
     e = f->err ? f->err : EIO;
@@ -396,7 +395,7 @@ int outfile_commit(outfile_t *f, char *err, size_t err_len) {
     sigprocmask(SIG_SETMASK, &mask, NULL);
   }
   if (e)
-    fail_message(f, e, err, err_len);
+    fail_message(f, e, err);
   release(f, e == 0);
   return e ? -1 : 0;
 }
@@ -488,19 +487,17 @@ static const char *input_at(const char *path) {
   return stat(path, &st) == 0 ? jsonfile_input_of(st.st_dev, st.st_ino) : NULL;
 }
 
-int outfile_stage_check(char *err, size_t err_len) {
+int outfile_stage_check(npu_err_t *err) {
   for (size_t i = 0; i < nstaged; i++) {
     const char *input = input_at(staged[i].target);
     if (input)
-      return snprintf(err, err_len,
-                      "%s: expected an output that is none of the run's inputs, found the "
+      return npu_err_set(err, "%s: expected an output that is none of the run's inputs, found the "
                       "input %s",
                       staged[i].name, input),
              -1;
     for (size_t j = 0; j < i; j++)
       if (strcmp(staged[i].key, staged[j].key) == 0)
-        return snprintf(err, err_len,
-                        "%s: expected a file of its own for each output, found the file of "
+        return npu_err_set(err, "%s: expected a file of its own for each output, found the file of "
                         "the output %s",
                         staged[i].name, staged[j].name),
                -1;
@@ -508,8 +505,7 @@ int outfile_stage_check(char *err, size_t err_len) {
   for (size_t i = 0; i < ndoomed; i++) {
     const char *input = input_at(doomed[i]);
     if (input)
-      return snprintf(err, err_len,
-                      "%s: expected no input among the files the outputs replace, found "
+      return npu_err_set(err, "%s: expected no input among the files the outputs replace, found "
                       "the input %s",
                       doomed[i], input),
              -1;
@@ -535,7 +531,7 @@ static void stage_end(void) {
   staging = false;
 }
 
-int outfile_stage_publish(char *err, size_t err_len) {
+int outfile_stage_publish(npu_err_t *err) {
   if (!staging)
     return 0;
   int e = 0;
@@ -558,7 +554,7 @@ int outfile_stage_publish(char *err, size_t err_len) {
       failed = doomed[i];
     }
   if (e)
-    snprintf(err, err_len, "%s: cannot write: %s", failed, strerror(e));
+    npu_err_set(err, "%s: cannot write: %s", failed, strerror(e));
   stage_end();
   sigprocmask(SIG_SETMASK, &mask, NULL);
   guard_release();
@@ -582,13 +578,12 @@ void outfile_abort(outfile_t *f) {
   release(f, false);
 }
 
-int outfile_write_all(const char *path, const char *data, size_t len, bool gzip, char *err,
-                      size_t err_len) {
-  outfile_t *f = outfile_open(path, gzip, 0, err, err_len);
+int outfile_write_all(const char *path, const char *data, size_t len, bool gzip, npu_err_t *err) {
+  outfile_t *f = outfile_open(path, gzip, 0, err);
   if (!f)
     return -1;
   fwrite(data, 1, len, f->stream); /* a short write is kept in the stream's error */
-  return outfile_commit(f, err, err_len);
+  return outfile_commit(f, err);
 }
 
 bool outfile_is_gz(const char *path) {

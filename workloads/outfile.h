@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "npu_err.h"
 
 typedef struct outfile outfile_t;
 
@@ -35,8 +36,7 @@ typedef struct outfile outfile_t;
 /* Opens path for writing, gzip-compressed if gzip is set; chunk_bytes bounds
  * each write (0: OUTFILE_CHUNK_BYTES). Returns NULL with "PATH: cannot write:
  * REASON" in err. */
-outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, char *err,
-                        size_t err_len);
+outfile_t *outfile_open(const char *path, bool gzip, size_t chunk_bytes, npu_err_t *err);
 
 /* The stream to print to. Its errors are kept and reported by outfile_commit. */
 FILE *outfile_stream(outfile_t *f);
@@ -46,14 +46,13 @@ unsigned long long outfile_bytes(const outfile_t *f);
 
 /* Flushes, closes and renames into place; frees f. Returns 0, or -1 with "PATH:
  * cannot write: REASON" in err (nothing left behind). */
-int outfile_commit(outfile_t *f, char *err, size_t err_len);
+int outfile_commit(outfile_t *f, npu_err_t *err);
 
 /* Discards what was written (the target stays untouched); frees f. */
 void outfile_abort(outfile_t *f);
 
 /* Writes len bytes of data to path at once: outfile_open, one write, commit. */
-int outfile_write_all(const char *path, const char *data, size_t len, bool gzip, char *err,
-                      size_t err_len);
+int outfile_write_all(const char *path, const char *data, size_t len, bool gzip, npu_err_t *err);
 
 /* Copies path's directory into dir ("." when it names none, "/" for the root)
  * and returns its base name, a pointer into path. */
@@ -75,12 +74,12 @@ int outfile_stage_remove(const char *path);
  * (the same file, by device and inode, whatever the name or link) or another
  * staged file, and no file to remove is an input; else -1 with "PATH:
  * expected ..., found ..." in err (bad input: nothing may be published). */
-int outfile_stage_check(char *err, size_t err_len);
+int outfile_stage_check(npu_err_t *err);
 
 /* Renames every staged file into place and removes the files marked; ends
  * staging. Returns 0, or -1 with "PATH: cannot write: REASON" in err (the
  * staged files not yet renamed are removed). 0 when not staging. */
-int outfile_stage_publish(char *err, size_t err_len);
+int outfile_stage_publish(npu_err_t *err);
 
 /* Removes every staged file (the targets stay untouched) and ends staging. */
 void outfile_stage_discard(void);

@@ -52,18 +52,16 @@ static int draw_length(rng_t *r, const serve_len_cfg_t *c) {
   return (int)fmin(fmax(x, c->min), c->max);
 }
 
-int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, char *err,
-                            size_t err_len) {
+int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, npu_err_t *err) {
   out->v = NULL;
   out->n = 0;
   if (cfg->count < 1 || cfg->count > SERVE_MAX_REQUESTS)
-    return snprintf(err, err_len,
-                    "serving.requests.count: expected an integer in [1, %d], found %d",
+    return npu_err_set(err, "serving.requests.count: expected an integer in [1, %d], found %d",
                     SERVE_MAX_REQUESTS, cfg->count),
            -1;
   out->v = calloc((size_t)cfg->count, sizeof *out->v);
   if (!out->v)
-    return snprintf(err, err_len, "serving.requests.count: out of memory for %d requests",
+    return npu_err_set(err, "serving.requests.count: out of memory for %d requests",
                     cfg->count),
            -1;
   out->n = cfg->count;
@@ -74,8 +72,7 @@ int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, cha
     if (cfg->rate_per_s > 0 && i > 0)
       t += -log(rng_unit(&arrivals)) / cfg->rate_per_s;
     if (!(t <= SERVE_MAX_ARRIVAL_S)) {
-      snprintf(err, err_len,
-               "serving.requests.rate_per_s: expected arrivals within 1e18 s (count / rate_per_s "
+      npu_err_set(err, "serving.requests.rate_per_s: expected arrivals within 1e18 s (count / rate_per_s "
                "at most about that), found request %ld of %d at %.6g s",
                i, cfg->count, t);
       serve_requests_free(out);
@@ -95,19 +92,17 @@ static const char *const col_names[NCOLS] = {"arrival_s", "prompt_tokens", "outp
 /* A value of its column, into the request; found is its text as the trace
  * spells it (JSONL: as cJSON read it). */
 static int set_field(serve_request_t *q, int col, double v, const char *found, const char *path,
-                     long line, char *err, size_t err_len) {
+                     long line, npu_err_t *err) {
   if (col == COL_ARRIVAL) {
     if (!(v >= 0 && v <= SERVE_MAX_ARRIVAL_S))
-      return snprintf(err, err_len,
-                      "%s:%ld: arrival_s: expected a time in [0, 1e18] seconds, found %.40s", path,
+      return npu_err_set(err, "%s:%ld: arrival_s: expected a time in [0, 1e18] seconds, found %.40s", path,
                       line, found),
              -1;
     q->arrival_s = v + 0.0; /* -0 reads as 0 */
     return 0;
   }
   if (!(v >= 1 && v <= SERVE_MAX_TOKENS) || v != floor(v))
-    return snprintf(err, err_len,
-                    "%s:%ld: %s: expected a whole number of tokens in [1, 1e8], "
+    return npu_err_set(err, "%s:%ld: %s: expected a whole number of tokens in [1, 1e8], "
                     "found %.40s",
                     path, line, col_names[col], found),
            -1;
@@ -119,17 +114,15 @@ static int set_field(serve_request_t *q, int col, double v, const char *found, c
 }
 
 static int jsonl_row(const char *path, long line, char *text, size_t len, serve_request_t *q,
-                     char *err, size_t err_len) {
-  char why[NPU_JSONL_ERR];
-  cJSON *o = jsonfile_parse("", text, len, why, sizeof why);
-  if (!o) /* why is ":1:COL: expected ..." for this one line */
-    return snprintf(err, err_len, "%s:%ld%s", path, line,
-                    why + (strncmp(why, ":1:", 3) == 0 ? 2 : 0)),
-           -1;
+                     npu_err_t *err) {
+  npu_err_t e = {""};
+  cJSON *o = jsonfile_parse("", text, len, &e);
+  int skip = strncmp(e.msg, ":1:", 3) == 0 ? 2 : 0;
+  if (!o) /* e is ":1:COL: expected ..." for this one line, cut as it always was */
+    return npu_err_set(err, "%s:%ld%.*s", path, line, NPU_JSONL_ERR - 1 - skip, e.msg + skip);
   int rc = 0;
   if (!cJSON_IsObject(o)) {
-    snprintf(err, err_len,
-             "%s:%ld: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "
+    npu_err_set(err, "%s:%ld: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "
              "..., \"output_tokens\": ...}, found another value",
              path, line);
     rc = -1;
@@ -140,7 +133,7 @@ static int jsonl_row(const char *path, long line, char *text, size_t len, serve_
   for (const cJSON *f = rc ? NULL : o->child; f && !rc; f = f->next)
     for (int c = 0; c < NCOLS; c++)
       if (f->string && strcmp(f->string, col_names[c]) == 0 && seen[c]++) {
-        snprintf(err, err_len, "%s:%ld: %s: expected each key once, found it twice", path, line,
+        npu_err_set(err, "%s:%ld: %s: expected each key once, found it twice", path, line,
                  col_names[c]);
         rc = -1;
       }
@@ -150,11 +143,11 @@ static int jsonl_row(const char *path, long line, char *text, size_t len, serve_
     if (f)
       jsonfile_describe(f, found, sizeof found);
     if (!f || !cJSON_IsNumber(f)) {
-      snprintf(err, err_len, "%s:%ld: %s: expected a number, found %s", path, line, col_names[c],
+      npu_err_set(err, "%s:%ld: %s: expected a number, found %s", path, line, col_names[c],
                found);
       rc = -1;
     } else {
-      rc = set_field(q, c, f->valuedouble, found, path, line, err, err_len);
+      rc = set_field(q, c, f->valuedouble, found, path, line, err);
     }
   }
   cJSON_Delete(o);
@@ -166,16 +159,14 @@ static int jsonl_row(const char *path, long line, char *text, size_t len, serve_
  * quotes too: " 8 " is 8, as for a reader of numbers). Sets *p to the next
  * field, or NULL after the last. Returns the field, or NULL with err set for a
  * quote left open or text after a closing quote. */
-static char *csv_field(char **p, const char *path, long line, long index, char *err,
-                       size_t err_len) {
+static char *csv_field(char **p, const char *path, long line, long index, npu_err_t *err) {
   char *f = *p + strspn(*p, " \t"), *end, *last;
   if (*f == '"') {
     char *r = ++f;
     last = f; /* where the unquoted text is written */
     for (; *r != '"' || r[1] == '"'; r++) {
       if (*r == '\0')
-        return snprintf(err, err_len,
-                        "%s:%ld: field %ld: expected a closing quote on the same line, found "
+        return npu_err_set(err, "%s:%ld: field %ld: expected a closing quote on the same line, found "
                         "the end of the line",
                         path, line, index + 1),
                NULL;
@@ -184,8 +175,7 @@ static char *csv_field(char **p, const char *path, long line, long index, char *
     }
     end = r + 1 + strspn(r + 1, " \t");
     if (*end && *end != ',')
-      return snprintf(err, err_len,
-                      "%s:%ld: field %ld: expected a comma after the closing quote, found "
+      return npu_err_set(err, "%s:%ld: field %ld: expected a comma after the closing quote, found "
                       "'%c'",
                       path, line, index + 1, *end),
              NULL;
@@ -203,19 +193,18 @@ static char *csv_field(char **p, const char *path, long line, long index, char *
 /* The CSV header: which column each field is; every field must be named once
  * (other columns, named or not, are skipped). */
 static int csv_header(const char *path, long line, char *text, long cols[NCOLS], long *ncols,
-                      char *err, size_t err_len) {
+                      npu_err_t *err) {
   for (int c = 0; c < NCOLS; c++)
     cols[c] = -1;
   *ncols = 0;
   for (char *p = text; p; (*ncols)++) {
-    char *name = csv_field(&p, path, line, *ncols, err, err_len);
+    char *name = csv_field(&p, path, line, *ncols, err);
     if (!name)
       return -1;
     for (int c = 0; c < NCOLS; c++)
       if (strcmp(name, col_names[c]) == 0) {
         if (cols[c] >= 0)
-          return snprintf(err, err_len,
-                          "%s:%ld: %s: expected each column named once, found it "
+          return npu_err_set(err, "%s:%ld: %s: expected each column named once, found it "
                           "twice",
                           path, line, col_names[c]),
                  -1;
@@ -224,8 +213,7 @@ static int csv_header(const char *path, long line, char *text, long cols[NCOLS],
   }
   for (int c = 0; c < NCOLS; c++)
     if (cols[c] < 0)
-      return snprintf(err, err_len,
-                      "%s:%ld: expected a CSV header naming arrival_s, "
+      return npu_err_set(err, "%s:%ld: expected a CSV header naming arrival_s, "
                       "prompt_tokens and output_tokens (or JSONL objects), found no %s column",
                       path, line, col_names[c]),
              -1;
@@ -233,11 +221,11 @@ static int csv_header(const char *path, long line, char *text, long cols[NCOLS],
 }
 
 static int csv_row(const char *path, long line, char *text, const long cols[NCOLS], long ncols,
-                   serve_request_t *q, char *err, size_t err_len) {
+                   serve_request_t *q, npu_err_t *err) {
   char *fields[NCOLS] = {NULL};
   long n = 0;
   for (char *p = text; p; n++) {
-    char *f = csv_field(&p, path, line, n, err, err_len);
+    char *f = csv_field(&p, path, line, n, err);
     if (!f)
       return -1;
     for (int c = 0; c < NCOLS; c++)
@@ -245,16 +233,16 @@ static int csv_row(const char *path, long line, char *text, const long cols[NCOL
         fields[c] = f;
   }
   if (n != ncols)
-    return snprintf(err, err_len, "%s:%ld: expected %ld fields as in the header, found %ld", path,
+    return npu_err_set(err, "%s:%ld: expected %ld fields as in the header, found %ld", path,
                     line, ncols, n),
            -1;
   for (int c = 0; c < NCOLS; c++) {
     double v;
     if (!jsonfile_decimal(fields[c], &v))
-      return snprintf(err, err_len, "%s:%ld: %s: expected a decimal number, found \"%.40s\"", path,
+      return npu_err_set(err, "%s:%ld: %s: expected a decimal number, found \"%.40s\"", path,
                       line, col_names[c], fields[c]),
              -1;
-    if (set_field(q, c, v, fields[c], path, line, err, err_len))
+    if (set_field(q, c, v, fields[c], path, line, err))
       return -1;
   }
   return 0;
@@ -282,7 +270,7 @@ typedef struct {
 
 /* Reads more into r->buf, keeping its unread bytes. Returns 0, or -1 with err
  * set (the file's size cap, a corrupt gzip stream, no memory). */
-static int fill(line_reader_t *r, char *err, size_t err_len) {
+static int fill(line_reader_t *r, npu_err_t *err) {
   if (r->start > 0) { /* move the partial line to the front */
     memmove(r->buf, r->buf + r->start, r->end - r->start);
     r->end -= r->start;
@@ -293,22 +281,21 @@ static int fill(line_reader_t *r, char *err, size_t err_len) {
     size_t cap = r->end + READ_CHUNK + 1;
     char *grown = realloc(r->buf, cap);
     if (!grown)
-      return snprintf(err, err_len, "%s:%ld: out of memory", r->path, r->line + 1), -1;
+      return npu_err_set(err, "%s:%ld: out of memory", r->path, r->line + 1), -1;
     r->buf = grown;
     r->cap = cap;
   }
   char why[256];
   long got = jsonfile_stream_read(r->in, r->buf + r->end, READ_CHUNK, why, sizeof why);
   if (got < 0)
-    return snprintf(err, err_len, "%s: expected a request trace (JSONL or CSV), found %s", r->path,
+    return npu_err_set(err, "%s: expected a request trace (JSONL or CSV), found %s", r->path,
                     why),
            -1;
   r->eof = got == 0;
   r->end += (size_t)got;
   r->inflated += (unsigned long long)got;
   if (r->inflated > SERVE_TRACE_MAX_BYTES)
-    return snprintf(err, err_len,
-                    "%s: expected a request trace (JSONL or CSV), found %s over %lu MiB", r->path,
+    return npu_err_set(err, "%s: expected a request trace (JSONL or CSV), found %s over %lu MiB", r->path,
                     jsonfile_stream_gzip(r->in) ? "a gzip stream inflating to" : "a file",
                     SERVE_TRACE_MAX_BYTES >> 20),
            -1;
@@ -318,7 +305,7 @@ static int fill(line_reader_t *r, char *err, size_t err_len) {
 /* The next line, without its "\n" or "\r\n", NUL-terminated, in *text (valid
  * until the next call). Returns 1, 0 at the end of the trace, or -1 with err
  * set: a line over SERVE_TRACE_MAX_LINE bytes, a NUL byte, a read error. */
-static int next_line(line_reader_t *r, char **text, size_t *len, char *err, size_t err_len) {
+static int next_line(line_reader_t *r, char **text, size_t *len, npu_err_t *err) {
   char *nl;
   for (;;) {
     while (r->start < r->end && r->buf[r->start] == '\n') { /* empty lines, in bulk */
@@ -330,8 +317,7 @@ static int next_line(line_reader_t *r, char **text, size_t *len, char *err, size
       break;
     r->scanned = r->end;
     if (r->end - r->start > SERVE_TRACE_MAX_LINE + 1) /* + 1: a "\r" before the "\n" */
-      return snprintf(err, err_len,
-                      "%s:%ld: expected a line of at most %u bytes, found a longer one", r->path,
+      return npu_err_set(err, "%s:%ld: expected a line of at most %u bytes, found a longer one", r->path,
                       r->line + 1, SERVE_TRACE_MAX_LINE),
              -1;
     if (r->eof) {
@@ -340,7 +326,7 @@ static int next_line(line_reader_t *r, char **text, size_t *len, char *err, size
       nl = r->buf + r->end; /* the last line has no newline: cap > end */
       break;
     }
-    if (fill(r, err, err_len))
+    if (fill(r, err))
       return -1;
   }
   r->line++;
@@ -351,13 +337,13 @@ static int next_line(line_reader_t *r, char **text, size_t *len, char *err, size
   if (*len > 0 && (*text)[*len - 1] == '\r')
     (*len)--;
   if (*len > SERVE_TRACE_MAX_LINE)
-    return snprintf(err, err_len, "%s:%ld: expected a line of at most %u bytes, found a longer one",
+    return npu_err_set(err, "%s:%ld: expected a line of at most %u bytes, found a longer one",
                     r->path, r->line, SERVE_TRACE_MAX_LINE),
            -1;
   (*text)[*len] = '\0';
   const char *nul = memchr(*text, '\0', *len);
   if (nul)
-    return snprintf(err, err_len, "%s:%ld:%ld: expected text, found a NUL byte", r->path, r->line,
+    return npu_err_set(err, "%s:%ld:%ld: expected text, found a NUL byte", r->path, r->line,
                     (long)(nul - *text) + 1),
            -1;
   if (r->line == 1 && *len >= 3 && memcmp(*text, "\xef\xbb\xbf", 3) == 0) {
@@ -370,10 +356,9 @@ static int next_line(line_reader_t *r, char **text, size_t *len, char *err, size
 /* Appends a request to out, the array growing up to SERVE_MAX_REQUESTS (a
  * request past it is refused before anything grows). NULL with err set. */
 static serve_request_t *add_request(serve_requests_t *out, long *cap, const char *path, long line,
-                                    char *err, size_t err_len) {
+                                    npu_err_t *err) {
   if (out->n == SERVE_MAX_REQUESTS)
-    return snprintf(err, err_len,
-                    "%s:%ld: expected at most %d requests (the most one run holds), found more",
+    return npu_err_set(err, "%s:%ld: expected at most %d requests (the most one run holds), found more",
                     path, line, SERVE_MAX_REQUESTS),
            NULL;
   if (out->n == *cap) {
@@ -381,7 +366,7 @@ static serve_request_t *add_request(serve_requests_t *out, long *cap, const char
     grown = grown < SERVE_MAX_REQUESTS ? grown : SERVE_MAX_REQUESTS;
     serve_request_t *v = realloc(out->v, (size_t)grown * sizeof *v);
     if (!v)
-      return snprintf(err, err_len, "%s:%ld: out of memory for %ld requests", path, line, grown),
+      return npu_err_set(err, "%s:%ld: out of memory for %ld requests", path, line, grown),
              NULL;
     out->v = v;
     *cap = grown;
@@ -393,35 +378,34 @@ static serve_request_t *add_request(serve_requests_t *out, long *cap, const char
 
 /* Reads the trace's lines into out (which grows): the first non-blank line
  * tells the format ('{': JSONL, else a CSV header). */
-static int parse_lines(line_reader_t *r, serve_requests_t *out, char *err, size_t err_len) {
+static int parse_lines(line_reader_t *r, serve_requests_t *out, npu_err_t *err) {
   const char *path = r->path;
   bool jsonl = false, header = true;
   long cols[NCOLS] = {-1, -1, -1}, ncols = 0, cap = 0;
   char *text;
   size_t len;
   int got;
-  while ((got = next_line(r, &text, &len, err, err_len)) == 1) {
+  while ((got = next_line(r, &text, &len, err)) == 1) {
     if (blank(text))
       continue;
     if (header) {
       jsonl = text[strspn(text, " \t")] == '{';
       header = false;
       if (!jsonl) {
-        if (csv_header(path, r->line, text, cols, &ncols, err, err_len))
+        if (csv_header(path, r->line, text, cols, &ncols, err))
           return -1;
         continue;
       }
     }
-    serve_request_t *q = add_request(out, &cap, path, r->line, err, err_len);
-    if (!q || (jsonl ? jsonl_row(path, r->line, text, len, q, err, err_len)
-                     : csv_row(path, r->line, text, cols, ncols, q, err, err_len)))
+    serve_request_t *q = add_request(out, &cap, path, r->line, err);
+    if (!q || (jsonl ? jsonl_row(path, r->line, text, len, q, err)
+                     : csv_row(path, r->line, text, cols, ncols, q, err)))
       return -1;
     if (out->n > 0 && q->arrival_s < out->v[out->n - 1].arrival_s) {
       char least[32], found[32]; /* in full: 9 digits could print the two alike */
       jsonfile_format_number(out->v[out->n - 1].arrival_s, least, sizeof least);
       jsonfile_format_number(q->arrival_s, found, sizeof found);
-      return snprintf(err, err_len,
-                      "%s:%ld: arrival_s: expected arrivals in time order (at "
+      return npu_err_set(err, "%s:%ld: arrival_s: expected arrivals in time order (at "
                       "least %s, line %ld's), found %s",
                       path, r->line, least, out->v[out->n - 1].line, found),
              -1;
@@ -431,20 +415,20 @@ static int parse_lines(line_reader_t *r, serve_requests_t *out, char *err, size_
   if (got < 0)
     return -1;
   if (out->n == 0)
-    return snprintf(err, err_len, "%s: expected at least one request, found none", path), -1;
+    return npu_err_set(err, "%s: expected at least one request, found none", path), -1;
   return 0;
 }
 
-int serve_requests_read(const char *path, serve_requests_t *out, char *err, size_t err_len) {
+int serve_requests_read(const char *path, serve_requests_t *out, npu_err_t *err) {
   out->v = NULL;
   out->n = 0;
   char why[256];
   line_reader_t r = {path, jsonfile_stream_open(path, why, sizeof why), NULL, 0, 0, 0, 0, 0, false, 0};
   if (!r.in)
-    return snprintf(err, err_len, "%s: expected a request trace (JSONL or CSV), found %s", path,
+    return npu_err_set(err, "%s: expected a request trace (JSONL or CSV), found %s", path,
                     why),
            -1;
-  int rc = parse_lines(&r, out, err, err_len);
+  int rc = parse_lines(&r, out, err);
   jsonfile_stream_close(r.in);
   free(r.buf);
   if (rc)
@@ -453,7 +437,7 @@ int serve_requests_read(const char *path, serve_requests_t *out, char *err, size
 }
 
 int serve_requests_check_context(const serve_requests_t *r, const char *path, int context,
-                                 char *err, size_t err_len) {
+                                 npu_err_t *err) {
   for (long i = 0; i < r->n; i++) {
     const serve_request_t *q = &r->v[i];
     if ((long)q->prompt_tokens + q->output_tokens <= context)
@@ -463,8 +447,7 @@ int serve_requests_check_context(const serve_requests_t *r, const char *path, in
       snprintf(where, sizeof where, "%s:%ld", path, q->line);
     else
       snprintf(where, sizeof where, "%s: generated request %ld", path, i);
-    return snprintf(err, err_len,
-                    "%s: prompt_tokens + output_tokens: expected at most the "
+    return npu_err_set(err, "%s: prompt_tokens + output_tokens: expected at most the "
                     "context, model.seq_len = %d, found %d + %d",
                     where, context, q->prompt_tokens, q->output_tokens),
            -1;

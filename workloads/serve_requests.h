@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "serve_cfg.h"
+#include "npu_err.h"
 
 typedef struct {
   double arrival_s;
@@ -40,8 +41,7 @@ typedef struct {
  * with "serving.requests.KEY: expected ..., found ..." in err: too many
  * requests, arrivals past SERVE_MAX_ARRIVAL_S (count over rate_per_s), out of
  * memory. */
-int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, char *err,
-                            size_t err_len);
+int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, npu_err_t *err);
 
 /* Reads a trace, JSONL or CSV (told by the first non-blank line: '{' is
  * JSONL, else a CSV header), gzip or plain, through jsonfile_stream_open's checks (no
@@ -54,13 +54,13 @@ int serve_requests_generate(const serving_cfg_t *cfg, serve_requests_t *out, cha
  * at most SERVE_MAX_REQUESTS, refused before the array grows. Returns 0, or -1
  * with "PATH:LINE: FIELD: expected ..., found ..." (or "PATH: expected ...")
  * in err. */
-int serve_requests_read(const char *path, serve_requests_t *out, char *err, size_t err_len);
+int serve_requests_read(const char *path, serve_requests_t *out, npu_err_t *err);
 
 /* Refuses a request whose prompt and output do not fit the context: "WHERE:
  * prompt_tokens + output_tokens: expected at most CONTEXT (model.seq_len),
  * found P + O" where WHERE is path:line, or the generated request's index. */
 int serve_requests_check_context(const serve_requests_t *r, const char *path, int context,
-                                 char *err, size_t err_len);
+                                 npu_err_t *err);
 
 void serve_requests_free(serve_requests_t *r);
 

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "npu_err.h"
 
 #define TRACE_FORMAT "npusim-trace"
 #define TRACE_VERSION 1
@@ -137,20 +138,18 @@ extern const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT];
 
 /* Reads a trace (.json or .json.gz, detected from the content). Returns 0, or -1
  * with "FILE: [rank R op ID: ]expected ..., found ..." in err. */
-int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, char *err,
-               size_t err_len);
+int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, npu_err_t *err);
 
 /* Parses a trace from memory (for tests and fuzzing); name is used in errors. */
 int trace_parse(const char *name, const char *text, size_t len, const trace_vocab_t *vocab,
-                trace_t *out, char *err, size_t err_len);
+                trace_t *out, npu_err_t *err);
 
 /* Writes the trace in canonical form, gzip-compressed when path ends in ".gz".
  * Reading it back gives the same trace; writing that gives the same bytes. A
  * trace too large to read back (TRACE_MAX_BYTES), or holding a step barrier
  * (no file format has one), is not written: -1 with "PATH: cannot write: ..."
  * in err, as for any failed write. */
-int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
-                size_t err_len);
+int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, npu_err_t *err);
 
 /* ---- the model (trace.c) ---- */
 

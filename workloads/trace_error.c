@@ -12,12 +12,12 @@ int trace_fail(trace_ctx_t *c, int rank, int op_id, const char *fmt, ...) {
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   if (rank >= 0 && op_id >= 0)
-    snprintf(c->err, c->err_len, "%s: rank %d op %d: %s", c->name, rank, op_id, what);
+    npu_err_set(c->err, "%s: rank %d op %d: %s", c->name, rank, op_id, what);
   else if (rank >= 0)
-    snprintf(c->err, c->err_len, "%s: rank %d: %s", c->name, rank, what);
+    npu_err_set(c->err, "%s: rank %d: %s", c->name, rank, what);
   else
-    snprintf(c->err, c->err_len, "%s: %s", c->name, what);
-  for (char *p = c->err; *p; p++) /* one line, whatever names the file holds */
+    npu_err_set(c->err, "%s: %s", c->name, what);
+  for (char *p = c->err ? c->err->msg : ""; *p; p++) /* one line, whatever names the file holds */
     if ((unsigned char)*p < 0x20)
       *p = ' ';
   return -1;

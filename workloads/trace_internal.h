@@ -3,6 +3,7 @@
 #define NPUSIM_TRACE_INTERNAL_H
 
 #include "trace.h"
+#include "npu_err.h"
 
 #define TRACE_ERR_MAX 1024
 
@@ -11,8 +12,7 @@ typedef struct trace_names trace_names_t; /* the reader's name lookups */
 typedef struct {
   const char *name;              /* the file, for messages */
   const trace_vocab_t *vocab;
-  char *err;
-  size_t err_len;
+  npu_err_t *err;
   int ranks;
   trace_names_t *names;          /* reading: the current program's name lookups */
 } trace_ctx_t;

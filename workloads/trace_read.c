@@ -678,8 +678,8 @@ static int parse_top(trace_ctx_t *c, cJSON *root, trace_t *t) {
 
 /* Converts a parsed trace (consuming root) and runs the whole-trace checks. */
 static int finish(const char *name, cJSON *root, const trace_vocab_t *vocab, trace_t *out,
-                  char *err, size_t err_len) {
-  trace_ctx_t c = {.name = name, .vocab = vocab, .err = err, .err_len = err_len};
+                  npu_err_t *err) {
+  trace_ctx_t c = {.name = name, .vocab = vocab, .err = err};
   int rc = parse_top(&c, root, out);
   cJSON_Delete(root);
   if (rc == 0)
@@ -690,24 +690,23 @@ static int finish(const char *name, cJSON *root, const trace_vocab_t *vocab, tra
 }
 
 int trace_parse(const char *name, const char *text, size_t len, const trace_vocab_t *vocab,
-                trace_t *out, char *err, size_t err_len) {
+                trace_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
-  cJSON *root = jsonfile_parse(name, text, len, err, err_len);
-  return root ? finish(name, root, vocab, out, err, err_len) : -1;
+  cJSON *root = jsonfile_parse(name, text, len, err);
+  return root ? finish(name, root, vocab, out, err) : -1;
 }
 
-int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, char *err,
-               size_t err_len) {
+int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   size_t len;
   char why[256];
   char *text = jsonfile_read(path, TRACE_MAX_BYTES, &len, why, sizeof why);
   if (!text) {
-    snprintf(err, err_len, "%s: expected a readable trace file (.json or .json.gz), found %s",
+    npu_err_set(err, "%s: expected a readable trace file (.json or .json.gz), found %s",
              path, why);
     return -1;
   }
-  cJSON *root = jsonfile_parse(path, text, len, err, err_len);
+  cJSON *root = jsonfile_parse(path, text, len, err);
   free(text); /* the parsed tree replaces the text */
-  return root ? finish(path, root, vocab, out, err, err_len) : -1;
+  return root ? finish(path, root, vocab, out, err) : -1;
 }

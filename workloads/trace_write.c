@@ -158,25 +158,23 @@ static void write_trace(FILE *out, const trace_t *t, const trace_vocab_t *v) {
   fputs("\n  ]\n}\n", out);
 }
 
-int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, char *err,
-                size_t err_len) {
+int trace_write(const trace_t *t, const trace_vocab_t *vocab, const char *path, npu_err_t *err) {
   if (trace_has_barrier(t))
-    return snprintf(err, err_len,
-                    "%s: cannot write: the trace holds step barriers (npusim cluster's, which "
+    return npu_err_set(err, "%s: cannot write: the trace holds step barriers (npusim cluster's, which "
                     "no trace file has)",
                     path),
            -1;
-  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err);
   if (!f)
     return -1;
   write_trace(outfile_stream(f), t, vocab);
   fflush(outfile_stream(f)); /* outfile_bytes counts what left the stream's buffer */
   if (outfile_bytes(f) >= TRACE_MAX_BYTES) { /* the reader would refuse it */
-    snprintf(err, err_len, "%s: cannot write: the trace is %llu MiB of JSON; a trace must stay "
+    npu_err_set(err, "%s: cannot write: the trace is %llu MiB of JSON; a trace must stay "
              "under %lu MiB to be read back (docs/trace-format.md)", path, outfile_bytes(f) >> 20,
              TRACE_MAX_BYTES >> 20);
     outfile_abort(f);
     return -1;
   }
-  return outfile_commit(f, err, err_len);
+  return outfile_commit(f, err);
 }

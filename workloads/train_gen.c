@@ -140,21 +140,20 @@ static int name_index(const char *const *names, int n, const char *name) {
 /* Looks up every name the generator emits in v. Returns 0, or -1 with the
  * first name v lacks in err (a vocabulary that does not match the generator:
  * an internal error, not a bad input). */
-static int resolve_kinds(const trace_vocab_t *v, precision_t precision, gen_kinds_t *k, char *err,
-                         size_t err_len) {
+static int resolve_kinds(const trace_vocab_t *v, precision_t precision, gen_kinds_t *k, npu_err_t *err) {
   for (int i = 0; i < GEN_COMPUTE_COUNT; i++)
     if ((k->compute[i] = name_index(v->compute, v->ncompute, gen_compute_names[i])) < 0)
-      return snprintf(err, err_len, "internal error: train_generate: expected compute op \"%s\" "
+      return npu_err_set(err, "internal error: train_generate: expected compute op \"%s\" "
                       "in the vocabulary, found none", gen_compute_names[i]), -1;
   for (int i = 0; i < GEN_COLL_COUNT; i++)
     if ((k->colls[i] = name_index(v->colls, v->ncolls, gen_coll_names[i])) < 0)
-      return snprintf(err, err_len, "internal error: train_generate: expected collective "
+      return npu_err_set(err, "internal error: train_generate: expected collective "
                       "\"%s\" in the vocabulary, found none", gen_coll_names[i]), -1;
   const char *dtypes[] = {workload_precision_names[precision], "fp32"};
   int *found[] = {&k->dtype_mm, &k->dtype_fp32};
   for (int i = 0; i < 2; i++)
     if ((*found[i] = name_index(v->dtypes, v->ndtypes, dtypes[i])) < 0)
-      return snprintf(err, err_len, "internal error: train_generate: expected data type \"%s\" "
+      return npu_err_set(err, "internal error: train_generate: expected data type \"%s\" "
                       "in the vocabulary, found none", dtypes[i]), -1;
   k->dtype_vec = precision == PRECISION_FP8 ? v->default_dtype : k->dtype_mm;
   return 0;
@@ -974,7 +973,7 @@ const char *train_refusal(const workload_cfg_t *w) {
 }
 
 int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
-                   trace_t *out, train_info_t *info, char *err, size_t err_len) {
+                   trace_t *out, train_info_t *info, npu_err_t *err) {
   const parallel_cfg_t *par = &w->parallel;
   const model_cfg_t *m = &w->model;
   memset(out, 0, sizeof *out);
@@ -984,16 +983,16 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
    * the replay's tables), so the step's size is bounded before anything is built. */
   double passes = (double)mbs * m->layers * par->cp;
   if (passes > TRAIN_MAX_PASSES)
-    return snprintf(err, err_len, "training.global_batch: expected at most %d micro-batch "
+    return npu_err_set(err, "training.global_batch: expected at most %d micro-batch "
                     "passes through a layer per step (micro-batches per replica %ld x layers "
                     "%d x cp %d), found %.0f; raise training.micro_batch or parallel.dp",
                     TRAIN_MAX_PASSES, mbs, m->layers, par->cp, passes), -1;
   if (par->vpp > 1 && mbs % par->pp)
-    return snprintf(err, err_len, "training.global_batch: expected micro-batches per pipeline "
+    return npu_err_set(err, "training.global_batch: expected micro-batches per pipeline "
                     "(%ld) divisible by parallel.pp = %d for the interleaved schedule, found %ld",
                     mbs, par->pp, mbs % par->pp), -1;
   gen_kinds_t kinds;
-  if (resolve_kinds(vocab, w->training.precision, &kinds, err, err_len))
+  if (resolve_kinds(vocab, w->training.precision, &kinds, err))
     return -1;
   out->name = strdup(m->name);
   out->ranks = (int)world;

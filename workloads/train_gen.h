@@ -27,6 +27,7 @@
 #ifndef NPUSIM_TRAIN_GEN_H
 #define NPUSIM_TRAIN_GEN_H
 
+#include "npu_err.h"
 #include "trace.h"
 #include "workload.h"
 
@@ -101,7 +102,7 @@ const char *train_refusal(const workload_cfg_t *w);
  * generator emits must be in vocab (an internal error otherwise). Returns 0,
  * or -1 with a reason in err. */
 int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
-                   trace_t *out, train_info_t *info, char *err, size_t err_len);
+                   trace_t *out, train_info_t *info, npu_err_t *err);
 
 void train_info_free(train_info_t *info);
 

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "op_measure.h"
+#include "npu_err.h"
 
 typedef struct {
   const char *path;  /* system config key, e.g. "chip.vector.op_overhead_us" */

@@ -59,11 +59,11 @@ static int choose_params(const cal_opts_t *o, const meas_table_t *t, cal_param_t
 
 static int check_rows(const chip_cfg_t *chip, const char *file, const meas_table_t *t,
                       npu_err_t *err) {
-  char why[512];
+  npu_err_t why = {""};
   for (size_t i = 0; i < t->n; i++)
     for (int k = 0; k < t->rows[i].nops; k++)
-      if (op_check(chip, &t->rows[i].ops[k], why, sizeof why))
-        return npu_err_set(err, "%s:%d: %s", file, t->rows[i].line, why);
+      if (op_check(chip, &t->rows[i].ops[k], &why))
+        return npu_err_set(err, "%s:%d: %s", file, t->rows[i].line, why.msg);
   for (size_t i = 0; i < t->n; i++) { /* a row no fit can explain drags every key to its bound */
     double ratio = exp(-cal_log_error(chip, &t->rows[i])); /* measured / predicted */
     if (!(ratio <= CAL_MAX_MODEL_RATIO && ratio >= 1 / CAL_MAX_MODEL_RATIO))

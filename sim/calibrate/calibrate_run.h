@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "calibrate.h"
+#include "npu_err.h"
 
 #define CAL_MAX_PARAMS 64
 

@@ -101,7 +101,7 @@ int cal_write_config(const char *path, const char *system_path, const cal_opts_t
     return CAL_CANNOT_WRITE;
   }
   time_limit_off(); /* the file is written whole: the time limit ends here */
-  int rc = outfile_write_all(path, data, len + 1, 0, err->msg, sizeof err->msg);
+  int rc = outfile_write_all(path, data, len + 1, 0, err);
   free(data);
   return rc ? CAL_CANNOT_WRITE : 0;
 }

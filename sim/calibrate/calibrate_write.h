@@ -7,6 +7,7 @@
 #define NPUSIM_CALIBRATE_WRITE_H
 
 #include "calibrate_run.h"
+#include "npu_err.h"
 
 /* Returned when the file could not be written (or the fit ran off to a
  * non-finite value): an internal error, not bad input. */

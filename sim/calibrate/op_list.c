@@ -64,7 +64,7 @@ static size_t collect(const trace_t *t, entry_t *all, size_t n) {
   return m;
 }
 
-int op_list_write(const char *path, const trace_t *t, char *err, size_t err_len) {
+int op_list_write(const char *path, const trace_t *t, npu_err_t *err) {
   size_t n = 0;
   for (int pi = 0; pi < t->nprograms; pi++)
     for (int i = 0; i < t->programs[pi].nops; i++)
@@ -75,7 +75,7 @@ int op_list_write(const char *path, const trace_t *t, char *err, size_t err_len)
   FILE *f = all ? open_memstream(&buf, &len) : NULL;
   if (!f) {
     free(all);
-    return snprintf(err, err_len, "%s: out of memory", path), -1;
+    return npu_err_set(err, "%s: out of memory", path), -1;
   }
   size_t m = collect(t, all, n);
   fprintf(f, "# distinct compute ops of one training step (npusim train --list-ops); time them "
@@ -85,7 +85,7 @@ int op_list_write(const char *path, const trace_t *t, char *err, size_t err_len)
   fclose(f);
   free(all);
   time_limit_off(); /* the file is written whole: the time limit ends here */
-  int rc = outfile_write_all(path, buf, len, 0, err, err_len);
+  int rc = outfile_write_all(path, buf, len, 0, err);
   free(buf);
   return rc;
 }

@@ -133,9 +133,9 @@ static int parse_row(const reader_t *r, meas_row_t *row, npu_err_t *err) {
   }
   if (row->nops == 0)
     return npu_err_set(err, "%s:%d: op: expected an npusim op, found \"\"", r->path, r->line);
-  char why[256];
-  if (op_shape_parse(get(r, COL_SHAPE), 'x', op, why, sizeof why))
-    return npu_err_set(err, "%s:%d: %s", r->path, r->line, why); /* "shape: ..." */
+  npu_err_t why = {""};
+  if (op_shape_parse(get(r, COL_SHAPE), 'x', op, &why))
+    return npu_err_set(err, "%s:%d: %s", r->path, r->line, why.msg); /* "shape: ..." */
   if (parse_dtype(r, COL_DTYPE, &op->dtype, err))
     return -1;
   op->out_dtype = op_default_out_dtype(op->kind, op->dtype);

@@ -56,10 +56,10 @@ int op_run(const op_run_opts_t *o, op_run_result_t *r, npu_err_t *err) {
   r->n = o->sweep ? sweep_ops(&o->op, r->ops, OP_RUN_MAX_OPS) : 1;
   if (!o->sweep)
     r->ops[0] = o->op;
-  char why[512];
+  npu_err_t why = {""};
   for (int i = 0; i < r->n; i++)
-    if (op_check(chip, &r->ops[i], why, sizeof why))
-      return npu_err_set(err, "--%s", why); /* the field came from --shape or --dtype */
+    if (op_check(chip, &r->ops[i], &why))
+      return npu_err_set(err, "--%s", why.msg); /* the field came from --shape or --dtype */
   op_cache_t *cache = op_cache_new(chip);
   if (!cache)
     return npu_err_set(err, "npusim op: out of memory");

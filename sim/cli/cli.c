@@ -489,7 +489,7 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
 /* Prints a one-line error (made safe by npu_err_print) and returns status. */
 static int fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(int status, const char *fmt, ...) {
-  npu_err_t err;
+  npu_err_t err = {""};
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err.msg, sizeof err.msg, fmt, ap);
@@ -613,17 +613,17 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
   }
   /* Checked before anything is written in place (stdout, a device), and again
    * once --output waits beside its target. */
-  if (rc == 0 && outfile_stage_check(err.msg, sizeof err.msg))
+  if (rc == 0 && outfile_stage_check(&err))
     rc = -1;
   if (rc == 0) {
     /* --output "-" is stdout, as no --output is. */
     const char *dest = opts.output_path && !cmd->own_output ? opts.output_path : "-";
-    if (outfile_write_all(dest, buf, len, 0, err.msg, sizeof err.msg))
+    if (outfile_write_all(dest, buf, len, 0, &err))
       rc = CMD_CANNOT_WRITE;
   }
-  if (rc == 0 && outfile_stage_check(err.msg, sizeof err.msg))
+  if (rc == 0 && outfile_stage_check(&err))
     rc = -1;
-  if (rc == 0 && outfile_stage_publish(err.msg, sizeof err.msg))
+  if (rc == 0 && outfile_stage_publish(&err))
     rc = CMD_CANNOT_WRITE;
   if (rc != 0)
     outfile_stage_discard();

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "out_format.h"
+#include "npu_err.h"
 
 #define NPUSIM_VERSION "0.1.0"
 

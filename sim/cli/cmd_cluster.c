@@ -35,8 +35,7 @@ static int write_timeline(const cli_opts_t *opts, const system_cfg_t *sys, int n
     return -1;
   replay_chrome_opts_t copts = {
       .first_rank = first, .last_rank = last, .sys = sys, .progress = opts->progress};
-  if (replay_write_chrome(opts->chrome_trace, &r->m.trace, &r->res, &copts, err->msg,
-                          sizeof err->msg))
+  if (replay_write_chrome(opts->chrome_trace, &r->m.trace, &r->res, &copts, err))
     return CMD_CANNOT_WRITE;
   return 0;
 }

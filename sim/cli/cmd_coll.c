@@ -68,7 +68,7 @@ static int parse_args(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
   if (opts->links_kind && !opts->links)
     return npu_err_set(err, "--links-kind: expected --links with it, found none");
   if (parse_style(opts, a, err) || linkstats_parse_view(opts->links_rows, opts->links_kind,
-                                                        &a->report.view, err->msg, sizeof err->msg))
+                                                        &a->report.view, err))
     return -1;
   if (!opts->op)
     return npu_err_set(err, "npusim coll: expected --op OP, found none");

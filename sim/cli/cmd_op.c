@@ -10,9 +10,9 @@
 #include "op_run.h"
 
 static int parse_shape(const char *text, op_desc_t *op, npu_err_t *err) {
-  char why[256];
-  if (op_shape_parse(text, ',', op, why, sizeof why))
-    return npu_err_set(err, "--%s", why); /* "shape: ..." came from --shape */
+  npu_err_t why = {""};
+  if (op_shape_parse(text, ',', op, &why))
+    return npu_err_set(err, "--%s", why.msg); /* "shape: ..." came from --shape */
   return 0;
 }
 

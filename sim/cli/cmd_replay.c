@@ -13,7 +13,7 @@
 static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *trace, char *prefix,
                       size_t prefix_len, npu_err_t *err) {
   prefix[0] = '\0';
-  int chakra = chakra_detect(opts->trace, prefix, prefix_len, err->msg, sizeof err->msg);
+  int chakra = chakra_detect(opts->trace, prefix, prefix_len, err);
   if (chakra < 0)
     return -1;
   if (!chakra) {
@@ -21,7 +21,7 @@ static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *
     if (opts->chakra_compute || opts->comm_group || opts->chakra_skip)
       return npu_err_set(err, "--chakra-compute, --comm-group, --chakra-skip: expected a Chakra "
                          "trace with them, found the npusim trace %s", opts->trace);
-    return trace_read(opts->trace, &replay_vocab, trace, err->msg, sizeof err->msg);
+    return trace_read(opts->trace, &replay_vocab, trace, err);
   }
   chakra_opts_t co = {.comm_groups = opts->comm_group, .skip = opts->chakra_skip};
   if (opts->chakra_compute) {
@@ -37,7 +37,7 @@ static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *
   co.flops_per_s = chip_cube_peak_flops(&sys->chip, CHIP_DTYPE_BF16) * sys->chip.sustained_clock;
   co.mem_bytes_per_s = chip_hbm_effective_bw(&sys->chip);
   long skipped = 0;
-  if (chakra_read(prefix, &co, &replay_vocab, trace, &skipped, err->msg, sizeof err->msg))
+  if (chakra_read(prefix, &co, &replay_vocab, trace, &skipped, err))
     return -1;
   if (skipped)
     fprintf(stderr, "npusim replay: --chakra-skip: %ld Chakra nodes npusim does not model kept "
@@ -60,8 +60,7 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
   int first, last, rc = cli_trace_ranks(opts, trace.ranks, &first, &last, err);
   linkstats_view_t links;
   if (rc == 0)
-    rc = linkstats_parse_view(opts->links_rows, opts->links_kind, &links, err->msg,
-                              sizeof err->msg);
+    rc = linkstats_parse_view(opts->links_rows, opts->links_kind, &links, err);
   replay_result_t res;
   bool ran = false;
   if (rc == 0) {
@@ -70,17 +69,16 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     progress_t progress;
     progress_start(&progress, opts->progress, "npusim replay", "ops", 0);
     ropts.progress = &progress;
-    rc = replay_run(&cfg.sys, &trace, prefix[0] ? prefix : opts->trace, &ropts, &res, err->msg,
-                    sizeof err->msg);
+    rc = replay_run(&cfg.sys, &trace, prefix[0] ? prefix : opts->trace, &ropts, &res, err);
     progress_end(&progress);
     ran = rc == 0;
     if (rc && prefix[0]) /* by .et file, node and field */
-      chakra_explain(prefix, &trace, err->msg, err->msg, sizeof err->msg);
+      chakra_explain(prefix, &trace, err->msg, err);
   }
   replay_chrome_opts_t copts = {.first_rank = first, .last_rank = last, .sys = &cfg.sys,
                                 .progress = opts->progress};
   if (rc == 0 && opts->chrome_trace &&
-      replay_write_chrome(opts->chrome_trace, &trace, &res, &copts, err->msg, sizeof err->msg))
+      replay_write_chrome(opts->chrome_trace, &trace, &res, &copts, err))
     rc = CMD_CANNOT_WRITE;
   if (rc == 0)
     replay_print(out, opts->format, &trace, &cfg.sys, &res, cli_fidelity_names[opts->fidelity],

@@ -12,10 +12,10 @@
 static int write_files(const cli_opts_t *opts, const serve_report_ctx_t *ctx,
                        const serve_sim_result_t *res, npu_err_t *err) {
   if (opts->timeseries &&
-      serve_write_timeseries(opts->timeseries, ctx, res, err->msg, sizeof err->msg))
+      serve_write_timeseries(opts->timeseries, ctx, res, err))
     return CMD_CANNOT_WRITE;
   if (opts->chrome_trace &&
-      serve_write_chrome(opts->chrome_trace, ctx, res, err->msg, sizeof err->msg))
+      serve_write_chrome(opts->chrome_trace, ctx, res, err))
     return CMD_CANNOT_WRITE;
   return 0;
 }
@@ -48,7 +48,7 @@ int cmd_serve(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                      .workload_path = opts->workload_path,
                      .log_iterations = opts->timeseries || opts->chrome_trace,
                      .progress = opts->progress};
-  if (opts->slo && serve_slo_parse(opts->slo, &so.slo, err->msg, sizeof err->msg))
+  if (opts->slo && serve_slo_parse(opts->slo, &so.slo, err))
     return -1;
   cli_configs_t cfg;
   if (cli_load_configs(opts, &cfg, err))

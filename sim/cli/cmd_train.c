@@ -17,16 +17,16 @@ static int check_views(const cli_opts_t *opts, int ranks, train_files_t *files,
     return -1;
   if (opts->links_kind && !opts->links)
     return npu_err_set(err, "--links-kind: expected --links with it, found none");
-  return linkstats_parse_view(opts->links_rows, opts->links_kind, links, err->msg, sizeof err->msg);
+  return linkstats_parse_view(opts->links_rows, opts->links_kind, links, err);
 }
 
 /* Runs the prepared step, writes its files and prints the report. */
 static int run_and_report(const cli_opts_t *opts, const train_opts_t *to, train_result_t *res,
                           const train_files_t *files, const linkstats_view_t *links, FILE *out,
                           npu_err_t *err) {
-  if (train_run(to, res, err->msg, sizeof err->msg))
+  if (train_run(to, res, err))
     return -1;
-  if (train_write_files(files, to, res, err->msg, sizeof err->msg))
+  if (train_write_files(files, to, res, err))
     return CMD_CANNOT_WRITE;
   train_report_opts_t ro = {cli_fidelity_names[opts->fidelity], opts->links ? links : NULL};
   train_report(out, opts->format, to, &ro, res);
@@ -47,7 +47,7 @@ int cmd_train(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                      .progress = opts->progress,
                      .switches = opts->env->replay};
   train_result_t res;
-  if (train_prepare(&to, &res, err->msg, sizeof err->msg)) {
+  if (train_prepare(&to, &res, err)) {
     cli_free_configs(&cfg);
     return -1;
   }

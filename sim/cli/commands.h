@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "npu_err.h"
 
 #define CMD_CANNOT_WRITE (-2)
 

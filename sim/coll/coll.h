@@ -20,6 +20,7 @@
 
 #include "coll_cfg.h"
 #include "topo.h"
+#include "npu_err.h"
 
 typedef enum {
   COLL_ALLREDUCE,
@@ -85,14 +86,14 @@ typedef struct {
  * when a forced algorithm cannot run this op on this topology (COLL_PLAN_FORCED_MISFIT when
  * no single level is to blame). */
 int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
-              coll_plan_t *plan, char *err, size_t err_len);
+              coll_plan_t *plan, npu_err_t *err);
 
 /* The same for a communicator: the g ranks of members, in algorithm order (a
  * regular group lists its servers one after another, the same number of ranks
  * from each; any other group is planned as if each rank had its own server).
  * The schedule names real ranks. The alltoallv matrix is g x g. */
 int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *members, int g,
-                    const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len);
+                    const coll_req_t *req, coll_plan_t *plan, npu_err_t *err);
 
 void coll_plan_free(coll_plan_t *plan);
 

@@ -131,8 +131,7 @@ static void name_list(char *buf, size_t len) {
     used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", algo_table[i].name);
 }
 
-int coll_apply_algo(const char *text, bool multi_level, coll_cfg_t *cfg, char *err,
-                    size_t err_len) {
+int coll_apply_algo(const char *text, bool multi_level, coll_cfg_t *cfg, npu_err_t *err) {
   char buf[128], names[160];
   snprintf(buf, sizeof buf, "%s", text);
   coll_algo_t given[COLL_LEVELS];
@@ -141,13 +140,13 @@ int coll_apply_algo(const char *text, bool multi_level, coll_cfg_t *cfg, char *e
     int found = coll_algo_parse(tok);
     if (found < 0 || n == COLL_LEVELS) {
       name_list(names, sizeof names);
-      return snprintf(err, err_len, "algo: expected up to %d of %s separated by ',', found "
+      return npu_err_set(err, "algo: expected up to %d of %s separated by ',', found "
                       "\"%.60s\"", COLL_LEVELS, names, text), -1;
     }
     given[n++] = (coll_algo_t)found;
   }
   if (n == 0)
-    return snprintf(err, err_len, "algo: expected an algorithm name, found \"\""), -1;
+    return npu_err_set(err, "algo: expected an algorithm name, found \"\""), -1;
   if (n == 1)
     cfg->algo[multi_level ? 1 : 0] = given[0];
   else

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "cluster.h"
+#include "npu_err.h"
 
 typedef enum { COLL_LIB_HCCL, COLL_LIB_NCCL, COLL_LIB_COUNT } coll_library_t;
 
@@ -116,8 +117,7 @@ int coll_algo_check_forced(coll_algo_t algo, int level, scale_up_kind_t kind, bo
  * multi_level (else level 0); "A0,A1[,A2]" sets one per level. Returns 0, or
  * -1 with "algo: expected ..., found ..." in err (cfg untouched); the caller
  * says where the text came from ("--algo", a trace op). */
-int coll_apply_algo(const char *text, bool multi_level, coll_cfg_t *cfg, char *err,
-                    size_t err_len);
+int coll_apply_algo(const char *text, bool multi_level, coll_cfg_t *cfg, npu_err_t *err);
 
 /* Prints the capability table as help text: each algorithm, where it runs and
  * what it builds. */

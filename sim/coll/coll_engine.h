@@ -19,6 +19,7 @@
 #include "coll.h"
 #include "linkstats.h"
 #include "platform.h"
+#include "npu_err.h"
 
 /* Seconds the schedule takes; stats (may be NULL) receive per-link figures. */
 double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
@@ -82,16 +83,14 @@ void coll_analytic_death_rest(const topo_t *topo, const coll_sched_t *sched, int
  * reason in err (the platform could not be written), or COLL_FLOW_TOO_LARGE
  * when the run is more than SimGrid holds (FLOW_MAX_*). */
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
-                  int n, double *times_s, int stats_index, linkstats_t *stats, char *err,
-                  size_t err_len);
+                  int n, double *times_s, int stats_index, linkstats_t *stats, npu_err_t *err);
 
 /* ---- the flow engine's parts, for engines that run collectives among other
  * work (the replay) ---- */
 
 /* Writes the platform for endpoints and the routes of pairs and starts
  * SimGrid (once per process). */
-int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, char *err,
-                    size_t err_len);
+int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, npu_err_t *err);
 
 /* A schedule ready to run: routes, latencies and mailboxes (named after
  * channel, so collectives of different communicators never match). */

@@ -75,17 +75,16 @@ struct coll_flow_sched {
 
 /* ---- starting SimGrid ---- */
 
-int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, char *err,
-                    size_t err_len) {
+int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, npu_err_t *err) {
   static bool simgrid_used = false; /* SimGrid's engine: once per process */
   if (simgrid_used) {
-    snprintf(err, err_len, "flow fidelity: expected one SimGrid simulation per process, found a "
+    npu_err_set(err, "flow fidelity: expected one SimGrid simulation per process, found a "
              "second");
     return -1;
   }
   simgrid_used = true;
   char path[PLATFORM_PATH_MAX];
-  if (platform_write(topo, endpoints, pairs, path, sizeof path, err, err_len))
+  if (platform_write(topo, endpoints, pairs, path, sizeof path, err))
     return -1;
   /* ker_engine's deadlock report is silenced: the replay names the stuck op
    * itself, in one line (replay_summary.c replay_check_finished) */
@@ -436,8 +435,7 @@ static void controller_actor(int argc, char **argv) {
 }
 
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
-                  int n, double *times_s, int stats_index, linkstats_t *stats, char *err,
-                  size_t err_len) {
+                  int n, double *times_s, int stats_index, linkstats_t *stats, npu_err_t *err) {
   run_t run = {.topo = topo, .cfg = cfg, .njobs = n, .stats_job = stats ? stats_index : -1,
                .times = times_s};
   long xfers = 0;
@@ -448,11 +446,11 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
       xfers += scheds[j]->phases[p].nxfers;
   }
   if (run.endpoints + 1 > FLOW_MAX_ACTORS)
-    return snprintf(err, err_len, "flow: expected at most %d SimGrid actors (one per rank and "
+    return npu_err_set(err, "flow: expected at most %d SimGrid actors (one per rank and "
                     "switch, and a controller), found %d", FLOW_MAX_ACTORS, run.endpoints + 1),
            COLL_FLOW_TOO_LARGE;
   if (xfers > FLOW_MAX_XFERS)
-    return snprintf(err, err_len, "flow: expected at most %ld transfers over all sizes, found "
+    return npu_err_set(err, "flow: expected at most %ld transfers over all sizes, found "
                     "%ld", FLOW_MAX_XFERS, xfers), COLL_FLOW_TOO_LARGE;
   pair_set_t pairs;
   pair_set_init(&pairs);
@@ -461,7 +459,7 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
       for (int i = 0; i < scheds[j]->phases[p].nxfers; i++)
         pair_set_add(&pairs, scheds[j]->phases[p].xfers[i].src, scheds[j]->phases[p].xfers[i].dst);
   }
-  int rc = coll_flow_start(topo, run.endpoints, &pairs, err, err_len);
+  int rc = coll_flow_start(topo, run.endpoints, &pairs, err);
   pair_set_free(&pairs);
   if (rc)
     return -1;

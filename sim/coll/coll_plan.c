@@ -413,7 +413,7 @@ static void fitting_list(int l, coll_prim_t prim, bool reduces, char *buf, size_
 /* Why the forced choice algo[] cannot run req on t, as "expected ..., found ...":
  * the first level the capability table refuses, else the combination. */
 static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_req_t *req,
-                          bool reduces, char *err, size_t len) {
+                          bool reduces, npu_err_t *err) {
   int levels = topo_levels_used(t);
   const char *op = coll_op_names[req->op];
   for (int l = 0; l < levels; l++) {
@@ -424,22 +424,22 @@ static int explain_forced(const topo_t *t, const coll_algo_t algo[], const coll_
     char can[128];
     switch (table_fit(algo[l], l, prim, reduces)) {
     case NEEDS_SWITCH:
-      return snprintf(err, len, "collectives.level%d_algorithm: expected \"%s\" only on a switch "
+      return npu_err_set(err, "collectives.level%d_algorithm: expected \"%s\" only on a switch "
                       "that reduces (node.scale_up.in_switch_reduction), found it on a %s", l,
                       c->name, topology_scale_up_names[t->node.scale_up.kind]), -1;
     case WRONG_JOB:
-      return snprintf(err, len, "collectives.level%d_algorithm: expected \"%s\" only for %s, "
+      return npu_err_set(err, "collectives.level%d_algorithm: expected \"%s\" only for %s, "
                       "found it for %s on %d ranks in %d server%s", l, c->name, c->only_for, op,
                       t->ranks, t->nodes, t->nodes == 1 ? "" : "s"), -1;
     case WRONG_BLOCK:
       fitting_list(l, prim, reduces, can, sizeof can);
-      return snprintf(err, len, "collectives.level%d_algorithm: expected one that can run %s "
+      return npu_err_set(err, "collectives.level%d_algorithm: expected one that can run %s "
                       "at this level (%s), found \"%s\"", l, op, can, c->name), -1;
     case FITS:
       break;
     }
   }
-  snprintf(err, len, "algo: expected algorithms that can run %s, found a combination that "
+  npu_err_set(err, "algo: expected algorithms that can run %s, found a combination that "
            "cannot", op);
   return COLL_PLAN_FORCED_MISFIT;
 }
@@ -538,11 +538,11 @@ static double alltoall_xfers(const topo_t *vt) {
  * protocol; 0, or -1 with the forced algorithms' misfit in err. */
 static int build(const topo_t *topo, const coll_cfg_t *cfg, const layout_t *lay,
                  const coll_req_t *vreq, coll_op_t op, double loop_bytes, int loops,
-                 coll_plan_t *plan, char *err, size_t err_len) {
+                 coll_plan_t *plan, npu_err_t *err) {
   const topo_t *vt = &lay->vt;
   if (compose(&plan->sched, vt, cfg, plan->algo, vreq, loop_bytes) < 0) {
     coll_sched_free(&plan->sched);
-    return explain_forced(vt, plan->algo, vreq, switch_reduces(vt), err, err_len);
+    return explain_forced(vt, plan->algo, vreq, switch_reduces(vt), err);
   }
   plan->sched.loops = loops;
   map_endpoints(topo, lay, &plan->sched);
@@ -552,14 +552,14 @@ static int build(const topo_t *topo, const coll_cfg_t *cfg, const layout_t *lay,
 }
 
 int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *members, int g,
-                    const coll_req_t *req, coll_plan_t *plan, char *err, size_t err_len) {
+                    const coll_req_t *req, coll_plan_t *plan, npu_err_t *err) {
   memset(plan, 0, sizeof *plan);
   layout_t lay;
   make_layout(topo, members, g, &lay);
   const topo_t *vt = &lay.vt;
   if ((req->op == COLL_ALLTOALL || req->op == COLL_ALLTOALLV) &&
       alltoall_xfers(vt) > COLL_MAX_XFERS) {
-    snprintf(err, err_len, "%s over %d ranks: expected a schedule of at most %ld transfers, "
+    npu_err_set(err, "%s over %d ranks: expected a schedule of at most %ld transfers, "
              "found %.0f (one per pair of ranks in a server and per pair of servers); use "
              "fewer ranks", coll_op_names[req->op], g, COLL_MAX_XFERS, alltoall_xfers(vt));
     free(lay.physical);
@@ -582,14 +582,14 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
   coll_algo_t cands[2];
   int ncands = coll_select_candidates(vt, cfg, req->op, 1, cands), rc = 0;
   if (ncands == 0) {
-    rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, plan, err, err_len);
+    rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, plan, err);
   } else { /* the library's tuner: the fastest candidate */
     double best = 0;
     for (int c = 0; c < ncands && rc == 0; c++) {
       coll_plan_t cand = *plan;
       memset(&cand.sched, 0, sizeof cand.sched);
       cand.algo[1] = cands[c];
-      rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, &cand, err, err_len);
+      rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, &cand, err);
       double t = rc == 0 ? coll_analytic_time(topo, cfg, &cand.sched, NULL) : 0;
       if (rc == 0 && (c == 0 || t < best)) {
         best = t;
@@ -606,11 +606,11 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
 }
 
 int coll_plan(const topo_t *topo, const coll_cfg_t *cfg, const coll_req_t *req,
-              coll_plan_t *plan, char *err, size_t err_len) {
+              coll_plan_t *plan, npu_err_t *err) {
   int *all = malloc((size_t)topo->ranks * sizeof *all);
   for (int r = 0; r < topo->ranks; r++)
     all[r] = r;
-  int rc = coll_plan_group(topo, cfg, all, topo->ranks, req, plan, err, err_len);
+  int rc = coll_plan_group(topo, cfg, all, topo->ranks, req, plan, err);
   free(all);
   return rc;
 }

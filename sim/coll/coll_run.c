@@ -45,18 +45,17 @@ static void run_analytic(const coll_run_opts_t *opts, const coll_cfg_t *cfg,
 /* Times every size in one flow run. */
 static int run_flow(const coll_run_opts_t *opts, const coll_cfg_t *cfg, const coll_plan_t *plans,
                     coll_result_t *r, npu_err_t *err) {
-  char why[512];
+  npu_err_t why = {""};
   int n = r->nrows;
   const coll_sched_t **scheds = malloc((size_t)n * sizeof *scheds);
   double *times = malloc((size_t)n * sizeof *times);
   for (int i = 0; i < n; i++)
     scheds[i] = &plans[i].sched;
-  int rc = coll_flow_run(&r->topo, cfg, scheds, n, times, opts->links ? n - 1 : -1, &r->stats, why,
-                         sizeof why);
+  int rc = coll_flow_run(&r->topo, cfg, scheds, n, times, opts->links ? n - 1 : -1, &r->stats, &why);
   if (rc == COLL_FLOW_TOO_LARGE) /* "flow: ..." is the --fidelity this command was given */
-    rc = npu_err_set(err, "--fidelity %s; use --fidelity analytic", why);
+    rc = npu_err_set(err, "--fidelity %s; use --fidelity analytic", why.msg);
   else if (rc)
-    rc = npu_err_set(err, "%s", why);
+    rc = npu_err_set(err, "%s", why.msg);
   for (int i = 0; rc == 0 && i < n; i++)
     r->rows[i].time_s = times[i];
   free(scheds);
@@ -67,16 +66,16 @@ static int run_flow(const coll_run_opts_t *opts, const coll_cfg_t *cfg, const co
 int coll_run(const coll_run_opts_t *opts, const coll_matrix_t *m, coll_result_t *r,
              npu_err_t *err) {
   memset(r, 0, sizeof *r);
-  char why[512];
+  npu_err_t why = {""};
   int topo_rc = topo_build(opts->node, opts->cluster, opts->dies_per_package, m->ranks,
-                           m->ranks_per_node, &r->topo, why, sizeof why);
+                           m->ranks_per_node, &r->topo, &why);
   if (topo_rc)
-    return topo_flag_error(topo_rc, why, opts->system_path, err);
+    return topo_flag_error(topo_rc, why.msg, opts->system_path, err);
   coll_cfg_t cfg = opts->coll;
   if (opts->algo &&
-      coll_apply_algo(opts->algo, topo_levels_used(&r->topo) > 1, &cfg, why, sizeof why)) {
+      coll_apply_algo(opts->algo, topo_levels_used(&r->topo) > 1, &cfg, &why)) {
     topo_free(&r->topo);
-    return npu_err_set(err, "--%s", why); /* "algo: ..." came from --algo */
+    return npu_err_set(err, "--%s", why.msg); /* "algo: ..." came from --algo */
   }
   r->nrows = m->nsizes;
   coll_plan_t *plans = calloc((size_t)m->nsizes, sizeof *plans);
@@ -84,9 +83,9 @@ int coll_run(const coll_run_opts_t *opts, const coll_matrix_t *m, coll_result_t 
   int rc = 0, planned = 0;
   for (; planned < m->nsizes && rc == 0; planned++) {
     coll_req_t req = {m->op, m->sizes[planned], m->root, m->alltoallv};
-    rc = coll_plan(&r->topo, &cfg, &req, &plans[planned], why, sizeof why);
+    rc = coll_plan(&r->topo, &cfg, &req, &plans[planned], &why);
     if (rc) /* the planner names the field it was given; the forced ones came from --algo */
-      rc = npu_err_set(err, "%s%s", rc == COLL_PLAN_FORCED_MISFIT && opts->algo ? "--" : "", why);
+      rc = npu_err_set(err, "%s%s", rc == COLL_PLAN_FORCED_MISFIT && opts->algo ? "--" : "", why.msg);
     r->rows[planned].bytes = m->sizes[planned];
     snprintf(r->rows[planned].algo, sizeof r->rows[planned].algo, "%s", plans[planned].name);
   }

@@ -121,8 +121,7 @@ int linkstats_rank(const linkstats_t *ls, double duration_s, const linkstats_vie
   return view->rows >= 0 && view->rows < count ? view->rows : count;
 }
 
-int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *view, char *err,
-                         size_t err_len) {
+int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *view, npu_err_t *err) {
   *view = (linkstats_view_t){LINKSTATS_DEFAULT_ROWS, 0};
   if (rows && strcmp(rows, "all") == 0) {
     view->rows = LINKSTATS_ALL;
@@ -130,8 +129,7 @@ int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *
     char *end;
     long n = strtol(rows, &end, 10);
     if (end == rows || *end || n < 1 || n > 1000000000L)
-      return snprintf(err, err_len,
-                      "--links: expected a count of rows (1 or more) or all, found "
+      return npu_err_set(err, "--links: expected a count of rows (1 or more) or all, found "
                       "\"%.40s\"",
                       rows),
              -1;
@@ -147,8 +145,7 @@ int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *
                                            strncmp(p, topo_link_kind_names[k], len) == 0))
         k++;
       if (k == TOPO_LINK_KIND_COUNT)
-        return snprintf(err, err_len,
-                        "--links-kind: expected a comma-separated list of scale_up, "
+        return npu_err_set(err, "--links-kind: expected a comma-separated list of scale_up, "
                         "die, supernode, nic, uplink, scale_out (nic and uplink), found \"%.*s\"",
                         (int)(len < 40 ? len : 40), p),
                -1;

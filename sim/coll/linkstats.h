@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "topo.h"
+#include "npu_err.h"
 
 typedef struct {
   int link, dir;      /* topo link and direction (0: a -> b) */
@@ -59,7 +60,7 @@ typedef struct {
  * 0, or -1 with "--links...: expected ..., found ..." in err. scale_out is nic
  * and uplink. */
 int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *view,
-                         char *err, size_t err_len);
+                         npu_err_t *err);
 
 /* The link directions that carried bytes, of the view's kinds, most utilised
  * first (mean utilisation over duration_s, then bytes, then link id and

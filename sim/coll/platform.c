@@ -77,13 +77,12 @@ void platform_remove(const topo_t *t, const char *path) {
 
 /* The link's bandwidth from each of its timed faults on, one "time bandwidth"
  * line per time (SimGrid's legacy profile, absolute dates, not repeated). */
-static int write_profile(const topo_t *t, const char *platform, int link, char *err,
-                         size_t err_len) {
+static int write_profile(const topo_t *t, const char *platform, int link, npu_err_t *err) {
   char p[PLATFORM_PROFILE_PATH_MAX];
   profile_path(platform, link, p, sizeof p);
   FILE *f = fopen(p, "w");
   if (!f)
-    return snprintf(err, err_len, "%s: cannot write a SimGrid bandwidth profile: %s", p,
+    return npu_err_set(err, "%s: cannot write a SimGrid bandwidth profile: %s", p,
                     strerror(errno)), -1;
   bool dies = topo_link_dies(t, link);
   for (int c = t->nchanges ? t->change_off[link] : 0; t->nchanges && c < t->change_off[link + 1];
@@ -104,7 +103,7 @@ static int write_profile(const topo_t *t, const char *platform, int link, char *
     fprintf(f, "%.17g 1\n", t->death_s);
   bool failed = ferror(f) != 0; /* a write that failed (a full disk) sets it */
   if (fclose(f) != 0 || failed)
-    return snprintf(err, err_len, "%s: cannot write a SimGrid bandwidth profile: %s", p,
+    return npu_err_set(err, "%s: cannot write a SimGrid bandwidth profile: %s", p,
                     strerror(errno)), -1;
   return 0;
 }
@@ -116,11 +115,11 @@ void platform_set_folder(const char *dir) {
 }
 
 int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
-                   size_t path_len, char *err, size_t err_len) {
+                   size_t path_len, npu_err_t *err) {
   const char *dir = platform_folder ? platform_folder : "/tmp";
   size_t room = path_len < PLATFORM_PATH_MAX ? path_len : PLATFORM_PATH_MAX;
   if ((size_t)snprintf(path, room, "%s/npusim-platform-XXXXXX", dir) >= room) {
-    snprintf(err, err_len, "TMPDIR: expected a folder path of at most %zu characters (the "
+    npu_err_set(err, "TMPDIR: expected a folder path of at most %zu characters (the "
              "SimGrid platform is written there), found %zu", room - 24, strlen(dir));
     path[0] = '\0';
     return -1;
@@ -128,7 +127,7 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
   int fd = mkstemp(path);
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
-    snprintf(err, err_len, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
+    npu_err_set(err, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
     if (fd >= 0)
       close(fd);
     return -1;
@@ -166,7 +165,7 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
        * path, then tries it again under "./", and fails (surf_ifsopen) */
       const char *base = strrchr(path, '/');
       fprintf(f, " bandwidth_file=\"%s.L%d\"", base ? base + 1 : path, l);
-      rc = rc ? rc : write_profile(t, path, l, err, err_len);
+      rc = rc ? rc : write_profile(t, path, l, err);
     }
     fputs("/>\n", f);
   }
@@ -187,7 +186,7 @@ int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char
   free(used);
   bool failed = ferror(f) != 0;
   if ((fclose(f) != 0 || failed) && rc == 0) {
-    snprintf(err, err_len, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
+    npu_err_set(err, "%s: cannot write the SimGrid platform: %s", path, strerror(errno));
     rc = -1;
   }
   if (rc)

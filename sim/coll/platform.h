@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "topo.h"
+#include "npu_err.h"
 
 /* A set of ordered (src, dst) endpoint pairs. */
 typedef struct {
@@ -56,7 +57,7 @@ void platform_set_folder(const char *dir);
  * loaded them). path_len is at most PLATFORM_PATH_MAX. Returns 0, or -1 with a
  * reason in err (nothing left behind): a TMPDIR too long for it is refused. */
 int platform_write(const topo_t *t, int endpoints, const pair_set_t *pairs, char *path,
-                   size_t path_len, char *err, size_t err_len);
+                   size_t path_len, npu_err_t *err);
 
 /* Removes the platform file at path and its bandwidth profiles. */
 void platform_remove(const topo_t *t, const char *path);

@@ -239,7 +239,7 @@ static int check_strings(const char *name, const cJSON *node, const char *path, 
 }
 
 static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err_t *err) {
-  cJSON *root = jsonfile_parse(name, text, len, err->msg, sizeof err->msg);
+  cJSON *root = jsonfile_parse(name, text, len, err);
   if (!root)
     return NULL;
   size_t marked_len;
@@ -247,7 +247,7 @@ static cJSON *parse_text(const char *name, const char *text, size_t len, npu_err
   if (marked) {
     /* The same JSON with the NULs kept visible; syntax errors came from text. */
     cJSON_Delete(root);
-    root = jsonfile_parse(name, marked, marked_len, err->msg, sizeof err->msg);
+    root = jsonfile_parse(name, marked, marked_len, err);
     free(marked);
     if (!root)
       return NULL;

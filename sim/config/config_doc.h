@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "config_schema.h"
+#include "npu_err.h"
 
 #define CFG_ORIGIN_SET "--set"
 #define CFG_ORIGIN_DEFAULT "default"

@@ -21,10 +21,10 @@ static int load_workload_job(const jobs_load_opts_t *cfg, jobs_job_t *job, npu_e
   if (refused)
     rc = npu_err_set(err, "%s: %s", job->spec.file, refused);
   train_info_t info;
-  char why[NPU_ERR_MAX - 256];
+  npu_err_t why = {""};
   if (rc == 0 &&
-      train_generate(&wl, &replay_vocab, cfg->sys->node.npus, &job->trace, &info, why, sizeof why))
-    rc = npu_err_set(err, "%s: %s", job->spec.file, why);
+      train_generate(&wl, &replay_vocab, cfg->sys->node.npus, &job->trace, &info, &why))
+    rc = npu_err_set(err, "%s: %s", job->spec.file, why.msg);
   if (rc == 0) {
     snprintf(job->name, sizeof job->name, "%s", wl.model.name);
     for (int st = 0; st < info.stages; st++)
@@ -47,8 +47,7 @@ static int load_job(const jobs_load_opts_t *cfg, jobs_job_t *job, npu_err_t *err
   int rc = 0;
   if (!trace) /* the config loader names what is wrong with the file, if anything */
     rc = load_workload_job(cfg, job, err);
-  else if (trace_parse(job->spec.file, text, len, &replay_vocab, &job->trace, err->msg,
-                       sizeof err->msg))
+  else if (trace_parse(job->spec.file, text, len, &replay_vocab, &job->trace, err))
     rc = -1;
   else if (job->trace.ranks_per_node != 0 && job->trace.ranks_per_node != cfg->sys->node.npus)
     rc = npu_err_set(err,
@@ -80,11 +79,10 @@ static int place_jobs(const jobs_load_opts_t *opts, const system_cfg_t *sys, job
                       int njobs, int servers, npu_err_t *err) {
   int npus = servers * sys->node.npus;
   topo_t topo;
-  char why[512];
-  int rc = topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, npus, 0, &topo, why,
-                      sizeof why);
+  npu_err_t why = {""};
+  int rc = topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, npus, 0, &topo, &why);
   if (rc)
-    return npu_err_set(err, "%s: %s", opts->system_path, why);
+    return npu_err_set(err, "%s: %s", opts->system_path, why.msg);
   int *leaf = malloc(((size_t)servers + 1) * sizeof *leaf);
   for (int s = 0; leaf && s < servers; s++)
     leaf[s] = topo_leaf_of(&topo, s * sys->node.npus);
@@ -98,8 +96,7 @@ static int place_jobs(const jobs_load_opts_t *opts, const system_cfg_t *sys, job
     if (!(jobs[j].npu_of = malloc(((size_t)jobs[j].trace.ranks + 1) * sizeof *jobs[j].npu_of)) ||
         !(jobs[j].npu_text = malloc(len)))
       rc = npu_err_set(err, "%s: out of memory placing its ranks", jobs[j].spec.file);
-    else if (jobs_place(&jobs[j].spec, jobs[j].trace.ranks, &fab, used, jobs[j].npu_of, err->msg,
-                        sizeof err->msg))
+    else if (jobs_place(&jobs[j].spec, jobs[j].trace.ranks, &fab, used, jobs[j].npu_of, err))
       rc = -1;
     else
       jobs_format_npus(jobs[j].npu_of, jobs[j].trace.ranks, jobs[j].npu_text, len);
@@ -139,7 +136,7 @@ int jobs_check_size(const jobs_job_t *jobs, int njobs, int steps_each, npu_err_t
     int steps = steps_each > 0 ? steps_each : jobs[j].steps;
     jobs_part_t part = jobs_part_of(&jobs[j], steps);
     jobs_size_t size;
-    if (jobs_merge_size(&part, 1, &size, err->msg, sizeof err->msg))
+    if (jobs_merge_size(&part, 1, &size, err))
       return -1;
     if (over_bound(jobs[j].spec.file, steps, size.rank_ops, JOBS_MAX_RANK_OPS,
                    "ops run on its NPUs",
@@ -176,7 +173,7 @@ int jobs_load(const jobs_load_opts_t *opts, const char *const *args, int njobs, 
   int rc = 0;
   *npus = 0;
   for (int j = 0; j < njobs && rc == 0; j++)
-    if ((rc = jobs_parse_spec(args[j], &jobs[j].spec, err->msg, sizeof err->msg)) == 0)
+    if ((rc = jobs_parse_spec(args[j], &jobs[j].spec, err)) == 0)
       rc = load_job(opts, &jobs[j], err);
   if (rc)
     return rc;

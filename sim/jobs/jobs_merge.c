@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int out_of_memory(char *err, size_t err_len) {
-  snprintf(err, err_len, "npusim cluster: out of memory merging the jobs' programs");
+static int out_of_memory(npu_err_t *err) {
+  npu_err_set(err, "npusim cluster: out of memory merging the jobs' programs");
   return -1;
 }
 
@@ -131,8 +131,7 @@ static int64_t ops_over_steps(int nops, int steps) {
   return nops > 0 ? (int64_t)nops * steps + (steps - 1) : 0;
 }
 
-int jobs_merge_size(const jobs_part_t *parts, int nparts, jobs_size_t *out, char *err,
-                    size_t err_len) {
+int jobs_merge_size(const jobs_part_t *parts, int nparts, jobs_size_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   for (int j = 0; j < nparts; j++)
     for (int p = 0; p < parts[j].trace->nprograms; p++) {
@@ -140,7 +139,7 @@ int jobs_merge_size(const jobs_part_t *parts, int nparts, jobs_size_t *out, char
       int64_t ops = ops_over_steps(prog->nops, parts[j].steps);
       grouping_t g;
       if (group_ranks(&parts[j], prog, &g))
-        return out_of_memory(err, err_len);
+        return out_of_memory(err);
       out->rank_ops += ops * prog->nranks;
       out->merged_ops += ops * g.ngroups;
       grouping_free(&g);
@@ -350,21 +349,20 @@ static int merge_program(sink_t *k, const job_ctx_t *jc, int j, const trace_prog
 }
 
 /* A communicator of the merged trace, its groups given, indexed; -1 with err. */
-static int add_comm(trace_t *m, const char *name, int j, char *err, size_t err_len) {
+static int add_comm(trace_t *m, const char *name, int j, npu_err_t *err) {
   trace_comm_t *cm = &m->comms[m->ncomms - 1];
   int dup, dup_group;
   if (trace_comm_index(cm, m->ranks, &dup, &dup_group) && dup < 0)
-    return out_of_memory(err, err_len);
+    return out_of_memory(err);
   if (dup >= 0)
-    return snprintf(err, err_len,
-                    "job %d: communicator %.200s: NPU %d in two groups (the placement maps two "
+    return npu_err_set(err, "job %d: communicator %.200s: NPU %d in two groups (the placement maps two "
                     "ranks onto it)",
                     j, name, dup),
            -1;
   return 0;
 }
 
-static int merge_comms(trace_t *m, const jobs_part_t *part, int j, char *err, size_t err_len) {
+static int merge_comms(trace_t *m, const jobs_part_t *part, int j, npu_err_t *err) {
   const trace_t *t = part->trace;
   for (int c = 0; c < t->ncomms; c++) {
     const trace_comm_t *src = &t->comms[c];
@@ -375,16 +373,16 @@ static int merge_comms(trace_t *m, const jobs_part_t *part, int j, char *err, si
     if (!(cm->name = strdup(name)) ||
         !(cm->sizes = calloc((size_t)src->ngroups + 1, sizeof *cm->sizes)) ||
         !(cm->groups = calloc((size_t)src->ngroups + 1, sizeof *cm->groups)))
-      return out_of_memory(err, err_len);
+      return out_of_memory(err);
     cm->ngroups = src->ngroups;
     for (int g = 0; g < src->ngroups; g++) {
       if (!(cm->groups[g] = malloc(((size_t)src->sizes[g] + 1) * sizeof **cm->groups)))
-        return out_of_memory(err, err_len);
+        return out_of_memory(err);
       cm->sizes[g] = src->sizes[g];
       for (int i = 0; i < src->sizes[g]; i++)
         cm->groups[g][i] = part->npu_of[src->groups[g][i]];
     }
-    if (add_comm(m, src->name, j, err, err_len))
+    if (add_comm(m, src->name, j, err))
       return -1;
   }
   return 0;
@@ -392,8 +390,7 @@ static int merge_comms(trace_t *m, const jobs_part_t *part, int j, char *err, si
 
 /* The job's step barrier: one group of its NPUs whose programs have ops
  * (in its rank order); *index its communicator, -1 when it runs one step. */
-static int merge_step_comm(trace_t *m, const jobs_part_t *part, int j, int *index, char *err,
-                           size_t err_len) {
+static int merge_step_comm(trace_t *m, const jobs_part_t *part, int j, int *index, npu_err_t *err) {
   const trace_t *t = part->trace;
   *index = -1;
   int n = 0;
@@ -407,15 +404,15 @@ static int merge_step_comm(trace_t *m, const jobs_part_t *part, int j, int *inde
   snprintf(name, sizeof name, "job%d.steps", j);
   if (!(cm->name = strdup(name)) || !(cm->sizes = calloc(2, sizeof *cm->sizes)) ||
       !(cm->groups = calloc(2, sizeof *cm->groups)))
-    return out_of_memory(err, err_len);
+    return out_of_memory(err);
   cm->ngroups = 1;
   if (!(cm->groups[0] = malloc((size_t)n * sizeof **cm->groups)))
-    return out_of_memory(err, err_len);
+    return out_of_memory(err);
   for (int r = 0; r < t->ranks; r++)
     if (t->programs[t->program_of[r]].nops > 0)
       cm->groups[0][cm->sizes[0]++] = part->npu_of[r];
   *index = m->ncomms - 1;
-  return add_comm(m, "steps", j, err, err_len);
+  return add_comm(m, "steps", j, err);
 }
 
 /* NPUs no job holds run one empty program. */
@@ -444,26 +441,23 @@ static int add_idle(sink_t *k, int npus) {
 }
 
 /* The size against the bounds (jobs_merge.h); 0, or -1 with err. */
-static int check_size(const jobs_part_t *parts, int nparts, char *err, size_t err_len) {
+static int check_size(const jobs_part_t *parts, int nparts, npu_err_t *err) {
   jobs_size_t size;
-  if (jobs_merge_size(parts, nparts, &size, err, err_len))
+  if (jobs_merge_size(parts, nparts, &size, err))
     return -1;
   if (size.rank_ops > JOBS_MAX_RANK_OPS)
-    return snprintf(err, err_len,
-                    "npusim cluster: expected at most %lld ops run on all NPUs over all steps, "
+    return npu_err_set(err, "npusim cluster: expected at most %lld ops run on all NPUs over all steps, "
                     "found %lld",
                     (long long)JOBS_MAX_RANK_OPS, (long long)size.rank_ops),
            -1;
   if (size.merged_ops > JOBS_MAX_MERGED_OPS)
-    return snprintf(err, err_len,
-                    "npusim cluster: expected at most %lld ops in the merged programs, found %lld",
+    return npu_err_set(err, "npusim cluster: expected at most %lld ops in the merged programs, found %lld",
                     (long long)JOBS_MAX_MERGED_OPS, (long long)size.merged_ops),
            -1;
   return 0;
 }
 
-static int merge_all(const jobs_part_t *parts, int nparts, int npus, jobs_merged_t *out, char *err,
-                     size_t err_len) {
+static int merge_all(const jobs_part_t *parts, int nparts, int npus, jobs_merged_t *out, npu_err_t *err) {
   trace_t *m = &out->trace;
   int ncomms = 0;
   for (int j = 0; j < nparts; j++)
@@ -471,32 +465,31 @@ static int merge_all(const jobs_part_t *parts, int nparts, int npus, jobs_merged
   if (!(m->name = strdup("cluster")) ||
       !(m->comms = calloc((size_t)ncomms + 1, sizeof *m->comms)) ||
       !(m->program_of = malloc(((size_t)npus + 1) * sizeof *m->program_of)))
-    return out_of_memory(err, err_len);
+    return out_of_memory(err);
   m->ranks = npus;
   for (int r = 0; r < npus; r++)
     m->program_of[r] = -1;
   sink_t k = {m, &out->programs, 0};
   for (int j = 0; j < nparts; j++) {
     job_ctx_t jc = {&parts[j], m->ncomms, -1};
-    if (merge_comms(m, &parts[j], j, err, err_len) ||
-        merge_step_comm(m, &parts[j], j, &jc.step_comm, err, err_len))
+    if (merge_comms(m, &parts[j], j, err) ||
+        merge_step_comm(m, &parts[j], j, &jc.step_comm, err))
       return -1;
     for (int p = 0; p < parts[j].trace->nprograms; p++)
       if (merge_program(&k, &jc, j, &parts[j].trace->programs[p]))
-        return out_of_memory(err, err_len);
+        return out_of_memory(err);
   }
   for (int p = 0; p < m->nprograms; p++)
     for (int i = 0; i < m->programs[p].nranks; i++)
       m->program_of[m->programs[p].ranks[i]] = p;
-  return add_idle(&k, npus) ? out_of_memory(err, err_len) : 0;
+  return add_idle(&k, npus) ? out_of_memory(err) : 0;
 }
 
-int jobs_merge(const jobs_part_t *parts, int nparts, int npus, jobs_merged_t *out, char *err,
-               size_t err_len) {
+int jobs_merge(const jobs_part_t *parts, int nparts, int npus, jobs_merged_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
-  if (check_size(parts, nparts, err, err_len))
+  if (check_size(parts, nparts, err))
     return -1;
-  if (merge_all(parts, nparts, npus, out, err, err_len)) {
+  if (merge_all(parts, nparts, npus, out, err)) {
     jobs_merged_free(out);
     return -1;
   }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "trace.h"
+#include "npu_err.h"
 
 typedef struct {
   const trace_t *trace; /* the job in its own ranks */
@@ -65,14 +66,12 @@ typedef struct {
 
 /* The merge's size, before anything is built. Returns 0, or -1 with a one-line
  * reason in err (out of memory). */
-int jobs_merge_size(const jobs_part_t *parts, int nparts, jobs_size_t *out, char *err,
-                    size_t err_len);
+int jobs_merge_size(const jobs_part_t *parts, int nparts, jobs_size_t *out, npu_err_t *err);
 
 /* Merges the parts onto a cluster of `npus` NPUs (the maps disjoint, within
  * it). Returns 0, or -1 with a one-line reason in err (past a size bound, out
  * of memory). */
-int jobs_merge(const jobs_part_t *parts, int nparts, int npus, jobs_merged_t *out, char *err,
-               size_t err_len);
+int jobs_merge(const jobs_part_t *parts, int nparts, int npus, jobs_merged_t *out, npu_err_t *err);
 
 void jobs_merged_free(jobs_merged_t *m);
 

@@ -9,13 +9,12 @@
 
 const char *const jobs_policy_names[JOBS_POLICY_COUNT] = {"packed", "spread", "list"};
 
-int jobs_parse_spec(const char *arg, jobs_spec_t *out, char *err, size_t err_len) {
+int jobs_parse_spec(const char *arg, jobs_spec_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   const char *at = strrchr(arg, '@');
   size_t flen = at ? (size_t)(at - arg) : strlen(arg);
   if (flen == 0 || flen >= sizeof out->file)
-    return snprintf(err, err_len,
-                    "--job %.200s: expected FILE[@packed|@spread|@NPU-LIST], "
+    return npu_err_set(err, "--job %.200s: expected FILE[@packed|@spread|@NPU-LIST], "
                     "found no file",
                     arg),
            -1;
@@ -30,8 +29,7 @@ int jobs_parse_spec(const char *arg, jobs_spec_t *out, char *err, size_t err_len
     out->policy = JOBS_LIST;
     out->list = where;
     if (jobs_list_extent(out) < 0)
-      return snprintf(err, err_len,
-                      "--job %.200s: expected packed, spread or an NPU list "
+      return npu_err_set(err, "--job %.200s: expected packed, spread or an NPU list "
                       "such as 0-15,32-47 after @, found \"%.60s\"",
                       arg, where),
              -1;
@@ -121,26 +119,24 @@ static int pick_server(const jobs_spec_t *spec, const jobs_fabric_t *fab, const 
 }
 
 int jobs_place(const jobs_spec_t *spec, int ranks, const jobs_fabric_t *fab, bool *used, int *map,
-               char *err, size_t err_len) {
+               npu_err_t *err) {
   int total = fab->servers * fab->npus_per_server;
   if (spec->policy == JOBS_LIST) {
     fill_t f = {map, 0};
     long n = walk_list(spec->list, NULL, NULL);
     if (n != ranks)
-      return snprintf(err, err_len,
-                      "%s: expected %d NPUs after @ for its %d ranks, found %ld "
+      return npu_err_set(err, "%s: expected %d NPUs after @ for its %d ranks, found %ld "
                       "in \"%.60s\"",
                       spec->file, ranks, ranks, n, spec->list),
              -1;
     walk_list(spec->list, fill, &f);
     for (int r = 0; r < ranks; r++) {
       if (map[r] >= total)
-        return snprintf(err, err_len, "%s: expected NPUs below %d (the cluster's), found %d",
+        return npu_err_set(err, "%s: expected NPUs below %d (the cluster's), found %d",
                         spec->file, total, map[r]),
                -1;
       if (used[map[r]])
-        return snprintf(err, err_len,
-                        "%s: expected NPUs no other job holds, found NPU %d "
+        return npu_err_set(err, "%s: expected NPUs no other job holds, found NPU %d "
                         "taken (or named twice)",
                         spec->file, map[r]),
                -1;
@@ -150,8 +146,7 @@ int jobs_place(const jobs_spec_t *spec, int ranks, const jobs_fabric_t *fab, boo
   }
   int k = fab->npus_per_server, per = ranks < k ? ranks : k, next_leaf = 0;
   if (ranks > k && ranks % k)
-    return snprintf(err, err_len,
-                    "%s: expected at most %d ranks or a multiple of %d (whole "
+    return npu_err_set(err, "%s: expected at most %d ranks or a multiple of %d (whole "
                     "servers) to place it %s, found %d",
                     spec->file, k, k, jobs_policy_names[spec->policy], ranks),
            -1;
@@ -161,8 +156,7 @@ int jobs_place(const jobs_spec_t *spec, int ranks, const jobs_fabric_t *fab, boo
       int free_npus = 0;
       for (int t = 0; t < fab->servers; t++)
         free_npus += free_in(fab, used, t);
-      return snprintf(err, err_len,
-                      "%s: expected room for its %d ranks (%s, %d per server), "
+      return npu_err_set(err, "%s: expected room for its %d ranks (%s, %d per server), "
                       "found %d free NPUs%s",
                       spec->file, ranks, jobs_policy_names[spec->policy], per, free_npus,
                       free_npus >= ranks ? " in pieces" : ""),

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "npu_err.h"
 
 #define JOBS_MAX_NPU 65535 /* the highest NPU a list may name */
 
@@ -36,7 +37,7 @@ typedef struct {
 
 /* Parses "FILE[@packed|@spread|@LIST]" (no @: packed). Returns 0, or -1 with
  * "--job ARG: expected ..." in err. */
-int jobs_parse_spec(const char *arg, jobs_spec_t *out, char *err, size_t err_len);
+int jobs_parse_spec(const char *arg, jobs_spec_t *out, npu_err_t *err);
 
 /* The cluster the jobs share, as placement sees it. */
 typedef struct {
@@ -53,7 +54,7 @@ int jobs_list_extent(const jobs_spec_t *spec);
  * NPU). Returns 0, or -1 with a one-line reason in err ("no room", a list of
  * the wrong length, an NPU outside the cluster or already taken). */
 int jobs_place(const jobs_spec_t *spec, int ranks, const jobs_fabric_t *fab, bool *used, int *map,
-               char *err, size_t err_len);
+               npu_err_t *err);
 
 /* "0-15,32-47": the NPUs of map, as ranges, into buf. */
 void jobs_format_npus(const int *map, int n, char *buf, size_t len);

@@ -57,11 +57,11 @@ static int step_ends(const jobs_merged_t *m, const replay_result_t *res, const j
 
 int jobs_run_here(const system_cfg_t *sys, const jobs_part_t *parts, int nparts, int npus,
                   const replay_opts_t *ropts, jobs_merged_t *m, replay_result_t *res,
-                  jobs_figs_t *out, char *err, size_t err_len) {
+                  jobs_figs_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
-  if (jobs_merge(parts, nparts, npus, m, err, err_len))
+  if (jobs_merge(parts, nparts, npus, m, err))
     return -1;
-  if (replay_run(sys, &m->trace, "npusim cluster", ropts, res, err, err_len)) {
+  if (replay_run(sys, &m->trace, "npusim cluster", ropts, res, err)) {
     jobs_merged_free(m);
     return -1;
   }
@@ -69,7 +69,7 @@ int jobs_run_here(const system_cfg_t *sys, const jobs_part_t *parts, int nparts,
     jobs_figs_free(out);
     replay_result_free(res, &m->trace);
     jobs_merged_free(m);
-    return snprintf(err, err_len, "npusim cluster: out of memory for the jobs' step times"), -1;
+    return npu_err_set(err, "npusim cluster: out of memory for the jobs' step times"), -1;
   }
   return 0;
 }
@@ -111,13 +111,13 @@ static void child(int fd, const system_cfg_t *sys, const jobs_part_t *parts, int
   jobs_merged_t m;
   replay_result_t res;
   jobs_figs_t f;
-  char err[1024] = "";
+  npu_err_t err = {""};
   replay_opts_t quiet = *ropts;
   quiet.progress = NULL;
-  int rc = jobs_run_here(sys, parts, nparts, npus, &quiet, &m, &res, &f, err, sizeof err);
+  int rc = jobs_run_here(sys, parts, nparts, npus, &quiet, &m, &res, &f, &err);
   int ok = write_all(fd, &rc, sizeof rc) == 0;
   if (rc)
-    ok = ok && write_all(fd, err, sizeof err) == 0;
+    ok = ok && write_all(fd, err.msg, sizeof err.msg) == 0;
   else {
     ok = ok && write_all(fd, &f.total_steps, sizeof f.total_steps) == 0 &&
          write_all(fd, f.step_end_s, (size_t)f.total_steps * sizeof *f.step_end_s) == 0 &&
@@ -131,7 +131,7 @@ static void child(int fd, const system_cfg_t *sys, const jobs_part_t *parts, int
   _exit(ok ? 0 : 1);
 }
 
-static int receive(int fd, jobs_figs_t *out, char *err, size_t err_len) {
+static int receive(int fd, jobs_figs_t *out, npu_err_t *err) {
   int rc;
   if (read_all(fd, &rc, sizeof rc))
     return -2;
@@ -140,40 +140,40 @@ static int receive(int fd, jobs_figs_t *out, char *err, size_t err_len) {
     if (read_all(fd, line, sizeof line))
       return -2;
     line[sizeof line - 1] = '\0';
-    snprintf(err, err_len, "%s", line);
+    npu_err_set(err, "%s", line);
     return -1;
   }
   if (read_all(fd, &out->total_steps, sizeof out->total_steps) || out->total_steps < 0)
     return -2;
   if (!(out->step_end_s = calloc((size_t)out->total_steps + 1, sizeof *out->step_end_s)))
-    return snprintf(err, err_len, "npusim cluster: out of memory for a run's figures"), -1;
+    return npu_err_set(err, "npusim cluster: out of memory for a run's figures"), -1;
   if (read_all(fd, out->step_end_s, (size_t)out->total_steps * sizeof *out->step_end_s) ||
       read_all(fd, &out->nslots, sizeof out->nslots) || out->nslots < 0)
     return -2;
   if (!(out->slot_bytes = calloc((size_t)out->nslots + 1, sizeof *out->slot_bytes)))
-    return snprintf(err, err_len, "npusim cluster: out of memory for a run's figures"), -1;
+    return npu_err_set(err, "npusim cluster: out of memory for a run's figures"), -1;
   return read_all(fd, out->slot_bytes, (size_t)out->nslots * sizeof *out->slot_bytes) ? -2 : 0;
 }
 
 int jobs_run_apart(const system_cfg_t *sys, const jobs_part_t *parts, int nparts, int npus,
-                   const replay_opts_t *ropts, jobs_figs_t *out, char *err, size_t err_len) {
+                   const replay_opts_t *ropts, jobs_figs_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   int fds[2];
   if (pipe(fds))
-    return snprintf(err, err_len, "npusim cluster: cannot start a run: %s", strerror(errno)), -1;
+    return npu_err_set(err, "npusim cluster: cannot start a run: %s", strerror(errno)), -1;
   fflush(NULL); /* the child must not write the parent's buffered output again */
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return snprintf(err, err_len, "npusim cluster: cannot start a run: %s", strerror(errno)), -1;
+    return npu_err_set(err, "npusim cluster: cannot start a run: %s", strerror(errno)), -1;
   }
   if (pid == 0) {
     close(fds[0]);
     child(fds[1], sys, parts, nparts, npus, ropts);
   }
   close(fds[1]);
-  int rc = receive(fds[0], out, err, err_len);
+  int rc = receive(fds[0], out, err);
   close(fds[0]);
   int status = 0, w;
   while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
@@ -183,7 +183,7 @@ int jobs_run_apart(const system_cfg_t *sys, const jobs_part_t *parts, int nparts
   if (rc == -2 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     jobs_figs_free(out);
     if (rc != -1)
-      snprintf(err, err_len, "npusim cluster: a run alone ended without its figures (%s %d)",
+      npu_err_set(err, "npusim cluster: a run alone ended without its figures (%s %d)",
                WIFSIGNALED(status) ? "signal" : "exit status",
                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     return -1;
@@ -210,9 +210,9 @@ static int alone_steps(const system_cfg_t *sys, jobs_job_t *jobs, int njobs, int
   double longest = 0;
   for (int j = 0; j < njobs; j++) {
     jobs_part_t part = jobs_part_of(&jobs[j], steps);
-    char why[NPU_ERR_MAX - 256];
-    if (jobs_run_apart(sys, &part, 1, npus, ro, &alone[j], why, sizeof why))
-      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
+    npu_err_t why = {""};
+    if (jobs_run_apart(sys, &part, 1, npus, ro, &alone[j], &why))
+      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why.msg);
     jobs[j].alone_step_s = alone[j].step_end_s[0];
     if (!(jobs[j].alone_step_s > 0))
       return npu_err_set(err,
@@ -287,9 +287,9 @@ static int run_all(const jobs_run_opts_t *opts, const system_cfg_t *sys, jobs_jo
       continue;
     jobs_figs_free(&alone[j]);
     jobs_part_t part = jobs_part_of(&jobs[j], jobs[j].steps);
-    char why[NPU_ERR_MAX - 256];
-    if (jobs_run_apart(sys, &part, 1, npus, ro, &alone[j], why, sizeof why))
-      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why);
+    npu_err_t why = {""};
+    if (jobs_run_apart(sys, &part, 1, npus, ro, &alone[j], &why))
+      return npu_err_set(err, "%s: %s", jobs[j].spec.file, why.msg);
   }
   jobs_part_t *parts = malloc((size_t)njobs * sizeof *parts);
   if (!parts)
@@ -302,7 +302,7 @@ static int run_all(const jobs_run_opts_t *opts, const system_cfg_t *sys, jobs_jo
   replay_opts_t rot = *ro;
   rot.progress = &progress;
   int rc =
-      jobs_run_here(sys, parts, njobs, npus, &rot, m, res, &together, err->msg, sizeof err->msg);
+      jobs_run_here(sys, parts, njobs, npus, &rot, m, res, &together, err);
   progress_end(&progress);
   free(parts);
   if (rc)

@@ -20,6 +20,7 @@
 #include "jobs_merge.h"
 #include "linkstats.h"
 #include "replay.h"
+#include "npu_err.h"
 
 typedef struct {
   double *step_end_s; /* per step of each part, concatenated: when its last rank finished it */
@@ -31,13 +32,13 @@ typedef struct {
 /* Runs the parts (alone: one part) in a child process. Returns 0, or -1 with
  * the run's one-line reason in err. */
 int jobs_run_apart(const system_cfg_t *sys, const jobs_part_t *parts, int nparts, int npus,
-                   const replay_opts_t *ropts, jobs_figs_t *out, char *err, size_t err_len);
+                   const replay_opts_t *ropts, jobs_figs_t *out, npu_err_t *err);
 
 /* Runs the parts together here: the merged trace in m, the replay in res (free
  * both), the figures in out. Returns 0, or -1 with the reason in err. */
 int jobs_run_here(const system_cfg_t *sys, const jobs_part_t *parts, int nparts, int npus,
                   const replay_opts_t *ropts, jobs_merged_t *m, replay_result_t *res,
-                  jobs_figs_t *out, char *err, size_t err_len);
+                  jobs_figs_t *out, npu_err_t *err);
 
 void jobs_figs_free(jobs_figs_t *f);
 

@@ -54,21 +54,21 @@ void replay_record_free(replay_record_t *rec, const trace_t *trace) {
 }
 
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,
-               const replay_opts_t *opts, replay_result_t *out, char *err, size_t err_len) {
+               const replay_opts_t *opts, replay_result_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   out->ranks = trace->ranks;
-  char why[512]; /* the model names its field (ranks_per_node: ...), we the file */
+  npu_err_t why; /* the model names its field (ranks_per_node: ...), we the file */
   int topo_rc = topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package, trace->ranks,
-                           trace->ranks_per_node, &out->topo, why, sizeof why);
+                           trace->ranks_per_node, &out->topo, &why);
   if (topo_rc) {
     bool system_key = topo_rc == TOPO_BAD_FAULT && opts->system_file;
-    return snprintf(err, err_len, "%s: %s", system_key ? opts->system_file : trace_name, why), -1;
+    return npu_err_set(err, "%s: %s", system_key ? opts->system_file : trace_name, why.msg), -1;
   }
   /* the one place the fidelity is chosen: every stage below calls through it */
   const replay_fidelity_t *fidelity = replay_fidelity_choose(opts, &out->topo);
   replay_plan_t plan;
   int rc =
-      replay_plan_build(&plan, sys, trace, &out->topo, fidelity, trace_name, opts, err, err_len);
+      replay_plan_build(&plan, sys, trace, &out->topo, fidelity, trace_name, opts, err);
   if (rc) {
     replay_result_free(out, trace);
     return rc;
@@ -77,9 +77,9 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
       (opts->representatives && fidelity->symmetric && !plan.speed) || plan.reduced;
   replay_record_t rec;
   replay_record_init(&rec, &plan);
-  rc = fidelity->run(&plan, &rec, trace_name, err, err_len);
+  rc = fidelity->run(&plan, &rec, trace_name, err);
   if (rc == 0)
-    rc = replay_check_finished(&plan, &rec, trace_name, err, err_len);
+    rc = replay_check_finished(&plan, &rec, trace_name, err);
   if (rc == 0) {
     replay_summarise(&plan, &rec, out);
     out->spans = rec.spans; /* the record's spans become the result's */

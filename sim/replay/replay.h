@@ -38,6 +38,7 @@
 #include "op.h"
 #include "progress.h"
 #include "trace.h"
+#include "npu_err.h"
 
 /* The names a trace may use: compute ops of the chip model, collectives,
  * data types. */
@@ -114,7 +115,7 @@ typedef struct {
  * figures then cover the simulated traffic only. Returns 0, or -1 with a
  * one-line reason ("FILE: rank R op ID: expected ..., found ...") in err. */
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,
-               const replay_opts_t *opts, replay_result_t *out, char *err, size_t err_len);
+               const replay_opts_t *opts, replay_result_t *out, npu_err_t *err);
 
 /* The rank whose timeline stands for rank r (r itself unless representatives). */
 int replay_stand_in(const replay_result_t *r, const trace_t *trace, int rank);
@@ -145,6 +146,6 @@ typedef struct {
  * the file is complete or not there. Returns 0, or -1 with "PATH: cannot
  * write: ..." in err. */
 int replay_write_chrome(const char *path, const trace_t *trace, const replay_result_t *r,
-                        const replay_chrome_opts_t *opts, char *err, size_t err_len);
+                        const replay_chrome_opts_t *opts, npu_err_t *err);
 
 #endif

@@ -670,16 +670,14 @@ static void free_state(actors_t *A) {
   free(A->stamps);
 }
 
-int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                      size_t len) {
+int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err) {
   const replay_actor_rules_t *rules = pl->fidelity->actors;
   long nactors = replay_plan_streams(pl);
   for (int k = 0; k < pl->ninsts; k++) /* and the in-network switches' actors */
     if (replay_inst_flows(&pl->insts[k]) && pl->insts[k].plan.sched.endpoints > pl->trace->ranks)
       nactors += pl->insts[k].plan.sched.endpoints - pl->trace->ranks;
   if (nactors > FLOW_MAX_ACTORS) /* before SimGrid aborts */
-    return snprintf(err, len,
-                    "%s: expected at most %d rank streams to simulate (a SimGrid "
+    return npu_err_set(err, "%s: expected at most %d rank streams to simulate (a SimGrid "
                     "actor each), found %ld; %s",
                     name, FLOW_MAX_ACTORS, nactors, rules->too_many),
            -1;
@@ -689,7 +687,7 @@ int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char 
   int endpoints = 1;
   if (rules->pairs)
     rules->pairs(&A, &pairs, &endpoints);
-  int rc = coll_flow_start(pl->topo, endpoints, &pairs, err, len);
+  int rc = coll_flow_start(pl->topo, endpoints, &pairs, err);
   pair_set_free(&pairs);
   if (rc)
     return rc;

@@ -203,9 +203,9 @@ static void fault_marks(chrome_t *c) {
 }
 
 int replay_write_chrome(const char *path, const trace_t *t, const replay_result_t *r,
-                        const replay_chrome_opts_t *o, char *err, size_t err_len) {
+                        const replay_chrome_opts_t *o, npu_err_t *err) {
   time_limit_off(); /* the run is done: the file is written whole */
-  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err);
   if (!f)
     return -1;
   chrome_t c = {.out = outfile_stream(f), .t = t, .r = r, .o = o, .first_event = true};
@@ -226,5 +226,5 @@ int replay_write_chrome(const char *path, const trace_t *t, const replay_result_
   trace_pairing_free(&c.pairing);
   for (int k = 0; k <= CLUSTER_MAX_NODE_TYPES; k++)
     op_cache_free(c.cache[k]);
-  return outfile_commit(f, err, err_len);
+  return outfile_commit(f, err);
 }

@@ -19,6 +19,7 @@
 
 #include "coll_engine.h"
 #include "replay_plan.h"
+#include "npu_err.h"
 
 typedef struct {
   replay_span_t **spans;    /* per simulated rank, per op of its program */
@@ -57,10 +58,10 @@ struct replay_fidelity {
   inst_mode_t mode; /* each collective's, unless the scope found it alone */
   bool sweeps;      /* analytic costs: replay_sweep.c runs a plan without memory ops */
   /* the plan's last step, once costs and interference are known; 0, or -1 with err */
-  int (*plan_finish)(replay_plan_t *pl, const char *name, char *err, size_t len);
+  int (*plan_finish)(replay_plan_t *pl, const char *name, npu_err_t *err);
   /* engine: runs the plan into rec (pl gains the durations the analytic
    * sweep with contention finds); 0, or -1 with err */
-  int (*run)(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err, size_t len);
+  int (*run)(replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err);
   const replay_actor_rules_t *actors; /* where the SimGrid actors run it */
   /* summary: the link figures of the run */
   void (*links)(const replay_plan_t *pl, const replay_record_t *rec, linkstats_t *links);
@@ -77,7 +78,6 @@ const replay_fidelity_t *replay_fidelity_choose(const replay_opts_t *opts, const
 /* Runs the plan on SimGrid, one actor per stream of each simulated rank.
  * Returns 0, or -1 with a one-line reason in err (the simulator could not
  * start; more streams than it holds). */
-int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                      size_t len);
+int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err);
 
 #endif

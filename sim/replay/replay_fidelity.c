@@ -10,10 +10,9 @@
 
 /* Analytic, each transfer alone: the sweep, or the actors where memory ops
  * (or a test) need the simulator. */
-static int run_analytic(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                        size_t len) {
+static int run_analytic(replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err) {
   if (!pl->sweep)
-    return replay_actors_run(pl, rec, name, err, len);
+    return replay_actors_run(pl, rec, name, err);
   replay_sweep_run(pl, rec);
   return 0;
 }
@@ -23,8 +22,7 @@ static int run_analytic(replay_plan_t *pl, replay_record_t *rec, const char *nam
  * so the actors, where the plan needs them, print the same times. Times do not
  * depend on memory ops, so the sweep serves even a plan the actors will run;
  * where the sweep is the engine, its record is the run's. */
-static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                         size_t len) {
+static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err) {
   const trace_t *t = pl->trace;
   double **dur = calloc((size_t)t->ranks + 1, sizeof *dur);
   for (int r = 0; r < t->ranks; r++)
@@ -34,19 +32,18 @@ static int run_contended(replay_plan_t *pl, replay_record_t *rec, const char *na
   replay_sweep_contended(pl, rec, c, dur); /* reads alone times: comm_s is still NULL */
   replay_contend_free(c);
   pl->comm_s = dur; /* freed with the plan */
-  int rc = replay_check_finished(pl, rec, name, err, len);
+  int rc = replay_check_finished(pl, rec, name, err);
   if (rc == 0 && !pl->sweep) { /* memory ops: the actors run with the durations found */
     replay_record_free(rec, t);
     replay_record_init(rec, pl);
-    rc = replay_actors_run(pl, rec, name, err, len);
+    rc = replay_actors_run(pl, rec, name, err);
   }
   return rc;
 }
 
 /* Flow: the actors, transfers as SimGrid flows. */
-static int run_flow(replay_plan_t *pl, replay_record_t *rec, const char *name, char *err,
-                    size_t len) {
-  return replay_actors_run(pl, rec, name, err, len);
+static int run_flow(replay_plan_t *pl, replay_record_t *rec, const char *name, npu_err_t *err) {
+  return replay_actors_run(pl, rec, name, err);
 }
 
 const replay_fidelity_t replay_analytic = {

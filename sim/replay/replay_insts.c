@@ -56,26 +56,26 @@ static void grow_slots(replay_plan_t *pl) {
 
 /* Plans the collective of one group; forced algorithms from the op. */
 static int plan_inst(replay_plan_t *pl, inst_t *x, const char *name, int rank, int op_id,
-                     char *err, size_t len) {
+                     npu_err_t *err) {
   const trace_comm_t *cm = &pl->trace->comms[x->comm];
   const int *members = cm->groups[x->group];
   int g = cm->sizes[x->group];
   coll_cfg_t cfg = pl->sys->coll;
-  char why[512];
+  npu_err_t why = {""};
   bool spans = false;
   for (int m = 1; m < g; m++)
     spans = spans || topo_server_of(pl->topo, members[m]) != topo_server_of(pl->topo, members[0]);
-  if (x->algo && coll_apply_algo(x->algo, spans, &cfg, why, sizeof why))
-    return snprintf(err, len, "%s: rank %d op %d: %s", name, rank, op_id, why), -1;
+  if (x->algo && coll_apply_algo(x->algo, spans, &cfg, &why))
+    return npu_err_set(err, "%s: rank %d op %d: %s", name, rank, op_id, why.msg), -1;
   coll_req_t req = {(coll_op_t)x->kind, x->bytes, members[x->root], NULL};
-  if (coll_plan_group(pl->topo, &cfg, members, g, &req, &x->plan, why, sizeof why))
-    return snprintf(err, len, "%s: rank %d op %d: %s", name, rank, op_id, why), -1;
+  if (coll_plan_group(pl->topo, &cfg, members, g, &req, &x->plan, &why))
+    return npu_err_set(err, "%s: rank %d op %d: %s", name, rank, op_id, why.msg), -1;
   x->analytic_s = coll_analytic_time(pl->topo, &cfg, &x->plan.sched, NULL);
   return 0;
 }
 
 int replay_inst_for(replay_plan_t *pl, int comm, int group, const trace_op_t *op,
-                    const char *name, int rank, char *err, size_t len) {
+                    const char *name, int rank, npu_err_t *err) {
   if (2 * ((size_t)pl->ninsts + 1) > pl->nslots)
     grow_slots(pl);
   int *slot = find_slot(pl, comm, group, op);
@@ -88,7 +88,7 @@ int replay_inst_for(replay_plan_t *pl, int comm, int group, const trace_op_t *op
   inst_t *x = &pl->insts[pl->ninsts];
   *x = (inst_t){.comm = comm, .group = group, .kind = op->kind, .root = op->root,
                 .bytes = op->bytes, .algo = op->algo};
-  if (plan_inst(pl, x, name, rank, op->id, err, len)) {
+  if (plan_inst(pl, x, name, rank, op->id, err)) {
     coll_plan_free(&x->plan);
     return -1;
   }

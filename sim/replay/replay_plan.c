@@ -55,8 +55,7 @@ static int first_rank_on(const replay_plan_t *pl, const trace_program_t *p, int 
  * chip at the clock it holds through a step (the other programs' rows stay 0:
  * no rank reads them, and an op of theirs the chip cannot run is no error);
  * an op the chip cannot run fails, naming the chip and a rank that carries it. */
-static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, char *err,
-                             size_t len) {
+static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, npu_err_t *err) {
   const chip_cfg_t *model = config_chip_at(pl->sys, k);
   const trace_t *t = pl->trace;
   chip_cfg_t chip = chip_in_step(model);
@@ -64,11 +63,11 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, c
   double **costs = calloc((size_t)t->nprograms, sizeof *costs);
   int rc = cache && costs ? 0 : -1;
   if (rc)
-    snprintf(err, len, "%s: out of memory for the op costs", name);
+    npu_err_set(err, "%s: out of memory for the op costs", name);
   for (int pi = 0; pi < t->nprograms && rc == 0; pi++) {
     const trace_program_t *p = &t->programs[pi];
     if (!(costs[pi] = calloc((size_t)p->nops + 1, sizeof **costs)))
-      rc = -1, snprintf(err, len, "%s: out of memory for the op costs", name);
+      rc = -1, npu_err_set(err, "%s: out of memory for the op costs", name);
     int rank = first_rank_on(pl, p, k);
     for (int i = 0; i < p->nops && rc == 0 && rank >= 0; i++) {
       const trace_op_t *op = &p->ops[i];
@@ -76,9 +75,9 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, c
         continue;
       op_desc_t d;
       replay_op_desc(op, &d);
-      char why[512];
-      if (op_check(model, &d, why, sizeof why)) { /* "shape: ..." names the field */
-        snprintf(err, len, "%s: rank %d op %d: %s", name, rank, op->id, why);
+      npu_err_t why = {""};
+      if (op_check(model, &d, &why)) { /* "shape: ..." names the field */
+        npu_err_set(err, "%s: rank %d op %d: %s", name, rank, op->id, why.msg);
         rc = -1;
       } else {
         costs[pi][i] = op_cost(cache, &d)->time_s;
@@ -98,12 +97,12 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, c
 /* Costs the shaped ops on each chip a rank carries: the default chip only
  * where a rank is on it, so a chip no server of the job uses need not run its
  * ops (node types covering every server). */
-static int cost_shaped(replay_plan_t *pl, const char *name, char *err, size_t len) {
+static int cost_shaped(replay_plan_t *pl, const char *name, npu_err_t *err) {
   if (!pl->chip_of)
-    return (pl->compute_s = cost_on_chip(pl, 0, name, err, len)) ? 0 : -1;
+    return (pl->compute_s = cost_on_chip(pl, 0, name, err)) ? 0 : -1;
   for (int r = 0; r < pl->trace->ranks; r++) {
     int k = pl->chip_of[r];
-    if (!pl->chip_compute_s[k] && !(pl->chip_compute_s[k] = cost_on_chip(pl, k, name, err, len)))
+    if (!pl->chip_compute_s[k] && !(pl->chip_compute_s[k] = cost_on_chip(pl, k, name, err)))
       return -1;
     pl->compute_s = pl->chip_compute_s[0]; /* freed as compute_s; NULL while no rank is on it */
   }
@@ -136,7 +135,7 @@ static void find_watched(replay_plan_t *pl) {
 /* ---- collectives ---- */
 
 /* Gives every collective op of every simulated rank its group's plan. */
-static int plan_collectives(replay_plan_t *pl, const char *name, char *err, size_t len) {
+static int plan_collectives(replay_plan_t *pl, const char *name, npu_err_t *err) {
   const trace_t *t = pl->trace;
   pl->inst_of = calloc((size_t)t->ranks, sizeof *pl->inst_of);
   for (int r = 0; r < t->ranks; r++) {
@@ -150,7 +149,7 @@ static int plan_collectives(replay_plan_t *pl, const char *name, char *err, size
       if (op->type != TRACE_OP_COLL)
         continue;
       pl->inst_of[r][i] = replay_inst_for(pl, op->comm, trace_group_of(&t->comms[op->comm], r),
-                                          op, name, r, err, len);
+                                          op, name, r, err);
       if (pl->inst_of[r][i] < 0)
         return -1;
     }
@@ -162,10 +161,10 @@ static int plan_collectives(replay_plan_t *pl, const char *name, char *err, size
 
 /* A barrier per group of each communicator that BARRIER ops name, with its
  * simulated members. */
-static int plan_barriers(replay_plan_t *pl, const char *name, char *err, size_t len) {
+static int plan_barriers(replay_plan_t *pl, const char *name, npu_err_t *err) {
   const trace_t *t = pl->trace;
   if (!(pl->barrier_base = malloc(((size_t)t->ncomms + 1) * sizeof *pl->barrier_base)))
-    return snprintf(err, len, "%s: out of memory for the step barriers", name), -1;
+    return npu_err_set(err, "%s: out of memory for the step barriers", name), -1;
   for (int c = 0; c < t->ncomms; c++)
     pl->barrier_base[c] = -1;
   for (int pi = 0; pi < t->nprograms; pi++)
@@ -177,7 +176,7 @@ static int plan_barriers(replay_plan_t *pl, const char *name, char *err, size_t 
       }
     }
   if (!(pl->barriers = calloc((size_t)pl->nbarriers + 1, sizeof *pl->barriers)))
-    return snprintf(err, len, "%s: out of memory for the step barriers", name), -1;
+    return npu_err_set(err, "%s: out of memory for the step barriers", name), -1;
   for (int c = 0; c < t->ncomms; c++) {
     const trace_comm_t *cm = &t->comms[c];
     for (int g = 0; pl->barrier_base[c] >= 0 && g < cm->ngroups; g++) {
@@ -193,7 +192,7 @@ static int plan_barriers(replay_plan_t *pl, const char *name, char *err, size_t 
 /* Analytic link figures count each group's collective once per issue
  * (replay_summary.c); the groups no simulated rank leads are planned here, in
  * the order the summary visits them. */
-int replay_plan_link_groups(replay_plan_t *pl, const char *name, char *err, size_t len) {
+int replay_plan_link_groups(replay_plan_t *pl, const char *name, npu_err_t *err) {
   const trace_t *t = pl->trace;
   for (int pi = 0; pi < t->nprograms; pi++) {
     const trace_program_t *p = &t->programs[pi];
@@ -211,7 +210,7 @@ int replay_plan_link_groups(replay_plan_t *pl, const char *name, char *err, size
       const trace_comm_t *cm = &t->comms[op->comm];
       for (int m = 0; m < p->nranks; m++) {
         int r = p->ranks[m], g = trace_group_of(cm, r);
-        if (cm->groups[g][0] == r && replay_inst_for(pl, op->comm, g, op, name, r, err, len) < 0) {
+        if (cm->groups[g][0] == r && replay_inst_for(pl, op->comm, g, op, name, r, err) < 0) {
           free(op_at);
           return -1;
         }
@@ -256,16 +255,15 @@ static void add_interference(replay_plan_t *pl) {
 /* ---- which ranks, which engine ---- */
 
 /* Each rank's speed factor; ranges must name ranks of the job. */
-static int plan_speeds(replay_plan_t *pl, const char *name, const char *system, char *err,
-                       size_t len) {
+static int plan_speeds(replay_plan_t *pl, const char *name, const char *system, npu_err_t *err) {
   const variation_cfg_t *v = &pl->sys->variation;
   int ranks = pl->trace->ranks;
   for (int i = 0; i < v->ranges.n; i++)
     if (v->ranges.v[i].last >= ranks)
-      return snprintf(err, len, "%s: chip.variation.speed_factors: expected ranks below the "
+      return npu_err_set(err, "%s: chip.variation.speed_factors: expected ranks below the "
                       "job's %d (%s), found %d", system, ranks, name, v->ranges.v[i].last), -1;
   if (!(pl->speed = malloc((size_t)ranks * sizeof *pl->speed)))
-    return snprintf(err, len, "%s: out of memory for %d ranks' speeds", name, ranks), -1;
+    return npu_err_set(err, "%s: out of memory for %d ranks' speeds", name, ranks), -1;
   for (int r = 0; r < ranks; r++)
     pl->speed[r] = variation_speed(v, r);
   return 0;
@@ -274,7 +272,7 @@ static int plan_speeds(replay_plan_t *pl, const char *name, const char *system, 
 /* Each rank's chip (cluster.node_types); ranges must name servers of the job.
  * Sets *mixed when the ranks do not all carry the same chip. */
 static int plan_chips(replay_plan_t *pl, const char *name, const char *system, bool *mixed,
-                      char *err, size_t len) {
+                      npu_err_t *err) {
   const system_cfg_t *sys = pl->sys;
   const node_types_t *nt = &sys->cluster.node_types;
   *mixed = false;
@@ -282,14 +280,14 @@ static int plan_chips(replay_plan_t *pl, const char *name, const char *system, b
     return 0;
   for (int i = 0; i < nt->n && sys->cluster.nodes == 0; i++) /* else checked on loading */
     if (nt->v[i].last >= pl->topo->nodes)
-      return snprintf(err, len, "%s: cluster.node_types: expected servers below the job's %d "
+      return npu_err_set(err, "%s: cluster.node_types: expected servers below the job's %d "
                       "(%s), found %d", system, pl->topo->nodes, name, nt->v[i].last), -1;
   int ranks = pl->trace->ranks;
   pl->nchips = nt->n + 1;
   pl->chip_of = malloc((size_t)ranks * sizeof *pl->chip_of);
   pl->chip_compute_s = calloc((size_t)pl->nchips, sizeof *pl->chip_compute_s);
   if (!pl->chip_of || !pl->chip_compute_s)
-    return snprintf(err, len, "%s: out of memory for %d ranks' chips", name, ranks), -1;
+    return npu_err_set(err, "%s: out of memory for %d ranks' chips", name, ranks), -1;
   for (int r = 0; r < ranks; r++) {
     pl->chip_of[r] = config_server_chip_index(sys, topo_server_of(pl->topo, r));
     *mixed = *mixed || pl->chip_of[r] != pl->chip_of[0];
@@ -299,7 +297,7 @@ static int plan_chips(replay_plan_t *pl, const char *name, const char *system, b
 
 /* Representatives need their send/recv peers to be representatives too. */
 static int choose_simulated(replay_plan_t *pl, bool representatives, const char *name,
-                            char *err, size_t len) {
+                            npu_err_t *err) {
   const trace_t *t = pl->trace;
   pl->simulated = malloc((size_t)t->ranks * sizeof *pl->simulated);
   for (int r = 0; r < t->ranks; r++)
@@ -309,7 +307,7 @@ static int choose_simulated(replay_plan_t *pl, bool representatives, const char 
     for (int i = 0; pl->simulated[r] && i < p->nops; i++)
       if ((p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV) &&
           !pl->simulated[trace_peer(&p->ops[i], r)])
-        return snprintf(err, len, "%s: rank %d op %d: expected a peer that runs the first rank "
+        return npu_err_set(err, "%s: rank %d op %d: expected a peer that runs the first rank "
                         "of its program (symmetric replay), found rank %d", name, r,
                         p->ops[i].id, trace_peer(&p->ops[i], r)), -1;
   }
@@ -318,9 +316,9 @@ static int choose_simulated(replay_plan_t *pl, bool representatives, const char 
 
 /* Flow with representatives: the scope's choices of ranks and modes. */
 static int apply_scope(replay_plan_t *pl, const char *name, bool **analytic, int *nscoped,
-                       char *err, size_t len) {
+                       npu_err_t *err) {
   replay_scope_t sc = {0};
-  int rc = replay_scope_choose(pl, name, &sc, err, len);
+  int rc = replay_scope_choose(pl, name, &sc, err);
   *analytic = sc.analytic;
   *nscoped = pl->ninsts;
   for (int r = 0; rc == 0 && sc.simulated && r < pl->trace->ranks; r++) {
@@ -361,7 +359,7 @@ static void set_modes(replay_plan_t *pl, const bool *scoped_analytic, int nscope
  * the loops in one step. */
 #define FLOW_MAX_ISSUE_XFERS (1L << 26)
 
-int replay_plan_check_flows(replay_plan_t *pl, const char *name, char *err, size_t len) {
+int replay_plan_check_flows(replay_plan_t *pl, const char *name, npu_err_t *err) {
   for (int k = 0; k < pl->ninsts; k++) {
     const inst_t *x = &pl->insts[k];
     const coll_sched_t *s = &x->plan.sched;
@@ -370,8 +368,7 @@ int replay_plan_check_flows(replay_plan_t *pl, const char *name, char *err, size
       n += (double)s->phases[ph].nxfers * (x->collapsed ? 1 : s->phases[ph].rounds) *
            (s->loops > 0 ? s->loops : 1);
     if (n > FLOW_MAX_ISSUE_XFERS)
-      return snprintf(err, len,
-                      "%s: expected flow collectives of at most %ld transfers each, "
+      return npu_err_set(err, "%s: expected flow collectives of at most %ld transfers each, "
                       "found %s of %.0f bytes on \"%s\" with %.0f (its schedule once per "
                       "collectives.buffer_MiB of its bytes); use --fidelity analytic",
                       name, FLOW_MAX_ISSUE_XFERS, replay_vocab.colls[x->kind], x->bytes,
@@ -408,7 +405,7 @@ long replay_plan_streams(const replay_plan_t *pl) {
 
 int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t *trace,
                       const topo_t *topo, const replay_fidelity_t *fidelity, const char *name,
-                      const replay_opts_t *opts, char *err, size_t len) {
+                      const replay_opts_t *opts, npu_err_t *err) {
   memset(pl, 0, sizeof *pl);
   *pl = (replay_plan_t){
       .sys = sys, .trace = trace, .topo = topo, .fidelity = fidelity, .progress = opts->progress};
@@ -420,27 +417,26 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
    * on: every rank runs */
   const char *system = opts->system_file ? opts->system_file : name;
   bool mixed;
-  int rc = plan_chips(pl, name, system, &mixed, err, len);
+  int rc = plan_chips(pl, name, system, &mixed, err);
   bool varied = variation_active(&sys->variation) || mixed;
   if (rc == 0 && variation_active(&sys->variation))
-    rc = plan_speeds(pl, name, system, err, len);
+    rc = plan_speeds(pl, name, system, err);
   if (rc == 0)
-    rc = choose_simulated(pl, opts->representatives && fidelity->symmetric && !varied, name, err,
-                          len);
+    rc = choose_simulated(pl, opts->representatives && fidelity->symmetric && !varied, name, err);
   if (rc == 0)
-    rc = cost_shaped(pl, name, err, len);
+    rc = cost_shaped(pl, name, err);
   if (rc == 0 && fidelity->scoped && opts->representatives && !opts->all_ranks && !varied)
-    rc = apply_scope(pl, name, &scoped, &nscoped, err, len);
+    rc = apply_scope(pl, name, &scoped, &nscoped, err);
   if (rc == 0)
-    rc = plan_collectives(pl, name, err, len);
+    rc = plan_collectives(pl, name, err);
   if (rc == 0)
-    rc = plan_barriers(pl, name, err, len);
+    rc = plan_barriers(pl, name, err);
   if (rc == 0)
     set_modes(pl, scoped, nscoped, opts->collapse_rounds);
   if (rc == 0)
     add_interference(pl);
   if (rc == 0)
-    rc = fidelity->plan_finish(pl, name, err, len);
+    rc = fidelity->plan_finish(pl, name, err);
   free(scoped);
   pl->sweep = rc == 0 && fidelity->sweeps && sweepable(pl, opts);
   if (rc)

@@ -16,6 +16,7 @@
 
 #include "coll.h"
 #include "replay.h"
+#include "npu_err.h"
 
 /* How a collective's time is found. */
 typedef enum {
@@ -86,20 +87,20 @@ typedef struct {
  * is freed). */
 int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t *trace,
                       const topo_t *topo, const replay_fidelity_t *fidelity, const char *name,
-                      const replay_opts_t *opts, char *err, size_t len);
+                      const replay_opts_t *opts, npu_err_t *err);
 
 /* The fidelities' last plan steps (replay_fidelity_t.plan_finish). Analytic:
  * plans the collectives of groups no simulated rank leads, for the link
  * figures. Flow: refuses collectives that would post too many transfers. */
-int replay_plan_link_groups(replay_plan_t *pl, const char *name, char *err, size_t len);
-int replay_plan_check_flows(replay_plan_t *pl, const char *name, char *err, size_t len);
+int replay_plan_link_groups(replay_plan_t *pl, const char *name, npu_err_t *err);
+int replay_plan_check_flows(replay_plan_t *pl, const char *name, npu_err_t *err);
 
 void replay_plan_free(replay_plan_t *pl);
 
 /* The collective a group runs for op, planned on first use: its index in
  * pl->insts, or -1 with a reason in err. Only while the plan is built. */
 int replay_inst_for(replay_plan_t *pl, int comm, int group, const trace_op_t *op,
-                    const char *name, int rank, char *err, size_t len);
+                    const char *name, int rank, npu_err_t *err);
 
 /* The planned collective of (comm, group, op's signature): its index, or -1. */
 int replay_inst_find(const replay_plan_t *pl, int comm, int group, const trace_op_t *op);
@@ -160,7 +161,6 @@ typedef struct {
 bool *replay_exclusive_insts(const replay_plan_t *pl);
 
 /* Plans every group's collectives in pl, then chooses; 0, or -1 with err. */
-int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out, char *err,
-                        size_t len);
+int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out, npu_err_t *err);
 
 #endif

@@ -95,7 +95,7 @@ static void check_alone(void *arg, int link) {
 }
 
 /* Plans the collectives of every group (not only of simulated ranks'). */
-static int plan_every_group(scope_t *sc, char *err, size_t len) {
+static int plan_every_group(scope_t *sc, npu_err_t *err) {
   replay_plan_t *pl = sc->pl;
   const trace_t *t = pl->trace;
   for (int pi = 0; pi < t->nprograms; pi++) {
@@ -108,7 +108,7 @@ static int plan_every_group(scope_t *sc, char *err, size_t len) {
       for (int m = 0; m < p->nranks; m++) {
         int r = p->ranks[m], g = trace_group_of(cm, r);
         if (cm->groups[g][0] == r &&
-            replay_inst_for(pl, op->comm, g, op, sc->name, r, err, len) < 0)
+            replay_inst_for(pl, op->comm, g, op, sc->name, r, err) < 0)
           return -1;
       }
     }
@@ -181,7 +181,7 @@ static void add_rank(bool *in, int *queue, int *n, int r) {
 
 /* The closure of the programs' first ranks under peers and the members of
  * non-exclusive collectives. */
-static bool *closure(scope_t *sc, char *err, size_t len) {
+static bool *closure(scope_t *sc, npu_err_t *err) {
   replay_plan_t *pl = sc->pl;
   const trace_t *t = pl->trace;
   bool *in = calloc((size_t)t->ranks, sizeof *in);
@@ -197,8 +197,7 @@ static bool *closure(scope_t *sc, char *err, size_t len) {
         add_rank(in, queue, &n, trace_peer(op, r));
       } else if (op->type == TRACE_OP_COLL) {
         const trace_comm_t *cm = &t->comms[op->comm];
-        int g = trace_group_of(cm, r), k = replay_inst_for(pl, op->comm, g, op, sc->name, r, err,
-                                                           len);
+        int g = trace_group_of(cm, r), k = replay_inst_for(pl, op->comm, g, op, sc->name, r, err);
         if (k < 0) {
           free(in);
           in = NULL;
@@ -248,14 +247,13 @@ static bool separable(const scope_t *sc, const bool *in) {
   return ok;
 }
 
-int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out, char *err,
-                        size_t len) {
+int replay_scope_choose(replay_plan_t *pl, const char *name, replay_scope_t *out, npu_err_t *err) {
   scope_t sc = {.pl = pl, .name = name};
-  int rc = plan_every_group(&sc, err, len);
+  int rc = plan_every_group(&sc, err);
   bool *in = NULL;
   if (rc == 0) {
     sc.exclusive = replay_exclusive_insts(pl);
-    in = closure(&sc, err, len);
+    in = closure(&sc, err);
     rc = in ? 0 : -1;
   }
   out->analytic = sc.exclusive;

@@ -225,7 +225,7 @@ static void describe_wait(const replay_plan_t *pl, int rank, int i, char *buf, s
  * for. The checks on reading make this unreachable for a valid trace; it stays
  * so that a gap in them can never give figures with exit 0. */
 int replay_check_finished(const replay_plan_t *pl, const replay_record_t *rec, const char *name,
-                          char *err, size_t len) {
+                          npu_err_t *err) {
   const trace_t *t = pl->trace;
   for (int r = 0; r < t->ranks; r++) {
     if (!pl->simulated[r])
@@ -236,7 +236,7 @@ int replay_check_finished(const replay_plan_t *pl, const replay_record_t *rec, c
         continue;
       char what[160];
       describe_wait(pl, r, i, what, sizeof what);
-      snprintf(err, len, "%s: rank %d op %d: expected every op to finish, found it waiting "
+      npu_err_set(err, "%s: rank %d op %d: expected every op to finish, found it waiting "
                "forever for %s", name, r, p->ops[i].id, what);
       return -1;
     }

@@ -9,11 +9,12 @@
 #define NPUSIM_REPLAY_SUMMARY_H
 
 #include "replay_engine.h"
+#include "npu_err.h"
 
 /* Every op of a simulated rank finished, or -1 with one line naming the first
  * that did not (the head of a stuck stream) and what it waits for. */
 int replay_check_finished(const replay_plan_t *pl, const replay_record_t *rec, const char *name,
-                          char *err, size_t len);
+                          npu_err_t *err);
 
 /* Link figures (replay_fidelity_t.links). Logged (flow): from the transfers
  * the engine logged. Planned (analytic): from each collective's rounds and

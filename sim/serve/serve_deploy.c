@@ -36,15 +36,15 @@ int serve_deploy(const system_cfg_t *sys, const workload_cfg_t *wl, const char *
   memset(d, 0, sizeof *d);
   d->npools = serve_sim_pools(s, d->pools);
   long npus = serve_total_npus(s);
-  char why[512];
+  npu_err_t why = {""};
   int rc = npus > 1000000 ? -1
                           : topo_build(&sys->node, &sys->cluster, sys->chip.dies_per_package,
-                                       (int)npus, 0, &d->topo, why, sizeof why);
+                                       (int)npus, 0, &d->topo, &why);
   if (rc == TOPO_BAD_FAULT)
-    return npu_err_set(err, "%s: %s", system_path, why);
+    return npu_err_set(err, "%s: %s", system_path, why.msg);
   if (rc)
     return npu_err_set(err, "%s: serving: expected a deployment that fits %s, found %ld NPUs (%s)",
-                       workload_path, system_path, npus, npus > 1000000 ? "over a million" : why);
+                       workload_path, system_path, npus, npus > 1000000 ? "over a million" : why.msg);
   d->has_topo = true;
   for (int i = 0; i < sys->cluster.faults.n; i++) /* serve prices an iteration, not a clock */
     if (sys->cluster.faults.v[i].at_s > 0)

@@ -15,6 +15,7 @@
 #include "serve_sim.h"
 #include "system.h"
 #include "workload.h"
+#include "npu_err.h"
 
 typedef struct {
   serve_sim_pool_t pools[2]; /* with their cost models */

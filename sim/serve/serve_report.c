@@ -15,28 +15,27 @@
 #define SLO_MIN_MS 1e-3
 #define SLO_MAX_MS 1e9
 
-int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_len) {
+int serve_slo_parse(const char *text, serve_slo_t *slo, npu_err_t *err) {
   *slo = (serve_slo_t){0, 0};
   for (const char *p = text;; p++) {
     size_t n = strcspn(p, "=,"), len = n + strcspn(p + n, ",");
     if (p[n] != '=')
-      return snprintf(err, err_len, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text), -1;
+      return npu_err_set(err, "--slo: expected ttft_ms=T,tpot_ms=P, found \"%s\"", text), -1;
     double *limit = n == 7 && strncmp(p, "ttft_ms", n) == 0   ? &slo->ttft_s
                     : n == 7 && strncmp(p, "tpot_ms", n) == 0 ? &slo->tpot_s
                                                               : NULL;
     if (!limit)
-      return snprintf(err, err_len, "--slo: expected ttft_ms or tpot_ms, found \"%.*s\"", (int)n,
+      return npu_err_set(err, "--slo: expected ttft_ms or tpot_ms, found \"%.*s\"", (int)n,
                       p),
              -1;
     if (*limit > 0)
-      return snprintf(err, err_len, "--slo: %.*s: expected it once, found it twice", (int)n, p), -1;
+      return npu_err_set(err, "--slo: %.*s: expected it once, found it twice", (int)n, p), -1;
     char value[64];
     double v;
     snprintf(value, sizeof value, "%.*s", (int)(len - n - 1), p + n + 1);
     if (len - n - 1 >= sizeof value || !jsonfile_decimal(value, &v) || !(v >= SLO_MIN_MS) ||
         !(v <= SLO_MAX_MS))
-      return snprintf(err, err_len,
-                      "--slo: %.*s: expected a number of ms in [0.001, 1e9], found \"%.*s\"",
+      return npu_err_set(err, "--slo: %.*s: expected a number of ms in [0.001, 1e9], found \"%.*s\"",
                       (int)n, p, (int)(len - n - 1), p + n + 1),
              -1;
     *limit = v / 1e3;
@@ -324,8 +323,8 @@ static const serve_sim_pool_t *instance_pool(const serve_report_ctx_t *ctx, int 
 }
 
 int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
-                           const serve_sim_result_t *r, char *err, size_t err_len) {
-  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+                           const serve_sim_result_t *r, npu_err_t *err) {
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err);
   if (!f)
     return -1;
   FILE *o = outfile_stream(f);
@@ -341,12 +340,12 @@ int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
             serve_pool_kind_names[p->kind], index, l->engine, l->decodes, l->prefills, l->tokens,
             l->kv_used_blocks, blocks > 0 ? (double)l->kv_used_blocks / blocks : 0, l->waiting);
   }
-  return outfile_commit(f, err, err_len);
+  return outfile_commit(f, err);
 }
 
 int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
-                       char *err, size_t err_len) {
-  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err, err_len);
+                       npu_err_t *err) {
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err);
   if (!f)
     return -1;
   FILE *o = outfile_stream(f);
@@ -385,5 +384,5 @@ int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx, const se
             l->prefills, l->tokens, l->kv_used_blocks, l->waiting);
   }
   fprintf(o, "\n]}\n");
-  return outfile_commit(f, err, err_len);
+  return outfile_commit(f, err);
 }

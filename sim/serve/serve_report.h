@@ -9,6 +9,7 @@
 
 #include "out_format.h"
 #include "serve_sim.h"
+#include "npu_err.h"
 
 /* Service-level objectives; a limit of 0 is not checked. */
 typedef struct {
@@ -18,7 +19,7 @@ typedef struct {
 /* Parses "ttft_ms=T,tpot_ms=P" (either may be left out, neither given
  * twice; T and P plain decimal numbers of ms in [0.001, 1e9]). Returns 0, or
  * -1 with "--slo: expected ..., found ..." in err. */
-int serve_slo_parse(const char *text, serve_slo_t *slo, char *err, size_t err_len);
+int serve_slo_parse(const char *text, serve_slo_t *slo, npu_err_t *err);
 
 typedef struct {
   double mean, p50, p90, p99, min, max;
@@ -60,8 +61,8 @@ void serve_report(FILE *out, out_format_t format, const serve_report_ctx_t *ctx,
  * thread per virtual engine); all or nothing (outfile.h). Return 0, or -1
  * with "PATH: cannot write: ..." in err. */
 int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
-                           const serve_sim_result_t *r, char *err, size_t err_len);
+                           const serve_sim_result_t *r, npu_err_t *err);
 int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
-                       char *err, size_t err_len);
+                       npu_err_t *err);
 
 #endif

@@ -34,7 +34,7 @@ static int load_requests(const serve_opts_t *o, serve_requests_t *r, npu_err_t *
                          "%s: serving.requests.trace: expected a path of at most %zu bytes "
                          "from the workload's folder, found a longer one",
                          o->workload_path, sizeof path - 1);
-    if (serve_requests_read(path, r, err->msg, sizeof err->msg))
+    if (serve_requests_read(path, r, err))
       return -1;
   } else {
     snprintf(path, sizeof path, "%s", o->workload_path);
@@ -43,11 +43,11 @@ static int load_requests(const serve_opts_t *o, serve_requests_t *r, npu_err_t *
                          "%s: serving.requests.prompt.max: expected prompt.max + "
                          "output.max at most the context, model.seq_len = %d, found %d + %d",
                          o->workload_path, wl->model.seq_len, s->prompt.max, s->output.max);
-    char why[512];
-    if (serve_requests_generate(s, r, why, sizeof why))
-      return npu_err_set(err, "%s: %s", o->workload_path, why);
+    npu_err_t why = {""};
+    if (serve_requests_generate(s, r, &why))
+      return npu_err_set(err, "%s: %s", o->workload_path, why.msg);
   }
-  if (serve_requests_check_context(r, path, wl->model.seq_len, err->msg, sizeof err->msg)) {
+  if (serve_requests_check_context(r, path, wl->model.seq_len, err)) {
     serve_requests_free(r);
     return -1;
   }
@@ -62,7 +62,7 @@ static int simulate(const serve_opts_t *o, serve_result_t *r, npu_err_t *err) {
   requests_where(o, where, sizeof where);
   serve_sim_opts_t sopts = {o->log_iterations, &progress, where, 0};
   int rc = serve_sim_run(&o->wl->serving, r->dep.pools, r->dep.npools, &r->dep.topo, &r->reqs,
-                         &sopts, &r->sim, err->msg, sizeof err->msg);
+                         &sopts, &r->sim, err);
   progress_end(&progress);
   if (rc)
     return rc == SERVE_SIM_INTERNAL ? SERVE_SIM_INTERNAL : -1;

@@ -13,6 +13,7 @@
 
 #include "serve_deploy.h"
 #include "serve_report.h"
+#include "npu_err.h"
 
 typedef struct {
   const system_cfg_t *sys;   /* resolved, the job checked against it */

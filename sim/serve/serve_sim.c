@@ -367,13 +367,12 @@ static void rebase(sim_t *s, double arrival_s) {
 }
 
 /* A busy stretch past busy_max_s: "WHERE: arrival_s: expected ..." in err. */
-static int refuse_busy(const sim_t *s, char *err, size_t err_len) {
+static int refuse_busy(const sim_t *s, npu_err_t *err) {
   char max[32], at[32];
   jsonfile_format_number(s->opts->busy_max_s > 0 ? s->opts->busy_max_s : SERVE_BUSY_MAX_S, max,
                          sizeof max);
   jsonfile_format_number(s->epoch_s, at, sizeof at);
-  return snprintf(err, err_len,
-                  "%s: arrival_s: expected the deployment idle again within %s s of an "
+  return npu_err_set(err, "%s: arrival_s: expected the deployment idle again within %s s of an "
                   "arrival that finds it idle (the serving clock resolves 1 ns up to there), "
                   "found it still busy %s s after the arrival at %s s",
                   s->opts->where ? s->opts->where : "serving.requests", max, max, at),
@@ -382,7 +381,7 @@ static int refuse_busy(const sim_t *s, char *err, size_t err_len) {
 
 /* Every request must have completed: if one did not, the simulation has a
  * bug, and the run says which request waits where instead of a result. */
-static int check_completed(const sim_t *s, char *err, size_t err_len) {
+static int check_completed(const sim_t *s, npu_err_t *err) {
   long left = 0, first = -1;
   for (long r = 0; r < s->reqs->n; r++)
     if (!s->seqs[r].done) {
@@ -394,8 +393,7 @@ static int check_completed(const sim_t *s, char *err, size_t err_len) {
   const seq_t *q = &s->seqs[first];
   char at[32];
   jsonfile_format_number(s->reqs->v[first].arrival_s, at, sizeof at);
-  return snprintf(err, err_len,
-                  "npusim serve: internal error: %ld of %ld requests unfinished when nothing "
+  return npu_err_set(err, "npusim serve: internal error: %ld of %ld requests unfinished when nothing "
                   "was left to run (request %ld, arrival_s %s: instance %d, engine %d, "
                   "group %d, %d of %d tokens cached, %d generated, %s); nothing written",
                   left, s->reqs->n, first, at, q->inst, q->engine, q->group, q->cached, q->target,
@@ -405,7 +403,7 @@ static int check_completed(const sim_t *s, char *err, size_t err_len) {
 
 /* The event loop: arrivals and events in time order (an arrival first on a
  * tie). Returns 0 or a refusal, as serve_sim_run. */
-static int run_events(sim_t *s, char *err, size_t err_len) {
+static int run_events(sim_t *s, npu_err_t *err) {
   const serve_requests_t *reqs = s->reqs;
   double max = s->opts->busy_max_s > 0 ? s->opts->busy_max_s : SERVE_BUSY_MAX_S;
   serve_pool_kind_t entry = s->cfg->disaggregated ? SERVE_POOL_PREFILL : SERVE_POOL_COLOCATED;
@@ -417,7 +415,7 @@ static int run_events(sim_t *s, char *err, size_t err_len) {
         rebase(s, reqs->v[next].arrival_s);
       double now = reqs->v[next].arrival_s - s->epoch_s;
       if (!(now < max))
-        return refuse_busy(s, err, err_len);
+        return refuse_busy(s, err);
       int i = pick_instance(s, entry);
       s->seqs[next].arrival_s = now;
       s->active++;
@@ -427,31 +425,31 @@ static int run_events(sim_t *s, char *err, size_t err_len) {
     }
     event_t ev = heap_pop(&s->events);
     if (!(ev.t < max))
-      return refuse_busy(s, err, err_len);
+      return refuse_busy(s, err);
     if (ev.type == EV_ITER_DONE)
       iteration_done(s, &ev);
     else
       kv_done(s, &ev);
   }
   if (s->oom)
-    return snprintf(err, err_len, "serve: out of memory during the simulation"), SERVE_SIM_REFUSED;
-  return check_completed(s, err, err_len);
+    return npu_err_set(err, "serve: out of memory during the simulation"), SERVE_SIM_REFUSED;
+  return check_completed(s, err);
 }
 
 int serve_sim_run(const serving_cfg_t *cfg, const serve_sim_pool_t *pools, int npools,
                   const topo_t *topo, const serve_requests_t *reqs, const serve_sim_opts_t *opts,
-                  serve_sim_result_t *out, char *err, size_t err_len) {
+                  serve_sim_result_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   sim_t s = {.cfg = cfg, .topo = topo, .reqs = reqs, .opts = opts, .out = out};
   out->nreq = reqs->n;
   if (build(&s, pools, npools)) {
     teardown(&s);
     serve_sim_result_free(out);
-    return snprintf(err, err_len, "serve: out of memory for %ld requests", reqs->n),
+    return npu_err_set(err, "serve: out of memory for %ld requests", reqs->n),
            SERVE_SIM_REFUSED;
   }
   s.first_s = s.epoch_s = reqs->n ? reqs->v[0].arrival_s : 0;
-  int rc = run_events(&s, err, err_len);
+  int rc = run_events(&s, err);
   teardown(&s);
   if (rc)
     serve_sim_result_free(out);

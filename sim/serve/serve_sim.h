@@ -34,6 +34,7 @@
 #include "progress.h"
 #include "serve_cost.h"
 #include "serve_requests.h"
+#include "npu_err.h"
 
 typedef enum { SERVE_POOL_COLOCATED, SERVE_POOL_PREFILL, SERVE_POOL_DECODE } serve_pool_kind_t;
 
@@ -126,7 +127,7 @@ enum {
  * the reason, one line, in err. */
 int serve_sim_run(const serving_cfg_t *cfg, const serve_sim_pool_t *pools, int npools,
                   const topo_t *topo, const serve_requests_t *reqs, const serve_sim_opts_t *opts,
-                  serve_sim_result_t *out, char *err, size_t err_len);
+                  serve_sim_result_t *out, npu_err_t *err);
 
 void serve_sim_result_free(serve_sim_result_t *r);
 

@@ -258,25 +258,25 @@ static void op_duration(const void *ctx, int rank, int i, double *ran_s, double 
 
 /* The step's timeline, its slices named by layer, micro-batch and pass. */
 static int write_timeline(const train_files_t *f, const train_opts_t *o, const train_result_t *r,
-                          char *err, size_t err_len) {
+                          npu_err_t *err) {
   replay_chrome_opts_t copts = {.first_rank = f->first_rank,
                                 .last_rank = f->last_rank,
                                 .sys = o->sys,
                                 .name = name_op,
                                 .name_ctx = r,
                                 .progress = f->progress};
-  return replay_write_chrome(f->chrome_trace, &r->trace, &r->replay, &copts, err, err_len);
+  return replay_write_chrome(f->chrome_trace, &r->trace, &r->replay, &copts, err);
 }
 
 int train_write_files(const train_files_t *f, const train_opts_t *o, const train_result_t *r,
-                      char *err, size_t err_len) {
+                      npu_err_t *err) {
   const trace_t *t = &r->trace;
   spans_t spans = {r, &o->sys->variation};
-  if ((f->list_ops && op_list_write(f->list_ops, t, err, err_len)) ||
-      (f->emit_trace && trace_write(t, &replay_vocab, f->emit_trace, err, err_len)) ||
+  if ((f->list_ops && op_list_write(f->list_ops, t, err)) ||
+      (f->emit_trace && trace_write(t, &replay_vocab, f->emit_trace, err)) ||
       (f->emit_chakra &&
-       chakra_write(f->emit_chakra, t, &replay_vocab, op_duration, &spans, err, err_len)) ||
-      (f->chrome_trace && write_timeline(f, o, r, err, err_len)))
+       chakra_write(f->emit_chakra, t, &replay_vocab, op_duration, &spans, err)) ||
+      (f->chrome_trace && write_timeline(f, o, r, err)))
     return -1;
   return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "out_format.h"
 #include "train_run.h"
+#include "npu_err.h"
 
 /* What the report shows besides the result. */
 typedef struct {
@@ -35,6 +36,6 @@ typedef struct {
 /* Writes the files asked for, in the order above, after a run (each whole or
  * not at all). Returns 0, or -1 with "PATH: cannot write: ..." in err. */
 int train_write_files(const train_files_t *f, const train_opts_t *o, const train_result_t *r,
-                      char *err, size_t err_len);
+                      npu_err_t *err);
 
 #endif

@@ -176,30 +176,30 @@ static void energy(const system_cfg_t *sys, train_result_t *r) {
   r->tokens_per_J = r->energy.total_J > 0 ? r->info.tokens / r->energy.total_J : 0;
 }
 
-int train_prepare(const train_opts_t *o, train_result_t *r, char *err, size_t err_len) {
+int train_prepare(const train_opts_t *o, train_result_t *r, npu_err_t *err) {
   memset(r, 0, sizeof *r);
   const char *refused = train_refusal(o->wl);
   if (refused) {
-    snprintf(err, err_len, "%s: %s", o->workload_path, refused);
+    npu_err_set(err, "%s: %s", o->workload_path, refused);
     return -1;
   }
-  return train_generate(o->wl, &replay_vocab, o->sys->node.npus, &r->trace, &r->info, err, err_len);
+  return train_generate(o->wl, &replay_vocab, o->sys->node.npus, &r->trace, &r->info, err);
 }
 
-int train_run(const train_opts_t *o, train_result_t *r, char *err, size_t err_len) {
+int train_run(const train_opts_t *o, train_result_t *r, npu_err_t *err) {
   replay_opts_t ropts = replay_opts(o->flow, true, &o->switches);
   ropts.system_file = o->system_path;
   progress_t progress;
   progress_start(&progress, o->progress, "npusim train", "ops", 0);
   ropts.progress = &progress;
-  int rc = replay_run(o->sys, &r->trace, o->workload_path, &ropts, &r->replay, err, err_len);
+  int rc = replay_run(o->sys, &r->trace, o->workload_path, &ropts, &r->replay, err);
   progress_end(&progress);
   if (rc)
     return -1;
   r->replayed = true;
   time_limit_off(); /* the files are written whole once the run is done: the deadline ends here */
   if (breakdowns(r)) {
-    snprintf(err, err_len, "npusim train: out of memory summing up the step of %d ranks",
+    npu_err_set(err, "npusim train: out of memory summing up the step of %d ranks",
              r->trace.ranks);
     return -1;
   }

@@ -18,6 +18,7 @@
 #include "replay.h"
 #include "replay_energy.h"
 #include "train_gen.h"
+#include "npu_err.h"
 
 typedef struct {
   const system_cfg_t *sys;   /* resolved, the job checked against it */
@@ -62,12 +63,12 @@ typedef struct {
  * that depend on the job's ranks): refuses what the generator cannot build
  * ("WORKLOAD: KEY: expected ..., found ..."), then generates. Returns 0, or -1
  * with the reason in err (nothing to free). */
-int train_prepare(const train_opts_t *o, train_result_t *r, char *err, size_t err_len);
+int train_prepare(const train_opts_t *o, train_result_t *r, npu_err_t *err);
 
 /* Replays the prepared programs and works out the figures; the run's deadline
  * (time_limit.h) ends once the replay is done. Returns 0, or -1 with the
  * reason in err. Free r with train_result_free either way. */
-int train_run(const train_opts_t *o, train_result_t *r, char *err, size_t err_len);
+int train_run(const train_opts_t *o, train_result_t *r, npu_err_t *err);
 
 void train_result_free(train_result_t *r);
 

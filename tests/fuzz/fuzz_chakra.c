@@ -37,23 +37,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      .skip = size % 2 == 0};
   trace_t t;
   long skipped;
-  char err[1024] = "";
-  if (chakra_read(prefix, &o, &replay_vocab, &t, &skipped, err, sizeof err) == 0) {
+  npu_err_t err = {""};
+  if (chakra_read(prefix, &o, &replay_vocab, &t, &skipped, &err) == 0) {
     char back[96];
     snprintf(back, sizeof back, "%s/b", dir);
-    if (chakra_write(back, &t, &replay_vocab, zero, NULL, err, sizeof err) == 0) {
+    if (chakra_write(back, &t, &replay_vocab, zero, NULL, &err) == 0) {
       trace_t t2;
       char groups[128];
       snprintf(groups, sizeof groups, "%s.comm_groups.json", back);
       o.comm_groups = groups;
-      if (chakra_read(back, &o, &replay_vocab, &t2, &skipped, err, sizeof err) != 0 ||
+      if (chakra_read(back, &o, &replay_vocab, &t2, &skipped, &err) != 0 ||
           t2.ranks != t.ranks ||
           t2.programs[t2.program_of[0]].nops != t.programs[t.program_of[0]].nops)
         abort(); /* what npusim writes, it reads: every op */
       trace_free(&t2);
     }
     trace_free(&t);
-  } else if (!npu_err_one_line(err) || strncmp(err, prefix, strlen(prefix)) != 0) {
+  } else if (!npu_err_one_line(err.msg) || strncmp(err.msg, prefix, strlen(prefix)) != 0) {
     abort(); /* one line, naming the file */
   }
   const char *made[] = {"t.0.et", "b.0.et", "b.comm_groups.json"}; /* one rank: these only */

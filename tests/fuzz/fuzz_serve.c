@@ -41,11 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
     abort();
   serve_requests_t r;
-  char err[1024] = "";
-  if (serve_requests_read(path, &r, err, sizeof err) == 0) {
+  npu_err_t err = {""};
+  if (serve_requests_read(path, &r, &err) == 0) {
     check_requests(&r);
     serve_requests_free(&r);
-  } else if (!npu_err_one_line(err) || strncmp(err, path, strlen(path)) != 0 || r.v || r.n) {
+  } else if (!npu_err_one_line(err.msg) || strncmp(err.msg, path, strlen(path)) != 0 || r.v || r.n) {
     abort();
   }
   unlink(path);

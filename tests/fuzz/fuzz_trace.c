@@ -22,8 +22,9 @@ static char *canonical(const trace_t *t) {
   if (fd < 0)
     abort();
   close(fd);
-  char err[1024], why[256];
-  if (trace_write(t, &replay_vocab, path, err, sizeof err))
+  npu_err_t err = {""};
+  char why[256];
+  if (trace_write(t, &replay_vocab, path, &err))
     abort();
   size_t len;
   char *text = jsonfile_read(path, 1 << 26, &len, why, sizeof why);
@@ -37,12 +38,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = malloc(size + 1);
   memcpy(text, data, size);
   text[size] = '\0';
-  char err[1024] = "";
+  npu_err_t err = {""};
   trace_t t;
-  if (trace_parse("fuzz.json", text, size, &replay_vocab, &t, err, sizeof err) == 0) {
+  if (trace_parse("fuzz.json", text, size, &replay_vocab, &t, &err) == 0) {
     char *first = canonical(&t);
     trace_t again;
-    if (trace_parse("fuzz.json", first, strlen(first), &replay_vocab, &again, err, sizeof err))
+    if (trace_parse("fuzz.json", first, strlen(first), &replay_vocab, &again, &err))
       abort(); /* canonical output must read back */
     char *second = canonical(&again);
     if (strcmp(first, second) != 0)
@@ -51,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(second);
     trace_free(&again);
     trace_free(&t);
-  } else if (!npu_err_one_line(err)) {
+  } else if (!npu_err_one_line(err.msg)) {
     abort(); /* every rejection is exactly one non-empty line, as printed */
   }
   free(text);

@@ -56,8 +56,8 @@ static void test_link_bandwidth_is_line_rate_times_efficiency(void) {
 static void test_path_time_is_alpha_plus_bytes_over_the_slowest_hop(void) {
   system_cfg_t s = load_system("a100-dgx.json", NULL);
   topo_t t;
-  char err[256];
-  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 16, 8, &t, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 16, 8, &t, &err), 0);
   int pairs[][2] = {{0, 1}, {0, 8}, {9, 2}};
   for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
     topo_hop_t hops[TOPO_MAX_HOPS];

@@ -18,8 +18,8 @@
 static op_result_t cost(const chip_cfg_t *chip, op_kind_t kind, chip_dtype_t dt, int64_t d0,
                         int64_t d1, int64_t d2, int64_t d3) {
   op_desc_t op = {.kind = kind, .dtype = dt, .out_dtype = dt, .dims = {d0, d1, d2, d3, 0}};
-  char err[256];
-  CU_ASSERT_EQUAL(op_check(chip, &op, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(op_check(chip, &op, &err), 0);
   op_result_t r;
   op_model(chip, &op, &r);
   return r;
@@ -29,8 +29,8 @@ static op_result_t cost_form(const chip_cfg_t *chip, op_kind_t kind, op_form_t f
                              int64_t rows, int64_t cols) {
   op_desc_t op = {.kind = kind, .dtype = CHIP_DTYPE_BF16, .dims = {rows, cols}, .form = form};
   op.out_dtype = op_default_out_dtype(kind, op.dtype);
-  char err[256];
-  CU_ASSERT_EQUAL(op_check(chip, &op, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(op_check(chip, &op, &err), 0);
   op_result_t r;
   op_model(chip, &op, &r);
   return r;
@@ -410,23 +410,23 @@ static void test_identical_ops_are_costed_once(void) {
 
 static void test_bad_shapes_and_types_are_refused(void) {
   system_cfg_t s = load_system("ascend-910b.json", NULL);
-  char err[256];
+  npu_err_t err = {""};
   op_desc_t op = {.kind = OP_MATMUL, .dtype = CHIP_DTYPE_BF16, .dims = {0, 8, 8}};
-  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "shape: expected M,N,K[,batch] with every size >= 1 for matmul, "
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, "shape: expected M,N,K[,batch] with every size >= 1 for matmul, "
                               "found 0 at position 1");
   op.dims[0] = 1LL << 40;
   op.dims[1] = 1LL << 30;
-  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "fit in 64 bits"));
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "fit in 64 bits"));
   op = (op_desc_t){.kind = OP_MATMUL, .dtype = CHIP_DTYPE_FP8, .dims = {8, 8, 8}};
-  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "chip.cube.fp8_macs_per_cycle = 0"));
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "chip.cube.fp8_macs_per_cycle = 0"));
   op = (op_desc_t){.kind = OP_ATTN_FWD, .dtype = CHIP_DTYPE_BF16, .dims = {1, 32, 128, 128, 5}};
-  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "kv_heads dividing heads"));
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "kv_heads dividing heads"));
   op = (op_desc_t){.kind = OP_SOFTMAX, .dtype = CHIP_DTYPE_BF16, .dims = {4, -2}};
-  CU_ASSERT_EQUAL(op_check(&s.chip, &op, err, sizeof err), -1);
+  CU_ASSERT_EQUAL(op_check(&s.chip, &op, &err), -1);
 }
 
 /* An attention op of shape batch, heads, seq, head_dim (kv_heads 0: as heads). */
@@ -437,8 +437,8 @@ static double attn_us(const chip_cfg_t *chip, op_kind_t kind, bool causal, int64
                   .out_dtype = CHIP_DTYPE_BF16,
                   .causal = causal,
                   .dims = {batch, heads, seq, dim, kv_heads}};
-  char err[256];
-  CU_ASSERT_EQUAL(op_check(chip, &op, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(op_check(chip, &op, &err), 0);
   op_result_t r;
   op_model(chip, &op, &r);
   CU_ASSERT(isfinite(r.time_s) && r.time_s > 0);

@@ -18,18 +18,19 @@ static void one_us(const void *ctx, int rank, int op, double *ran_s, double *nom
 /* A trace written as Chakra reads back with its streams, its dependencies and
  * its events: a wait depends on the op that records its event (a ctrl_dep). */
 static void test_chakra_keeps_streams_deps_and_events(void) {
-  char in[512], err[512];
+  npu_err_t err = {""};
+  char in[512];
   snprintf(in, sizeof in, "%s/traces/mixed.json", NPUSIM_SOURCE_DIR);
   trace_t t, back;
-  CU_ASSERT_EQUAL_FATAL(trace_read(in, &replay_vocab, &t, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(trace_read(in, &replay_vocab, &t, &err), 0);
   char dir[] = "/tmp/npusim-chakra-XXXXXX", prefix[64], groups[96];
   CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
   snprintf(prefix, sizeof prefix, "%s/m", dir);
   snprintf(groups, sizeof groups, "%s.comm_groups.json", prefix);
-  CU_ASSERT_EQUAL_FATAL(chakra_write(prefix, &t, &replay_vocab, one_us, NULL, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(chakra_write(prefix, &t, &replay_vocab, one_us, NULL, &err), 0);
   chakra_opts_t o = {.compute = CHAKRA_COMPUTE_DURATION, .comm_groups = groups};
   long skipped;
-  CU_ASSERT_EQUAL_FATAL(chakra_read(prefix, &o, &replay_vocab, &back, &skipped, err, sizeof err),
+  CU_ASSERT_EQUAL_FATAL(chakra_read(prefix, &o, &replay_vocab, &back, &skipped, &err),
                         0);
   CU_ASSERT_EQUAL(back.ranks, t.ranks);
   const trace_program_t *p = &back.programs[0];

@@ -58,7 +58,8 @@ static char *sample(size_t *len) {
 }
 
 static void test_chunks_of_any_size_come_back_whole(void) {
-  char dir[64], path[128], err[256];
+  npu_err_t err = {""};
+  char dir[64], path[128];
   make_dir(dir, sizeof dir);
   size_t len;
   char *data = sample(&len);
@@ -66,11 +67,11 @@ static void test_chunks_of_any_size_come_back_whole(void) {
   for (int gz = 0; gz < 2; gz++)
     for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
       snprintf(path, sizeof path, "%s/out%s", dir, gz ? ".json.gz" : ".json");
-      outfile_t *f = outfile_open(path, gz, chunks[c], err, sizeof err);
+      outfile_t *f = outfile_open(path, gz, chunks[c], &err);
       CU_ASSERT_PTR_NOT_NULL_FATAL(f);
       for (size_t i = 0; i < len; i += 1000) /* many small prints, as the writers do */
         fprintf(outfile_stream(f), "%.*s", (int)(len - i < 1000 ? len - i : 1000), data + i);
-      CU_ASSERT_EQUAL(outfile_commit(f, err, sizeof err), 0);
+      CU_ASSERT_EQUAL(outfile_commit(f, &err), 0);
       size_t got_len = 0;
       char why[128];
       char *got = jsonfile_read(path, len * 2, &got_len, why, sizeof why); /* gunzips */
@@ -92,11 +93,12 @@ static int write_past_limit(const char *dir, bool gz) {
   struct rlimit lim = {64 * 1024, 64 * 1024};
   if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
     return 10;
-  char path[128], err[256];
+  npu_err_t err = {""};
+  char path[128];
   snprintf(path, sizeof path, "%s/big%s", dir, gz ? ".gz" : "");
   size_t len;
   char *data = sample(&len);
-  outfile_t *f = outfile_open(path, gz, 4096, err, sizeof err);
+  outfile_t *f = outfile_open(path, gz, 4096, &err);
   if (!f)
     return 11;
   fwrite(data, 1, len, outfile_stream(f));
@@ -107,9 +109,9 @@ static int write_past_limit(const char *dir, bool gz) {
       fputc((int)(x >> 24), outfile_stream(f));
     }
   }
-  if (outfile_commit(f, err, sizeof err) != -1)
+  if (outfile_commit(f, &err) != -1)
     return 12;
-  if (!strstr(err, "cannot write: File too large") || strncmp(err, path, strlen(path)) != 0)
+  if (!strstr(err.msg, "cannot write: File too large") || strncmp(err.msg, path, strlen(path)) != 0)
     return 13;
   return count_files(dir) == 0 ? 0 : 14;
 }
@@ -132,11 +134,12 @@ static void test_a_refused_write_leaves_nothing_and_says_why(void) {
 }
 
 static void test_an_aborted_file_keeps_the_old_one(void) {
-  char dir[64], path[128], err[256];
+  npu_err_t err = {""};
+  char dir[64], path[128];
   make_dir(dir, sizeof dir);
   snprintf(path, sizeof path, "%s/keep.txt", dir);
-  CU_ASSERT_EQUAL(outfile_write_all(path, "old\n", 4, false, err, sizeof err), 0);
-  outfile_t *f = outfile_open(path, false, 0, err, sizeof err);
+  CU_ASSERT_EQUAL(outfile_write_all(path, "old\n", 4, false, &err), 0);
+  outfile_t *f = outfile_open(path, false, 0, &err);
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
   fputs("new, half written", outfile_stream(f));
   outfile_abort(f);
@@ -147,8 +150,8 @@ static void test_an_aborted_file_keeps_the_old_one(void) {
   CU_ASSERT_STRING_EQUAL(got, "old\n");
   free(got);
   CU_ASSERT_EQUAL(count_files(dir), 1);
-  CU_ASSERT_EQUAL(outfile_write_all(dir, "x", 1, false, err, sizeof err), -1); /* a directory */
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot write: Is a directory"));
+  CU_ASSERT_EQUAL(outfile_write_all(dir, "x", 1, false, &err), -1); /* a directory */
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cannot write: Is a directory"));
   remove_dir(dir);
 }
 
@@ -174,13 +177,14 @@ static void spit(const char *path, const char *a, size_t na, const char *b, size
 /* gzip members one after another read as one stream (RFC 1952, as gzip -d
  * reads them); anything else after a member is refused, saying where. */
 static void test_gzip_members_concatenate_and_trailing_bytes_are_refused(void) {
-  char dir[64], a[128], b[128], both[128], err[256], why[256];
+  npu_err_t err = {""};
+  char dir[64], a[128], b[128], both[128], why[256];
   make_dir(dir, sizeof dir);
   snprintf(a, sizeof a, "%s/a.gz", dir);
   snprintf(b, sizeof b, "%s/b.gz", dir);
   snprintf(both, sizeof both, "%s/both.gz", dir);
-  CU_ASSERT_EQUAL(outfile_write_all(a, "{\"x\": ", 6, true, err, sizeof err), 0);
-  CU_ASSERT_EQUAL(outfile_write_all(b, "[1, 2]}", 7, true, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(a, "{\"x\": ", 6, true, &err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(b, "[1, 2]}", 7, true, &err), 0);
   size_t na = 0, nb = 0, len = 0;
   char *ga = slurp(a, &na), *gb = slurp(b, &nb);
   CU_ASSERT_PTR_NOT_NULL_FATAL(ga);
@@ -217,24 +221,25 @@ static void text_of(const char *path, char *buf, size_t len) {
 /* Staged files wait as temporary files: the targets change only at publish,
  * all together, and a discard leaves every old one. */
 static void test_staged_files_land_together_or_not_at_all(void) {
-  char dir[64], a[128], b[128], err[256], got[64];
+  npu_err_t err = {""};
+  char dir[64], a[128], b[128], got[64];
   make_dir(dir, sizeof dir);
   jsonfile_forget_inputs(); /* an earlier test's input may have had these inodes */
   snprintf(a, sizeof a, "%s/a.txt", dir);
   snprintf(b, sizeof b, "%s/b.txt", dir);
-  CU_ASSERT_EQUAL(outfile_write_all(a, "old a", 5, false, err, sizeof err), 0);
-  CU_ASSERT_EQUAL(outfile_write_all(b, "old b", 5, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(a, "old a", 5, false, &err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(b, "old b", 5, false, &err), 0);
   for (int publish = 0; publish < 2; publish++) {
     CU_ASSERT_TRUE(outfile_stage_begin());
     CU_ASSERT_FALSE(outfile_stage_begin()); /* already staging: the caller's */
-    CU_ASSERT_EQUAL(outfile_write_all(a, "new a", 5, false, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(outfile_write_all(b, "new b", 5, false, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(outfile_write_all(a, "new a", 5, false, &err), 0);
+    CU_ASSERT_EQUAL(outfile_write_all(b, "new b", 5, false, &err), 0);
     text_of(a, got, sizeof got);
     CU_ASSERT_STRING_EQUAL(got, "old a");
     CU_ASSERT_EQUAL(count_files(dir), 4); /* two targets, two waiting */
-    CU_ASSERT_EQUAL(outfile_stage_check(err, sizeof err), 0);
+    CU_ASSERT_EQUAL(outfile_stage_check(&err), 0);
     if (publish) {
-      CU_ASSERT_EQUAL(outfile_stage_publish(err, sizeof err), 0);
+      CU_ASSERT_EQUAL(outfile_stage_publish(&err), 0);
     } else {
       outfile_stage_discard();
     }
@@ -250,36 +255,37 @@ static void test_staged_files_land_together_or_not_at_all(void) {
 /* A file marked for removal goes at publish, not before; a staged file that
  * is a file read as input (any name) or another staged file's is refused. */
 static void test_staging_removes_marked_files_and_refuses_inputs(void) {
-  char dir[64], a[128], link[128], stale[128], err[256], why[128];
+  npu_err_t err = {""};
+  char dir[64], a[128], link[128], stale[128], why[128];
   make_dir(dir, sizeof dir);
   snprintf(a, sizeof a, "%s/in.json", dir);
   snprintf(link, sizeof link, "%s/link.json", dir);
   snprintf(stale, sizeof stale, "%s/stale.et", dir);
-  CU_ASSERT_EQUAL(outfile_write_all(stale, "x", 1, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(stale, "x", 1, false, &err), 0);
   outfile_stage_begin();
   CU_ASSERT_EQUAL(outfile_stage_remove(stale), 0);
   CU_ASSERT_EQUAL(access(stale, F_OK), 0);
-  CU_ASSERT_EQUAL(outfile_stage_publish(err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_stage_publish(&err), 0);
   CU_ASSERT_NOT_EQUAL(access(stale, F_OK), 0);
 
-  CU_ASSERT_EQUAL(outfile_write_all(a, "{}", 2, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(a, "{}", 2, false, &err), 0);
   CU_ASSERT_EQUAL(symlink("in.json", link), 0);
   size_t len;
   free(jsonfile_read(a, 100, &len, why, sizeof why)); /* now an input */
   outfile_stage_begin();
-  CU_ASSERT_EQUAL(outfile_write_all(link, "[]", 2, false, err, sizeof err), 0);
-  CU_ASSERT_EQUAL(outfile_stage_check(err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "link.json: expected an output that is none of the run's "
+  CU_ASSERT_EQUAL(outfile_write_all(link, "[]", 2, false, &err), 0);
+  CU_ASSERT_EQUAL(outfile_stage_check(&err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "link.json: expected an output that is none of the run's "
                                      "inputs, found the input "));
   outfile_stage_discard();
   jsonfile_forget_inputs();
   CU_ASSERT_STRING_EQUAL((text_of(a, why, sizeof why), why), "{}");
 
   outfile_stage_begin();
-  CU_ASSERT_EQUAL(outfile_write_all(a, "1", 1, false, err, sizeof err), 0);
-  CU_ASSERT_EQUAL(outfile_write_all(link, "2", 1, false, err, sizeof err), 0);
-  CU_ASSERT_EQUAL(outfile_stage_check(err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected a file of its own for each output"));
+  CU_ASSERT_EQUAL(outfile_write_all(a, "1", 1, false, &err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(link, "2", 1, false, &err), 0);
+  CU_ASSERT_EQUAL(outfile_stage_check(&err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "expected a file of its own for each output"));
   outfile_stage_discard();
   remove_dir(dir);
 }
@@ -287,7 +293,8 @@ static void test_staging_removes_marked_files_and_refuses_inputs(void) {
 /* NAME.npusim-PID-N.tmp of a process that is gone is removed when a file is
  * written beside it; a live process's stays, as does any other name. */
 static void test_a_dead_runs_temporary_files_are_removed(void) {
-  char dir[64], path[160], err[256];
+  npu_err_t err = {""};
+  char dir[64], path[160];
   make_dir(dir, sizeof dir);
   pid_t dead = fork();
   CU_ASSERT_FATAL(dead >= 0);
@@ -305,7 +312,7 @@ static void test_a_dead_runs_temporary_files_are_removed(void) {
     spit(path, "d", 1, "", 0); /* not through outfile: its first file here scans */
   }
   snprintf(path, sizeof path, "%s/x.json", dir);
-  CU_ASSERT_EQUAL(outfile_write_all(path, "{}", 2, false, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(outfile_write_all(path, "{}", 2, false, &err), 0);
   for (int i = 0; i < 5; i++) {
     char name[64];
     snprintf(name, sizeof name, names[i], pids[i]);

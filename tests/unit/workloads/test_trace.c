@@ -11,12 +11,12 @@
 
 
 static const char *parse_err(const char *text) {
-  static char err[1024];
+  static npu_err_t err;
   trace_t t;
-  err[0] = '\0';
-  if (trace_parse("t.json", text, strlen(text), &replay_vocab, &t, err, sizeof err) == 0)
+  err.msg[0] = '\0';
+  if (trace_parse("t.json", text, strlen(text), &replay_vocab, &t, &err) == 0)
     trace_free(&t);
-  return err;
+  return err.msg;
 }
 
 static void expect(const char *text, const char *want) {
@@ -42,14 +42,14 @@ static void test_overlaps_reads_and_writes_back(void) {
       "\"comm\", \"comm\": \"w\", \"bytes\": 64}, {\"id\": 9, \"kind\": \"matmul\", "
       "\"shape\": [8, 8, 8], \"overlaps\": 4}]}");
   trace_t t;
-  char err[1024] = "", path[512];
-  CU_ASSERT_EQUAL_FATAL(trace_parse("t.json", text, strlen(text), &replay_vocab, &t, err,
-                                    sizeof err), 0);
+  npu_err_t err = {""};
+  char path[512];
+  CU_ASSERT_EQUAL_FATAL(trace_parse("t.json", text, strlen(text), &replay_vocab, &t, &err), 0);
   const trace_op_t *mm = &t.programs[0].ops[1];
   CU_ASSERT(mm->overlapping && mm->overlaps == 0 && !t.programs[0].ops[0].overlapping);
   const char *dir = make_temp_dir();
   snprintf(path, sizeof path, "%s/o.json", dir);
-  CU_ASSERT_EQUAL(trace_write(&t, &replay_vocab, path, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(trace_write(&t, &replay_vocab, path, &err), 0);
   size_t len;
   char why[64];
   char *written = jsonfile_read(path, 1 << 20, &len, why, sizeof why);
@@ -138,15 +138,16 @@ static void test_written_traces_read_back_to_the_same_bytes(void) {
   const char *samples[] = {"two_ranks_p2p.json", "pipeline_4stage.json", "tp_overlap.json.gz",
                            "mixed.json"};
   for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
-    char in[512], a[512], b[512], err[1024];
+    npu_err_t err = {""};
+    char in[512], a[512], b[512];
     snprintf(in, sizeof in, "%s/traces/%s", NPUSIM_SOURCE_DIR, samples[i]);
     snprintf(a, sizeof a, "%s/a-%s", dir, samples[i]);
     snprintf(b, sizeof b, "%s/b-%s", dir, samples[i]);
     trace_t t1, t2;
-    CU_ASSERT_EQUAL_FATAL(trace_read(in, &replay_vocab, &t1, err, sizeof err), 0);
-    CU_ASSERT_EQUAL_FATAL(trace_write(&t1, &replay_vocab, a, err, sizeof err), 0);
-    CU_ASSERT_EQUAL_FATAL(trace_read(a, &replay_vocab, &t2, err, sizeof err), 0);
-    CU_ASSERT_EQUAL_FATAL(trace_write(&t2, &replay_vocab, b, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(trace_read(in, &replay_vocab, &t1, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(trace_write(&t1, &replay_vocab, a, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(trace_read(a, &replay_vocab, &t2, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(trace_write(&t2, &replay_vocab, b, &err), 0);
     CU_ASSERT_EQUAL(t1.ranks, t2.ranks);
     CU_ASSERT_EQUAL(t1.nprograms, t2.nprograms);
     size_t la, lb;
@@ -166,7 +167,8 @@ static void test_written_traces_read_back_to_the_same_bytes(void) {
 
 static void test_damaged_gzip_is_refused(void) {
   const char *dir = make_temp_dir();
-  char in[512], path[512], err[1024];
+  npu_err_t err = {""};
+  char in[512], path[512];
   snprintf(in, sizeof in, "%s/traces/tp_overlap.json.gz", NPUSIM_SOURCE_DIR);
   FILE *f = fopen(in, "rb");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -178,15 +180,15 @@ static void test_damaged_gzip_is_refused(void) {
   fwrite(buf, 1, n / 2, f);
   fclose(f);
   trace_t t;
-  CU_ASSERT_EQUAL(trace_read(path, &replay_vocab, &t, err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected a readable trace file (.json or .json.gz), found a "
+  CU_ASSERT_EQUAL(trace_read(path, &replay_vocab, &t, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "expected a readable trace file (.json or .json.gz), found a "
                                      "truncated or corrupt gzip stream"));
   buf[n / 2] ^= 0xff; /* a flipped byte in the deflate stream */
   f = fopen(path, "wb");
   fwrite(buf, 1, n, f);
   fclose(f);
-  CU_ASSERT_EQUAL(trace_read(path, &replay_vocab, &t, err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "truncated or corrupt gzip stream"));
+  CU_ASSERT_EQUAL(trace_read(path, &replay_vocab, &t, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "truncated or corrupt gzip stream"));
   remove_temp_dir(dir);
 }
 
@@ -209,9 +211,9 @@ static void test_sends_pair_with_recvs_by_resolved_channel_in_program_order(void
       "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 64, \"stream\": \"c\"},"
       "{\"id\": 1, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 32, \"tag\": \"x\"}]}");
   trace_t t;
-  char err[1024] = "";
-  int rc = trace_parse("t.json", text, strlen(text), &replay_vocab, &t, err, sizeof err);
-  CU_ASSERT_STRING_EQUAL(err, "");
+  npu_err_t err = {""};
+  int rc = trace_parse("t.json", text, strlen(text), &replay_vocab, &t, &err);
+  CU_ASSERT_STRING_EQUAL(err.msg, "");
   CU_ASSERT_EQUAL_FATAL(rc, 0);
   trace_pairing_t pp;
   trace_pairing_init(&pp, &t);

@@ -52,8 +52,8 @@ static workload_cfg_t shipped_workload(const char *name, const char *const *sets
 /* Generates the programs of one step; returns how many there are. */
 static int generate(const workload_cfg_t *w, train_info_t *info) {
   trace_t t;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, info, err, sizeof err) == 0);
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, info, &err) == 0);
   int programs = t.nprograms;
   trace_free(&t);
   return programs;
@@ -64,18 +64,18 @@ static int generate(const workload_cfg_t *w, train_info_t *info) {
  * number of programs. */
 static int generate_and_check(const workload_cfg_t *w, train_info_t *info) {
   trace_t t, back;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, info, err, sizeof err) == 0);
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, info, &err) == 0);
   int programs = t.nprograms;
   const char *dir = make_temp_dir();
   char path[256];
   snprintf(path, sizeof path, "%s/step.json.gz", dir);
-  CU_ASSERT(trace_write(&t, &replay_vocab, path, err, sizeof err) == 0);
-  if (trace_read(path, &replay_vocab, &back, err, sizeof err) == 0)
+  CU_ASSERT(trace_write(&t, &replay_vocab, path, &err) == 0);
+  if (trace_read(path, &replay_vocab, &back, &err) == 0)
     trace_free(&back);
-  CU_ASSERT_STRING_EQUAL(err, "");
-  if (*err)
-    fprintf(stderr, "\n  %s\n", err);
+  CU_ASSERT_STRING_EQUAL(err.msg, "");
+  if (*err.msg)
+    fprintf(stderr, "\n  %s\n", err.msg);
   remove_temp_dir(dir);
   trace_free(&t);
   return programs;
@@ -242,8 +242,8 @@ static void test_zero_shards_optimizer_states(void) {
 /* Generates the programs of one step into t (the caller frees them). */
 static void generate_trace(const workload_cfg_t *w, trace_t *t) {
   train_info_t info;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, t, &info, err, sizeof err) == 0);
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, t, &info, &err) == 0);
   train_info_free(&info);
 }
 
@@ -260,8 +260,8 @@ static int comm_named(const trace_t *t, const char *name) {
 static int count_colls(const workload_cfg_t *w, const char *kind, const char *stream) {
   trace_t t;
   train_info_t info;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, &info, &err) == 0);
   const trace_program_t *p = &t.programs[t.program_of[0]];
   int n = 0;
   for (int i = 0; i < p->nops; i++)
@@ -305,9 +305,9 @@ static void test_hybrid_sharding_shards_in_groups(void) {
   CU_ASSERT_EQUAL(count_colls(&hybrid, "allreduce", "dp"), 1);
   train_info_t a, b;
   trace_t t;
-  char err[1024] = "";
+  npu_err_t err = {""};
   generate(&full, &a);
-  CU_ASSERT_FATAL(train_generate(&hybrid, &replay_vocab, 8, &t, &b, err, sizeof err) == 0);
+  CU_ASSERT_FATAL(train_generate(&hybrid, &replay_vocab, 8, &t, &b, &err) == 0);
   CU_ASSERT_DOUBLE_EQUAL(b.memory[0].optimizer, a.memory[0].optimizer * 4,
                          a.memory[0].optimizer * 1e-9);
   /* the shard group is 2 consecutive replicas, the replicas 4 strided ones */
@@ -331,8 +331,8 @@ static void test_param_gather_beside_the_forward(void) {
   CU_ASSERT_EQUAL(count_colls(&w, "allgather", "dp"), 2);
   trace_t t;
   train_info_t info;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, &err) == 0);
   const trace_program_t *p = &t.programs[t.program_of[0]];
   int first_gather = -1, first_compute = -1, last_gather = -1, last_optimizer = -1;
   for (int i = 0; i < p->nops; i++) {
@@ -383,8 +383,8 @@ static void test_column_parallel_backward_overlaps_its_communication(void) {
                                    "\"micro_batch\": 1, \"global_batch\": 1");
   trace_t t;
   train_info_t info;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, &err) == 0);
   const trace_program_t *p = &t.programs[0];
   int layers = 8, gathers = 0, scatters = 0, wgrad_after_gather = 0, wgrad_after_scatter = 0;
   for (int i = 0; i < p->nops; i++) {
@@ -455,8 +455,8 @@ static void test_position_embeddings(void) {
   const workload_cfg_t *ws[2] = {&rope, &table};
   for (int k = 0; k < 2; k++) {
     trace_t t;
-    char err[1024] = "";
-    CU_ASSERT_FATAL(train_generate(ws[k], &replay_vocab, 8, &t, &info[k], err, sizeof err) == 0);
+    npu_err_t err = {""};
+    CU_ASSERT_FATAL(train_generate(ws[k], &replay_vocab, 8, &t, &info[k], &err) == 0);
     counts[k] = 0;
     for (int i = 0; i < t.programs[0].nops; i++) {
       const trace_op_t *op = &t.programs[0].ops[i];
@@ -550,8 +550,8 @@ static void test_parts_and_stages_are_typed(void) {
                                    "\"ep\": 2", "\"micro_batch\": 1, \"global_batch\": 4");
   trace_t t;
   train_info_t info;
-  char err[1024] = "";
-  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(&w, &replay_vocab, 8, &t, &info, &err) == 0);
   CU_ASSERT_FATAL(info.nprograms == t.nprograms);
   int seen[TRAIN_PART_COUNT + 1] = {0};
   for (int pi = 0; pi < t.nprograms; pi++) {
@@ -616,9 +616,9 @@ static void test_a_kind_missing_from_the_vocabulary_is_an_error(void) {
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     trace_t t;
     train_info_t info;
-    char err[1024] = "";
-    CU_ASSERT(train_generate(&w, cases[k].vocab, 8, &t, &info, err, sizeof err) == -1);
-    CU_ASSERT(strncmp(err, "internal error: ", 16) == 0 && strstr(err, cases[k].lacks) != NULL);
+    npu_err_t err = {""};
+    CU_ASSERT(train_generate(&w, cases[k].vocab, 8, &t, &info, &err) == -1);
+    CU_ASSERT(strncmp(err.msg, "internal error: ", 16) == 0 && strstr(err.msg, cases[k].lacks) != NULL);
     trace_free(&t);
     train_info_free(&info);
   }
@@ -631,14 +631,14 @@ static void test_a_kind_missing_from_the_vocabulary_is_an_error(void) {
  * through the trace format; each maps to an unfused op descriptor. */
 static void count_unfused(const workload_cfg_t *w, int counts[OP_KIND_COUNT]) {
   trace_t t, back;
-  char err[1024] = "";
+  npu_err_t err = {""};
   train_info_t info;
-  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, &info, err, sizeof err) == 0);
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, &t, &info, &err) == 0);
   const char *dir = make_temp_dir();
   char path[256];
   snprintf(path, sizeof path, "%s/step.json", dir);
-  CU_ASSERT_FATAL(trace_write(&t, &replay_vocab, path, err, sizeof err) == 0);
-  CU_ASSERT_FATAL(trace_read(path, &replay_vocab, &back, err, sizeof err) == 0);
+  CU_ASSERT_FATAL(trace_write(&t, &replay_vocab, path, &err) == 0);
+  CU_ASSERT_FATAL(trace_read(path, &replay_vocab, &back, &err) == 0);
   memset(counts, 0, OP_KIND_COUNT * sizeof *counts);
   for (int p = 0; p < back.nprograms; p++)
     for (int i = 0; i < back.programs[p].nops; i++) {

@@ -21,15 +21,14 @@
 
 /* Plans op on ranks (k per server) with algorithms forced per level. */
 static int plan(const system_cfg_t *s, topo_t *t, coll_plan_t *p, coll_op_t op, int ranks, int k,
-                double bytes, coll_algo_t a0, coll_algo_t a1, char *err) {
-  char e[256];
-  CU_ASSERT_EQUAL_FATAL(topo_build(&s->node, &s->cluster, s->chip.dies_per_package, ranks, k, t,
-                                   e, sizeof e), 0);
+                double bytes, coll_algo_t a0, coll_algo_t a1, npu_err_t *err) {
+  npu_err_t e = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s->node, &s->cluster, s->chip.dies_per_package, ranks, k, t, &e), 0);
   coll_cfg_t cfg = s->coll;
   cfg.algo[0] = a0;
   cfg.algo[1] = a1;
   coll_req_t req = {op, bytes, 0, NULL};
-  return coll_plan(t, &cfg, &req, p, err ? err : e, 256);
+  return coll_plan(t, &cfg, &req, p, err ? err : &e);
 }
 
 /* Total bytes the schedule moves equals want (relative 1e-9). */
@@ -233,22 +232,22 @@ static void test_algorithms_that_cannot_run_are_refused(void) {
   system_cfg_t b = load_system("ascend-910b.json", NULL);
   topo_t t;
   coll_plan_t p;
-  char err[256];
+  npu_err_t err = {""};
   CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLREDUCE, 8, 8, 1e6, COLL_ALGO_PAIRWISE,
-                       COLL_ALGO_AUTO, err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "collectives.level0_algorithm: expected one that can run allreduce "
+                       COLL_ALGO_AUTO, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, "collectives.level0_algorithm: expected one that can run allreduce "
                               "at this level (mesh, ring, hd, nhr, nb, tree), found \"pairwise\"");
   topo_free(&t);
   CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLREDUCE, 8, 8, 1e6, COLL_ALGO_NVLS, COLL_ALGO_AUTO,
-                       err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected \"nvls\" only on a switch that reduces"));
+                       &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "expected \"nvls\" only on a switch that reduces"));
   topo_free(&t);
   CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLGATHER, 16, 8, 1e6, COLL_ALGO_MESH,
-                       COLL_ALGO_PIPELINE, err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected \"pipeline\" only for allreduce"));
+                       COLL_ALGO_PIPELINE, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "expected \"pipeline\" only for allreduce"));
   topo_free(&t);
   CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLTOALL, 8, 8, 1e6, COLL_ALGO_RING, COLL_ALGO_AUTO,
-                       err), -1);
+                       &err), -1);
   topo_free(&t);
 }
 
@@ -259,9 +258,9 @@ static void test_ecmp_hashes_each_flow_onto_one_spine(void) {
   const char *sets[] = {"cluster.scale_out.spines=4", NULL};
   system_cfg_t one = load_system("ascend-910b.json", NULL), four = load_system("ascend-910b.json", sets);
   topo_t t1, t4;
-  char err[256];
-  CU_ASSERT_EQUAL_FATAL(topo_build(&one.node, &one.cluster, 1, 256, 8, &t1, err, sizeof err), 0);
-  CU_ASSERT_EQUAL_FATAL(topo_build(&four.node, &four.cluster, 1, 256, 8, &t4, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&one.node, &one.cluster, 1, 256, 8, &t1, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&four.node, &four.cluster, 1, 256, 8, &t4, &err), 0);
   CU_ASSERT_EQUAL(t4.nlinks, t1.nlinks + 3 * t1.leaves);
   CU_ASSERT_DOUBLE_EQUAL(4 * topo_link_bw(&t4, t4.first_uplink), topo_link_bw(&t1, t1.first_uplink),
                          1e-9 * topo_link_bw(&t1, t1.first_uplink));
@@ -282,8 +281,8 @@ static void test_ecmp_hashes_each_flow_onto_one_spine(void) {
 static void test_routes_stay_on_the_physical_path(void) {
   system_cfg_t b = load_system("ascend-910b.json", NULL);
   topo_t t;
-  char err[256];
-  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 128, 8, &t, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 128, 8, &t, &err), 0);
   topo_hop_t h[TOPO_MAX_HOPS];
   CU_ASSERT_EQUAL(topo_route(&t, 0, 7, h), 1); /* HCCS, never a NIC */
   CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_SCALE_UP);
@@ -295,13 +294,13 @@ static void test_routes_stay_on_the_physical_path(void) {
   CU_ASSERT_EQUAL(h[2].dir, 1);
   topo_free(&t);
   system_cfg_t a = load_system("ascend-910a.json", NULL); /* two groups of 4: across goes by RoCE */
-  CU_ASSERT_EQUAL_FATAL(topo_build(&a.node, &a.cluster, 1, 8, 8, &t, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&a.node, &a.cluster, 1, 8, 8, &t, &err), 0);
   CU_ASSERT_EQUAL(topo_route(&t, 0, 3, h), 1);
   CU_ASSERT_EQUAL(topo_route(&t, 0, 4, h), 2);
   CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_NIC);
   topo_free(&t);
   system_cfg_t c = load_system("ascend-910c-cm384.json", NULL); /* SIO, UB in server, UB supernode */
-  CU_ASSERT_EQUAL_FATAL(topo_build(&c.node, &c.cluster, 2, 2048, 16, &t, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&c.node, &c.cluster, 2, 2048, 16, &t, &err), 0);
   CU_ASSERT_EQUAL(topo_route(&t, 0, 1, h), 1);
   CU_ASSERT_EQUAL(t.links[h[0].link].kind, TOPO_LINK_DIE);
   CU_ASSERT_EQUAL(topo_route(&t, 0, 2, h), 2);
@@ -316,16 +315,16 @@ static void test_routes_stay_on_the_physical_path(void) {
   /* more ranks than the cluster holds */
   const char *fixed[] = {"cluster.nodes=2", NULL};
   system_cfg_t f = load_system("ascend-910b.json", fixed);
-  CU_ASSERT_EQUAL(topo_build(&f.node, &f.cluster, 1, 24, 8, &t, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "ranks: expected at most 16 (cluster.nodes = 2 servers x 8 ranks "
+  CU_ASSERT_EQUAL(topo_build(&f.node, &f.cluster, 1, 24, 8, &t, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, "ranks: expected at most 16 (cluster.nodes = 2 servers x 8 ranks "
                               "per node), found 24");
 }
 
 static void test_communicators_plan_on_their_own_ranks(void) {
   system_cfg_t s = load_system("ascend-910b.json", NULL);
   topo_t t;
-  char err[256];
-  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 64, 8, &t, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 64, 8, &t, &err), 0);
   double n = 64.0 * 1024 * 1024;
   coll_req_t req = {COLL_ALLREDUCE, n, 0, NULL};
   int tp[8], dp[8];
@@ -334,7 +333,7 @@ static void test_communicators_plan_on_their_own_ranks(void) {
     dp[i] = 3 + 8 * i; /* NPU 3 of every server: between servers only */
   }
   coll_plan_t p;
-  CU_ASSERT_EQUAL_FATAL(coll_plan_group(&t, &s.coll, tp, 8, &req, &p, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(coll_plan_group(&t, &s.coll, tp, 8, &req, &p, &err), 0);
   CU_ASSERT_STRING_EQUAL(p.name, "mesh");
   CU_ASSERT_DOUBLE_EQUAL(coll_sched_bytes(&p.sched), 2.0 * 7 * n, 1);
   for (int i = 0; i < p.sched.nphases; i++)
@@ -344,7 +343,7 @@ static void test_communicators_plan_on_their_own_ranks(void) {
                                  p.sched.phases[i].xfers[j].dst), 0);
     }
   coll_plan_free(&p);
-  CU_ASSERT_EQUAL_FATAL(coll_plan_group(&t, &s.coll, dp, 8, &req, &p, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(coll_plan_group(&t, &s.coll, dp, 8, &req, &p, &err), 0);
   CU_ASSERT_EQUAL(p.algo[0], COLL_ALGO_MESH); /* a level of one rank per server: nothing to do */
   CU_ASSERT_DOUBLE_EQUAL(coll_sched_bytes(&p.sched), 2.0 * 7 * n, 1);
   for (int i = 0; i < p.sched.nphases; i++)
@@ -360,24 +359,25 @@ static void test_communicators_plan_on_their_own_ranks(void) {
 /* ---- the capability table ---- */
 
 static void test_every_algorithm_of_the_table_parses_with_algo(void) {
-  char err[256], two[64];
+  npu_err_t err = {""};
+  char two[64];
   for (int a = 0; a < COLL_ALGO_COUNT; a++) {
     const char *name = coll_algo_caps((coll_algo_t)a)->name;
     CU_ASSERT_EQUAL(coll_algo_parse(name), a);
     CU_ASSERT_STRING_EQUAL(coll_algo_name(a), name);
     coll_cfg_t cfg = {0};
-    CU_ASSERT_EQUAL(coll_apply_algo(name, true, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(coll_apply_algo(name, true, &cfg, &err), 0);
     CU_ASSERT_EQUAL(cfg.algo[1], a); /* one name: between servers */
     snprintf(two, sizeof two, "ring,%s", name);
-    CU_ASSERT_EQUAL(coll_apply_algo(two, false, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(coll_apply_algo(two, false, &cfg, &err), 0);
     CU_ASSERT_EQUAL(cfg.algo[0], COLL_ALGO_RING);
     CU_ASSERT_EQUAL(cfg.algo[1], a);
   }
   coll_cfg_t cfg = {0};
-  CU_ASSERT_EQUAL(coll_apply_algo("ring,quantum", true, &cfg, err, sizeof err), -1);
+  CU_ASSERT_EQUAL(coll_apply_algo("ring,quantum", true, &cfg, &err), -1);
   CU_ASSERT_EQUAL(cfg.algo[0], COLL_ALGO_AUTO); /* untouched */
   for (int a = 0; a < COLL_ALGO_COUNT; a++) /* the refusal lists every name */
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, coll_algo_name(a)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, coll_algo_name(a)));
 }
 
 /* What `npusim coll --help` prints, in a string the caller frees. */
@@ -482,8 +482,8 @@ static void test_timed_faults_change_a_link_at_their_time(void) {
   CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0.5@0.002,s0.mesh0-1:0.5@0.004",
                                      &b.cluster.faults), 0);
   topo_t t;
-  char err[256];
-  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, &err), 0);
   topo_hop_t h[TOPO_MAX_HOPS];
   CU_ASSERT_EQUAL_FATAL(topo_route(&t, 0, 1, h), 1);
   int l = h[0].link;
@@ -503,7 +503,7 @@ static void test_timed_faults_change_a_link_at_their_time(void) {
   /* a link dying at 2 ms: its route before, the detour through NPU 2 from then
    * on; 1 ms of bytes from 1.5 ms carried 0.5 ms of them by 2 ms */
   CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0@0.002", &b.cluster.faults), 0);
-  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, &err), 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(t.after);
   CU_ASSERT_DOUBLE_EQUAL(t.death_s, 0.002, 0);
   CU_ASSERT(topo_at(&t, 0.0019) == &t && topo_at(&t, 0.002) == t.after);
@@ -540,8 +540,8 @@ static void test_timed_faults_change_a_link_at_their_time(void) {
   topo_free(&t);
   CU_ASSERT_EQUAL_FATAL(faults_parse("s0.mesh0-1:0@0.002,s0.mesh0-2:0@0.003",
                                      &b.cluster.faults), 0);
-  CU_ASSERT_EQUAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, err, sizeof err), TOPO_BAD_FAULT);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "to die at one time"));
+  CU_ASSERT_EQUAL(topo_build(&b.node, &b.cluster, 1, 8, 8, &t, &err), TOPO_BAD_FAULT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "to die at one time"));
 }
 
 CU_TestInfo coll_tests[] = {

@@ -18,10 +18,10 @@ static const jobs_fabric_t fab = {8, 4, leaf_of_server};
 
 static void place(const char *arg, int ranks, bool *used, int *map, int want_rc) {
   jobs_spec_t spec;
-  char err[256] = "";
-  CU_ASSERT_EQUAL_FATAL(jobs_parse_spec(arg, &spec, err, sizeof err), 0);
-  CU_ASSERT_EQUAL(jobs_place(&spec, ranks, &fab, used, map, err, sizeof err), want_rc);
-  CU_ASSERT(want_rc == 0 || strlen(err) > 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(jobs_parse_spec(arg, &spec, &err), 0);
+  CU_ASSERT_EQUAL(jobs_place(&spec, ranks, &fab, used, map, &err), want_rc);
+  CU_ASSERT(want_rc == 0 || strlen(err.msg) > 0);
 }
 
 static void test_packed(void) {
@@ -58,10 +58,10 @@ static void test_list(void) {
   place("b.json@0-2,3", 4, used, b, -1); /* 1 is taken */
   place("b.json@0-4", 4, used, b, -1);   /* five NPUs for four ranks */
   jobs_spec_t spec;
-  char err[256];
-  CU_ASSERT_EQUAL(jobs_parse_spec("a.json@4-2", &spec, err, sizeof err), -1);
-  CU_ASSERT_EQUAL(jobs_parse_spec("a.json@1,,2", &spec, err, sizeof err), -1);
-  CU_ASSERT_EQUAL(jobs_parse_spec("@packed", &spec, err, sizeof err), -1);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(jobs_parse_spec("a.json@4-2", &spec, &err), -1);
+  CU_ASSERT_EQUAL(jobs_parse_spec("a.json@1,,2", &spec, &err), -1);
+  CU_ASSERT_EQUAL(jobs_parse_spec("@packed", &spec, &err), -1);
   char buf[64];
   jobs_format_npus(a, 4, buf, sizeof buf);
   CU_ASSERT_STRING_EQUAL(buf, "3,1-2,30");
@@ -91,13 +91,13 @@ static void test_merge_moves_offsets(void) {
       "  {\"id\": 2, \"kind\": \"allreduce\", \"stream\": \"a\", \"comm\": \"all\","
       "   \"bytes\": 64}]}]}";
   trace_t t;
-  char err[512];
+  npu_err_t err = {""};
   CU_ASSERT_EQUAL_FATAL(
-      trace_parse("ring", fixed, strlen(fixed), &replay_vocab, &t, err, sizeof err), 0);
+      trace_parse("ring", fixed, strlen(fixed), &replay_vocab, &t, &err), 0);
   int map[4] = {9, 2, 7, 4};
   jobs_part_t part = {&t, map, 2};
   jobs_merged_t m;
-  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 12, &m, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 12, &m, &err), 0);
   CU_ASSERT_EQUAL(m.trace.ranks, 12);
   for (int r = 0; r < 4; r++) {
     int pi = m.trace.program_of[map[r]];
@@ -134,15 +134,16 @@ static void no_time(const void *ctx, int rank, int op, double *ran_s, double *no
 /* A trace with step barriers is no file's: both writers refuse it, saying so,
  * and write nothing. */
 static void writers_refuse_barriers(const trace_t *t) {
-  char dir[] = "/tmp/npusim_jobs_XXXXXX", path[64], err[256] = "";
+  npu_err_t err = {""};
+  char dir[] = "/tmp/npusim_jobs_XXXXXX", path[64];
   CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/t.json", dir);
-  CU_ASSERT_EQUAL(trace_write(t, &replay_vocab, path, err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "step barrier"));
+  CU_ASSERT_EQUAL(trace_write(t, &replay_vocab, path, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "step barrier"));
   snprintf(path, sizeof path, "%s/c", dir);
-  err[0] = '\0';
-  CU_ASSERT_EQUAL(chakra_write(path, t, &replay_vocab, no_time, NULL, err, sizeof err), -1);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, "step barrier"));
+  err.msg[0] = '\0';
+  CU_ASSERT_EQUAL(chakra_write(path, t, &replay_vocab, no_time, NULL, &err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "step barrier"));
   CU_ASSERT_EQUAL(rmdir(dir), 0); /* empty: nothing was written */
 }
 
@@ -157,13 +158,13 @@ static void test_merge_step_barrier(void) {
       "  {\"id\": 1, \"kind\": \"delay\", \"stream\": \"b\", \"duration_us\": 5},"
       "  {\"id\": 2, \"kind\": \"delay\", \"stream\": \"b\", \"duration_us\": 5}]}]}";
   trace_t t;
-  char err[512];
-  CU_ASSERT_EQUAL_FATAL(trace_parse("two", two, strlen(two), &replay_vocab, &t, err, sizeof err),
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(trace_parse("two", two, strlen(two), &replay_vocab, &t, &err),
                         0);
   int map[1] = {2};
   jobs_part_t part = {&t, map, 3};
   jobs_merged_t m;
-  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 4, &m, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 4, &m, &err), 0);
   const trace_program_t *p = &m.trace.programs[m.trace.program_of[2]];
   CU_ASSERT_EQUAL_FATAL(p->nops, 3 * 3 + 2);
   for (int s = 0; s < 2; s++) {
@@ -181,7 +182,7 @@ static void test_merge_step_barrier(void) {
   writers_refuse_barriers(&m.trace);
   jobs_merged_free(&m);
   part.steps = 1; /* one step: no barrier, no communicator */
-  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 4, &m, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 4, &m, &err), 0);
   CU_ASSERT_EQUAL(m.trace.programs[m.trace.program_of[2]].nops, 3);
   CU_ASSERT_EQUAL(m.trace.ncomms, 0);
   jobs_merged_free(&m);
@@ -198,13 +199,13 @@ static void test_merge_large_ids(void) {
       "  {\"id\": 1073741824, \"kind\": \"delay\", \"stream\": \"a\", \"duration_us\": 1,"
       "   \"deps\": [1073741823]}]}]}";
   trace_t t;
-  char err[512];
-  CU_ASSERT_EQUAL_FATAL(trace_parse("big", big, strlen(big), &replay_vocab, &t, err, sizeof err),
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(trace_parse("big", big, strlen(big), &replay_vocab, &t, &err),
                         0);
   int map[1] = {0};
   jobs_part_t part = {&t, map, 3};
   jobs_merged_t m;
-  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 1, &m, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(jobs_merge(&part, 1, 1, &m, &err), 0);
   const trace_program_t *p = &m.trace.programs[0];
   CU_ASSERT_EQUAL_FATAL(p->nops, 3 * 2 + 2);
   for (int s = 0; s < 3; s++) {
@@ -223,24 +224,24 @@ static void test_merge_size_bound(void) {
       " \"communicators\": [], \"programs\": [{\"ranks\": \"0-1\", \"ops\": ["
       "  {\"id\": 0, \"kind\": \"delay\", \"stream\": \"a\", \"duration_us\": 1}]}]}";
   trace_t t;
-  char err[512];
-  CU_ASSERT_EQUAL_FATAL(trace_parse("one", one, strlen(one), &replay_vocab, &t, err, sizeof err),
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(trace_parse("one", one, strlen(one), &replay_vocab, &t, &err),
                         0);
   int map[2] = {0, 1};
   int steps = (int)(JOBS_MAX_RANK_OPS / 4) + 1; /* 2 ranks x (1 op + 1 barrier) per step */
   jobs_part_t part = {&t, map, steps};
   jobs_size_t size;
-  CU_ASSERT_EQUAL_FATAL(jobs_merge_size(&part, 1, &size, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(jobs_merge_size(&part, 1, &size, &err), 0);
   CU_ASSERT_EQUAL(size.rank_ops, 2 * (2 * (int64_t)steps - 1));
   CU_ASSERT_EQUAL(size.merged_ops, 2 * (int64_t)steps - 1); /* one program, one group */
   jobs_merged_t m;
-  CU_ASSERT_EQUAL(jobs_merge(&part, 1, 2, &m, err, sizeof err), -1);
+  CU_ASSERT_EQUAL(jobs_merge(&part, 1, 2, &m, &err), -1);
   char want[64];
   snprintf(want, sizeof want, "expected at most %lld ops run on all NPUs", JOBS_MAX_RANK_OPS);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
   CU_ASSERT_EQUAL(m.trace.nprograms, 0);
   part.steps = steps - 1; /* 2 x (2 x steps - 3) is within it */
-  CU_ASSERT_EQUAL(jobs_merge_size(&part, 1, &size, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(jobs_merge_size(&part, 1, &size, &err), 0);
   CU_ASSERT(size.rank_ops <= JOBS_MAX_RANK_OPS);
   trace_free(&t);
 }

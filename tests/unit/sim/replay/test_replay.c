@@ -25,15 +25,14 @@ typedef struct {
 static void setup(fixture_t *f, const char *text, replay_opts_t opts) {
   memset(f, 0, sizeof *f);
   f->sys = load_system("ascend-910b.json", NULL);
-  char err[1024] = "";
-  CU_ASSERT_EQUAL_FATAL(trace_parse("t.json", text, strlen(text), &replay_vocab, &f->trace, err,
-                                    sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(trace_parse("t.json", text, strlen(text), &replay_vocab, &f->trace, &err), 0);
   CU_ASSERT_EQUAL_FATAL(topo_build(&f->sys.node, &f->sys.cluster, f->sys.chip.dies_per_package,
-                                   f->trace.ranks, 0, &f->topo, err, sizeof err), 0);
+                                   f->trace.ranks, 0, &f->topo, &err), 0);
   int rc =
       replay_plan_build(&f->plan, &f->sys, &f->trace, &f->topo,
-                        replay_fidelity_choose(&opts, &f->topo), "t.json", &opts, err, sizeof err);
-  CU_ASSERT_STRING_EQUAL(err, "");
+                        replay_fidelity_choose(&opts, &f->topo), "t.json", &opts, &err);
+  CU_ASSERT_STRING_EQUAL(err.msg, "");
   CU_ASSERT_EQUAL_FATAL(rc, 0);
   replay_record_init(&f->rec, &f->plan);
 }
@@ -105,8 +104,8 @@ static void test_sweep_meets_at_the_later_arrival(void) {
                  "\"bytes\": 4096}]}"),
         analytic);
   replay_sweep_run(&f.plan, &f.rec);
-  char err[256] = "";
-  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", &err), 0);
   const replay_span_t *s0 = f.rec.spans[0], *s1 = f.rec.spans[1];
   double p2p = topo_path_time_s(&f.topo, 0, 1, 1048576);
   CU_ASSERT_DOUBLE_EQUAL(s1[0].start_s, 0, 1e-15); /* the recv waits from 0 */
@@ -133,9 +132,9 @@ static void test_an_op_that_never_finishes_is_named(void) {
   trace_pairing_free(&f.plan.pairing); /* re-pair the damaged trace */
   trace_pairing_init(&f.plan.pairing, &f.trace);
   replay_sweep_run(&f.plan, &f.rec);
-  char err[256] = "";
-  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "t.json: rank 0 op 0: expected every op to finish, found it "
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, "t.json: rank 0 op 0: expected every op to finish, found it "
                               "waiting forever for rank 1 to receive message 1 of tag \"\"");
   teardown(&f);
 }
@@ -179,10 +178,10 @@ static void test_a_run_goes_through_its_fidelity(void) {
   setup(&f, text, analytic);
   setup(&g, text, analytic);
   CU_ASSERT_PTR_EQUAL(f.plan.fidelity, &replay_analytic);
-  char err[256] = "";
-  CU_ASSERT_EQUAL(f.plan.fidelity->run(&f.plan, &f.rec, "t.json", err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(f.plan.fidelity->run(&f.plan, &f.rec, "t.json", &err), 0);
   replay_sweep_run(&g.plan, &g.rec);
-  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", err, sizeof err), 0);
+  CU_ASSERT_EQUAL(replay_check_finished(&f.plan, &f.rec, "t.json", &err), 0);
   for (int r = 0; r < 4; r++)
     for (int i = 0; i < 5; i++) {
       CU_ASSERT_EQUAL(f.rec.spans[r][i].end_s, g.rec.spans[r][i].end_s);

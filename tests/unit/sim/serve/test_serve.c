@@ -35,8 +35,8 @@ static serving_cfg_t gen_cfg(int count, int seed, double rate) {
 }
 
 static void generate(const serving_cfg_t *c, serve_requests_t *r) {
-  char err[256] = "";
-  CU_ASSERT_EQUAL_FATAL(serve_requests_generate(c, r, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(serve_requests_generate(c, r, &err), 0);
   CU_ASSERT_EQUAL_FATAL(r->n, c->count);
 }
 
@@ -161,12 +161,12 @@ static void test_generate_rate_zero_all_at_once(void) {
 
 /* Reads text written as dir/name; returns serve_requests_read's status, err set. */
 static int read_trace(const char *dir, const char *name, const char *text, serve_requests_t *r,
-                      char *err, size_t err_len) {
+                      npu_err_t *err) {
   write_file(dir, name, text);
   char path[512];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  err[0] = '\0';
-  return serve_requests_read(path, r, err, err_len);
+  err->msg[0] = '\0';
+  return serve_requests_read(path, r, err);
 }
 
 /* The error line expected for dir/name: "DIR/NAME" then suffix. */
@@ -179,7 +179,7 @@ static const char *want(const char *dir, const char *name, const char *suffix) {
 static void test_read_jsonl(void) {
   const char *dir = make_temp_dir();
   serve_requests_t r;
-  char err[1024];
+  npu_err_t err = {""};
   /* a blank line inside counts for the line numbers; keys in any order, extra keys ignored */
   CU_ASSERT_EQUAL_FATAL(
       read_trace(
@@ -188,9 +188,9 @@ static void test_read_jsonl(void) {
           "\n"
           "{\"output_tokens\": 1, \"prompt_tokens\": 7, \"arrival_s\": 0.25, \"id\": \"x\"}\n"
           "{\"arrival_s\": 0.25, \"prompt_tokens\": 3e3, \"output_tokens\": 12}",
-          &r, err, sizeof err),
+          &r, &err),
       0);
-  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_STRING_EQUAL(err.msg, "");
   CU_ASSERT_EQUAL_FATAL(r.n, 3);
   CU_ASSERT(r.v[0].arrival_s == 0 && r.v[0].prompt_tokens == 100 && r.v[0].output_tokens == 5);
   CU_ASSERT(r.v[1].arrival_s == 0.25 && r.v[1].prompt_tokens == 7 && r.v[1].output_tokens == 1);
@@ -205,15 +205,15 @@ static void test_read_jsonl(void) {
 static void test_read_csv_any_column_order(void) {
   const char *dir = make_temp_dir();
   serve_requests_t r;
-  char err[1024];
+  npu_err_t err = {""};
   /* columns reordered, an extra column, spaces, CRLF line ends */
   CU_ASSERT_EQUAL_FATAL(read_trace(dir, "t.csv",
                                    "output_tokens, user, arrival_s ,prompt_tokens\r\n"
                                    "9,alice,0.5,120\r\n"
                                    " 1 ,bob, 1.5 , 64\r\n",
-                                   &r, err, sizeof err),
+                                   &r, &err),
                         0);
-  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_STRING_EQUAL(err.msg, "");
   CU_ASSERT_EQUAL_FATAL(r.n, 2);
   CU_ASSERT(r.v[0].arrival_s == 0.5 && r.v[0].prompt_tokens == 120 && r.v[0].output_tokens == 9);
   CU_ASSERT(r.v[1].arrival_s == 1.5 && r.v[1].prompt_tokens == 64 && r.v[1].output_tokens == 1);
@@ -225,14 +225,15 @@ static void test_read_csv_any_column_order(void) {
 
 static void test_read_gzip(void) {
   const char *dir = make_temp_dir();
-  char path[512], err[1024];
+  npu_err_t err = {""};
+  char path[512];
   snprintf(path, sizeof path, "%s/t.csv.gz", dir);
   gzFile g = gzopen(path, "wb");
   CU_ASSERT_PTR_NOT_NULL_FATAL(g);
   gzputs(g, "arrival_s,prompt_tokens,output_tokens\n0,10,2\n3,20,4\n");
   CU_ASSERT_EQUAL(gzclose(g), Z_OK);
   serve_requests_t r;
-  CU_ASSERT_EQUAL_FATAL(serve_requests_read(path, &r, err, sizeof err), 0);
+  CU_ASSERT_EQUAL_FATAL(serve_requests_read(path, &r, &err), 0);
   CU_ASSERT_EQUAL_FATAL(r.n, 2);
   CU_ASSERT(r.v[1].arrival_s == 3 && r.v[1].prompt_tokens == 20 && r.v[1].output_tokens == 4);
   serve_requests_free(&r);
@@ -242,7 +243,7 @@ static void test_read_gzip(void) {
 static void test_read_errors(void) {
   const char *dir = make_temp_dir();
   serve_requests_t r;
-  char err[1024];
+  npu_err_t err = {""};
   static const struct {
     const char *name, *text, *suffix;
   } cases[] = {
@@ -273,13 +274,13 @@ static void test_read_errors(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     r.v = (serve_request_t *)&r; /* must be reset, not freed */
     r.n = 99;
-    CU_ASSERT_EQUAL(read_trace(dir, cases[i].name, cases[i].text, &r, err, sizeof err), -1);
-    CU_ASSERT_STRING_EQUAL(err, want(dir, cases[i].name, cases[i].suffix));
+    CU_ASSERT_EQUAL(read_trace(dir, cases[i].name, cases[i].text, &r, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, want(dir, cases[i].name, cases[i].suffix));
     CU_ASSERT_PTR_NULL(r.v);
     CU_ASSERT_EQUAL(r.n, 0);
   }
-  CU_ASSERT_EQUAL(serve_requests_read("/nonexistent/npusim/t.jsonl", &r, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "/nonexistent/npusim/t.jsonl: expected a request trace (JSONL or "
+  CU_ASSERT_EQUAL(serve_requests_read("/nonexistent/npusim/t.jsonl", &r, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, "/nonexistent/npusim/t.jsonl: expected a request trace (JSONL or "
                               "CSV), found No such file or directory");
   remove_temp_dir(dir);
 }
@@ -302,7 +303,7 @@ static void write_bytes(const char *dir, const char *name, const char *bytes, si
 static void test_read_strict(void) {
   const char *dir = make_temp_dir();
   serve_requests_t r;
-  char err[1024];
+  npu_err_t err = {""};
   char wide_head[1024] = "", wide_row[1024] = "";
   for (int i = 0; i < 61; i++) /* 64 columns; a row of 65 fields */
     snprintf(wide_head + strlen(wide_head), 64, "c%d,", i);
@@ -356,8 +357,8 @@ static void test_read_strict(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     r.v = (serve_request_t *)&r;
     r.n = 99;
-    CU_ASSERT_EQUAL(read_trace(dir, cases[i].name, cases[i].text, &r, err, sizeof err), -1);
-    CU_ASSERT_STRING_EQUAL(err, want(dir, cases[i].name, cases[i].suffix));
+    CU_ASSERT_EQUAL(read_trace(dir, cases[i].name, cases[i].text, &r, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, want(dir, cases[i].name, cases[i].suffix));
     CU_ASSERT_PTR_NULL(r.v);
     CU_ASSERT_EQUAL(r.n, 0);
   }
@@ -367,8 +368,8 @@ static void test_read_strict(void) {
   write_bytes(dir, "nul.csv", nul, sizeof nul - 1);
   char path[512];
   snprintf(path, sizeof path, "%s/nul.csv", dir);
-  CU_ASSERT_EQUAL(serve_requests_read(path, &r, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, want(dir, "nul.csv", ":3:4: expected text, found a NUL byte"));
+  CU_ASSERT_EQUAL(serve_requests_read(path, &r, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, want(dir, "nul.csv", ":3:4: expected text, found a NUL byte"));
   remove_temp_dir(dir);
 }
 
@@ -376,7 +377,7 @@ static void test_read_strict(void) {
 static void test_read_lenient_where_clear(void) {
   const char *dir = make_temp_dir();
   serve_requests_t r;
-  char err[1024];
+  npu_err_t err = {""};
   /* a byte order mark (spreadsheets), CRLF, quoted fields with commas and quotes,
    * an unnamed last column (a trailing comma), decimals in every spelling */
   CU_ASSERT_EQUAL_FATAL(
@@ -386,9 +387,9 @@ static void test_read_lenient_where_clear(void) {
                  "\"0.5\",\" 8 \",1,\"a, b \"\"c\"\"\",\r\n"
                  ".75,0012,2.,x,\r\n"
                  "1.25e1 , 5.0e0,3,\"\",",
-                 &r, err, sizeof err),
+                 &r, &err),
       0);
-  CU_ASSERT_STRING_EQUAL(err, "");
+  CU_ASSERT_STRING_EQUAL(err.msg, "");
   CU_ASSERT_EQUAL_FATAL(r.n, 4);
   /* -0 arrives at 0, not at a -0 that would print as "-0" */
   CU_ASSERT(r.v[0].arrival_s == 0 && !signbit(r.v[0].arrival_s));
@@ -400,8 +401,7 @@ static void test_read_lenient_where_clear(void) {
   serve_requests_free(&r);
   /* empty and blank lines count for the line numbers, before and between rows */
   CU_ASSERT_EQUAL_FATAL(read_trace(dir, "blank.jsonl",
-                                   "\n\n \t\n\r\n" JSONL_ROW "}\n\n\n" JSONL_ROW "}\r\n\n", &r, err,
-                                   sizeof err),
+                                   "\n\n \t\n\r\n" JSONL_ROW "}\n\n\n" JSONL_ROW "}\r\n\n", &r, &err),
                         0);
   CU_ASSERT_EQUAL_FATAL(r.n, 2);
   CU_ASSERT_EQUAL(r.v[0].line, 5);
@@ -414,7 +414,7 @@ static void test_read_lenient_where_clear(void) {
 static void test_read_line_bound(void) {
   const char *dir = make_temp_dir();
   serve_requests_t r;
-  char err[1024];
+  npu_err_t err = {""};
   size_t len = SERVE_TRACE_MAX_LINE;
   char *text = malloc(2 * len + 64);
   CU_ASSERT_PTR_NOT_NULL_FATAL(text);
@@ -425,14 +425,14 @@ static void test_read_line_bound(void) {
     memset(text + strlen(head), 'x', pad);
     strcpy(text + strlen(head) + pad, "\"}\r\n");
     CU_ASSERT_EQUAL(strlen(text), len + (size_t)extra + 2);
-    int rc = read_trace(dir, "long.jsonl", text, &r, err, sizeof err);
+    int rc = read_trace(dir, "long.jsonl", text, &r, &err);
     if (extra == 0) {
       CU_ASSERT_EQUAL(rc, 0);
       CU_ASSERT_EQUAL(r.n, 1);
       serve_requests_free(&r);
     } else {
       CU_ASSERT_EQUAL(rc, -1);
-      CU_ASSERT_STRING_EQUAL(err, want(dir, "long.jsonl",
+      CU_ASSERT_STRING_EQUAL(err.msg, want(dir, "long.jsonl",
                                        ":1: expected a line of at most 1048576 bytes, found a "
                                        "longer one"));
     }
@@ -440,8 +440,8 @@ static void test_read_line_bound(void) {
   /* a line far longer than the bound is refused as soon as it passes it */
   memset(text, ' ', 2 * len);
   text[2 * len] = '\0';
-  CU_ASSERT_EQUAL(read_trace(dir, "spaces.csv", text, &r, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, want(dir, "spaces.csv",
+  CU_ASSERT_EQUAL(read_trace(dir, "spaces.csv", text, &r, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, want(dir, "spaces.csv",
                                    ":1: expected a line of at most 1048576 "
                                    "bytes, found a longer one"));
   free(text);
@@ -451,15 +451,15 @@ static void test_read_line_bound(void) {
 static void test_check_context(void) {
   serve_request_t v[] = {{0, 100, 28, 1}, {0, 100, 29, 2}};
   serve_requests_t r = {v, 2};
-  char err[512] = "";
+  npu_err_t err = {""};
   serve_requests_t first = {v, 1};
-  CU_ASSERT_EQUAL(serve_requests_check_context(&first, "t.jsonl", 128, err, sizeof err), 0);
-  CU_ASSERT_EQUAL(serve_requests_check_context(&r, "t.jsonl", 128, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "t.jsonl:2: prompt_tokens + output_tokens: expected at most the "
+  CU_ASSERT_EQUAL(serve_requests_check_context(&first, "t.jsonl", 128, &err), 0);
+  CU_ASSERT_EQUAL(serve_requests_check_context(&r, "t.jsonl", 128, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, "t.jsonl:2: prompt_tokens + output_tokens: expected at most the "
                               "context, model.seq_len = 128, found 100 + 29");
   v[1].line = 0; /* generated: named by index */
-  CU_ASSERT_EQUAL(serve_requests_check_context(&r, "w.json", 128, err, sizeof err), -1);
-  CU_ASSERT_STRING_EQUAL(err, "w.json: generated request 1: prompt_tokens + output_tokens: "
+  CU_ASSERT_EQUAL(serve_requests_check_context(&r, "w.json", 128, &err), -1);
+  CU_ASSERT_STRING_EQUAL(err.msg, "w.json: generated request 1: prompt_tokens + output_tokens: "
                               "expected at most the context, model.seq_len = 128, found 100 + 29");
 }
 
@@ -467,14 +467,14 @@ static void test_check_context(void) {
 
 static void test_slo_parse(void) {
   serve_slo_t slo;
-  char err[256] = "";
-  CU_ASSERT_EQUAL(serve_slo_parse("ttft_ms=200,tpot_ms=50", &slo, err, sizeof err), 0);
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(serve_slo_parse("ttft_ms=200,tpot_ms=50", &slo, &err), 0);
   CU_ASSERT_DOUBLE_EQUAL(slo.ttft_s, 0.2, 1e-15);
   CU_ASSERT_DOUBLE_EQUAL(slo.tpot_s, 0.05, 1e-15);
-  CU_ASSERT_EQUAL(serve_slo_parse("tpot_ms=2.5", &slo, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(serve_slo_parse("tpot_ms=2.5", &slo, &err), 0);
   CU_ASSERT_EQUAL(slo.ttft_s, 0); /* left out: not checked */
   CU_ASSERT_DOUBLE_EQUAL(slo.tpot_s, 0.0025, 1e-15);
-  CU_ASSERT_EQUAL(serve_slo_parse("tpot_ms=1e9,ttft_ms=.001", &slo, err, sizeof err), 0);
+  CU_ASSERT_EQUAL(serve_slo_parse("tpot_ms=1e9,ttft_ms=.001", &slo, &err), 0);
   CU_ASSERT_DOUBLE_EQUAL(slo.ttft_s, 1e-6, 1e-21); /* the range's ends */
   CU_ASSERT_DOUBLE_EQUAL(slo.tpot_s, 1e6, 1e-9);
   static const struct {
@@ -503,9 +503,9 @@ static void test_slo_parse(void) {
       {"tpot_ms=1e", "--slo: tpot_ms: expected a number of ms in [0.001, 1e9], found \"1e\""},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    err[0] = '\0';
-    CU_ASSERT_EQUAL(serve_slo_parse(bad[i].text, &slo, err, sizeof err), -1);
-    CU_ASSERT_STRING_EQUAL(err, bad[i].err);
+    err.msg[0] = '\0';
+    CU_ASSERT_EQUAL(serve_slo_parse(bad[i].text, &slo, &err), -1);
+    CU_ASSERT_STRING_EQUAL(err.msg, bad[i].err);
   }
 }
 
@@ -526,7 +526,7 @@ typedef struct {
  * run as serve_run.c does, busy stretches held to busy_max_s (0: the default);
  * what serve_sim_run returns, its message in err. */
 static int deploy_and_try(const char *const *sets, bool log, double busy_max_s, deployment_t *d,
-                          char *err, size_t err_len) {
+                          npu_err_t *err) {
   memset(d, 0, sizeof *d);
   d->sys = load_system("ascend-910b.json", NULL);
   const char *why = load_text(CONFIG_WORKLOAD, WORKLOADS_DIR,
@@ -536,12 +536,12 @@ static int deploy_and_try(const char *const *sets, bool log, double busy_max_s, 
   CU_ASSERT_STRING_EQUAL_FATAL(why, "");
   const serving_cfg_t *s = &d->wl.serving;
   CU_ASSERT_FATAL(d->wl.has_serving);
-  CU_ASSERT_EQUAL_FATAL(serve_requests_generate(s, &d->reqs, err, err_len), 0);
+  CU_ASSERT_EQUAL_FATAL(serve_requests_generate(s, &d->reqs, err), 0);
   CU_ASSERT_EQUAL_FATAL(
-      serve_requests_check_context(&d->reqs, "w.json", d->wl.model.seq_len, err, err_len), 0);
+      serve_requests_check_context(&d->reqs, "w.json", d->wl.model.seq_len, err), 0);
   d->npools = serve_sim_pools(s, d->pools);
   CU_ASSERT_EQUAL_FATAL(topo_build(&d->sys.node, &d->sys.cluster, d->sys.chip.dies_per_package,
-                                   (int)serve_total_npus(s), 0, &d->topo, err, err_len),
+                                   (int)serve_total_npus(s), 0, &d->topo, err),
                         0);
   d->ops = op_cache_new(&d->sys.chip);
   CU_ASSERT_PTR_NOT_NULL_FATAL(d->ops);
@@ -555,14 +555,14 @@ static int deploy_and_try(const char *const *sets, bool log, double busy_max_s, 
     CU_ASSERT_PTR_NOT_NULL_FATAL(d->pools[k].cost);
   }
   serve_sim_opts_t opts = {log, NULL, "w.json", busy_max_s};
-  return serve_sim_run(s, d->pools, d->npools, &d->topo, &d->reqs, &opts, &d->res, err, err_len);
+  return serve_sim_run(s, d->pools, d->npools, &d->topo, &d->reqs, &opts, &d->res, err);
 }
 
 static void deploy_and_run(const char *const *sets, bool log, deployment_t *d) {
-  char err[1024] = "";
-  int rc = deploy_and_try(sets, log, 0, d, err, sizeof err);
+  npu_err_t err = {""};
+  int rc = deploy_and_try(sets, log, 0, d, &err);
   if (rc)
-    fprintf(stderr, "\n  %s\n", err);
+    fprintf(stderr, "\n  %s\n", err.msg);
   CU_ASSERT_EQUAL_FATAL(rc, 0);
 }
 
@@ -766,9 +766,9 @@ static void test_sim_clock_restarts_when_idle(void) {
 static void test_sim_refuses_a_busy_stretch_past_the_bound(void) {
   const char *sets[] = {"serving.requests.count=40", "serving.requests.rate_per_s=0", NULL};
   deployment_t d;
-  char err[1024] = "";
-  CU_ASSERT_EQUAL(deploy_and_try(sets, true, 1e-3, &d, err, sizeof err), SERVE_SIM_REFUSED);
-  CU_ASSERT_STRING_EQUAL(err, "w.json: arrival_s: expected the deployment idle again within "
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(deploy_and_try(sets, true, 1e-3, &d, &err), SERVE_SIM_REFUSED);
+  CU_ASSERT_STRING_EQUAL(err.msg, "w.json: arrival_s: expected the deployment idle again within "
                               "0.001 s of an arrival that finds it idle (the serving clock "
                               "resolves 1 ns up to there), found it still busy 0.001 s after "
                               "the arrival at 0 s");
@@ -785,9 +785,9 @@ static void test_sim_unfinished_requests_are_an_error(void) {
   const char *sets[] = {"serving.requests.count=2", "serving.requests.rate_per_s=0",
                         FIXED_LENGTHS(100, 10), "serving.kv_cache.capacity_GiB=0.01", NULL};
   deployment_t d;
-  char err[1024] = "";
-  CU_ASSERT_EQUAL(deploy_and_try(sets, true, 0, &d, err, sizeof err), SERVE_SIM_INTERNAL);
-  CU_ASSERT_STRING_EQUAL(err, "npusim serve: internal error: 2 of 2 requests unfinished when "
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL(deploy_and_try(sets, true, 0, &d, &err), SERVE_SIM_INTERNAL);
+  CU_ASSERT_STRING_EQUAL(err.msg, "npusim serve: internal error: 2 of 2 requests unfinished when "
                               "nothing was left to run (request 0, arrival_s 0: instance 0, "
                               "engine 0, group 0, 0 of 100 tokens cached, 0 generated, not "
                               "running); nothing written");
