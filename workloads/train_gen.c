@@ -972,13 +972,11 @@ static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id)
 }
 
 const char *train_refusal(const workload_cfg_t *w) {
-  return !w->has_training ? "training: expected a training section (a serving workload runs "
-                            "with npusim serve)"
+  return !w->has_training   ? "training: expected a training section (a serving workload runs "
+                              "with npusim serve)"
          : w->model.has_mla ? "model.mla: expected no such section (the training generator "
                               "has no latent attention)"
-         : w->model.moe.dense_layers > 0 ? "model.moe.dense_layers: expected 0 (the training "
-                                           "generator makes every layer MoE)"
-                                         : NULL;
+                            : NULL;
 }
 
 int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
