@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pipeline.h"
+#include "transformer.h"
 
 #define OPT_BYTES 12.0 /* fp32 master weights and two Adam moments */
 /* The largest step generated: micro-batches per replica x layers x cp, 3 times the
@@ -260,6 +261,12 @@ static void beside(gen_t *g, int c, int x) {
 
 /* ---- a transformer layer ---- */
 
+/* Whether the layer the ops being added belong to is a MoE one (the first
+ * model.moe.dense_layers keep a dense MLP). */
+static bool layer_moe(const gen_t *g) {
+  return xf_layer_is_moe(&g->w->model, g->at.layer);
+}
+
 static gen_compute_t norm_kind(const model_cfg_t *m) {
   return m->norm == NORM_RMSNORM ? GEN_RMSNORM : GEN_LAYERNORM;
 }
@@ -376,7 +383,7 @@ static int mlp(gen_t *g, bool bwd, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
   double tk = g->tokens, h = m->hidden, t = par->tp;
-  if (!m->has_moe)
+  if (!layer_moe(g))
     return ffn(g, tk, m->ffn_hidden / t, 1, true, bwd, dep);
   const moe_cfg_t *moe = &m->moe;
   double local = (double)moe->experts / par->ep, fe = moe->expert_ffn_hidden / t;
@@ -456,29 +463,23 @@ static int layer_backward(gen_t *g, int dep) {
 
 /* ---- parameters, gradients, buckets ---- */
 
-/* Parameters of one layer's routed experts on one rank (0 for a dense model). */
-static double routed_expert_params(const workload_cfg_t *w) {
-  const model_cfg_t *m = &w->model;
-  if (!m->has_moe)
-    return 0;
-  double mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
-  return (double)m->moe.experts / w->parallel.ep * mats * m->hidden * m->moe.expert_ffn_hidden /
-         w->parallel.tp;
+/* The weights' split in training: experts over ep ranks, each expert's width
+ * over the tensor-parallel group, as Megatron splits them. */
+static xf_split_t train_split(const workload_cfg_t *w) {
+  const parallel_cfg_t *par = &w->parallel;
+  return (xf_split_t){par->tp, par->ep, par->ep * par->tp};
 }
 
-/* Parameters of one layer on one rank. */
-static double layer_params(const workload_cfg_t *w) {
-  const model_cfg_t *m = &w->model;
-  double h = m->hidden, d = h / m->heads, t = w->parallel.tp;
-  double attn = h * (m->heads + 2.0 * m->kv_heads) * d / t + m->heads * d * h / t;
-  double mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
-  double mlp;
-  if (m->has_moe)
-    mlp = routed_expert_params(w) + h * m->moe.experts +
-          m->moe.shared_experts * mats * h * m->moe.expert_ffn_hidden / t;
-  else
-    mlp = mats * h * m->ffn_hidden / t;
-  return attn + mlp + 2 * h;
+/* Parameters of one layer on one rank, and of its routed experts. */
+static double layer_params(const workload_cfg_t *w, bool moe) {
+  xf_split_t split = train_split(w);
+  xf_params_t p = xf_layer_params(&w->model, &split, moe);
+  return xf_params_total(&p);
+}
+
+static double routed_expert_params(const workload_cfg_t *w, bool moe) {
+  xf_split_t split = train_split(w);
+  return xf_layer_params(&w->model, &split, moe).experts;
 }
 
 /* Ranks holding a replica of a dense parameter, and of a routed expert's. */
@@ -522,7 +523,8 @@ static int gather_params(gen_t *g, int *prefetch, int x) {
   const parallel_cfg_t *par = &g->w->parallel;
   if (par->zero < 3 || dense_shards(par) == 1)
     return x;
-  double experts = routed_expert_params(g->w), dense = layer_params(g->w) - experts;
+  bool moe = layer_moe(g);
+  double experts = routed_expert_params(g->w, moe), dense = layer_params(g->w, moe) - experts;
   int p = coll(g, GEN_ALLGATHER, g->zero, COMM_DP_PARAMS, dense * g->e, *prefetch);
   if (expert_replicas(par) > 1)
     p = coll(g, GEN_ALLGATHER, g->zero, COMM_EDP_PARAMS, experts * g->e, p);
@@ -592,8 +594,6 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   double tk = g->tokens, h = m->hidden, t = par->tp, vocab = (double)m->vocab / t;
   double rows = par->sequence_parallel ? tk / t : tk; /* norms run on the sequence shard */
   double grad_bytes = workload_grad_bytes(g->w);
-  double expert_grad = routed_expert_params(g->w) * grad_bytes;
-  double layer_grad = layer_params(g->w) * grad_bytes - expert_grad;
   bool last_mb = mb == st->microbatches - 1;
   int x = last_op;
   /* the model's layer l of this chunk (Megatron's interleaving: virtual stage
@@ -653,7 +653,9 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   for (int l = st->layers_per_chunk - 1, prefetch = x; l >= 0; l--) { /* last layer first */
     g->at.layer = layer0 + l;
     x = layer_backward(g, gather_params(g, &prefetch, x));
-    grads_ready(g, layer_grad, expert_grad, x, last_mb);
+    double expert_grad = routed_expert_params(g->w, layer_moe(g)) * grad_bytes;
+    grads_ready(g, layer_params(g->w, layer_moe(g)) * grad_bytes - expert_grad, expert_grad, x,
+                last_mb);
   }
   g->at.layer = -1;
   if (first_virtual) {
@@ -758,81 +760,87 @@ static void optimizer_step(gen_t *g, int stage, double params, double experts) {
 
 /* ---- memory ---- */
 
-/* Bytes per token one layer keeps for its backward: the part inside the
- * tensor-parallel region (split over tp) and the part on the full sequence
- * (split only with sequence parallelism). Korthikanti et al. 2022, Table 2,
- * term by term, so that grouped-query attention, a gated MLP and the absence
- * of dropout count what they keep; a GPT layer with dropout gives the paper's
- * 34 h + 5 a s (10 h + 24 h / t + 5 a s / t without sequence parallelism). */
+/* The layers a pipeline stage holds, by kind: dense MLP or MoE. */
 typedef struct {
-  double tp_split, sequence;
-} act_bytes_t;
+  int dense, moe;
+} stage_mix_t;
 
-static act_bytes_t layer_activation_bytes(const workload_cfg_t *w) {
+static stage_mix_t stage_mix(const workload_cfg_t *w, const stage_t *st) {
+  stage_mix_t k = {0, 0};
+  for (int chunk = 0; chunk < st->vpp; chunk++) {
+    int layer0 = st->vpp > 1 ? (chunk * st->pp + st->stage) * st->layers_per_chunk
+                             : st->first_layer; /* as chunk_pass numbers them */
+    for (int l = layer0; l < layer0 + st->layers_per_chunk; l++)
+      *(xf_layer_is_moe(&w->model, l) ? &k.moe : &k.dense) += 1;
+  }
+  return k;
+}
+
+/* Bytes per token one layer keeps for its backward (transformer.h): with
+ * grouped-query attention, a gated MLP and the absence of dropout counted, a
+ * GPT layer with dropout gives Korthikanti et al.'s 34 h + 5 a s (10 h + 24 h
+ * / t + 5 a s / t without sequence parallelism); a stage mixing dense and MoE
+ * layers is held to its larger kind. */
+static double layer_activations(const workload_cfg_t *w, stage_mix_t mix) {
   const model_cfg_t *m = &w->model;
-  double h = m->hidden, kv = (double)m->kv_heads / m->heads;
-  double f = m->has_moe ? (double)(m->moe.top_k + m->moe.shared_experts) * m->moe.expert_ffn_hidden
-                        : m->ffn_hidden;
-  bool dropout = m->dropout > 0;
-  act_bytes_t a;
-  /* the norms' inputs (2 x 2h), the QKV and first MLP linear's inputs (2h
-   * each), the two dropout masks (1 byte per element each) */
-  a.sequence = 4 * h + 2 * h + 2 * h + (dropout ? 2 * h : 0);
-  /* queries 2h, keys and values 2h each per key/value head share, the output
-   * projection's input 2h; the MLP's activation inputs and outputs (GeLU: 4f,
-   * SwiGLU: its two inputs and its output, 6f) */
-  a.tp_split = 2 * h + 4 * h * kv + 2 * h + (m->activation == ACTIVATION_SWIGLU ? 6 : 4) * f;
-  /* the attention scores unless fused or recomputed: softmax output (2 bytes
-   * per score), with dropout also its mask and output (5 in all) */
-  bool no_scores = w->parallel.recompute == RECOMPUTE_SELECTIVE || w->training.flash_attention;
-  if (!no_scores)
-    a.tp_split += (dropout ? 5.0 : 2.0) * m->heads * ((double)m->seq_len / w->parallel.cp);
-  return a;
+  const parallel_cfg_t *par = &w->parallel;
+  double t = par->tp, s = (double)m->seq_len / par->cp, b = w->training.micro_batch;
+  if (par->recompute == RECOMPUTE_FULL) /* only the layer's input */
+    return 2 * s * b * m->hidden / (par->sequence_parallel ? t : 1);
+  /* the attention scores unless fused or recomputed */
+  bool kept = par->recompute != RECOMPUTE_SELECTIVE && !w->training.flash_attention;
+  double most = 0;
+  for (int moe = 0; moe < 2; moe++) {
+    if ((moe ? mix.moe : mix.dense) == 0)
+      continue;
+    xf_act_bytes_t a = xf_layer_activation_bytes(m, moe, kept, s);
+    most = fmax(most, s * b * (a.tp_split / t + a.sequence / (par->sequence_parallel ? t : 1)));
+  }
+  return most;
 }
 
 static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double params,
-                                   double experts, double layers, long in_flight) {
+                                   double experts, stage_mix_t mix, double layers, long in_flight) {
   const model_cfg_t *m = &w->model;
   const parallel_cfg_t *par = &w->parallel;
   double t = par->tp;
-  double s = (double)m->seq_len / par->cp, b = w->training.micro_batch, h = m->hidden;
+  double s = (double)m->seq_len / par->cp, b = w->training.micro_batch;
   train_memory_t mem = {0};
   double dense = params - experts;
   mem.weights = zero_bytes(par, dense, experts, 2, par->zero >= 3);
   mem.gradients = zero_bytes(par, dense, experts, workload_grad_bytes(w), par->zero >= 2);
   mem.optimizer = zero_bytes(par, dense, experts, OPT_BYTES, par->zero >= 1);
-  double per_layer;
-  if (par->recompute == RECOMPUTE_FULL) /* only the layer's input */
-    per_layer = 2 * s * b * h / (par->sequence_parallel ? t : 1);
-  else {
-    act_bytes_t a = layer_activation_bytes(w);
-    per_layer = s * b * (a.tp_split / t + a.sequence / (par->sequence_parallel ? t : 1));
-  }
-  mem.activations = per_layer * layers * in_flight;
+  mem.activations = layer_activations(w, mix) * layers * in_flight;
   if (stage == par->pp - 1)
     mem.temporary = 4.0 * s * b * m->vocab / t; /* fp32 logits */
-  if (par->zero >= 3) /* the gathered layer and the one prefetched */
-    mem.temporary += 2 * layer_params(w) * 2;
+  if (par->zero >= 3) /* the gathered layer and the one prefetched, the larger kind */
+    mem.temporary += 2 * layer_params(w, mix.moe > 0) * 2;
   mem.total = mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.temporary;
   return mem;
 }
 
 /* ---- the whole job ---- */
 
+/* Model FLOPs per token of a step: forward and backward (twice the forward)
+ * of every layer's matmuls and attention core, and the LM head; with
+ * recomputation, the forward again (full) or its attention core (selective). */
 static double flops_per_token(const workload_cfg_t *w, bool with_recompute) {
   const model_cfg_t *m = &w->model;
-  double h = m->hidden, d = h / m->heads, mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
-  double attn_proj = h * (m->heads + 2.0 * m->kv_heads) * d + m->heads * d * h;
-  double mlp = m->has_moe ? (m->moe.top_k + m->moe.shared_experts) * mats * h * m->moe.expert_ffn_hidden +
-                                h * m->moe.experts
-                          : mats * h * m->ffn_hidden;
-  double fwd_layer = 2 * (attn_proj + mlp) + 4.0 * m->seq_len * m->heads * d;
-  double layer = 3 * fwd_layer;
-  if (with_recompute && w->parallel.recompute == RECOMPUTE_FULL)
-    layer += fwd_layer;
-  else if (with_recompute && w->parallel.recompute == RECOMPUTE_SELECTIVE)
-    layer += 4.0 * m->seq_len * m->heads * d;
-  return m->layers * layer + 6.0 * h * m->vocab;
+  double core = xf_attention_flops(m, m->seq_len), total = 0;
+  int moe_layers = xf_moe_layers(m);
+  for (int moe = 0; moe < 2; moe++) {
+    int n = moe ? moe_layers : m->layers - moe_layers;
+    if (n == 0)
+      continue;
+    double fwd_layer = xf_layer_matmul_flops(m, moe) + core;
+    double layer = 3 * fwd_layer;
+    if (with_recompute && w->parallel.recompute == RECOMPUTE_FULL)
+      layer += fwd_layer;
+    else if (with_recompute && w->parallel.recompute == RECOMPUTE_SELECTIVE)
+      layer += core;
+    total += n * layer;
+  }
+  return total + 6.0 * m->hidden * m->vocab;
 }
 
 /* Ranks along each parallel dimension, indexed by par_dim_t. */
@@ -963,13 +971,11 @@ static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id)
 }
 
 const char *train_refusal(const workload_cfg_t *w) {
-  return !w->has_training ? "training: expected a training section (a serving workload runs "
-                            "with npusim serve)"
+  return !w->has_training   ? "training: expected a training section (a serving workload runs "
+                              "with npusim serve)"
          : w->model.has_mla ? "model.mla: expected no such section (the training generator "
                               "has no latent attention)"
-         : w->model.moe.dense_layers > 0 ? "model.moe.dense_layers: expected 0 (the training "
-                                           "generator makes every layer MoE)"
-                                         : NULL;
+                            : NULL;
 }
 
 int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
@@ -1053,15 +1059,13 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
       first_layer += workload_stage_layers(w, s);
     stage_t st = {stage, par->pp, par->vpp, (int)layers_per_stage / par->vpp, first_layer, mbs,
                   act};
-    /* embedding on the first stage, LM head on the last: one matrix when tied
-     * and both are on one stage (Megatron keeps a copy per stage otherwise) */
-    int vocab_mats = (stage == 0) + (stage == par->pp - 1);
-    if (m->tied_embeddings && par->pp == 1)
-      vocab_mats = 1;
-    double params = layer_params(w) * layers_per_stage + (double)m->hidden * m->vocab / par->tp * vocab_mats;
-    if (stage == 0 && m->position == POSITION_LEARNED) /* not split over TP in Megatron */
-      params += (double)m->seq_len * m->hidden;
-    double experts = routed_expert_params(w) * layers_per_stage;
+    /* the stage's layers, the embedding on the first stage, the LM head on the
+     * last (Megatron keeps a copy per stage when tied) */
+    stage_mix_t mix = stage_mix(w, &st);
+    xf_split_t split = train_split(w);
+    double params =
+        xf_stage_params(m, &split, mix.dense, mix.moe, stage == 0, stage == par->pp - 1, true);
+    double experts = mix.moe ? routed_expert_params(w, true) * mix.moe : 0;
     if (w->training.overlap_param_gather && g.dp >= 0)
       gather_beside_forward(&g, par->vpp, params, experts);
     stage_program(&g, &st);
@@ -1073,7 +1077,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
                                                                   : mbs * par->vpp;
     if (cpi == 0)
       info->memory[stage] =
-          stage_memory(w, stage, params, experts, (double)st.layers_per_chunk, in_flight);
+          stage_memory(w, stage, params, experts, mix, (double)st.layers_per_chunk, in_flight);
   }
   info->world = world;
   info->microbatches = mbs;

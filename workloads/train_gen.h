@@ -93,8 +93,8 @@ void train_op_name(const train_info_t *info, const trace_t *t, const trace_vocab
                    int pi, int i, char *buf, size_t len);
 
 /* What the generator cannot build from this workload, as "KEY: expected ...,
- * found ..." (no training section, latent attention, dense layers among MoE
- * ones), or NULL: commands refuse such a workload before generating. */
+ * found ..." (no training section, latent attention), or NULL: commands refuse such a workload
+ * before generating. */
 const char *train_refusal(const workload_cfg_t *w);
 
 /* Builds the programs of one training step. ranks_per_node places the ranks

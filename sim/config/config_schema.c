@@ -464,8 +464,8 @@ static const cfg_key_t workload_keys[] = {
          "\"gelu\"", "MLP activation; swiglu has a gated MLP (three weight matrices)."),
     ENUM("model.norm", workload_norm_names, NORM_COUNT, WL(model.norm), "\"layernorm\"",
          "Normalisation layer."),
-    ENUM("model.position_embedding", workload_position_names, POSITION_COUNT,
-         WL(model.position), "\"rope\"",
+    ENUM("model.position_embedding", workload_position_names, POSITION_COUNT, WL(model.position),
+         "\"rope\"",
          "Positions: rotary embedding applied to queries and keys in every layer (LLaMA), or a "
          "learned table of seq_len x hidden added to the input once (GPT)."),
     BOOL("model.tied_embeddings", WL(model.tied_embeddings), "false",
@@ -490,8 +490,7 @@ static const cfg_key_t workload_keys[] = {
         "Groups a token's experts may come from (DeepSeek-V3's topk_group: 4): with experts "
         "placed by group, this caps the servers a token is sent to."),
     INT("model.moe.dense_layers", WL(model.moe.dense_layers), 0, 1e5, "0",
-        "The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3); serving only, "
-        "train refuses a value above 0."),
+        "The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3)."),
     SECTION("model.mla", WL(model.has_mla),
             "Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds one latent of "
             "kv_lora_rank + qk_rope_head_dim per token and layer; serving only."),
@@ -568,7 +567,8 @@ static const cfg_key_t workload_keys[] = {
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
          "Overlap tensor-parallel communication with compute; not modelled yet, so only "
          "false is accepted."),
-    OBJ("training.kernels", "Which kernels the framework runs where frameworks differ "
+    OBJ("training.kernels",
+        "Which kernels the framework runs where frameworks differ "
         "(docs/chip-model.md, \"Vector ops\"): fused (one kernel) or unfused (eager "
         "PyTorch's own kernels, issued one by one from the host)."),
     ENUM("training.kernels.swiglu", workload_kernels_names, KERNELS_COUNT,
@@ -596,8 +596,7 @@ static const cfg_key_t workload_keys[] = {
     POOL_PLAN("serving.prefill", serving.prefill),
     SECTION("serving.decode", WL(serving.disaggregated),
             "Disaggregated decode pool: its instances decode requests prefilled elsewhere."),
-    INT("serving.decode.instances", WL(serving.decode.instances), 1, 1e6, "1",
-        "Decode instances."),
+    INT("serving.decode.instances", WL(serving.decode.instances), 1, 1e6, "1", "Decode instances."),
     POOL_PLAN("serving.decode", serving.decode),
     ENUM("serving.weight_dtype", serve_dtype_names, SERVE_DTYPE_COUNT, WL(serving.weight_dtype),
          "\"bf16\"", "Weights and matmul inputs (fp8 and int8 need the chip's rate for them)."),
@@ -626,8 +625,8 @@ static const cfg_key_t workload_keys[] = {
         "Tokens per KV block (vLLM 16, Ascend 128)."),
     ENUM("serving.kv_cache.dtype", serve_dtype_names, SERVE_DTYPE_COUNT, WL(serving.kv_dtype),
          "\"bf16\"", "KV cache element type."),
-    OFF("serving.kv_cache.capacity_GiB", "GiB", GIB, WL(serving.kv_capacity_bytes), 0.001, 1e6,
-        "0", "KV cache per NPU; 0 derives it: HBM x memory_utilization - weights - activations."),
+    OFF("serving.kv_cache.capacity_GiB", "GiB", GIB, WL(serving.kv_capacity_bytes), 0.001, 1e6, "0",
+        "KV cache per NPU; 0 derives it: HBM x memory_utilization - weights - activations."),
     NUM("serving.kv_cache.memory_utilization", "", 1, WL(serving.memory_utilization), 0.01, 1,
         "0.9", "Share of HBM the engine takes (vLLM's gpu_memory_utilization)."),
     ENUM("serving.kv_cache.preemption", serve_preempt_names, SERVE_PREEMPT_COUNT,

@@ -8,6 +8,7 @@
 
 #include "coll_engine.h"
 #include "power.h"
+#include "transformer.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define ATTN_STEP_TOKENS 16 /* attention shapes are costed in steps of this many tokens */
@@ -84,6 +85,7 @@ struct serve_cost {
   int first;
   op_cache_t *ops;
   chip_dtype_t wdt, adt, kvdt;
+  xf_split_t split; /* the weights over the instance: experts over its tp x dp ranks */
   int heads_l, kvh_l, head_dim;
   int *tp_members, *ep_members;
   int *rail_members, *server_members; /* the EP group's servers (same local rank), the first */
@@ -175,41 +177,44 @@ static void add_parts(serve_parts_t *to, const serve_parts_t *p, double times) {
     (p)->J = (c)->acc_J * (npus) + (c)->acc_link_J;                                                \
   } while (0)
 
+/* Time of a layer's matmuls of the given blocks (transformer.h) for T tokens,
+ * summed in their order. */
+static double matmuls_s(serve_cost_t *c, double T, bool moe, int blocks) {
+  xf_matmul_t mms[XF_MAX_MATMULS];
+  int n = xf_layer_matmuls(c->m, &c->split, moe, blocks, mms);
+  double t = 0;
+  for (int i = 0; i < n; i++)
+    t += mm(c, T, mms[i].n, mms[i].k, mms[i].batch);
+  return t;
+}
+
 /* One group's attention block and MLP (or, in a MoE layer, the router and the
  * shared experts) for T tokens, without the attention kernel. */
 static void group_layer(serve_cost_t *c, double T, bool moe, serve_parts_t *p) {
   const model_cfg_t *m = c->m;
-  double h = m->hidden, hl = c->heads_l, tp = c->pool.tp, e = chip_dtype_bytes(c->adt);
+  double h = m->hidden, hl = c->heads_l, e = chip_dtype_bytes(c->adt);
   p->s[SERVE_PART_OTHER] += 2 * vec(c, OP_RMSNORM, T, h);
+  p->s[SERVE_PART_MATMUL] += matmuls_s(c, T, moe, XF_BLOCK_ATTENTION);
   if (m->has_mla) {
     const mla_cfg_t *a = &m->mla;
-    double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
-    double q = a->q_lora_rank
-                   ? mm(c, T, a->q_lora_rank, h, 1) + mm(c, T, hl * qk, a->q_lora_rank, 1)
-                   : mm(c, T, hl * qk, h, 1);
-    p->s[SERVE_PART_MATMUL] += q + mm(c, T, a->kv_lora_rank + a->qk_rope_head_dim, h, 1) +
-                               mm(c, T, a->kv_lora_rank, a->qk_nope_head_dim, hl) + /* absorb */
-                               mm(c, T, a->v_head_dim, a->kv_lora_rank, hl) +
-                               mm(c, T, h, hl * a->v_head_dim, 1);
     p->s[SERVE_PART_OTHER] += vec(c, OP_RMSNORM, T, a->kv_lora_rank) +
                               (a->q_lora_rank ? vec(c, OP_RMSNORM, T, a->q_lora_rank) : 0) +
                               vec(c, OP_ROPE, T, (hl + 1) * a->qk_rope_head_dim);
   } else {
-    double d = c->head_dim, kv = c->kvh_l;
-    p->s[SERVE_PART_MATMUL] += mm(c, T, (hl + 2 * kv) * d, h, 1) + mm(c, T, h, hl * d, 1);
-    p->s[SERVE_PART_OTHER] += vec(c, OP_ROPE, T, (hl + kv) * d);
+    p->s[SERVE_PART_OTHER] += vec(c, OP_ROPE, T, (hl + c->kvh_l) * c->head_dim);
   }
   double ar = coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, T * h * e);
   p->s[SERVE_PART_COMM] += ar;
-  double width =
-      moe ? (double)m->moe.shared_experts * m->moe.expert_ffn_hidden / tp : m->ffn_hidden / tp;
-  bool gated = m->activation == ACTIVATION_SWIGLU;
-  if (width >= 1) {
-    p->s[SERVE_PART_MATMUL] += mm(c, T, (gated ? 2 : 1) * width, h, 1) + mm(c, T, h, width, 1);
-    p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, T, width);
+  /* the dense MLP, or the shared experts (when there are) and the router */
+  xf_matmul_t mms[XF_MAX_MATMULS];
+  int n = xf_layer_matmuls(m, &c->split, moe, XF_BLOCK_MLP, mms);
+  if (n >= 2 && mms[0].kind == XF_MM_UP) {
+    p->s[SERVE_PART_MATMUL] += mm(c, T, mms[0].n, mms[0].k, 1) + mm(c, T, mms[1].n, mms[1].k, 1);
+    bool gated = m->activation == ACTIVATION_SWIGLU;
+    p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, T, mms[1].k);
   }
   if (moe)
-    p->s[SERVE_PART_MATMUL] += mm(c, T, m->moe.experts, h, 1); /* router */
+    p->s[SERVE_PART_MATMUL] += mm(c, T, mms[n - 1].n, mms[n - 1].k, 1); /* router */
   else
     p->s[SERVE_PART_COMM] += ar;
 }
@@ -288,12 +293,14 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   else if (c->pool.tp > 1)
     p->s[SERVE_PART_COMM] +=
         coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, ceil(T / c->pool.dp) * h * e);
-  double local = ceil(x->experts / ep);                   /* experts on the fullest rank */
-  double width = ceil(x->expert_ffn_hidden * ep / ranks); /* their share when replicated */
-  double rows = ceil(T * x->top_k / x->experts);          /* tokens per expert, even routing */
+  /* the experts on the fullest rank, their width shared when replicated */
+  xf_matmul_t mms[XF_MAX_MATMULS];
+  xf_layer_matmuls(m, &c->split, true, XF_BLOCK_EXPERTS, mms);
+  double local = mms[0].batch, width = mms[1].k;
+  double rows = ceil(T * x->top_k / x->experts); /* tokens per expert, even routing */
   bool gated = m->activation == ACTIVATION_SWIGLU;
   p->s[SERVE_PART_MATMUL] +=
-      mm(c, rows, (gated ? 2 : 1) * width, h, local) + mm(c, rows, h, width, local);
+      mm(c, rows, mms[0].n, mms[0].k, local) + mm(c, rows, mms[1].n, width, local);
   p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, rows * local, width);
 }
 
@@ -501,43 +508,18 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
 
 /* ---- memory ---- */
 
-/* Weights of one layer on one NPU, in elements. */
-static double layer_weights(const serve_cost_t *c, bool moe) {
-  const model_cfg_t *m = c->m;
-  double h = m->hidden, hl = c->heads_l, tp = c->pool.tp;
-  double attn;
-  if (m->has_mla) {
-    const mla_cfg_t *a = &m->mla;
-    double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
-    attn = (a->q_lora_rank ? h * a->q_lora_rank + a->q_lora_rank * hl * qk : h * hl * qk) +
-           h * (a->kv_lora_rank + a->qk_rope_head_dim) +
-           a->kv_lora_rank * hl * (a->qk_nope_head_dim + a->v_head_dim) + hl * a->v_head_dim * h;
-  } else {
-    attn = h * (hl + 2 * c->kvh_l) * c->head_dim + hl * c->head_dim * h;
-  }
-  double mats = m->activation == ACTIVATION_SWIGLU ? 3 : 2;
-  if (!moe)
-    return attn + mats * h * m->ffn_hidden / tp;
-  const moe_cfg_t *x = &m->moe;
-  double ranks = (double)c->pool.tp * c->pool.dp;
-  double local = ceil((double)x->experts / c->pool.ep) * c->pool.ep / ranks;
-  return attn + mats * h * x->expert_ffn_hidden * (local + x->shared_experts / tp) + h * x->experts;
-}
-
 static int fill_memory(serve_cost_t *c, const char *wl_path, const char *pool_path,
                        npu_err_t *err) {
   const model_cfg_t *m = c->m;
   const serving_cfg_t *s = c->s;
   double we = chip_dtype_bytes(c->wdt), kve = chip_dtype_bytes(c->kvdt);
-  double embed = (double)m->vocab * m->hidden / c->pool.tp;
   double most = 0;
   int layers = 0;
   for (int st = 0; st < c->pool.pp; st++) {
     int nmoe = m->has_moe ? c->stage_layers[st] - c->stage_dense[st] : 0;
-    double w =
-        (c->stage_layers[st] - nmoe) * layer_weights(c, false) + nmoe * layer_weights(c, true);
-    bool first = st == 0, last = st == c->pool.pp - 1;
-    w += (first ? embed : 0) + (last && !(first && m->tied_embeddings) ? embed : 0);
+    /* the norms' scales are left out: a few kilobytes */
+    double w = xf_stage_params(m, &c->split, c->stage_layers[st] - nmoe, nmoe, st == 0,
+                               st == c->pool.pp - 1, false);
     most = fmax(most, w);
     layers = c->stage_layers[st] > layers ? c->stage_layers[st] : layers;
   }
@@ -593,9 +575,10 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
   c->wdt = serve_chip_dtype(wl->serving.weight_dtype);
   c->adt = CHIP_DTYPE_BF16;
   c->kvdt = serve_chip_dtype(wl->serving.kv_dtype);
-  c->heads_l = m->heads / pool->tp;
-  c->kvh_l = (m->kv_heads + pool->tp - 1) / pool->tp;
-  c->head_dim = m->hidden / m->heads;
+  c->split = (xf_split_t){pool->tp, pool->ep, ranks};
+  c->heads_l = xf_heads(m, pool->tp);
+  c->kvh_l = xf_kv_heads(m, pool->tp);
+  c->head_dim = xf_head_dim(m);
   for (int i = 0; i < ranks; i++)
     c->tp_members[i] = c->ep_members[i] = first_rank + i;
   /* the EP group by server: the first rank's peers on the other servers (its rail),

@@ -139,6 +139,19 @@ assert a == b, (a, b)' "$tmp/scope.$name.json" "$tmp/all.$name.json" "$want"
 done
 check "4:1 uplinks slow the step (contention kept)" holds "$(step scope.blocking)" '>' "$(step scope.rails)"
 
+# dense layers among MoE ones (model.moe.dense_layers, DeepSeek-V3's first 3):
+# layer by layer from workloads/transformer.h; every layer dense is the dense model
+train dense1 "$moe" analytic --set model.moe.dense_layers=1
+train dense8 "$moe" analytic --set model.moe.dense_layers=8
+train moe0 "$moe" analytic
+train tiny_dp4 "$tiny" analytic --set parallel.dp=4
+check "dense_layers 1: trains, its first layer a dense MLP (another step than all MoE)" \
+  holds "$(step dense1)" '!=' "$(step moe0)"
+check "dense_layers = layers: the MoE model trains as the dense one" python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for k in ("step_time_s", "model_tflops_per_npu", "memory"):
+    assert a[k] == b[k], (k, a[k], b[k])' "$tmp/dense8.json" "$tmp/tiny_dp4.json"
+
 # the analytic sweep against the SimGrid actors it stands in for: same bytes
 for wl in "$tiny" "$moe" configs/workloads/llama2-70b.json; do
   name=$(basename "$wl" .json)

@@ -18,5 +18,6 @@ extern CU_TestInfo outfile_tests[];
 extern CU_TestInfo serve_tests[];
 extern CU_TestInfo jobs_tests[];
 extern CU_TestInfo out_format_tests[];
+extern CU_TestInfo transformer_tests[];
 
 #endif

@@ -21,6 +21,7 @@ int main(void) {
       {.pName = "serve", .pTests = serve_tests},
       {.pName = "jobs", .pTests = jobs_tests},
       {.pName = "out_format", .pTests = out_format_tests},
+      {.pName = "transformer", .pTests = transformer_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)

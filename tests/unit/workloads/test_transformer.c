@@ -1,0 +1,177 @@
+/* test_transformer.c - the shared transformer description (workloads/transformer.h):
+ * parameter counts of published models, weights per rank under a split, and
+ * FLOPs per token against the parameters they multiply. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "suites.h"
+#include "transformer.h"
+
+/* A dense decoder: SwiGLU, RMSNorm, rotary, untied (the Llama family). */
+static model_cfg_t llama(int layers, int hidden, int heads, int kv_heads, int ffn, int vocab) {
+  model_cfg_t m;
+  memset(&m, 0, sizeof m);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.ffn_hidden = ffn;
+  m.vocab = vocab;
+  m.seq_len = 4096;
+  m.activation = ACTIVATION_SWIGLU;
+  m.norm = NORM_RMSNORM;
+  m.position = POSITION_ROPE;
+  return m;
+}
+
+static model_cfg_t gpt3_175b(void) {
+  model_cfg_t m = llama(96, 12288, 96, 96, 4 * 12288, 50257);
+  m.seq_len = 2048;
+  m.activation = ACTIVATION_GELU;
+  m.norm = NORM_LAYERNORM;
+  m.position = POSITION_LEARNED;
+  m.tied_embeddings = true;
+  return m;
+}
+
+/* DeepSeek-V3 as configs/workloads/serve-deepseek-v3-pd.json gives it. */
+static model_cfg_t deepseek_v3(void) {
+  model_cfg_t m = llama(61, 7168, 128, 128, 18432, 129280);
+  m.has_moe = true;
+  m.moe = (moe_cfg_t){.experts = 256,
+                      .top_k = 8,
+                      .expert_ffn_hidden = 2048,
+                      .capacity_factor = 1,
+                      .shared_experts = 1,
+                      .dense_layers = 3,
+                      .groups = 8,
+                      .top_groups = 4};
+  m.has_mla = true;
+  m.mla = (mla_cfg_t){.q_lora_rank = 1536,
+                      .kv_lora_rank = 512,
+                      .qk_nope_head_dim = 128,
+                      .qk_rope_head_dim = 64,
+                      .v_head_dim = 128};
+  return m;
+}
+
+static void assert_within(double got, double want, double rel) {
+  CU_ASSERT(fabs(got - want) <= rel * want);
+  if (fabs(got - want) > rel * want)
+    fprintf(stderr, "\n  got %.6g, expected %.6g within %.0f%%\n", got, want, rel * 100);
+}
+
+static void test_published_parameter_counts(void) {
+  model_cfg_t l2 = llama(32, 4096, 32, 32, 11008, 32000);
+  model_cfg_t l3 = llama(32, 4096, 32, 8, 14336, 128256);
+  model_cfg_t g3 = gpt3_175b(), ds = deepseek_v3();
+  assert_within(xf_model_params(&l2), 6.74e9, 0.01);
+  assert_within(xf_model_params(&l3), 8.03e9, 0.01);
+  assert_within(xf_model_params(&g3), 175e9, 0.01);
+  assert_within(xf_model_params(&ds), 671e9, 0.01);
+  /* the report's "37B activated" is given to the whole billion, so it stands for
+   * [36.5B, 37.5B): the bound is that precision (0.5 / 37 = 1.35%), not a
+   * model error; the main model counts 36.6B */
+  assert_within(xf_active_params(&ds), 37e9, 0.5 / 37);
+  /* exactly, as Meta's checkpoint counts: 32 x 202,383,360 + 2 x 131,072,000 + 4096 */
+  CU_ASSERT_EQUAL(xf_model_params(&l2), 6738415616.0);
+}
+
+static void test_layer_kinds(void) {
+  model_cfg_t ds = deepseek_v3(), l2 = llama(32, 4096, 32, 32, 11008, 32000);
+  CU_ASSERT_FALSE(xf_layer_is_moe(&ds, 2));
+  CU_ASSERT_TRUE(xf_layer_is_moe(&ds, 3));
+  CU_ASSERT_FALSE(xf_layer_is_moe(&l2, 10));
+  CU_ASSERT_EQUAL(xf_moe_layers(&ds), 58);
+  CU_ASSERT_EQUAL(xf_moe_layers(&l2), 0);
+}
+
+/* Split over tp (and experts over ep), a stage's ranks hold the whole layer:
+ * what is split sums back, what is kept whole (norms, router, MLA's
+ * down-projections) counts once per rank. */
+static void test_split_sums_back(void) {
+  model_cfg_t l3 = llama(32, 4096, 32, 8, 14336, 128256);
+  xf_split_t tp8 = {8, 1, 8};
+  xf_params_t whole = xf_layer_params(&l3, &XF_WHOLE, false);
+  xf_params_t rank = xf_layer_params(&l3, &tp8, false);
+  CU_ASSERT_EQUAL(rank.attention * 8, whole.attention);
+  CU_ASSERT_EQUAL(rank.mlp * 8, whole.mlp);
+  CU_ASSERT_EQUAL(rank.norms, whole.norms);
+  /* 16 ranks of tp: a rank keeps a whole key/value head of the 8 */
+  xf_split_t tp16 = {16, 1, 16};
+  CU_ASSERT_EQUAL(xf_kv_heads(&l3, 16), 1);
+  CU_ASSERT_EQUAL(xf_layer_params(&l3, &tp16, false).attention,
+                  4096.0 * (2 + 2 * 1) * 128 + 2 * 128 * 4096.0);
+  model_cfg_t ds = deepseek_v3();
+  /* training: EP 32 over tp 2 (expert width split over tp); serving: 64 ranks, EP 32 */
+  xf_split_t train = {2, 32, 64}, serve = {1, 32, 64};
+  xf_params_t all = xf_layer_params(&ds, &XF_WHOLE, true);
+  CU_ASSERT_EQUAL(xf_layer_params(&ds, &train, true).experts * 64, all.experts);
+  CU_ASSERT_EQUAL(xf_layer_params(&ds, &serve, true).experts * 64, all.experts);
+  CU_ASSERT_EQUAL(xf_layer_params(&ds, &train, true).router, all.router);
+  /* EP over more ranks than experts: one whole expert per rank */
+  xf_split_t wide = {1, 320, 320};
+  CU_ASSERT_EQUAL(xf_layer_params(&ds, &wide, true).experts, 3.0 * 7168 * 2048);
+}
+
+/* A stage's weights: the layers plus the embedding first, the LM head last,
+ * one matrix when tied on one stage, the learned position table first. */
+static void test_stage_params(void) {
+  model_cfg_t g3 = gpt3_175b(), l2 = llama(32, 4096, 32, 32, 11008, 32000);
+  xf_params_t layer = xf_layer_params(&l2, &XF_WHOLE, false);
+  double lp = xf_params_total(&layer), vocab = xf_vocab_params(&l2, 1);
+  CU_ASSERT_EQUAL(xf_stage_params(&l2, &XF_WHOLE, 16, 0, true, false, true), 16 * lp + vocab);
+  CU_ASSERT_EQUAL(xf_stage_params(&l2, &XF_WHOLE, 16, 0, false, true, true), 16 * lp + vocab);
+  CU_ASSERT_EQUAL(xf_stage_params(&l2, &XF_WHOLE, 32, 0, true, true, true), 32 * lp + 2 * vocab);
+  CU_ASSERT_EQUAL(xf_stage_params(&l2, &XF_WHOLE, 32, 0, true, true, false),
+                  32 * (lp - layer.norms) + 2 * vocab);
+  xf_params_t g3_layer = xf_layer_params(&g3, &XF_WHOLE, false);
+  double g3_layers = 96 * xf_params_total(&g3_layer);
+  CU_ASSERT_EQUAL(xf_stage_params(&g3, &XF_WHOLE, 96, 0, true, true, true),
+                  g3_layers + xf_vocab_params(&g3, 1) + 2048.0 * 12288);
+}
+
+/* Forward matmul FLOPs per token are twice the parameters a token multiplies
+ * (MLA's absorbed projections included), and the attention core 4 s h. */
+static void test_flops_per_token(void) {
+  model_cfg_t l3 = llama(32, 4096, 32, 8, 14336, 128256), ds = deepseek_v3();
+  xf_params_t p = xf_layer_params(&l3, &XF_WHOLE, false);
+  CU_ASSERT_EQUAL(xf_layer_matmul_flops(&l3, false), 2 * (p.attention + p.mlp));
+  xf_params_t d = xf_layer_params(&ds, &XF_WHOLE, true);
+  double active = d.attention + d.mlp + d.router + d.experts * 8 / 256;
+  CU_ASSERT_EQUAL(xf_layer_matmul_flops(&ds, true), 2 * active);
+  CU_ASSERT_EQUAL(xf_attention_flops(&l3, 4096), 4.0 * 4096 * 4096);
+  xf_matmul_t mm[XF_MAX_MATMULS];
+  int n = xf_layer_matmuls(&ds, &XF_WHOLE, true, XF_BLOCK_ATTENTION, mm);
+  CU_ASSERT_EQUAL(n, 6); /* q_a, q_b, kv_a, k_b, v_b, o */
+  CU_ASSERT_EQUAL(mm[3].kind, XF_MM_K_B);
+  CU_ASSERT_EQUAL(mm[3].batch, 128);
+  n = xf_layer_matmuls(&ds, &(xf_split_t){1, 32, 32}, true, XF_BLOCK_EXPERTS, mm);
+  CU_ASSERT_EQUAL(n, 2);
+  CU_ASSERT_EQUAL(mm[0].batch, 8); /* 256 experts over 32 ranks */
+  CU_ASSERT_EQUAL(mm[0].n, 2 * 2048);
+}
+
+/* Korthikanti et al. 2022: a GPT layer with dropout keeps 34 h + 5 a s bytes
+ * per token (scores kept), 34 h with them fused. */
+static void test_activation_bytes(void) {
+  model_cfg_t g3 = gpt3_175b();
+  g3.dropout = 0.1;
+  xf_act_bytes_t a = xf_layer_activation_bytes(&g3, false, true, 2048);
+  CU_ASSERT_EQUAL(a.sequence + a.tp_split, 34.0 * 12288 + 5.0 * 96 * 2048);
+  a = xf_layer_activation_bytes(&g3, false, false, 2048);
+  CU_ASSERT_EQUAL(a.sequence + a.tp_split, 34.0 * 12288);
+}
+
+CU_TestInfo transformer_tests[] = {
+    {"parameters of Llama-2-7B, Llama-3-8B, GPT-3 175B, DeepSeek-V3 within 1%",
+     test_published_parameter_counts},
+    {"dense and MoE layers", test_layer_kinds},
+    {"weights split over tp and ep sum back", test_split_sums_back},
+    {"a stage's weights: layers, embedding, LM head, position table", test_stage_params},
+    {"FLOPs per token: twice the parameters a token multiplies", test_flops_per_token},
+    {"activation bytes: Korthikanti's 34 h + 5 a s", test_activation_bytes},
+    CU_TEST_INFO_NULL,
+};
