@@ -10,6 +10,11 @@
  * lines, smaller than protobuf-c's generated code, with no build step or
  * dependency (docs/design.md).
  *
+ * Fields follow proto3's rules: a field at its default is absent from the
+ * wire and reads as that default (Chakra's encoder leaves rank 0's node 0
+ * without an id); fields of other numbers or later versions are skipped;
+ * repeated ids are read packed or one per field.
+ *
  * Reading (chakra_read.c) maps each rank's nodes to one program of npusim's
  * trace model and runs every check of a trace on it (dependencies, cycles,
  * send/recv pairing, groups), each failure one line naming the .et file, the

@@ -324,8 +324,10 @@ static int parse_node(ctx_t *c, buf_t b, node_t *n) {
                   "a complete node, found one cut short (a length or varint past its "
                   "end, or a group field)");
   }
-  if (!c->has_id)
-    return fail(c, NULL, "a node id (field 1), found none");
+  if (!c->has_id) { /* proto3 leaves a field at its default off the wire: id 0 */
+    c->has_id = true;
+    c->id = n->id = 0;
+  }
   return 0;
 }
 
