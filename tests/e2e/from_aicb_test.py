@@ -25,6 +25,15 @@ The expected figures are recounted here from the file's text, and also written
 out by hand for each sample (EXPECTED), so a converter and a recount that
 drift together still fail.
 
+AICB's shipped workload files (tests/data/aicb/, 11, and SimAI's example:
+12; issue #29): each converts as it is (older header, MICRO) and replays; the
+ranks, layer lines and per-rank collectives by kind and communicator are
+written out by hand (SHIPPED) and recounted from the text; every rank holds
+the file's collectives with the file's bytes (a MICRO file's in file order)
+and its compute; the notes name what was assumed (one line for the older
+header, naming SimAI's warning). Two again with --gpus 16; --gpus against a
+file's all_gpus: refused.
+
 Bad input (a copy of a sample with one defect each): one line on stderr,
 FILE:LINE: expected ..., exit 2, nothing on stdout, no output file.
 
