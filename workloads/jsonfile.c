@@ -107,8 +107,10 @@ static bool trailing(const jsonfile_stream_t *s, char *why, size_t why_len) {
     return false;
   unsigned long long at = s->offset - (s->end - s->pos) - s->zs.total_in;
   if (s->file_bytes == 0) { /* a pipe: how many follow is not known */
-    snprintf(why, why_len, "a gzip stream followed by bytes that are not a gzip member (at byte "
-             "%llu)", at);
+    snprintf(why, why_len,
+             "a gzip stream followed by bytes that are not a gzip member (at byte "
+             "%llu)",
+             at);
     return true;
   }
   unsigned long long n = s->file_bytes > at ? s->file_bytes - at : 0;

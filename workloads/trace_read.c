@@ -720,7 +720,7 @@ int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, npu_e
   if (strcmp(path, JSONFILE_STDIN) == 0 && looks_like_protobuf(text, len)) {
     free(text);
     return npu_err_set(err, "-: expected an npusim JSON trace on standard input, found binary "
-                       "data (a Chakra ET? Those are one file per rank: give --trace PREFIX)");
+                            "data (a Chakra ET? Those are one file per rank: give --trace PREFIX)");
   }
   cJSON *root = jsonfile_parse(path, text, len, err);
   free(text); /* the parsed tree replaces the text */

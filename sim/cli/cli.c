@@ -297,9 +297,12 @@ static int set_help(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu
 }
 
 const cli_option_t cli_options_system[] = {
-    CLI_STRING("system", "FILE", system_path, "system config (configs/systems/*.json)"), CLI_END};
+    CLI_STRING("system", "FILE", system_path,
+               "system config (configs/systems/*.json; - reads stdin)"),
+    CLI_END};
 const cli_option_t cli_options_workload[] = {
-    CLI_STRING("workload", "FILE", workload_path, "workload config (configs/workloads/*.json)"),
+    CLI_STRING("workload", "FILE", workload_path,
+               "workload config (configs/workloads/*.json; - reads stdin)"),
     CLI_END};
 const cli_option_t cli_options_set[] = {
     CLI_LIST("set", "PATH=VALUE", sets, nsets, CLI_MAX_SETS, "overrides",
@@ -444,8 +447,7 @@ static void print_option_help(FILE *f, const command_t *c) {
     if (r->letter)
       snprintf(letter, sizeof letter, "-%c, ", r->letter);
     snprintf(label + strlen(label), sizeof label - strlen(label), "%s%s--%s%s%s",
-             label[0] ? ", " : "", letter, r->name, r->value ? " " : "",
-             r->value ? r->value : "");
+             label[0] ? ", " : "", letter, r->name, r->value ? " " : "", r->value ? r->value : "");
     if (!r->help && !r->describe)
       continue;
     const char *help = r->help;
@@ -599,17 +601,18 @@ static int check_outputs(const cli_opts_t *o, npu_err_t *err) {
     for (size_t j = k + 1; j < nin; j++)
       if (in[k].path && in[j].path && strcmp(in[k].path, JSONFILE_STDIN) == 0 &&
           strcmp(in[j].path, JSONFILE_STDIN) == 0)
-        return npu_err_set(err, "%s -: expected standard input for one input at most, found %s "
-                           "- too", in[j].opt, in[k].opt);
+        return npu_err_set(err,
+                           "%s -: expected standard input for one input at most, found %s "
+                           "- too",
+                           in[j].opt, in[k].opt);
   for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
     struct stat so, si;
     if (!out[i].path || strcmp(out[i].path, "-") == 0 || stat(out[i].path, &so) != 0 ||
         !S_ISREG(so.st_mode))
       continue;
     for (size_t k = 0; k < nin; k++)
-      if (in[k].path && strcmp(in[k].path, JSONFILE_STDIN) != 0 &&
-          stat(in[k].path, &si) == 0 && si.st_dev == so.st_dev &&
-          si.st_ino == so.st_ino)
+      if (in[k].path && strcmp(in[k].path, JSONFILE_STDIN) != 0 && stat(in[k].path, &si) == 0 &&
+          si.st_dev == so.st_dev && si.st_ino == so.st_ino)
         return npu_err_set(err,
                            "%s: %s: expected an output that is none of the run's inputs, found "
                            "the file of %s %s",
@@ -712,8 +715,10 @@ int cli_main(int argc, char **argv) {
                  commands[i].name);
       char hint[64];
       command_hint(argv[2], hint, sizeof hint);
-      return fail(EXIT_BAD_INPUT, "npusim help: expected one of %s, found unknown command "
-                  "\"%s\"%s", names, argv[2], hint);
+      return fail(EXIT_BAD_INPUT,
+                  "npusim help: expected one of %s, found unknown command "
+                  "\"%s\"%s",
+                  names, argv[2], hint);
     }
     if (c)
       print_command_help(stdout, c);
@@ -726,8 +731,10 @@ int cli_main(int argc, char **argv) {
     char hint[64] = "";
     if (first[0] != '-')
       command_hint(first, hint, sizeof hint);
-    return fail(EXIT_BAD_INPUT, "npusim: unknown %s \"%s\"%s; usage: npusim [--version] [--help] "
-                "COMMAND [OPTIONS]", first[0] == '-' ? "option" : "command", first, hint);
+    return fail(EXIT_BAD_INPUT,
+                "npusim: unknown %s \"%s\"%s; usage: npusim [--version] [--help] "
+                "COMMAND [OPTIONS]",
+                first[0] == '-' ? "option" : "command", first, hint);
   }
   return run_command(cmd, argc - 1, argv + 1);
 }

@@ -100,7 +100,7 @@ const cli_option_t cmd_replay_options[] = {
     CLI_GROUP(cli_options_format),
     CLI_GROUP(cli_options_fidelity),
     CLI_GROUP(cli_options_output),
-    CLI_STRING("trace", "FILE", trace, "the trace to replay (.json or .json.gz)"),
+    CLI_STRING("trace", "FILE", trace, "the trace to replay (.json or .json.gz; - reads stdin)"),
     CLI_GROUP(cli_options_timeline),
     CLI_GROUP(cli_options_links),
     CLI_GROUP(cli_options_progress),

@@ -716,8 +716,7 @@ static bool close_enough(const char *name, int d) {
   return d <= (limit < 2 ? 2 : limit);
 }
 
-const char *cfg_suggest_name(const char *name, const char *const *names, size_t n,
-                             int *distance) {
+const char *cfg_suggest_name(const char *name, const char *const *names, size_t n, int *distance) {
   const char *best = NULL;
   int best_d = 99;
   for (size_t i = 0; i < n; i++) {
