@@ -68,7 +68,7 @@ struct jsonfile_stream {
   size_t pos, end;
   bool eof;
   unsigned long long offset; /* of in[end] in the file */
-  unsigned long long file_bytes;
+  unsigned long long file_bytes; /* 0 for standard input when a pipe (not known) */
   bool gz, done; /* gzip; its last member ended at the end of the file */
   z_stream zs;
   int members; /* gzip members ended so far */
@@ -106,6 +106,13 @@ static bool trailing(const jsonfile_stream_t *s, char *why, size_t why_len) {
   if (s->members == 0 || s->zs.total_out != 0 || s->zs.total_in > 10)
     return false;
   unsigned long long at = s->offset - (s->end - s->pos) - s->zs.total_in;
+  if (s->file_bytes == 0) { /* a pipe: how many follow is not known */
+    snprintf(why, why_len,
+             "a gzip stream followed by bytes that are not a gzip member (at byte "
+             "%llu)",
+             at);
+    return true;
+  }
   unsigned long long n = s->file_bytes > at ? s->file_bytes - at : 0;
   snprintf(why, why_len, "a gzip stream followed by %llu %s not a gzip member (at byte %llu)", n,
            n == 1 ? "byte that is" : "bytes that are", at);
@@ -224,30 +231,66 @@ void jsonfile_forget_inputs(void) {
   ninputs = inputs_cap = 0;
 }
 
-jsonfile_stream_t *jsonfile_stream_open(const char *path, char *why, size_t why_len) {
+/* Standard input ("-"), read once: a pipe, a redirected file or a device
+ * such as /dev/null, but not a terminal (the run would wait on the keyboard)
+ * nor a directory. Its own descriptor (a dup), so closing the stream leaves
+ * fd 0 alone. -1 with the reason in why. */
+static int open_stdin(struct stat *st, char *why, size_t why_len) {
+  static bool taken;
+  if (taken)
+    return snprintf(why, why_len, "standard input, already read for another input"), -1;
+  if (isatty(STDIN_FILENO))
+    return snprintf(why, why_len, "a terminal (pipe the input in, or redirect a file)"), -1;
+  int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0)
+    return snprintf(why, why_len, "no standard input (%s)", strerror(errno)), -1;
+  if (fstat(fd, st) != 0 || S_ISDIR(st->st_mode)) {
+    snprintf(why, why_len, "%s", S_ISDIR(st->st_mode) ? "a directory" : strerror(errno));
+    close(fd);
+    return -1;
+  }
+  taken = true;
+  if (S_ISREG(st->st_mode)) /* `< file`: no output may replace it either */
+    remember_input(st, JSONFILE_STDIN);
+  else
+    st->st_size = 0; /* a pipe's size says nothing */
+  return fd;
+}
+
+/* Opens path ("-": standard input) for reading, checked as the inputs are. */
+static int open_input(const char *path, struct stat *st, char *why, size_t why_len) {
+  if (strcmp(path, JSONFILE_STDIN) == 0)
+    return open_stdin(st, why, why_len);
   /* Checked by path first, so that a special file is named as such whatever
    * the rights on it, and nothing is opened that could block or be consumed;
    * then again on the descriptor, opened without blocking (a FIFO put in its
    * place meanwhile), which is what is read. */
   if (jsonfile_check(path, why, why_len))
-    return NULL;
-  struct stat st;
+    return -1;
   struct statfs fs;
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     snprintf(why, why_len, "%s", strerror(errno));
-    return NULL;
+    return -1;
   }
-  if (fstat(fd, &st) != 0 || fstatfs(fd, &fs) != 0) {
+  if (fstat(fd, st) != 0 || fstatfs(fd, &fs) != 0) {
     snprintf(why, why_len, "%s", strerror(errno));
     close(fd);
-    return NULL;
+    return -1;
   }
-  if (check_regular(&st, &fs, why, why_len)) {
+  if (check_regular(st, &fs, why, why_len)) {
     close(fd);
-    return NULL;
+    return -1;
   }
-  remember_input(&st, path);
+  remember_input(st, path);
+  return fd;
+}
+
+jsonfile_stream_t *jsonfile_stream_open(const char *path, char *why, size_t why_len) {
+  struct stat st;
+  int fd = open_input(path, &st, why, why_len);
+  if (fd < 0)
+    return NULL;
   jsonfile_stream_t *s = calloc(1, sizeof *s); /* 64 KiB: not on a (SimGrid actor's) stack */
   if (!s) {
     snprintf(why, why_len, "out of memory");

@@ -19,7 +19,12 @@
  * it (jsonfile_check), so a special file can neither block nor be consumed.
  * gzip: one member or several concatenated (RFC 1952), nothing after the last
  * (trailing bytes are refused). max_bytes bounds the bytes read (inflated).
- * The file is remembered as an input (jsonfile_input_of). */
+ * The file is remembered as an input (jsonfile_input_of).
+ * The path "-" (JSONFILE_STDIN) is standard input, with the same bound and
+ * gzip rules: a pipe or a redirected file (not a terminal), read once per
+ * run (a second "-" is refused: "standard input, already read for another
+ * input"); messages name it "-", as given. */
+#define JSONFILE_STDIN "-"
 char *jsonfile_read(const char *path, size_t max_bytes, size_t *len, char *why, size_t why_len);
 
 /* The one check of an input path, without opening it: 0 for a regular file of
@@ -36,7 +41,7 @@ const char *jsonfile_input_of(dev_t dev, ino_t ino);
 void jsonfile_forget_inputs(void);
 
 /* An input file read piece by piece, for readers that stream
- * (serve_requests.c): the same checks, the same gzip rules and the same record
+ * (serve_requests.c): the same checks (and "-"), the same gzip rules and the same record
  * of inputs as jsonfile_read, with no bound on the bytes (the caller counts). */
 typedef struct jsonfile_stream jsonfile_stream_t;
 

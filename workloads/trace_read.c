@@ -696,6 +696,17 @@ int trace_parse(const char *name, const char *text, size_t len, const trace_voca
   return root ? finish(name, root, vocab, out, err) : -1;
 }
 
+/* Whether text opens as binary data, as a Chakra ET does (a varint length,
+ * then byte 0x0a), rather than as JSON text (a brace, white space or a UTF-8
+ * BOM): stdin has no name to tell an ET by, and an ET set is one file per
+ * rank, which one pipe cannot carry, so it gets its own line. */
+static bool looks_like_protobuf(const char *text, size_t len) {
+  const unsigned char *b = (const unsigned char *)text;
+  bool bom = len >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf;
+  return len >= 2 && !bom && (b[0] < 0x20 || b[0] >= 0x80) && b[0] != '\t' && b[0] != '\n' &&
+         b[0] != '\r';
+}
+
 int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, npu_err_t *err) {
   memset(out, 0, sizeof *out);
   size_t len;
@@ -705,6 +716,11 @@ int trace_read(const char *path, const trace_vocab_t *vocab, trace_t *out, npu_e
     npu_err_set(err, "%s: expected a readable trace file (.json or .json.gz), found %s",
              path, why);
     return -1;
+  }
+  if (strcmp(path, JSONFILE_STDIN) == 0 && looks_like_protobuf(text, len)) {
+    free(text);
+    return npu_err_set(err, "-: expected an npusim JSON trace on standard input, found binary "
+                            "data (a Chakra ET? Those are one file per rank: give --trace PREFIX)");
   }
   cJSON *root = jsonfile_parse(path, text, len, err);
   free(text); /* the parsed tree replaces the text */

@@ -20,6 +20,7 @@
 
 #include "cli_env.h"
 #include "commands.h"
+#include "config_schema.h"
 #include "jsonfile.h"
 #include "outfile.h"
 #include "time_limit.h"
@@ -209,6 +210,16 @@ static const command_t *find_command(const char *name) {
   return NULL;
 }
 
+/* " (did you mean \"train\"?)" for a mistyped command name, or "" when no
+ * command is that close (config_schema.h's measure, as for config keys). */
+static void command_hint(const char *name, char *buf, size_t len) {
+  const char *names[NCOMMANDS];
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    names[i] = commands[i].name;
+  const char *hint = cfg_suggest_name(name, names, NCOMMANDS, NULL);
+  snprintf(buf, len, hint ? " (did you mean \"%s\"?)" : "", hint);
+}
+
 static int parse_choice(const char *opt, const char *arg, const char *const *names, int n,
                         int *out, npu_err_t *err) {
   for (int i = 0; i < n; i++)
@@ -286,9 +297,12 @@ static int set_help(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu
 }
 
 const cli_option_t cli_options_system[] = {
-    CLI_STRING("system", "FILE", system_path, "system config (configs/systems/*.json)"), CLI_END};
+    CLI_STRING("system", "FILE", system_path,
+               "system config (configs/systems/*.json; - reads stdin)"),
+    CLI_END};
 const cli_option_t cli_options_workload[] = {
-    CLI_STRING("workload", "FILE", workload_path, "workload config (configs/workloads/*.json)"),
+    CLI_STRING("workload", "FILE", workload_path,
+               "workload config (configs/workloads/*.json; - reads stdin)"),
     CLI_END};
 const cli_option_t cli_options_set[] = {
     CLI_LIST("set", "PATH=VALUE", sets, nsets, CLI_MAX_SETS, "overrides",
@@ -308,10 +322,14 @@ const cli_option_t cli_options_fidelity[] = {
                "flow (contention on shared links; the default but for train) or analytic "
                "(alpha-beta, fast)"),
     CLI_END};
-const cli_option_t cli_options_output[] = {
-    CLI_STRING("output", "FILE", output_path,
-               "write there instead of stdout (only if the run succeeds)"),
-    CLI_END};
+const cli_option_t cli_options_output[] = {{.kind = CLI_OPT_STRING,
+                                            .name = "output",
+                                            .letter = 'o',
+                                            .value = "FILE",
+                                            .help = "write there instead of stdout (only if the "
+                                                    "run succeeds)",
+                                            .field = offsetof(cli_opts_t, output_path)},
+                                           CLI_END};
 const cli_option_t cli_options_kind[] = {
     CLI_STRING("op", "OP", op, "the collective or op"),
     CLI_STRING("dtype", "T", dtype, "data type: fp16, bf16, fp32, int8, fp8"), CLI_END};
@@ -338,7 +356,13 @@ static const cli_option_t every_command_options[] = {
     CLI_CUSTOM("time-limit", "SECONDS", required_argument, set_time_limit,
                "stop with one line and exit status 2, writing nothing, if\n"
                "the run takes longer"),
-    CLI_CUSTOM("help", NULL, no_argument, set_help, "this text"), CLI_END};
+    {.kind = CLI_OPT_CUSTOM,
+     .name = "help",
+     .letter = 'h',
+     .help = "this text",
+     .has_arg = no_argument,
+     .set = set_help},
+    CLI_END};
 
 /* A mistake in the option tables, met by every run: stops with its line. */
 static void table_mistake(const char *what, const char *name) {
@@ -368,8 +392,10 @@ static size_t command_rows(const command_t *c, const cli_option_t **rows) {
 /* Every command's rows, each once, and getopt_long's table of them: every
  * command knows every option, so one it does not take is named as unknown
  * with its value consumed, and abbreviations resolve alike for all. */
-static size_t all_rows(const cli_option_t **all, struct option *longopts) {
+static size_t all_rows(const cli_option_t **all, struct option *longopts, char *shorts) {
   size_t n = 0;
+  size_t ns = 0;
+  shorts[ns++] = ':'; /* a missing value is ':', not '?' */
   for (size_t i = 0; i < NCOMMANDS; i++) {
     const cli_option_t *rows[MAX_ROWS];
     size_t nrows = command_rows(&commands[i], rows);
@@ -384,12 +410,29 @@ static size_t all_rows(const cli_option_t **all, struct option *longopts) {
                       : rows[r]->kind == CLI_OPT_CUSTOM ? rows[r]->has_arg
                                                         : required_argument;
         longopts[n] = (struct option){rows[r]->name, has_arg, NULL, CODE_BASE + (int)n};
+        if (rows[r]->letter) { /* "o:" takes a value, "h" none */
+          shorts[ns++] = rows[r]->letter;
+          if (has_arg == required_argument)
+            shorts[ns++] = ':';
+        }
         all[n++] = rows[r];
       }
     }
   }
   longopts[n] = (struct option){NULL, 0, NULL, 0};
+  shorts[ns] = '\0';
   return n;
+}
+
+/* The row getopt_long's code names: CODE_BASE + i for a long option, the
+ * letter for a short one; NULL if none (an unknown letter). */
+static const cli_option_t *row_of_code(const cli_option_t *const *all, size_t n, int code) {
+  if (code >= CODE_BASE)
+    return code - CODE_BASE < (int)n ? all[code - CODE_BASE] : NULL;
+  for (size_t i = 0; i < n; i++)
+    if (all[i]->letter && all[i]->letter == code)
+      return all[i];
+  return NULL;
 }
 
 /* The options part of command c's help: a line per row ("  --NAME VALUE" and
@@ -400,8 +443,11 @@ static void print_option_help(FILE *f, const command_t *c) {
   char label[96] = "", text[128];
   for (size_t i = 0; i < n; i++) {
     const cli_option_t *r = rows[i];
-    snprintf(label + strlen(label), sizeof label - strlen(label), "%s--%s%s%s",
-             label[0] ? ", " : "", r->name, r->value ? " " : "", r->value ? r->value : "");
+    char letter[8] = "";
+    if (r->letter)
+      snprintf(letter, sizeof letter, "-%c, ", r->letter);
+    snprintf(label + strlen(label), sizeof label - strlen(label), "%s%s--%s%s%s",
+             label[0] ? ", " : "", letter, r->name, r->value ? " " : "", r->value ? r->value : "");
     if (!r->help && !r->describe)
       continue;
     const char *help = r->help;
@@ -460,15 +506,16 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
                          npu_err_t *err) {
   const cli_option_t *all[MAX_ROWS], *rows[MAX_ROWS];
   struct option longopts[MAX_ROWS + 1];
-  all_rows(all, longopts);
+  char shorts[2 * MAX_ROWS + 2];
+  size_t nall = all_rows(all, longopts, shorts);
   size_t nrows = command_rows(cmd, rows);
   const cli_parse_t p = {cmd, argc, argv};
   int c;
   opterr = 0; /* we print our own messages */
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
     /* '?': unknown or ambiguous, or a value given to a flag; ':': no value */
-    const cli_option_t *row = c == '?' ? NULL : all[(c == ':' ? optopt : c) - CODE_BASE];
+    const cli_option_t *row = c == '?' ? NULL : row_of_code(all, nall, c == ':' ? optopt : c);
     if (!row || !takes(rows, nrows, row)) /* a known option names itself, not its value */
       return npu_err_set(err, "npusim %s: unknown option %s%s; usage: npusim %s %s", cmd->name,
                          row ? "--" : argv[optind - 1], row ? row->name : "", cmd->name,
@@ -549,13 +596,23 @@ static int check_outputs(const cli_opts_t *o, npu_err_t *err) {
                               {"--timeseries", o->timeseries},
                               {"--emit-trace", o->emit_trace},
                               {"--list-ops", o->list_ops}};
+  /* "-" is standard input, which one input at most can read */
+  for (size_t k = 0; k < nin; k++)
+    for (size_t j = k + 1; j < nin; j++)
+      if (in[k].path && in[j].path && strcmp(in[k].path, JSONFILE_STDIN) == 0 &&
+          strcmp(in[j].path, JSONFILE_STDIN) == 0)
+        return npu_err_set(err,
+                           "%s -: expected standard input for one input at most, found %s "
+                           "- too",
+                           in[j].opt, in[k].opt);
   for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
     struct stat so, si;
-    if (!out[i].path || stat(out[i].path, &so) != 0 || !S_ISREG(so.st_mode))
+    if (!out[i].path || strcmp(out[i].path, "-") == 0 || stat(out[i].path, &so) != 0 ||
+        !S_ISREG(so.st_mode))
       continue;
     for (size_t k = 0; k < nin; k++)
-      if (in[k].path && stat(in[k].path, &si) == 0 && si.st_dev == so.st_dev &&
-          si.st_ino == so.st_ino)
+      if (in[k].path && strcmp(in[k].path, JSONFILE_STDIN) != 0 && stat(in[k].path, &si) == 0 &&
+          si.st_dev == so.st_dev && si.st_ino == so.st_ino)
         return npu_err_set(err,
                            "%s: %s: expected an output that is none of the run's inputs, found "
                            "the file of %s %s",
@@ -656,8 +713,12 @@ int cli_main(int argc, char **argv) {
       for (size_t i = 0; i < NCOMMANDS; i++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
                  commands[i].name);
-      return fail(EXIT_BAD_INPUT, "npusim help: expected one of %s, found unknown command "
-                  "\"%s\"", names, argv[2]);
+      char hint[64];
+      command_hint(argv[2], hint, sizeof hint);
+      return fail(EXIT_BAD_INPUT,
+                  "npusim help: expected one of %s, found unknown command "
+                  "\"%s\"%s",
+                  names, argv[2], hint);
     }
     if (c)
       print_command_help(stdout, c);
@@ -666,9 +727,15 @@ int cli_main(int argc, char **argv) {
     return finish_stdout();
   }
   const command_t *cmd = find_command(first);
-  if (!cmd)
-    return fail(EXIT_BAD_INPUT, "npusim: unknown %s \"%s\"; usage: npusim [--version] [--help] "
-                "COMMAND [OPTIONS]", first[0] == '-' ? "option" : "command", first);
+  if (!cmd) {
+    char hint[64] = "";
+    if (first[0] != '-')
+      command_hint(first, hint, sizeof hint);
+    return fail(EXIT_BAD_INPUT,
+                "npusim: unknown %s \"%s\"%s; usage: npusim [--version] [--help] "
+                "COMMAND [OPTIONS]",
+                first[0] == '-' ? "option" : "command", first, hint);
+  }
   return run_command(cmd, argc - 1, argv + 1);
 }
 

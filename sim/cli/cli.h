@@ -88,7 +88,9 @@ typedef struct {
  * builds getopt_long's table from every command's rows, refuses an option the
  * command's table lacks and prints the command's help from the same rows, so a
  * flag is one row and its help cannot drift from what is parsed. --time-limit
- * and --help are every command's and not listed. */
+ * and --help are every command's and not listed. A row may have a one-letter
+ * alias (-h for --help, -o for --output): the same row, parsed and helped
+ * alike. */
 typedef enum {
   CLI_OPT_END,    /* ends a table */
   CLI_OPT_GROUP,  /* the rows of another table, here */
@@ -103,6 +105,7 @@ typedef struct cli_parse cli_parse_t; /* the parse in progress (cli.c) */
 typedef struct cli_option {
   cli_opt_kind_t kind;
   const char *name;  /* --NAME */
+  char letter;       /* -L, its short alias (help lists it first), or 0 */
   const char *value; /* the value as the help names it ("FILE"); NULL: none */
   const char *help;  /* the help, lines apart by \n; NULL: on the next row's line */
   size_t field;      /* offsetof(cli_opts_t, ...) of the value */

@@ -411,8 +411,9 @@ config_doc_t *config_doc_parse(config_kind_t kind, const char *name, const char 
   doc->file = strdup(name);
   chain_t chain = {.depth = 0, .extends = 0};
   char real[PATH_MAX];
-  /* The top file is part of the chain when it exists on disk (not when fuzzing). */
-  if (realpath(name, real)) {
+  /* The top file is part of the chain when it exists on disk (not when fuzzing,
+   * nor for standard input, "-", whatever file of that name the folder holds). */
+  if (strcmp(name, JSONFILE_STDIN) != 0 && realpath(name, real)) {
     chain.real[0] = strdup(real);
     chain.shown[0] = name;
     chain.depth = 1;
@@ -521,6 +522,12 @@ int config_kind_of_path(const char *path, npu_err_t *err) {
   const char *hint_sys = cfg_schema_suggest(cfg_schema_get(CONFIG_SYSTEM), "", 0, root, &d_sys);
   const char *hint_wl = cfg_schema_suggest(cfg_schema_get(CONFIG_WORKLOAD), "", 0, root, &d_wl);
   const char *hint = (hint_wl && d_wl < d_sys) ? hint_wl : hint_sys ? hint_sys : hint_wl;
+  /* "sytem.chip...": a mistyped prefix naming the config, when nearer */
+  static const char *const prefixes[] = {"system", "workload"};
+  int d_pre;
+  const char *pre = cfg_suggest_name(root, prefixes, 2, &d_pre);
+  if (path[n] == '.' && pre && d_pre < (hint == hint_wl && hint ? d_wl : d_sys))
+    hint = pre;
   char hint_text[CFG_PATH_MAX + 32] = "";
   if (hint)
     snprintf(hint_text, sizeof hint_text, " (did you mean \"%s\"?)", hint);

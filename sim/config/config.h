@@ -28,7 +28,9 @@ typedef enum { CONFIG_SYSTEM, CONFIG_WORKLOAD, CONFIG_KIND_COUNT } config_kind_t
 typedef struct config_doc config_doc_t;
 
 /* Reads path (and the files it extends). Returns NULL and fills err on a missing
- * file, bad JSON (with line:column), a bad or cyclic "extends". */
+ * file, bad JSON (with line:column), a bad or cyclic "extends". The path "-" is
+ * standard input (jsonfile.h), named "-" in messages; the relative paths it
+ * names (extends, node types, a request trace) are from the working directory. */
 config_doc_t *config_doc_load(config_kind_t kind, const char *path, npu_err_t *err);
 
 /* Parses text as if read from a file named name, whose "extends" resolve

@@ -716,6 +716,21 @@ static bool close_enough(const char *name, int d) {
   return d <= (limit < 2 ? 2 : limit);
 }
 
+const char *cfg_suggest_name(const char *name, const char *const *names, size_t n, int *distance) {
+  const char *best = NULL;
+  int best_d = 99;
+  for (size_t i = 0; i < n; i++) {
+    int d = edit_distance(name, names[i]);
+    if (d < best_d) {
+      best_d = d;
+      best = names[i];
+    }
+  }
+  if (distance)
+    *distance = best_d;
+  return close_enough(name, best_d) ? best : NULL;
+}
+
 const char *cfg_schema_suggest(const cfg_schema_t *schema, const char *parent,
                                size_t parent_len, const char *name, int *distance) {
   const char *best = NULL;

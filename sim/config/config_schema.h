@@ -71,6 +71,11 @@ const char *cfg_path_leaf(const char *path);
 /* True if key is a direct child of the object at parent (length parent_len). */
 bool cfg_key_is_child(const cfg_key_t *key, const char *parent, size_t parent_len);
 
+/* The one of names[0..n) closest to name by the same measure as
+ * cfg_schema_suggest, or NULL if none is close enough to suggest (commands,
+ * --set's system./workload. prefixes). *distance as there. */
+const char *cfg_suggest_name(const char *name, const char *const *names, size_t n, int *distance);
+
 /* The known child name of parent closest to name (edit distance, ignoring
  * case), or NULL if none is close enough to suggest. *distance (if not NULL)
  * receives the distance of the closest name. */

@@ -431,4 +431,87 @@ check "a C1 control (U+0085) in a name is escaped" \
 # ---- extends: exactly 16 in a chain load (tests/corpus/bad/validate/extends_too_deep.json has 17)
 check "a chain of 16 extends loads" "$npusim" validate --system tests/corpus/bad/validate/extends_chain/01.json
 
+# ---- pipes (#29 item 6): "-" reads standard input, with a file's bound and gzip
+p_sys=configs/systems/ascend-910b-pod64.json
+from_args="scripts/tools/npusim-from-args --tokenizer-vocab 32000 traces/megatron/llama2-7b-mindspeed.sh"
+check "npusim-from-args SCRIPT | train --workload - = train --workload FILE" bash -c "
+  $from_args 2>/dev/null >'$tmp/fa.json' &&
+  '$npusim' train --system $p_sys --workload '$tmp/fa.json' >'$tmp/fa_file.txt' &&
+  $from_args 2>/dev/null | '$npusim' train --system $p_sys --workload - >'$tmp/fa_pipe.txt' &&
+  cmp '$tmp/fa_file.txt' '$tmp/fa_pipe.txt'"
+check "a gzip workload on stdin validates as the file" bash -c "
+  '$npusim' validate --system $sys0 --workload configs/workloads/llama2-13b.json --format json >'$tmp/v_file.json' &&
+  gzip -c configs/workloads/llama2-13b.json | '$npusim' validate --system $sys0 --workload - --format json >'$tmp/v_pipe.json' &&
+  cmp '$tmp/v_file.json' '$tmp/v_pipe.json'"
+check "--system - reads standard input too" bash -c "
+  '$npusim' validate --system - --format json <$sys0 | cmp - <('$npusim' validate --system $sys0 --format json)"
+check "replay --trace - (gzip) = replay --trace FILE" bash -c "
+  '$npusim' replay --system $sys0 --trace traces/two_ranks_p2p.json >'$tmp/r_file.txt' &&
+  gzip -c traces/two_ranks_p2p.json | '$npusim' replay --system $sys0 --trace - >'$tmp/r_pipe.txt' &&
+  cmp '$tmp/r_file.txt' '$tmp/r_pipe.txt'"
+expect_line "a Chakra ET on stdin: refused in one line" \
+  "-: expected an npusim JSON trace on standard input, found binary data (a Chakra ET? Those are one file per rank: give --trace PREFIX)" \
+  bash -c "'$npusim' replay --system $sys0 --trace - <traces/chakra/generator_allreduce.0.et"
+printf '{"extends": "configs/workloads/llama2-13b.json", "model": {"layers": 0}}' >"$tmp/ext_stdin.json"
+expect_line "stdin: errors name \"-\" and the JSON path; extends is from the working directory" \
+  '-: model.layers: expected an integer in [1, 100000], found 0' \
+  bash -c "'$npusim' validate --system $sys0 --workload - <'$tmp/ext_stdin.json'"
+expect_line "stdin: bad JSON names \"-\" with line:column" \
+  '-:1:2: expected valid JSON, found the end of the file' bash -c "printf '{' | '$npusim' validate --system -"
+expect_line "stdin: the config size bound holds" \
+  '-: expected a readable system config file, found a file over 16 MiB' \
+  bash -c "head -c 16777217 /dev/zero | '$npusim' validate --system -"
+expect_line "stdin: one input at most" \
+  '--workload -: expected standard input for one input at most, found --system - too' \
+  "$npusim" train --system - --workload -
+check "stdin: a file named - in the working directory is not read" bash -c "
+  mkdir -p '$tmp/dash' && echo '{' >'$tmp/dash/-' && cd '$tmp/dash' &&
+  '$npusim' validate --system - <'$PWD/$sys0' >/dev/null"
+
+# ---- -h and -o on every command
+for cmd in coll op replay train serve cluster calibrate validate schema; do
+  check "$cmd -h = $cmd --help" bash -c "cmp <('$npusim' $cmd -h) <('$npusim' $cmd --help)"
+  check "$cmd --help lists -h and -o" bash -c "'$npusim' $cmd --help | grep -q '^  -h, --help' &&
+    '$npusim' $cmd --help | grep -q '^  -o, --output FILE'"
+done
+check "-o FILE = --output FILE" bash -c "
+  '$npusim' validate --system $sys0 -o '$tmp/short_o.txt' &&
+  '$npusim' validate --system $sys0 --output '$tmp/long_o.txt' && cmp '$tmp/short_o.txt' '$tmp/long_o.txt'"
+expect_line "-o without a value" \
+  'npusim schema: option -o expects a value; usage: npusim schema [--format table|json]' "$npusim" schema -o
+expect_line "an unknown short option" \
+  'npusim schema: unknown option -x; usage: npusim schema [--format table|json]' "$npusim" schema -x
+
+# ---- did you mean
+expect_line "a mistyped command" \
+  'npusim: unknown command "trian" (did you mean "train"?); usage: npusim [--version] [--help] COMMAND [OPTIONS]' \
+  "$npusim" trian
+expect_line "a mistyped command after help" \
+  'npusim help: expected one of coll, op, replay, train, serve, cluster, calibrate, validate, schema, found unknown command "valdiate" (did you mean "validate"?)' \
+  "$npusim" help valdiate
+expect_line "a mistyped --set prefix" \
+  '--set: worklaod: expected a key of the system or workload config, found unknown key "worklaod" (did you mean "workload"?)' \
+  "$npusim" validate --system $sys0 --set worklaod.model.layers=2
+
+# ---- apt_missing.sh waits for the dpkg lock (fakes of apt-get, dpkg-query and sudo)
+fake=$tmp/fakeapt
+mkdir -p "$fake"
+{
+  echo '#!/bin/sh'
+  echo "n=\$(cat '$fake/tries' 2>/dev/null || echo 0); echo \$((n + 1)) >'$fake/tries'"
+  echo '[ "$n" -ge 2 ] && exit 0'
+  echo 'echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 1 (apt-get)" >&2'
+  echo 'exit 100'
+} >"$fake/apt-get"
+printf '#!/bin/sh\nexit 1\n' >"$fake/dpkg-query"
+printf '#!/bin/sh\nexec "$@"\n' >"$fake/sudo"
+chmod +x "$fake"/*
+check "apt_missing.sh: retries while the lock is held, a line on stderr each time" bash -c "
+  PATH='$fake':\$PATH APT_LOCK_POLL_S=0 scripts/apt_missing.sh pkg >/dev/null 2>'$tmp/apt.err' &&
+  [ \$(grep -c 'another apt or dpkg holds the lock; waiting' '$tmp/apt.err') -eq 2 ]"
+check "apt_missing.sh: gives up after APT_LOCK_WAIT_S with one line, exit 1" bash -c "
+  echo 0 >'$fake/tries'
+  PATH='$fake':\$PATH APT_LOCK_POLL_S=0 APT_LOCK_WAIT_S=1 scripts/apt_missing.sh pkg >/dev/null 2>'$tmp/apt.err'
+  [ \$? -eq 1 ] && tail -1 '$tmp/apt.err' | grep -q 'expected the apt/dpkg lock to be free within 1 s, found it still held'"
+
 finish "cli"

@@ -2,7 +2,8 @@
 """cli_options.py NPUSIM - every option a command's --help documents is accepted
 by that command, and every option another command documents is refused by it
 with "unknown option --NAME" (exit 2): the help texts match what the parser
-takes. Options are read from each command's "options:" section; a documented
+takes. A short alias the help lists ("-o, --output FILE") is taken as its long
+option is. Options are read from each command's "options:" section; a documented
 option must not be refused as unknown (its value may still be refused later,
 or a required option found missing). Python standard library only."""
 import os
@@ -25,24 +26,38 @@ def commands(npusim):
 
 
 def options(npusim, cmd):
-    """{name: takes_value} from the command's help."""
+    """{name: takes_value} from the command's help, and {letter: name} of its
+    short aliases."""
     out = subprocess.run([npusim, cmd, "--help"], capture_output=True, text=True,
                          check=True).stdout
-    opts = {}
+    opts, shorts = {}, {}
     for line in out.split("\noptions:\n", 1)[1].splitlines():
-        for m in re.finditer(r"(?:^  |, )--([a-z][a-z-]*)( [A-Z\[])?", line):
-            opts[m.group(1)] = m.group(2) is not None and not m.group(2).strip().startswith("[")
-    return opts
+        for m in re.finditer(r"(?:^  |, )(?:-([a-z]), )?--([a-z][a-z-]*)( [A-Z\[])?", line):
+            opts[m.group(2)] = m.group(3) is not None and not m.group(3).strip().startswith("[")
+            if m.group(1):
+                shorts[m.group(1)] = m.group(2)
+    return opts, shorts
 
 
 def main():
     npusim = os.path.abspath(sys.argv[1])
     scratch = tempfile.TemporaryDirectory()
-    per_cmd = {c: options(npusim, c) for c in commands(npusim)}
+    parsed = {c: options(npusim, c) for c in commands(npusim)}
+    per_cmd = {c: p[0] for c, p in parsed.items()}
     universe = {}
     for opts in per_cmd.values():
         universe.update(opts)
     failures = checked = 0
+    for cmd, (opts, shorts) in parsed.items():
+        for letter, name in sorted(shorts.items()):
+            if name == "help":
+                continue
+            args = [cmd, f"-{letter}"] + (["x"] if opts[name] else []) + ["--time-limit", "30"]
+            rc, err = run(npusim, args, scratch.name)
+            checked += 1
+            if f"unknown option -{letter}" in err or "unknown option --" + name in err:
+                failures += 1
+                print(f"FAIL npusim {cmd} documents -{letter} but refuses it: {err.strip()}")
     for cmd, opts in per_cmd.items():
         for name, takes in sorted(universe.items()):
             if name == "help":
