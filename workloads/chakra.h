@@ -33,9 +33,13 @@
  *   METADATA_NODE   nothing to run (a zero-time delay on stream
  *                   "chakra_metadata", so what depends on it waits for its
  *                   dependencies)
+ *   is_cpu_op true  a host-side node of those four types runs as ASTRA-sim
+ *                   2.x runs it: no device work and no communication, its
+ *                   duration_micros (never a roofline) on stream
+ *                   "chakra_host", one host node at a time
  * Other node types (remote memory, storage, checkpoints) and GATHER, SCATTER,
  * BARRIER are refused in one line naming the file and node, or with skip set
- * kept as zero-time delays and counted. npusim's own attributes (written by
+ * kept as zero-time delays on stream "chakra_skipped" and counted. npusim's own attributes (written by
  * chakra_write, ignored by other tools) make its export round-trip exactly:
  * npusim_nominal_duration_s (double: the op at the chip model's speed, which
  * the replaying system's chip.variation then slows as train's did; other
@@ -49,8 +53,12 @@
  * the trace model bounds them (comm_size 1 to 1e15 bytes, durations up to
  * 1e12 us, node ids below 2^31).
  *
- * Not modelled: tensor inputs/outputs (IOInfo), start_time_micros, is_cpu_op
- * (CPU ops are compute like any other), attribute lists. */
+ * A file is told an ET by its structure (length-delimited messages of
+ * protobuf fields), not by GlobalMetadata's version, which Chakra's PyTorch
+ * converter leaves out.
+ *
+ * Not modelled: tensor inputs/outputs (IOInfo), start_time_micros, attribute
+ * lists. */
 #ifndef NPUSIM_CHAKRA_H
 #define NPUSIM_CHAKRA_H
 

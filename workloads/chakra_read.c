@@ -157,7 +157,7 @@ typedef struct {
   long ndeps; /* ctrl_deps and data_deps listed (read by take_deps) */
   uint64_t duration_us;
   attr_t comm_type, comm_size, comm_src, comm_dst, comm_tag, pg_name, num_ops, tensor_size, root,
-      stream, nominal_s, kind, algo;
+      stream, nominal_s, kind, algo, is_cpu_op;
 } node_t;
 
 /* An AttributeProto: its name and a scalar value (lists are skipped). */
@@ -244,7 +244,8 @@ static void keep_attr(node_t *n, const attr_t *a) {
                {"npusim_stream", offsetof(node_t, stream)},
                {CHAKRA_ATTR_NOMINAL_S, offsetof(node_t, nominal_s)},
                {"npusim_kind", offsetof(node_t, kind)},
-               {"npusim_algo", offsetof(node_t, algo)}};
+               {"npusim_algo", offsetof(node_t, algo)},
+               {"is_cpu_op", offsetof(node_t, is_cpu_op)}};
   for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
     if (name_is(&a->name, known[k].name))
       *(attr_t *)((char *)n + known[k].offset) = *a;
@@ -603,6 +604,17 @@ static int get_size(const ctx_t *c, const node_t *n, double *bytes) {
   return 0;
 }
 
+/* A node npusim does not model, kept under --chakra-skip: a zero-time delay
+ * on stream "chakra_skipped", counted; what depends on it still waits for
+ * its dependencies. */
+static int put_skipped(job_t *j, rank_t *rk, trace_op_t *op) {
+  j->skipped++;
+  op->kind = 0;
+  op->type = TRACE_OP_DELAY;
+  op->stream = intern(&rk->p->streams, &rk->p->nstreams, &rk->streams, "chakra_skipped");
+  return 0;
+}
+
 static int put_coll(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace_op_t *op) {
   int64_t ct = n->comm_type.has_int ? n->comm_type.ival : -1;
   if (!n->comm_type.has_int)
@@ -613,6 +625,8 @@ static int put_coll(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace
     return fail(c, "comm_type", "et_def.proto's CollectiveCommType (0-9), found %" PRId64, ct);
   const char *kind = chakra_coll_npusim[ct];
   op->kind = kind ? find_coll(j->vocab, kind) : -1;
+  if (op->kind < 0 && j->o->skip) /* GATHER, SCATTER, BARRIER: as the node types */
+    return put_skipped(j, rk, op);
   if (op->kind < 0)
     return fail(c, "comm_type",
                 "a collective npusim models (ALL_REDUCE, REDUCE, ALL_GATHER, "
@@ -662,12 +676,30 @@ static int put_p2p(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace_
   return set_stream(rk, c, n, op, send ? "send" : "recv");
 }
 
+/* A host-side node (is_cpu_op true), as ASTRA-sim 2.x's Workload::issue
+ * takes it whatever its type: no device work and no communication, only its
+ * recorded duration_micros on the host (replayed, never a roofline), one
+ * such node at a time; a delay on stream "chakra_host", zero-time where it
+ * records none, what depends on it waiting for it. */
+static int put_host(rank_t *rk, const ctx_t *c, const node_t *n, trace_op_t *op) {
+  if (n->duration_us > (uint64_t)MAX_DURATION_US)
+    return fail(c, "duration_micros", "at most %g, found %" PRIu64, MAX_DURATION_US,
+                n->duration_us);
+  op->type = TRACE_OP_DELAY;
+  op->duration_us = (double)n->duration_us;
+  op->stream = intern(&rk->p->streams, &rk->p->nstreams, &rk->streams, "chakra_host");
+  return 0;
+}
+
 /* The node as op: its kind and fields, label and stream. */
 static int put_node(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace_op_t *op) {
   if (n->id > INT32_MAX)
     return fail(c, "id", "a node id below 2^31, found %" PRIu64, n->id);
   op->id = (int)n->id;
   op->label = label_of(&n->name);
+  bool host = n->is_cpu_op.has_int && n->is_cpu_op.ival != 0;
+  if (host && n->type >= CHAKRA_NODE_COMP && n->type <= CHAKRA_NODE_COLL)
+    return put_host(rk, c, n, op);
   switch (n->type) {
   case CHAKRA_NODE_METADATA: /* nothing to run; what depends on it still waits for its deps */
     op->type = TRACE_OP_DELAY;
@@ -686,10 +718,7 @@ static int put_node(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace
                   "a node type npusim models (COMP_NODE, COMM_COLL_NODE, "
                   "COMM_SEND_NODE, COMM_RECV_NODE), found %s (--chakra-skip keeps it as a delay)",
                   chakra_node_type_names[n->type]);
-    j->skipped++;
-    op->type = TRACE_OP_DELAY;
-    op->stream = intern(&rk->p->streams, &rk->p->nstreams, &rk->streams, "chakra_skipped");
-    return 0;
+    return put_skipped(j, rk, op);
   }
 }
 
@@ -1137,23 +1166,53 @@ static int read_rank(job_t *j, int rank, npu_err_t *err) {
 
 /* ---- the whole trace ---- */
 
-/* The first bytes of a file (gunzipped) look like an ET: not JSON, a varint
- * length, then GlobalMetadata's field 1 (version, which Chakra's writers always
- * set; a stream of zero bytes is not an ET). */
+/* Whether b holds protobuf fields as far as it goes: each a key of a field
+ * number >= 1 and wire type 0, 1, 2 or 5, its value within b. With cut (b is
+ * the end of a head read short of the file) a last field may run past b. */
+static bool fields_walk(buf_t b, bool cut) {
+  while (b.p < b.end) {
+    uint64_t key;
+    if (get_varint(&b, &key))
+      return cut;
+    int wire = (int)(key & 7);
+    if (key >> 3 == 0 || !(wire == 0 || wire == 1 || wire == 2 || wire == 5))
+      return false;
+    if (skip_field(&b, wire))
+      return cut;
+  }
+  return true;
+}
+
+/* The first bytes of a file (gunzipped, up to 4 KiB) look like an ET, told by
+ * structure, not by any field's value (Chakra's PyTorch converter writes no
+ * version): a chain of length-delimited messages whose contents are protobuf
+ * fields, at least one not empty (zero bytes are empty messages without end).
+ * A head cut at 4 KiB may end inside a message; a corrupt gzip shorter than
+ * that is left to the JSON reader, which says so. JSON text fails the walk
+ * at a ',' (wire type 4, a group's end) or a key or length past its end. */
 static bool looks_like_et(const char *path) {
   gzFile gz = gzopen(path, "rb");
   if (!gz)
     return false;
-  uint8_t head[16];
+  uint8_t head[4096];
   int n = gzread(gz, head, sizeof head);
   gzclose(gz);
-  if (n < 1 || head[0] == '{' || head[0] == ' ' || head[0] == '\n' || head[0] == '\t')
-    return false;
-  buf_t b = {head, head + n};
-  uint64_t len;
-  if (get_varint(&b, &len))
-    return false;
-  return len >= 2 && b.p < b.end && *b.p == 0x0a;
+  bool cut = n == (int)sizeof head, filled = false;
+  buf_t b = {head, head + (n > 0 ? n : 0)};
+  while (b.p < b.end) {
+    uint64_t len;
+    if (get_varint(&b, &len))
+      return cut && filled;
+    bool whole = len <= (uint64_t)(b.end - b.p);
+    if (!whole && !cut)
+      return false;
+    buf_t msg = {b.p, whole ? b.p + len : b.end};
+    if (!fields_walk(msg, !whole))
+      return false;
+    filled = filled || len > 0;
+    b.p = msg.end;
+  }
+  return filled;
 }
 
 /* PREFIX of a file named PREFIX.<rank>.et or .et.gz; false if not so named. */

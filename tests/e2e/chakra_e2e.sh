@@ -225,4 +225,76 @@ expect_line "ASTRA-sim's custom ring all-reduce: sends that wait for their recei
   "$astra/custom_ring_allreduce_8npus_1MB/custom_allreduce.0.et: node 1 \"COMM_RECV_NODE_tb0_step1\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
   $npusim replay --system $sys --trace $astra/custom_ring_allreduce_8npus_1MB/custom_allreduce
 
+# Chakra's own sets (tests/data/chakra/chakra/, commit in its SOURCE): every
+# set its ET generator writes, each replaying in both fidelities, kept as
+# zero-time delays with --chakra-skip, or refused for the reason docs/interop.md
+# gives (ASTRA-sim cannot run those either).
+gen=tests/data/chakra/chakra/generator
+replays="ALL_GATHER ALL_REDUCE ALL_TO_ALL BROADCAST REDUCE_SCATTER one_comp_node one_metadata_node_all_types two_comp_nodes_dependent two_comp_nodes_independent"
+skipped="BARRIER one_remote_mem_load_node one_remote_mem_store_node"
+refused="one_comm_send_node one_comm_recv_node"
+check "every Chakra generator set is tested here" test "$(ls $gen | sort | tr '\n' ' ')" = \
+  "$(echo $replays $skipped $refused | tr ' ' '\n' | sort | tr '\n' ' ')"
+gen_step() { # gen_step SET STEP_US FIDELITY [OPTION]: the set replays on 8 ranks in STEP_US (None: > 0)
+  python3 -c '
+import json, subprocess, sys
+want, cmd = sys.argv[1], sys.argv[2:]
+r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+us = r["step_time_s"] * 1e6
+assert len(r["per_rank"]) == 8 and (us > 0 if want == "None" else abs(us - float(want)) < 1e-9), (us, len(r["per_rank"]))
+' "$2" $npusim replay --system $sys --trace "$gen/$1/$1" --fidelity "$3" --format json ${4-}
+}
+for set in $replays; do
+  case $set in
+  one_comp_node) us=5 ;; two_comp_nodes_*) us=10 ;; one_metadata_node_all_types) us=0 ;; *) us=None ;;
+  esac
+  for fid in analytic flow; do
+    check "Chakra generator set $set replays ($fid)" gen_step $set $us $fid
+  done
+done
+for set in $skipped; do
+  check "Chakra generator set $set: --chakra-skip keeps its 8 nodes as zero-time delays" gen_step $set 0 analytic --chakra-skip
+  check "... and says so" sh -c "$npusim replay --system $sys --trace $gen/$set/$set --chakra-skip 2>&1 >/dev/null \
+    | grep -q '^npusim replay: --chakra-skip: 8 Chakra nodes npusim does not model'"
+done
+expect_line "Chakra generator BARRIER, without --chakra-skip" \
+  "$gen/BARRIER/BARRIER.0.et: node 104 \"BARRIER\": comm_type: expected a collective npusim models (ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER), found BARRIER" \
+  $npusim replay --system $sys --trace $gen/BARRIER/BARRIER
+expect_line "Chakra generator remote memory, without --chakra-skip" \
+  "$gen/one_remote_mem_load_node/one_remote_mem_load_node.0.et: node 8 \"MEM_LOAD_NODE\": type: expected a node type npusim models (COMP_NODE, COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE), found MEM_LOAD_NODE (--chakra-skip keeps it as a delay)" \
+  $npusim replay --system $sys --trace $gen/one_remote_mem_load_node/one_remote_mem_load_node
+expect_line "Chakra generator send: no comm_dst (nor comm_size; ASTRA-sim refuses it too)" \
+  "$gen/one_comm_send_node/one_comm_send_node.0.et: node 112 \"COMM_SEND_NODE\": comm_dst: expected another rank of the 8 ranks, found none" \
+  $npusim replay --system $sys --trace $gen/one_comm_send_node/one_comm_send_node --chakra-skip
+expect_line "Chakra generator recv: no comm_src" \
+  "$gen/one_comm_recv_node/one_comm_recv_node.0.et: node 120 \"COMM_RECV_NODE\": comm_src: expected another rank of the 8 ranks, found none" \
+  $npusim replay --system $sys --trace $gen/one_comm_recv_node/one_comm_recv_node --chakra-skip
+mk gskip "et_bytes([{'id': 5, 'type': 'COMM_COLL_NODE', 'attr': [('comm_type', 'int64', 3), ('comm_size', 'uint64', 8)]}, {'id': 6, 'type': 'COMM_COLL_NODE', 'data_deps': [5], 'attr': [('comm_type', 'int64', 4), ('comm_size', 'uint64', 8)]}, {'id': 7, 'type': 'COMP_NODE', 'duration_micros': 3, 'data_deps': [6]}])"
+check "--chakra-skip keeps GATHER and SCATTER as zero-time delays, their dependants waiting" sh -c "$npusim replay \
+  --system $sys --trace $tmp/gskip/x --chakra-skip --fidelity analytic --format json 2>/dev/null | grep -q '\"step_time_s\": 3e-06'"
+
+# Chakra's PyTorch-converted feeder test trace: told an ET by its structure (its
+# metadata has no version), its host-side nodes kept as ASTRA-sim keeps them,
+# then refused on the converter's dangling ctrl_deps (nodes it dropped).
+feeder=tests/data/chakra/chakra/feeder_tests_trace/chakra.0.et.gz
+expect_line "Chakra's feeder trace: an ET without a version, refused on a dependency the converter dropped" \
+  "$feeder: node 216 \"aten::flatten_dense_tensors(0)\": ctrl_deps: expected ids of nodes in this file, found 3" \
+  $npusim replay --system $sys --trace $feeder
+mk nover "join_et([b''] + split_et(et_bytes([{'id': 1, 'type': 'COMP_NODE', 'duration_micros': 4}]))[1:])"
+check "an ET file whose metadata is empty is an ET" sh -c "$npusim replay --system $sys --trace $tmp/nover/x.0.et \
+  --fidelity analytic --format json | grep -q '\"step_time_s\": 4e-06'"
+mk brace "join_et([length_field(1, b'v' * 121)] + split_et(et_bytes([{'id': 1, 'type': 'COMP_NODE', 'duration_micros': 4}]))[1:])"
+check "... and one whose first byte is '{' (metadata of 123 bytes)" sh -c "head -c 1 $tmp/brace/x.0.et | grep -q '{' && \
+  $npusim replay --system $sys --trace $tmp/brace/x.0.et --fidelity analytic --format json | grep -q '\"step_time_s\": 4e-06'"
+
+# host-side nodes (is_cpu_op true) as ASTRA-sim runs them: no device work, no
+# communication, their duration_micros on one host stream, never a roofline
+host="[{'id': 1, 'name': 'c10d::allreduce_', 'type': 'COMM_COLL_NODE', 'duration_micros': 7, 'attr': [('is_cpu_op', 'bool', True)]},
+       {'id': 2, 'name': 'aten::mm', 'type': 'COMP_NODE', 'duration_micros': 7, 'attr': [('is_cpu_op', 'bool', True), ('num_ops', 'int64', 10**15)]},
+       {'id': 3, 'name': 'kernel', 'type': 'COMP_NODE', 'duration_micros': 5, 'data_deps': [1], 'attr': [('is_cpu_op', 'bool', False)]},
+       {'id': 4, 'type': 'COMM_SEND_NODE', 'attr': [('is_cpu_op', 'bool', True)]}]"
+mk host "et_bytes($host)"
+check "host-side nodes: their durations on one host stream, a kernel waiting for its host node" sh -c "$npusim replay \
+  --system $sys --trace $tmp/host/x --fidelity analytic --format json | grep -q '\"step_time_s\": 1.4e-05'"
+
 finish chakra_e2e
