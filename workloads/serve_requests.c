@@ -115,11 +115,12 @@ static int set_field(serve_request_t *q, int col, double v, const char *found, c
 
 static int jsonl_row(const char *path, long line, char *text, size_t len, serve_request_t *q,
                      npu_err_t *err) {
-  npu_err_t e = {""};
+  npu_err_t e; /* filled on failure only: no 1 KiB clear per request row */
   cJSON *o = jsonfile_parse("", text, len, &e);
-  int skip = strncmp(e.msg, ":1:", 3) == 0 ? 2 : 0;
-  if (!o) /* e is ":1:COL: expected ..." for this one line, cut as it always was */
+  if (!o) { /* e is ":1:COL: expected ..." for this one line, cut as it always was */
+    int skip = strncmp(e.msg, ":1:", 3) == 0 ? 2 : 0;
     return npu_err_set(err, "%s:%ld%.*s", path, line, NPU_JSONL_ERR - 1 - skip, e.msg + skip);
+  }
   int rc = 0;
   if (!cJSON_IsObject(o)) {
     npu_err_set(err, "%s:%ld: expected an object {\"arrival_s\": ..., \"prompt_tokens\": "

@@ -61,7 +61,7 @@ static int plan_inst(replay_plan_t *pl, inst_t *x, const char *name, int rank, i
   const int *members = cm->groups[x->group];
   int g = cm->sizes[x->group];
   coll_cfg_t cfg = pl->sys->coll;
-  npu_err_t why = {""};
+  npu_err_t why; /* read only after a failure, which fills it */
   bool spans = false;
   for (int m = 1; m < g; m++)
     spans = spans || topo_server_of(pl->topo, members[m]) != topo_server_of(pl->topo, members[0]);

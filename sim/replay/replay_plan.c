@@ -75,7 +75,7 @@ static double **cost_on_chip(const replay_plan_t *pl, int k, const char *name, n
         continue;
       op_desc_t d;
       replay_op_desc(op, &d);
-      npu_err_t why = {""};
+      npu_err_t why; /* read only when op_check fills it: no 1 KiB clear per op */
       if (op_check(model, &d, &why)) { /* "shape: ..." names the field */
         npu_err_set(err, "%s: rank %d op %d: %s", name, rank, op->id, why.msg);
         rc = -1;

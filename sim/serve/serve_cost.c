@@ -147,7 +147,7 @@ static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, d
     return 0;
   coll_req_t req = {.op = op, .bytes = bytes};
   coll_plan_t plan;
-  npu_err_t err = {""};
+  npu_err_t err; /* never read: auto selection always plans a group */
   if (coll_plan_group(c->topo, &c->sys->coll, members, g, &req, &plan, &err))
     return 0; /* not reached: auto selection always plans a group */
   double t = coll_analytic_time(c->topo, &c->sys->coll, &plan.sched, NULL);
