@@ -401,6 +401,23 @@ static int check_completed(const sim_t *s, npu_err_t *err) {
          SERVE_SIM_INTERNAL;
 }
 
+/* Queues every request that arrives at the instant of request *next, then
+ * lets the entry pool's instances start: requests that arrive together are
+ * scheduled together (a closed batch prefills in one iteration when the
+ * budget allows), not one iteration for the first and another for the rest. */
+static void admit_arrivals(sim_t *s, long *next, serve_pool_kind_t entry, double now) {
+  const serve_requests_t *reqs = s->reqs;
+  double at_s = reqs->v[*next].arrival_s;
+  long first = *next;
+  do {
+    s->seqs[*next].arrival_s = now;
+    s->active++;
+    enqueue(s, pick_instance(s, entry), (*next)++);
+  } while (*next < reqs->n && reqs->v[*next].arrival_s == at_s);
+  for (long r = first; r < *next; r++) /* a second kick of one instance finds nothing new */
+    kick(s, s->seqs[r].inst, now);
+}
+
 /* The event loop: arrivals and events in time order (an arrival first on a
  * tie). Returns 0 or a refusal, as serve_sim_run. */
 static int run_events(sim_t *s, npu_err_t *err) {
@@ -416,11 +433,7 @@ static int run_events(sim_t *s, npu_err_t *err) {
       double now = reqs->v[next].arrival_s - s->epoch_s;
       if (!(now < max))
         return refuse_busy(s, err);
-      int i = pick_instance(s, entry);
-      s->seqs[next].arrival_s = now;
-      s->active++;
-      enqueue(s, i, next++);
-      kick(s, i, now);
+      admit_arrivals(s, &next, entry, now);
       continue;
     }
     event_t ev = heap_pop(&s->events);

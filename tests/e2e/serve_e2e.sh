@@ -355,4 +355,22 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 for k in ("ttft_s", "tpot_s", "e2e_s"):
     assert a[k] == b[k], (k, a[k], b[k])' "$tmp/rate1e-9.json" "$tmp/rate1e-5.json"
 
+# Requests that arrive at the same instant are scheduled together: eight
+# prompts at t=0 within the token budget prefill in one iteration (before, the
+# first arrival started an iteration alone and the other seven waited for it).
+$serve --set workload.serving.requests.rate_per_s=0 --set workload.serving.requests.count=8 \
+  --set workload.serving.scheduler.chunked_prefill=false \
+  --set workload.serving.scheduler.max_batched_tokens=16384 \
+  --set workload.serving.requests.prompt.distribution=fixed \
+  --set workload.serving.requests.prompt.mean=1024 \
+  --set workload.serving.requests.output.distribution=fixed \
+  --set workload.serving.requests.output.mean=16 \
+  --format json --timeseries "$tmp/closed.csv" >"$tmp/closed.json"
+check "a closed batch of 8 at t=0 prefills in one iteration, all with one TTFT" python3 -c '
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert int(rows[0]["prefills"]) == 8 and float(rows[0]["start_s"]) == 0, rows[0]
+r = json.load(open(sys.argv[2]))
+assert r["ttft_s"]["min"] == r["ttft_s"]["max"], r["ttft_s"]' "$tmp/closed.csv" "$tmp/closed.json"
+
 finish serve_e2e
