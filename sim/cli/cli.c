@@ -95,7 +95,7 @@ static const command_t commands[] = {
      cmd_train_options, cmd_train, FIDELITY_ANALYTIC, false, 0, NULL},
     {"serve", "simulate inference serving: TTFT, TPOT, throughput, goodput, KV cache",
      "--system S.json --workload W.json [--slo ttft_ms=T,tpot_ms=P] [--timeseries OUT.csv] "
-     "[--chrome-trace OUT] [options]",
+     "[--requests-out OUT.csv] [--chrome-trace OUT] [options]",
      "The workload's serving section (docs/serve.md) places instances of the model on the\n"
      "system, co-located or as prefill and decode pools, and replays its requests (a trace\n"
      "or the generator) through continuous batching; every iteration is costed by the chip\n"
@@ -591,11 +591,9 @@ static int check_outputs(const cli_opts_t *o, npu_err_t *err) {
     snprintf(jobs[j], sizeof jobs[j], "%.*s", (int)strcspn(o->jobs[j], "@"), o->jobs[j]);
     in[nin++] = (struct named){"--job", jobs[j]};
   }
-  const struct named out[] = {{"--output", o->output_path},
-                              {"--chrome-trace", o->chrome_trace},
-                              {"--timeseries", o->timeseries},
-                              {"--emit-trace", o->emit_trace},
-                              {"--list-ops", o->list_ops}};
+  const struct named out[] = {{"--output", o->output_path},    {"--chrome-trace", o->chrome_trace},
+                              {"--timeseries", o->timeseries}, {"--requests-out", o->requests_out},
+                              {"--emit-trace", o->emit_trace}, {"--list-ops", o->list_ops}};
   /* "-" is standard input, which one input at most can read */
   for (size_t k = 0; k < nin; k++)
     for (size_t j = k + 1; j < nin; j++)

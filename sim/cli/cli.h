@@ -74,6 +74,7 @@ typedef struct {
   const char *emit_chakra;      /* --emit-chakra PREFIX (train) */
   const char *slo;              /* --slo ttft_ms=T,tpot_ms=P (serve) */
   const char *timeseries;       /* --timeseries FILE.csv (serve) */
+  const char *requests_out;     /* --requests-out FILE.csv (serve) */
   const char *jobs[CLI_MAX_JOBS]; /* --job FILE[@PLACEMENT] (cluster), in order */
   int njobs;
   const char *steps;            /* --steps N (cluster) */

@@ -14,6 +14,8 @@ static int write_files(const cli_opts_t *opts, const serve_report_ctx_t *ctx,
   if (opts->timeseries &&
       serve_write_timeseries(opts->timeseries, ctx, res, err))
     return CMD_CANNOT_WRITE;
+  if (opts->requests_out && serve_write_requests(opts->requests_out, ctx, res, err))
+    return CMD_CANNOT_WRITE;
   if (opts->chrome_trace &&
       serve_write_chrome(opts->chrome_trace, ctx, res, err))
     return CMD_CANNOT_WRITE;
@@ -74,4 +76,8 @@ const cli_option_t cmd_serve_options[] = {
     CLI_STRING("timeseries", "FILE", timeseries,
                "also write a CSV row per iteration: batch, tokens, KV\n"
                "blocks in use, queue (npusim-plot serve draws it)"),
+    CLI_STRING("requests-out", "FILE", requests_out,
+               "also write a CSV row per request: instance, queueing\n"
+               "delay, TTFT, TPOT, end to end, preemptions, the SLO\n"
+               "limits it missed (npusim-plot serve draws their CDFs)"),
     CLI_END};

@@ -78,6 +78,13 @@ static double tpot_of(const serve_req_result_t *q) {
   return q->output_tokens > 1 ? q->decode_s / (q->output_tokens - 1) : 0;
 }
 
+/* Which limits of slo request q missed: SLO_MISSED_TTFT | SLO_MISSED_TPOT, or 0. */
+enum { SLO_MISSED_TTFT = 1, SLO_MISSED_TPOT = 2 };
+static int slo_missed(const serve_slo_t *slo, const serve_req_result_t *q) {
+  return (slo->ttft_s > 0 && !(q->ttft_s <= slo->ttft_s) ? SLO_MISSED_TTFT : 0) |
+         (slo->tpot_s > 0 && !(tpot_of(q) <= slo->tpot_s) ? SLO_MISSED_TPOT : 0);
+}
+
 int serve_summarise(const serve_sim_result_t *r, long npus, long instances, const serve_slo_t *slo,
                     const chip_cfg_t *chip, double switch_W, serve_summary_t *out) {
   memset(out, 0, sizeof *out);
@@ -102,9 +109,7 @@ int serve_summarise(const serve_sim_result_t *r, long npus, long instances, cons
       tpot[ntpot++] = tpot_of(q);
     in_tokens += q->prompt_tokens;
     out_tokens += q->output_tokens;
-    bool good = (slo->ttft_s <= 0 || ttft[n] <= slo->ttft_s) &&
-                (slo->tpot_s <= 0 || tpot_of(q) <= slo->tpot_s);
-    out->good += good;
+    out->good += slo_missed(slo, q) == 0;
     n++;
   }
   out->completed = n;
@@ -339,6 +344,41 @@ int serve_write_timeseries(const char *path, const serve_report_ctx_t *ctx,
     fprintf(o, "%.9f,%.9f,%s,%d,%d,%d,%d,%d,%ld,%.6f,%ld\n", l->start_s, l->end_s,
             serve_pool_kind_names[p->kind], index, l->engine, l->decodes, l->prefills, l->tokens,
             l->kv_used_blocks, blocks > 0 ? (double)l->kv_used_blocks / blocks : 0, l->waiting);
+  }
+  return outfile_commit(f, err);
+}
+
+/* A time in seconds, or nothing for one not known (NAN). */
+static void put_time(FILE *o, double t_s) {
+  if (!isnan(t_s))
+    fprintf(o, "%.9f", t_s);
+}
+
+int serve_write_requests(const char *path, const serve_report_ctx_t *ctx,
+                         const serve_sim_result_t *r, npu_err_t *err) {
+  static const char *const slo_words[] = {"met", "ttft", "tpot", "ttft+tpot"};
+  bool has_slo = ctx->slo->ttft_s > 0 || ctx->slo->tpot_s > 0;
+  outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err);
+  if (!f)
+    return -1;
+  FILE *o = outfile_stream(f);
+  fprintf(o, "request,arrival_s,prompt_tokens,output_tokens,pool,instance,decode_pool,"
+             "decode_instance,queue_s,ttft_s,tpot_s,e2e_s,preemptions,slo_missed\n");
+  for (long i = 0; i < r->nreq; i++) {
+    const serve_req_result_t *q = &r->req[i];
+    int at, dat;
+    const serve_sim_pool_t *p = instance_pool(ctx, q->instance, &at);
+    const serve_sim_pool_t *dp = instance_pool(ctx, q->decode_instance, &dat);
+    fprintf(o, "%ld,%.9f,%d,%d,%s,%d,%s,%d,", i, q->arrival_s, q->prompt_tokens, q->output_tokens,
+            serve_pool_kind_names[p->kind], at, serve_pool_kind_names[dp->kind], dat);
+    put_time(o, q->queue_s);
+    fputc(',', o);
+    put_time(o, q->ttft_s);
+    fputc(',', o);
+    put_time(o, q->output_tokens > 1 && !isnan(q->decode_s) ? tpot_of(q) : NAN);
+    fputc(',', o);
+    put_time(o, q->e2e_s);
+    fprintf(o, ",%d,%s\n", q->preemptions, has_slo ? slo_words[slo_missed(ctx->slo, q)] : "");
   }
   return outfile_commit(f, err);
 }

@@ -57,6 +57,14 @@ typedef struct {
 void serve_report(FILE *out, out_format_t format, const serve_report_ctx_t *ctx,
                   const serve_sim_result_t *r, const serve_summary_t *s);
 
+/* A CSV row per request: arrival, tokens, the instance that prefilled it and
+ * the one that decoded it, queueing delay (arrival to its first iteration),
+ * TTFT, TPOT, end to end, preemptions, and which SLO limits it missed ("met",
+ * "ttft", "tpot", "ttft+tpot"; empty without --slo). Times of a request that
+ * did not get there are empty. Returns 0, or -1 with the reason in err. */
+int serve_write_requests(const char *path, const serve_report_ctx_t *ctx,
+                         const serve_sim_result_t *r, npu_err_t *err);
+
 /* The iteration log as CSV, and as a Chrome trace (a process per instance, a
  * thread per virtual engine); all or nothing (outfile.h). Return 0, or -1
  * with "PATH: cannot write: ..." in err. */

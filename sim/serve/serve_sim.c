@@ -46,6 +46,10 @@ static void enqueue(sim_t *s, int i, long r) {
   q->inst = i;
   q->engine = be;
   q->group = bg;
+  serve_req_result_t *res = &s->out->req[r];
+  if (res->instance < 0)
+    res->instance = i;
+  res->decode_instance = i; /* the last to hold it decodes it */
   group_t *gr = &in->engines[be].groups[bg];
   gr->load++;
   in->outstanding++;
@@ -110,6 +114,16 @@ static long waiting_at(const inst_t *in) {
   return w;
 }
 
+/* The queueing delay of the requests in a group's batch that start now for
+ * the first time. */
+static void mark_started(sim_t *s, const group_t *gr, double now) {
+  for (long k = 0; k < gr->sched.n; k++) {
+    long r = gr->sched.v[k];
+    if (isnan(s->out->req[r].queue_s))
+      s->out->req[r].queue_s = now - s->seqs[r].arrival_s;
+  }
+}
+
 /* Starts an iteration of engine e of instance i at time now, if it has work. */
 static void try_start(sim_t *s, int i, int e, double now) {
   inst_t *in = &s->insts[i];
@@ -123,6 +137,7 @@ static void try_start(sim_t *s, int i, int e, double now) {
   for (int g = 0; g < p->dp; g++) {
     group_t *gr = &en->groups[g];
     serve_sched_group(s, in, en, gr, g);
+    mark_started(s, gr, now);
     batches[g] = gr->batch;
     decodes += gr->batch.decodes;
     prefills += gr->batch.prefills;
@@ -320,6 +335,9 @@ static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
                                           .decode_s = NAN,
                                           .e2e_s = NAN,
                                           .end_s = NAN,
+                                          .queue_s = NAN,
+                                          .instance = -1,
+                                          .decode_instance = -1,
                                           .prompt_tokens = q->prompt_tokens,
                                           .output_tokens = q->output_tokens};
   }

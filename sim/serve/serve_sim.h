@@ -66,8 +66,11 @@ typedef struct {
   double decode_s;  /* first token to last (0 with one output token) */
   double e2e_s;     /* arrival to last token */
   double end_s;     /* the last token, seconds after the run's first arrival */
+  double queue_s;   /* arrival to the start of its first iteration */
   int prompt_tokens, output_tokens;
   int preemptions;
+  int instance;        /* where it was prefilled (over all pools, as serve_iter_log_t) */
+  int decode_instance; /* where it decoded: the same, or a decode pool's instance */
 } serve_req_result_t;
 
 /* Iterations of one kind, summed: where their time went and their batches. */

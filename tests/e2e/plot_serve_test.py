@@ -123,6 +123,23 @@ def main():
               p.returncode == 2 and p.stderr.count("\n") == 1 and
               "expected the header of npusim serve --timeseries" in p.stderr and
               not os.path.exists(os.path.join(tmp, "bad.png")), (p.returncode, p.stderr))
+        req = os.path.join(tmp, "req.csv")
+        r = subprocess.run([npusim, "serve", "--system", "configs/systems/h100-dgx.json",
+                            "--workload", "configs/workloads/serve-llama3-8b.json",
+                            "--set", "serving.requests.count=100",
+                            "--set", "serving.prefill.instances=1",
+                            "--set", "serving.decode.instances=2", "--slo", "ttft_ms=100",
+                            "--requests-out", req], capture_output=True, text=True, timeout=120)
+        check("npusim serve --requests-out: exit 0", r.returncode == 0, r.stderr)
+        p = subprocess.run([PLOT, "serve", req], capture_output=True, text=True, timeout=120)
+        check("plot serve of --requests-out: the CDFs in a non-empty PNG beside the CSV",
+              p.returncode == 0 and png(os.path.join(tmp, "req.png")), (p.returncode, p.stderr))
+        with open(bad, "w") as f:
+            f.write(open(req).readline() + "0,0,1,1,colocated,0,colocated,0,0,-1,0,0,0,met\n")
+        p = subprocess.run([PLOT, "serve", bad], capture_output=True, text=True, timeout=120)
+        check("plot serve, a request with a negative TTFT: exit 2, one line naming the row",
+              p.returncode == 2 and p.stderr.count("\n") == 1 and "bad.csv:2:" in p.stderr,
+              (p.returncode, p.stderr))
         outputs(tmp)
     print(f"plot_serve: {len(failures)} failed" if failures else "plot_serve: all passed")
     return 1 if failures else 0

@@ -373,4 +373,22 @@ assert int(rows[0]["prefills"]) == 8 and float(rows[0]["start_s"]) == 0, rows[0]
 r = json.load(open(sys.argv[2]))
 assert r["ttft_s"]["min"] == r["ttft_s"]["max"], r["ttft_s"]' "$tmp/closed.csv" "$tmp/closed.json"
 
+# --requests-out: a row per request whose latencies are the report's (the JSON
+# mean TTFT, the goodput count) and whose SLO column names the limit missed.
+$serve $small --format json --slo ttft_ms=200,tpot_ms=22 --requests-out "$tmp/req.csv" >"$tmp/req.json"
+check "--requests-out: a row per request, the report's TTFT mean and goodput" python3 -c '
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+r = json.load(open(sys.argv[2]))
+assert len(rows) == r["requests"] == 40, len(rows)
+mean = sum(float(x["ttft_s"]) for x in rows) / len(rows)
+assert abs(mean - r["ttft_s"]["mean"]) <= 1e-9, (mean, r["ttft_s"])
+met = sum(x["slo_missed"] == "met" for x in rows)
+assert met == r["good_requests"] and 0 < met < 40, (met, r["good_requests"])
+for x in rows:
+    t, p = float(x["ttft_s"]), float(x["tpot_s"]) if x["tpot_s"] else 0
+    want = "+".join(k for k, bad in (("ttft", t > 0.200), ("tpot", p > 0.022)) if bad) or "met"
+    assert x["slo_missed"] == want, x
+    assert 0 <= float(x["queue_s"]) <= t <= float(x["e2e_s"]), x' "$tmp/req.csv" "$tmp/req.json"
+
 finish serve_e2e
