@@ -38,13 +38,19 @@ import tempfile
 import threading
 import time
 
-COMMANDS = ("train", "coll", "op", "replay")
+COMMANDS = ("train", "coll", "op", "replay", "serve", "cluster")
+WORKLOAD_COMMANDS = ("train", "serve")  # the commands that take --workload (and its keys)
+# arrays of objects in a command's JSON that become numbered columns (jobs.0.slowdown)
+NUMBERED_ARRAYS = {"serve": ("pools",), "cluster": ("jobs",)}
 SPEC_KEYS = ("description", "command", "system", "workload", "options", "set", "axes",
              "points", "filter")
 # options the runner sets itself; an axis or the spec must not change them
 RESERVED_OPTIONS = ("format", "output", "set", "help", "system", "workload", "chrome-trace")
 # options whose value is a file: relative to the spec, and hashed by content
 FILE_OPTIONS = ("trace", "matrix")
+# options that name a file and a placement, FILE[@PLACEMENT], and repeat: a value is
+# one such text or an array of them
+JOB_OPTIONS = ("job",)
 
 MAX_POINTS = 1_000_000        # grid points before the filter, and values of one range
 MAX_SPEC_BYTES = 16 << 20     # a spec file
@@ -534,9 +540,10 @@ class Sweep:
         self.keys = schema_keys(npusim)
         self.options = command_options(npusim, self.command)
         self.system = self._file(spec, "system", required=True)
-        if self.command != "train" and "workload" in spec:
+        takes_workload = self.command in WORKLOAD_COMMANDS
+        if not takes_workload and "workload" in spec:
             self._bad("workload", f"no workload for npusim {self.command}", "one")
-        self.workload = self._file(spec, "workload", required=self.command == "train")
+        self.workload = self._file(spec, "workload", required=takes_workload)
         self.base_options = self._base_options(spec.get("options", {}))
         self.base_set = self._base_set(spec.get("set", {}))
         self.axes = self._axes(spec.get("axes", []))
@@ -580,7 +587,7 @@ class Sweep:
                 self._bad(where, f"an option of npusim {self.command} ({', '.join(usable)})",
                           json.dumps(path))
             return
-        kinds = ["system"] + (["workload"] if self.command == "train" else [])
+        kinds = ["system"] + (["workload"] if self.command in WORKLOAD_COMMANDS else [])
         if any(path in self.keys[k] for k in kinds):
             return
         known = sorted(set().union(*(self.keys[k] for k in kinds)))
@@ -599,9 +606,21 @@ class Sweep:
         return out
 
     def _option_value(self, opt, value):
-        """File options resolve against the spec's folder; flags are true/false."""
+        """File options resolve against the spec's folder; flags are true/false;
+        a job option is FILE[@PLACEMENT] or an array of them (FILE resolved)."""
         if opt in FILE_OPTIONS and isinstance(value, str):
             return os.path.normpath(os.path.join(self.base_dir, value))
+        if opt in JOB_OPTIONS:
+            jobs = value if isinstance(value, list) else [value]
+            if not jobs or not all(isinstance(j, str) and j and not j.startswith("@")
+                                   for j in jobs):
+                self._bad(f"--{opt}", "FILE[@PLACEMENT] or a non-empty array of them",
+                          json.dumps(value))
+            out = []
+            for j in jobs:
+                file, at, placement = j.partition("@")
+                out.append(os.path.normpath(os.path.join(self.base_dir, file)) + at + placement)
+            return out
         return value
 
     def _base_set(self, sets):
@@ -626,11 +645,12 @@ class Sweep:
             self._bad(f"{where}.values", "a non-empty array", json.dumps(values))
         path = entry["path"]
         opt = path[2:] if path.startswith("--") else None
-        values = [self._option_value(opt, v) for v in values] if opt else values
+        form = entry.get("format")
+        if opt and form is None:  # a formatted value is resolved once whole (command_line)
+            values = [self._option_value(opt, v) for v in values]
         name = entry.get("name", opt or path)
         if not isinstance(name, str) or not name:
             self._bad(f"{where}.name", "a column name", json.dumps(name))
-        form = entry.get("format")
         if form is not None and (not isinstance(form, str) or "{}" not in form or
                                  form.count("{") != 1 or form.count("}") != 1):
             self._bad(f"{where}.format", 'a text with one {} for the value ("uplink:{}")',
@@ -754,10 +774,15 @@ class Sweep:
         sets = dict(self.base_set)
         forms = {a.path: a.form for group in self.axes for a in group if a.form}
         for path, _, value in point:
+            opt = path[2:] if path.startswith("--") else None
             if path in forms:
                 value = forms[path].replace("{}", fmt(value))
-            if path.startswith("--"):
-                options[path[2:]] = value
+                if opt:
+                    value = self._option_value(opt, value)
+            if opt in JOB_OPTIONS:  # jobs add to the options' jobs: --job A --job B
+                options[opt] = list(options.get(opt, [])) + value
+            elif opt:
+                options[opt] = value
             else:
                 sets[path] = value
         args = [self.npusim, self.command, "--system", self.system]
@@ -766,6 +791,9 @@ class Sweep:
         for opt, value in options.items():
             if value is True:
                 args.append("--" + opt)
+            elif isinstance(value, list):  # a repeated option: --job A --job B
+                for v in value:
+                    args += ["--" + opt, fmt(v)]
             elif value is not False:
                 args += ["--" + opt, fmt(value)]
         for path, value in sets.items():
@@ -973,7 +1001,9 @@ def resolve(sweep, point, timeout=DEFAULT_TIMEOUT_S):
         check += ["--set", f"{path}={fmt(value)}"]
     limit = min(timeout or HELPER_TIMEOUT_S, HELPER_TIMEOUT_S)
     r = CHILDREN.run(check + ["--format", "json"], limit)
-    opts = {k: (file_digest(v) if k in FILE_OPTIONS else v) for k, v in options.items()}
+    opts = {k: (file_digest(v) if k in FILE_OPTIONS else
+                [(file_digest(j.partition("@")[0]), j.partition("@")[2]) for j in v]
+                if k in JOB_OPTIONS else v) for k, v in options.items()}
     config, error, status = None, None, None
     if r.returncode == 0 and not r.timed_out:
         try:
@@ -1185,12 +1215,18 @@ def load_record(points_dir, key):
 
 # ---- tables -------------------------------------------------------------------
 
-def flatten(value, prefix="", out=None):
+def flatten(value, prefix="", out=None, numbered=()):
     """Nested objects as dotted columns: breakdown.compute. Arrays of
-    scalars stay one JSON cell."""
+    scalars stay one JSON cell, and so do arrays of objects but those named
+    in `numbered` (top-level keys), whose items become numbered columns:
+    jobs.0.slowdown, jobs.1.slowdown."""
     out = {} if out is None else out
     if isinstance(value, dict):
         for k, v in value.items():
+            if prefix == "" and k in numbered and isinstance(v, list):
+                for i, item in enumerate(v):
+                    flatten(item, f"{k}.{i}.", out)
+                continue
             flatten(v, f"{prefix}{k}.", out)
     elif isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
         out[prefix[:-1]] = json.dumps(value, separators=(",", ":"))
@@ -1207,11 +1243,14 @@ def rows_of(index, record, names, axes):
     base.update({"status": record["status"], "error": record["error"] or ""})
     result = record.get("result")
     items = result if isinstance(result, list) else [result]
+    command = record.get("command") or [None, None]
+    numbered = NUMBERED_ARRAYS.get(command[1] if len(command) > 1 else None, ())
     rows = []
     for item in items:
         row = dict(base)
         if isinstance(item, dict):  # the axis value wins over an echo of it (coll's op)
-            row.update({k: v for k, v in flatten(item).items() if k not in row})
+            row.update({k: v for k, v in flatten(item, numbered=numbered).items()
+                        if k not in row})
         rows.append(row)
     return rows
 

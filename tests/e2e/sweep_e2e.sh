@@ -326,4 +326,38 @@ assert [int(r["rank"]) for r in rows] == list(range(1, len(rows) + 1))
 EOF
 check "plan: says how many plans it evaluated" grep -q '^npusim-plan: 9 plans evaluated on 8 NPUs' "$tmp/plan.err"
 
+# serve and cluster sweeps: the shipped specs run, their figures are columns,
+# and they say what the models say (goodput never above the offered rate, more
+# GPUs per instance sustain more; packed jobs do not interfere, spread ones slow
+# down less as the NIC gets faster), and plot.
+for spec in llama3-8b-h100-serve-rate llama3-8b-910b-pod64-cluster; do
+  "$sweep" "$root/configs/sweeps/$spec.json" --out "$tmp/$spec.out" -j 2 >/dev/null 2>"$tmp/$spec.err"
+done
+check "serve sweep: 15 points, tp 4 sustains more goodput than tp 1 at 80/s" \
+  python3 - "$tmp/llama3-8b-h100-serve-rate.out/results.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 15 and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+for r in rows:
+    assert 0 < float(r["goodput_per_s"]) <= float(r["requests_per_s"]), r
+    assert r["pools.0.tp"] == r["tp"], r
+at80 = {r["tp"]: float(r["goodput_per_s"]) for r in rows if r["rate_per_s"] == "80"}
+assert at80["4"] > at80["1"], at80
+EOF
+check "cluster sweep: packed slowdown 1, spread > 1 and falling with the NIC bandwidth" \
+  python3 - "$tmp/llama3-8b-910b-pod64-cluster.out/results.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+packed = [float(r["jobs.1.slowdown"]) for r in rows if r["placement"] == "packed"]
+spread = [float(r["jobs.1.slowdown"]) for r in rows if r["placement"] == "spread"]
+assert packed == [1.0] * 3, packed
+assert spread[0] > spread[1] > spread[2] > 1, spread
+EOF
+"$root/scripts/tools/npusim-plot" "$tmp/llama3-8b-h100-serve-rate.out" --x rate_per_s \
+  --y goodput_per_s --hue tp --out "$tmp/serve.png" >/dev/null 2>&1
+"$root/scripts/tools/npusim-plot" "$tmp/llama3-8b-910b-pod64-cluster.out" --x roce_GBps \
+  --y jobs.1.slowdown --hue placement --out "$tmp/cluster.png" >/dev/null 2>&1
+check "serve and cluster sweeps plot" sh -c "[ -s '$tmp/serve.png' ] && [ -s '$tmp/cluster.png' ]"
+
 finish sweep_e2e

@@ -103,6 +103,42 @@ class Expansion(unittest.TestCase):
         self.assertEqual(args[args.index("--set") + 1], "cluster.faults.links=uplink:0.5")
 
 
+class ServeAndCluster(unittest.TestCase):
+    def test_serve_takes_a_workload_and_its_keys(self):
+        s = sweep(command="serve", workload=os.path.join(ROOT, "configs/workloads/serve-llama3-8b.json"),
+                  axes=[{"path": "serving.requests.rate_per_s", "values": [5, 10]}])
+        args, _, _ = s.command_line(s.points()[1])
+        self.assertEqual(args[1], "serve")
+        self.assertIn("--workload", args)
+        self.assertIn("serving.requests.rate_per_s=10", args)
+
+    def test_cluster_jobs_repeat_resolved_against_the_spec_and_add_to_the_options(self):
+        s = sweep(command="cluster", workload=None,
+                  options={"job": "configs/workloads/llama3-8b-dp4.json@packed"},
+                  axes=[{"path": "--job", "name": "second", "values": ["packed", "spread"],
+                         "format": "configs/workloads/llama3-8b.json@{}"}])
+        args, _, _ = s.command_line(s.points()[1])
+        jobs = [args[i + 1] for i, a in enumerate(args) if a == "--job"]
+        self.assertEqual(jobs, [os.path.join(ROOT, "configs/workloads/llama3-8b-dp4.json@packed"),
+                                os.path.join(ROOT, "configs/workloads/llama3-8b.json@spread")])
+        self.assertEqual([v for _, _, v in s.points()[1]], ["spread"])
+
+    def test_a_job_that_is_not_file_at_placement_is_refused(self):
+        with self.assertRaisesRegex(lib.SpecError, r"--job: expected FILE\[@PLACEMENT\]"):
+            sweep(command="cluster", workload=None, options={"job": ["@packed"]},
+                  axes=[{"path": "cluster.nodes", "values": [8]}])
+
+    def test_jobs_and_pools_become_numbered_columns(self):
+        record = {"key": "k", "status": "ok", "error": None, "command": ["npusim", "cluster"],
+                  "result": {"npus": 64, "jobs": [{"slowdown": 1.0}, {"slowdown": 1.5}],
+                             "shared_links": [{"link": "a"}]}}
+        row = lib.rows_of(0, record, [], {})[0]
+        self.assertEqual((row["jobs.0.slowdown"], row["jobs.1.slowdown"]), (1.0, 1.5))
+        self.assertEqual(row["shared_links"], '[{"link":"a"}]')
+        record["command"] = ["npusim", "train"]  # other commands keep one JSON cell
+        self.assertNotIn("jobs.0.slowdown", lib.rows_of(0, record, [], {})[0])
+
+
 class Filters(unittest.TestCase):
     axes = [{"path": "parallel.tp", "name": "tp", "values": [1, 2, 4, 8]},
             {"path": "parallel.pp", "values": [1, 2, 4]},
