@@ -22,6 +22,19 @@ so `npusim serve` with the same flags gives the same numbers):
 Over --max-plans (default 200) candidates, an evenly spaced subset runs. A run
 that npusim refuses, or whose requests did not all complete, is not ranked: it
 is counted under its reason.
+
+--max-rate (the capacity question): per plan, the highest Poisson rate at
+which at least --attain (default 0.9) of the requests meet --slo. Each run
+offers requests for --window-s seconds (default 60: count = rate x window),
+so the answer is a rate the plan sustains, not a burst it absorbs: past its
+capacity C a queue grows by (rate - C) requests every second, and over 60 s
+a rate 1% over C delays the last requests by 0.6 s. (A fixed count would
+not: 300 requests at 600/s arrive within half a second, and 8 H100s clear
+that burst within the SLO although they sustain about a third of the rate.)
+The rate is bracketed by doubling (or halving) from 1 request/s, then
+bisected geometrically until the bracket is within RATE_TOLERANCE; every
+run uses the workload's seed, so the generator draws the same lengths and
+inter-arrival times scaled by 1/rate. Plans are ranked by that rate per NPU.
 A workload with serving.prefill and serving.decode gives disaggregated
 plans only (--set cannot remove a section).
 """
@@ -39,6 +52,10 @@ from collections import namedtuple
 import npusim_sweep_lib as lib
 
 PROBE_COUNT = 1  # requests in a shape's probe: it checks memory, not speed
+RATE_START = 1.0        # requests/s: the first rate --max-rate tries
+RATE_LIMITS = (1e-3, 1e6)  # requests/s: the search's bracket stops here
+MAX_RATE_COUNT = 2_000_000  # requests in one --max-rate run: the bracket stops below
+RATE_TOLERANCE = 0.02   # the bisection stops when high/low is within 1 + this
 Shape = namedtuple("Shape", "tp pp dp ep")
 
 
@@ -262,6 +279,58 @@ def run_one(npusim, base, sets, slo_text, timeout):
     return None, lib.last_line(r.stderr, f"npusim exited {r.returncode}")
 
 
+def attainment(res):
+    return res["good_requests"] / res["completed"] if res["completed"] else 0.0
+
+
+def max_rate(npusim, base, sets, slo_text, attain, window_s, timeout):
+    """(result at the highest rate that meets the SLO for `attain` of the
+    requests, with max_rate_per_s and rate_runs added; error). A plan that
+    misses at the least rate sustains 0 (its result is that run's)."""
+    runs = 0
+
+    def count(rate):
+        return max(1, math.ceil(rate * window_s))
+
+    def at(rate):
+        nonlocal runs
+        runs += 1
+        return run_one(npusim, base, sets + [f"serving.requests.rate_per_s={lib.fmt(rate)}",
+                                             f"serving.requests.count={count(rate)}"],
+                       slo_text, timeout)
+
+    def meets(res):
+        return attainment(res) >= attain
+
+    res, err = at(RATE_START)
+    if err:
+        return None, err
+    lo, lo_res, hi = (RATE_START, res, None) if meets(res) else (None, None, RATE_START)
+    while lo is None or hi is None:  # bracket: double up, or halve down
+        rate = lo * 2 if hi is None else hi / 2
+        if not RATE_LIMITS[0] <= rate <= RATE_LIMITS[1] or count(rate) > MAX_RATE_COUNT:
+            break
+        res, err = at(rate)
+        if err:
+            return None, err
+        if meets(res):
+            lo, lo_res = rate, res
+        else:
+            hi, hi_res = rate, res
+    if lo is None:  # misses even at the least rate: sustains nothing
+        return dict(hi_res if hi is not None else res, max_rate_per_s=0.0, rate_runs=runs), None
+    while hi is not None and hi / lo > 1 + RATE_TOLERANCE:
+        rate = math.sqrt(lo * hi)
+        res, err = at(rate)
+        if err:
+            return None, err
+        if meets(res):
+            lo, lo_res = rate, res
+        else:
+            hi = rate
+    return dict(lo_res, max_rate_per_s=lo, rate_runs=runs), None
+
+
 def run_all(jobs, label, tasks):
     """Runs the callables in `tasks` on `jobs` threads; their results in
     order. Interrupted, it kills the running children and re-raises."""
@@ -291,6 +360,9 @@ def reason_class(error):
 
 COLUMNS = ("rank", "plan", "npus", "goodput/s/NPU", "tokens/s/NPU", "TTFT p90 ms",
            "TPOT p90 ms", "in SLO")
+# --max-rate: the rate each plan sustains (its latencies and share at that rate)
+COLUMNS_MAX_RATE = ("rank", "plan", "npus", "max rate/s", "rate/s/NPU", "tokens/s/NPU",
+                    "TTFT p90 ms", "TPOT p90 ms", "in SLO")
 CSV_COLUMNS = ("rank", "mode", "plan", "npus", "instances", "goodput_per_s_per_npu",
                "output_tokens_per_s_per_npu", "ttft_p90_ms", "tpot_p90_ms", "good_requests",
                "completed", "set")
@@ -354,10 +426,15 @@ def plan(args, npusim, system, workload):
     enumerated = len(cands)
     cands = evenly(cands, args.max_plans)
 
-    # 3. run them
-    runs = run_all(args.jobs, "plan", [
-        (lambda c=c: run_one(npusim, base, base_sets + c.sets, args.slo or "", args.timeout))
-        for c in cands])
+    # 3. run them (--max-rate: search each one's rate)
+    if args.max_rate:
+        runs = run_all(args.jobs, "plan: max rate", [
+            (lambda c=c: max_rate(npusim, base, base_sets + c.sets, args.slo, args.attain,
+                                  args.window_s, args.timeout)) for c in cands])
+    else:
+        runs = run_all(args.jobs, "plan", [
+            (lambda c=c: run_one(npusim, base, base_sets + c.sets, args.slo or "", args.timeout))
+            for c in cands])
     rejected = {}
     ok = []
     for i, (c, (res, err)) in enumerate(zip(cands, runs)):
@@ -365,14 +442,19 @@ def plan(args, npusim, system, workload):
             ok.append((i, c, res))
         else:
             rejected.setdefault(reason_class(err), [0, c.text, err])[0] += 1
-    ok.sort(key=lambda t: (-t[2]["goodput_per_s_per_npu"], -t[2]["output_tokens_per_s_per_npu"],
-                           t[0]))
+    if args.max_rate:
+        ok.sort(key=lambda t: (-t[2]["max_rate_per_s"] / t[2]["npus"],
+                               -t[2]["output_tokens_per_s_per_npu"], t[0]))
+    else:
+        ok.sort(key=lambda t: (-t[2]["goodput_per_s_per_npu"],
+                               -t[2]["output_tokens_per_s_per_npu"], t[0]))
     shown = ok[:args.top]
     slo_text = args.slo or ""
     report(args, shown, base_sets, system, workload, rate, count, slo, enumerated, cands,
            ok, refused, rejected, every)
 
-    good = [t for t in ok if t[2]["good_requests"] > 0]
+    good = [t for t in ok if (t[2]["max_rate_per_s"] > 0 if args.max_rate
+                              else t[2]["good_requests"] > 0)]
     n_co = sum(c.mode == "colocated" for c in cands)
     kept = "" if enumerated == len(cands) else (
         f" (an evenly spaced {len(cands)} of {enumerated}; --max-plans raises the limit)")
@@ -382,7 +464,7 @@ def plan(args, npusim, system, workload):
             f"{' (co-located ones need a workload without serving.prefill/decode)' if disagg_base and modes == 'both' else ''}"
             f"; {len(ok)} simulated, "
             f"{len(cands) - len(ok)} rejected by npusim, {len(good)} with requests within the "
-            f"SLO; {time.monotonic() - start:.1f} s")
+            f"SLO{rate_note(args, ok)}; {time.monotonic() - start:.1f} s")
     for what, groups in (("shapes that do not fit", refused), ("plans", rejected)):
         for _, (n, example, line) in sorted(groups.items()):
             lib.say(f"  rejected {n} {what} (e.g. {example}): {line}")
@@ -392,6 +474,11 @@ def plan(args, npusim, system, workload):
         return 1
     if not ok:
         lib.say("npusim-plan: expected some plan npusim simulates, found none (reasons above)")
+        return 1
+    if not good and args.max_rate:
+        lib.say(f"npusim-plan: expected a plan that meets --slo {slo_text} for "
+                f"{args.attain:g} of the requests at some rate, found none (not even at "
+                f"{RATE_LIMITS[0]:g} requests/s)")
         return 1
     if not good:
         best_ttft = min(t[2]["ttft_s"]["p90"] for t in ok) * 1e3
@@ -404,8 +491,19 @@ def plan(args, npusim, system, workload):
     return 0
 
 
+def rate_note(args, ok):
+    if not args.max_rate:
+        return ""
+    return (f"; --max-rate: {sum(t[2]['rate_runs'] for t in ok)} runs, each plan's rate "
+            f"within {RATE_TOLERANCE:.0%}, {args.attain:g} of the requests within the SLO, "
+            f"arrivals over {args.window_s:g} s")
+
+
 def row_values(rank, c, r):
     return {"rank": rank, "mode": c.mode, "plan": c.text, "npus": r["npus"],
+            "max_rate_per_s": r.get("max_rate_per_s"),
+            "max_rate_per_s_per_npu": (r["max_rate_per_s"] / r["npus"]
+                                       if "max_rate_per_s" in r else None),
             "instances": r["instances"],
             "goodput_per_s_per_npu": r["goodput_per_s_per_npu"],
             "output_tokens_per_s_per_npu": r["output_tokens_per_s_per_npu"],
@@ -422,7 +520,9 @@ def report(args, shown, base_sets, system, workload, rate, count, slo, enumerate
             row.update({"pools": c.pools_json(), "set": base_sets + c.sets, "result": r})
             plans.append(row)
         doc = {"system": system["name"], "workload": workload["model"]["name"],
-               "npus": args.npus, "rate_per_s": rate, "count": count, "slo": slo,
+               "npus": args.npus, "rate_per_s": None if args.max_rate else rate,
+               "max_rate": args.max_rate, "attain": args.attain if args.max_rate else None,
+               "count": count, "slo": slo,
                "shapes": len(every), "candidates": enumerated, "evaluated": len(cands),
                "simulated": len(ok),
                "rejected": [{"count": n, "example": ex, "reason": line, "stage": stage}
@@ -431,23 +531,26 @@ def report(args, shown, base_sets, system, workload, rate, count, slo, enumerate
                "plans": plans}
         print(json.dumps(doc, indent=1))
         return
+    csv_columns = CSV_COLUMNS + (("max_rate_per_s", "max_rate_per_s_per_npu")
+                                 if args.max_rate else ())
     if args.format == "csv":
         w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(CSV_COLUMNS)
+        w.writerow(csv_columns)
         for n, (_, c, r) in enumerate(shown):
             v = row_values(n + 1, c, r)
             v["set"] = " ".join(base_sets + c.sets)
-            w.writerow([v[k] for k in CSV_COLUMNS])
+            w.writerow([v[k] for k in csv_columns])
         return
-    cells = [list(COLUMNS)]
+    cells = [list(COLUMNS_MAX_RATE if args.max_rate else COLUMNS)]
     for n, (_, c, r) in enumerate(shown):
         v = row_values(n + 1, c, r)
         share = v["good_requests"] / v["completed"] * 100 if v["completed"] else 0
-        cells.append([str(v["rank"]), v["plan"], str(v["npus"]),
-                      f"{v['goodput_per_s_per_npu']:.4f}",
-                      f"{v['output_tokens_per_s_per_npu']:.1f}", f"{v['ttft_p90_ms']:.1f}",
+        lead = ([f"{v['max_rate_per_s']:.3g}", f"{v['max_rate_per_s_per_npu']:.4f}"]
+                if args.max_rate else [f"{v['goodput_per_s_per_npu']:.4f}"])
+        cells.append([str(v["rank"]), v["plan"], str(v["npus"])] + lead +
+                     [f"{v['output_tokens_per_s_per_npu']:.1f}", f"{v['ttft_p90_ms']:.1f}",
                       f"{v['tpot_p90_ms']:.2f}", f"{share:.0f}%"])
-    widths = [max(len(r[k]) for r in cells) for k in range(len(COLUMNS))]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(cells[0]))]
     for r in cells:
         print("  ".join(c.ljust(w) if k == 1 else c.rjust(w)
                         for k, (c, w) in enumerate(zip(r, widths))).rstrip())
