@@ -243,6 +243,39 @@ expect_line "... and so it is just above the eager limit" \
   "$ring.0.et: node 1 \"COMM_RECV_NODE_tb0_step1\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
   $npusim replay --system tests/data/chakra/astra-sim-ring8.json --set collectives.p2p_eager_max_MiB=0.124 --trace $ring
 
+# eager against rendezvous where the recv comes late (rank 1 computes 50 us
+# first): the eager send ends after its path time, the rendezvous one waits
+# for the recv; every engine agrees (sweep, contended sweep, actors, flow)
+cat >"$tmp/late.json" <<'JSON'
+{"format": "npusim-trace", "version": 1, "name": "late recv", "ranks": 2, "communicators": [],
+ "programs": [
+  {"ranks": "0", "ops": [{"id": 0, "kind": "send", "peer": 1, "bytes": 131072},
+                         {"id": 1, "kind": "delay", "duration_us": 1}]},
+  {"ranks": "1", "ops": [{"id": 0, "kind": "delay", "duration_us": 50},
+                         {"id": 1, "kind": "recv", "peer": 0, "bytes": 131072}]}]}
+JSON
+late() { # late EAGER_MIB: rank 0's end in us, in each engine, one line
+  for e in "NPUSIM_ANALYTIC_CONTENTION=0" "X=0" "NPUSIM_REPLAY_ACTORS=1"; do
+    env $e $npusim replay --system tests/data/chakra/astra-sim-ring8.json --trace "$tmp/late.json" \
+      --set collectives.p2p_eager_max_MiB=$1 --fidelity analytic --format json
+  done
+  $npusim replay --system tests/data/chakra/astra-sim-ring8.json --trace "$tmp/late.json" \
+    --set collectives.p2p_eager_max_MiB=$1 --fidelity flow --format json
+}
+check "a late recv: an eager send ends without it, a rendezvous one waits (every engine)" python3 -c '
+import json, sys
+def runs(text):
+    dec, i, out = json.JSONDecoder(), 0, []
+    while text[i:].strip():
+        while text[i].isspace(): i += 1
+        r, i = dec.raw_decode(text, i)
+        out.append(tuple(round(r["per_rank"][k]["comm_s"] * 1e6, 3) for k in (0, 1)) + (round(r["step_time_s"] * 1e6, 3),))
+    return out
+eager, rdv = runs(sys.argv[1]), runs(sys.argv[2])
+assert eager == [(2.941, 0.0, 50.0)] * 4, eager  # the data waits in rank 1s buffer
+assert len(set(rdv)) == 1 and rdv[0][2] == 53.941, rdv  # the send waits 50 us for its recv
+' "$(late 4)" "$(late 0)"
+
 # Chakra's own sets (tests/data/chakra/chakra/, commit in its SOURCE): every
 # set its ET generator writes, each replaying in both fidelities, kept as
 # zero-time delays with --chakra-skip, or refused for the reason docs/interop.md
