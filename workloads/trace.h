@@ -130,6 +130,9 @@ typedef struct {
   int ndtypes;
   int default_dtype;
   int root_colls_mask;  /* bit i: collective i takes a root */
+  double eager_max_bytes; /* how the caller's sends complete: one of at most this many
+                           * bytes without its recv (eager), a larger one with it
+                           * (rendezvous; 0: every send); the cycle check follows it */
 } trace_vocab_t;
 
 extern const char *const trace_op_type_names[TRACE_OP_TYPE_COUNT];

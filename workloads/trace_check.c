@@ -2,8 +2,10 @@
  * that exist, peers and communicators that include the rank, collectives that
  * every member of a group issues alike, sends with their receives, and no cycle
  * - within a program (stream order, dependencies, events) or across ranks
- * (collectives and send/recv pairs complete together, so a rank waiting on a
- * peer that waits on it can never finish). */
+ * (collectives and rendezvous send/recv pairs complete together, so a rank
+ * waiting on a peer that waits on it can never finish). An eager send (at most
+ * trace_vocab_t.eager_max_bytes) completes on its own: only its recv waits for
+ * it, so ranks that all send before they receive are no cycle. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +147,8 @@ typedef struct {
   long *first; /* per rank: its first node */
   long nodes;
   long *parent; /* union-find: ops that complete together */
+  long *eager;  /* pairs of nodes (send, recv): the recv of an eager send waits for it */
+  size_t neager;
 } graph_t;
 
 static long find(graph_t *g, long x) {
@@ -236,6 +240,7 @@ static int match_p2p(trace_ctx_t *c, graph_t *g) {
       cap += p->ops[i].type == TRACE_OP_SEND || p->ops[i].type == TRACE_OP_RECV;
   }
   p2p_t *sends = malloc((cap + 1) * sizeof *sends), *recvs = malloc((cap + 1) * sizeof *recvs);
+  g->eager = malloc((cap + 1) * sizeof *g->eager); /* two per pair, at most cap */
   trace_pairing_t pairing;
   trace_pairing_init(&pairing, t);
   for (int r = 0; r < t->ranks; r++) {
@@ -271,8 +276,12 @@ static int match_p2p(trace_ctx_t *c, graph_t *g) {
       rc = trace_fail(c, recvs[j].rank, recvs[j].op, "bytes: expected %.0f as rank %d sends "
                       "(op %d), found %.0f", sends[i].bytes, sends[i].rank, sends[i].op,
                       recvs[j].bytes);
-    else
+    else if (sends[i].bytes <= c->vocab->eager_max_bytes) {
+      g->eager[2 * g->neager] = sends[i++].node;
+      g->eager[2 * g->neager++ + 1] = recvs[j++].node;
+    } else {
       unite(g, sends[i++].node, recvs[j++].node);
+    }
   }
   free(sends);
   free(recvs);
@@ -303,23 +312,27 @@ typedef struct {
   long *off, *succ, *indeg;
 } edges_t;
 
+static void add_edge(edges_t *e, long u, long v, bool fill_pass, long *fill) {
+  if (fill_pass) {
+    e->succ[e->off[u] + fill[u]++] = v;
+  } else {
+    e->off[u + 1]++;
+    e->indeg[v]++;
+  }
+}
+
 static void for_each_edge(graph_t *g, edges_t *e, bool fill_pass, long *fill) {
   const trace_t *t = g->t;
+  for (size_t k = 0; k < g->neager; k++)
+    add_edge(e, find(g, g->eager[2 * k]), find(g, g->eager[2 * k + 1]), fill_pass, fill);
   for (int r = 0; r < t->ranks; r++) {
     int pi = t->program_of[r];
     const trace_program_t *p = &t->programs[pi];
     for (int i = 0; i < p->nops; i++) {
       long v = find(g, g->first[r] + i);
       int n = pred_list(p, &e->pr[pi], i, e->buf);
-      for (int k = 0; k < n; k++) {
-        long u = find(g, g->first[r] + e->buf[k]);
-        if (fill_pass) {
-          e->succ[e->off[u] + fill[u]++] = v;
-        } else {
-          e->off[u + 1]++;
-          e->indeg[v]++;
-        }
-      }
+      for (int k = 0; k < n; k++)
+        add_edge(e, find(g, g->first[r] + e->buf[k]), v, fill_pass, fill);
     }
   }
 }
@@ -425,5 +438,6 @@ int trace_check(trace_ctx_t *c, const trace_t *t) {
     rc = check_cycles(c, &g);
   free(g.first);
   free(g.parent);
+  free(g.eager);
   return rc;
 }

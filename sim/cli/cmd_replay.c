@@ -25,7 +25,8 @@ static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *
     if (opts->chakra_compute || opts->comm_group || opts->chakra_skip)
       return npu_err_set(err, "--chakra-compute, --comm-group, --chakra-skip: expected a Chakra "
                          "trace with them, found the npusim trace %s", opts->trace);
-    return trace_read(opts->trace, &replay_vocab, trace, err);
+    trace_vocab_t vocab = replay_vocab_on(sys);
+    return trace_read(opts->trace, &vocab, trace, err);
   }
   chakra_opts_t co = {.comm_groups = opts->comm_group, .skip = opts->chakra_skip};
   if (opts->chakra_compute) {
@@ -41,7 +42,8 @@ static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *
   co.flops_per_s = chip_cube_peak_flops(&sys->chip, CHIP_DTYPE_BF16) * sys->chip.sustained_clock;
   co.mem_bytes_per_s = chip_hbm_effective_bw(&sys->chip);
   long skipped = 0;
-  if (chakra_read(prefix, &co, &replay_vocab, trace, &skipped, err))
+  trace_vocab_t vocab = replay_vocab_on(sys);
+  if (chakra_read(prefix, &co, &vocab, trace, &skipped, err))
     return -1;
   if (skipped)
     fprintf(stderr, "npusim replay: --chakra-skip: %ld Chakra nodes npusim does not model kept "

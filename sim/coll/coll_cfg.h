@@ -104,6 +104,9 @@ typedef struct {
   double reduce_bw_bytes_per_s;   /* local reduction throughput; 0 = inline, free */
   double compute_slowdown;        /* a compute op beside a transfer ("overlaps") takes this
                                      fraction of the shorter of the two longer */
+  double eager_max_bytes;         /* a send of at most this many bytes completes without
+                                     waiting for its recv (eager); larger ones, and all
+                                     with 0, wait for it (rendezvous) */
   coll_proto_t proto[COLL_PROTO_COUNT];
 } coll_cfg_t;
 

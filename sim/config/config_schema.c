@@ -441,6 +441,11 @@ static const cfg_key_t system_keys[] = {
         "\"overlaps\"; Megatron's overlapped TP and CP communication in train) takes this "
         "fraction of the shorter of the two longer (cores and HBM shared with the transfer's "
         "kernels); 0 = off."),
+    NUM("collectives.p2p_eager_max_MiB", "MiB", MIB, SYS(coll.eager_max_bytes), 0, 1e6, "4",
+        "A send of at most this size completes once its data is in the receiver's buffer, "
+        "without waiting for the matching recv (eager); a larger one waits for the recv "
+        "(rendezvous); 0: every send waits. Default: NCCL's staging buffer per peer "
+        "(NCCL_BUFFSIZE, 4 MiB); HCCL's HcclSend waits for its HcclRecv (set 0)."),
     PROTO("ll", COLL_PROTO_LL, "NCCL's LL protocol (8-byte flags): low latency, half the wire"),
     PROTO("ll128", COLL_PROTO_LL128, "NCCL's LL128 protocol (a flag per 128 bytes)"),
     PROTO("simple", COLL_PROTO_SIMPLE, "NCCL's Simple protocol: full bandwidth, highest latency"),

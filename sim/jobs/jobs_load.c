@@ -45,9 +45,10 @@ static int load_job(const jobs_load_opts_t *cfg, jobs_job_t *job, npu_err_t *err
   bool trace = cJSON_IsString(format) && strcmp(format->valuestring, TRACE_FORMAT) == 0;
   cJSON_Delete(root);
   int rc = 0;
+  trace_vocab_t vocab = replay_vocab_on(cfg->sys);
   if (!trace) /* the config loader names what is wrong with the file, if anything */
     rc = load_workload_job(cfg, job, err);
-  else if (trace_parse(job->spec.file, text, len, &replay_vocab, &job->trace, err))
+  else if (trace_parse(job->spec.file, text, len, &vocab, &job->trace, err))
     rc = -1;
   else if (job->trace.ranks_per_node != 0 && job->trace.ranks_per_node != cfg->sys->node.npus)
     rc = npu_err_set(err,

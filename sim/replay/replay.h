@@ -44,6 +44,15 @@
  * data types. */
 extern const trace_vocab_t replay_vocab;
 
+/* replay_vocab with the system's sends (collectives.p2p_eager_max_MiB), so a
+ * trace's cycle check knows which sends wait for their recvs as the replay will
+ * (replay_vocab alone: every send waits). */
+static inline trace_vocab_t replay_vocab_on(const system_cfg_t *sys) {
+  trace_vocab_t v = replay_vocab;
+  v.eager_max_bytes = sys->coll.eager_max_bytes;
+  return v;
+}
+
 /* The chip-model descriptor of a shaped compute op of a trace read with
  * replay_vocab. */
 void replay_op_desc(const trace_op_t *op, op_desc_t *d);

@@ -404,18 +404,58 @@ static void run_p2p_dying(actors_t *A, int rank, sg_mailbox_t box, bool send, in
   sg_actor_sleep_for(topo_path_alpha_s(on, hops, topo_route(on, src, dst, hops)));
 }
 
-/* Analytic: meet, then both wait the planned time (alone: the path time). */
+/* The mailbox where an eager message's recv learns when its data moved: name
+ * with "!". */
+static sg_mailbox_t eager_box(const char *name) {
+  char box[104];
+  snprintf(box, sizeof box, "%s!", name);
+  return sg_mailbox_by_name(box);
+}
+
+/* Posts an eager message's times (when its data started moving, when it was
+ * in the receiver's buffer) to its recv, without waiting for it. */
+static void post_delivery(const char *name, double moved_s, double arrived_s) {
+  double *times = malloc(2 * sizeof *times);
+  times[0] = moved_s;
+  times[1] = arrived_s;
+  sg_comm_detach(sg_mailbox_put_init(eager_box(name), times, 0), free);
+}
+
+/* An eager message's recv: waits for the delivery, and waits from the later of
+ * its arrival and the data's; returns when the data is in (the later of that
+ * and its arrival). */
+static double take_delivery(const char *name, replay_span_t *sp) {
+  double *times = sg_mailbox_get(eager_box(name));
+  sp->ready_s = times[0] > sp->start_s ? times[0] : sp->start_s;
+  double end = times[1] > sp->start_s ? times[1] : sp->start_s;
+  free(times);
+  return end;
+}
+
+/* Analytic: an eager send ends after the path time from its arrival, its recv
+ * when the data is in; a rendezvous pair meets, then both wait the planned time
+ * (alone: the path time). */
 static void p2p_analytic(actors_t *A, int rank, const char *name, bool send, int src, int dst,
                          double bytes, int i, replay_span_t *sp) {
+  if (replay_p2p_eager(A->pl, bytes)) {
+    if (send) {
+      sp->end_s = sp->start_s + replay_p2p_s(A->pl, rank, i, src, dst, bytes);
+      post_delivery(name, sp->start_s, sp->end_s);
+    } else {
+      sp->end_s = take_delivery(name, sp);
+    }
+    sg_actor_sleep_until(sp->end_s);
+    return;
+  }
   sp->ready_s = exchange_arrivals(name, send, sp->start_s);
   sp->end_s = sp->ready_s + replay_p2p_s(A->pl, rank, i, src, dst, bytes);
   sg_actor_sleep_until(sp->end_s);
 }
 
-/* Flow: the bytes as a SimGrid communication on the message's mailbox. */
-static void p2p_flow(actors_t *A, int rank, const char *name, bool send, int src, int dst,
-                     double bytes, int i, replay_span_t *sp) {
-  (void)i;
+/* Flow: one side of a message, its bytes as a SimGrid communication on the
+ * message's mailbox. */
+static void flow_side(actors_t *A, int rank, const char *name, bool send, int src, int dst,
+                      double bytes, replay_span_t *sp) {
   sg_mailbox_t box = sg_mailbox_by_name(name);
   if (A->pl->topo->after) {
     run_p2p_dying(A, rank, box, send, src, dst, bytes, sp);
@@ -439,6 +479,52 @@ static void p2p_flow(actors_t *A, int rank, const char *name, bool send, int src
     free(stamp);
     sg_actor_sleep_for(alpha);
   }
+}
+
+/* The receiver's buffer of an eager message (flow): it takes the data as soon
+ * as the send posts it, on the receiver's host, then tells the recv. */
+typedef struct {
+  actors_t *A;
+  char name[96];
+  int src, dst;
+  double bytes;
+} eager_buffer_t;
+
+static void eager_buffer_actor(int argc, char **argv) {
+  (void)argc, (void)argv;
+  eager_buffer_t *b = sg_actor_self_get_data();
+  replay_span_t sp = {.start_s = simgrid_get_clock()};
+  flow_side(b->A, b->dst, b->name, false, b->src, b->dst, b->bytes, &sp);
+  post_delivery(b->name, sp.ready_s, simgrid_get_clock());
+  free(b);
+}
+
+/* Flow: an eager send starts its data at once into the receiver's buffer (an
+ * actor on the receiver's host) and ends when it is there; its recv ends when
+ * both it and the data are there. A rendezvous pair moves its data once both
+ * sides are there. */
+static void p2p_flow(actors_t *A, int rank, const char *name, bool send, int src, int dst,
+                     double bytes, int i, replay_span_t *sp) {
+  (void)i;
+  if (!replay_p2p_eager(A->pl, bytes)) {
+    flow_side(A, rank, name, send, src, dst, bytes, sp);
+    return;
+  }
+  if (!send) {
+    double end = take_delivery(name, sp);
+    if (end > simgrid_get_clock())
+      sg_actor_sleep_until(end);
+    return;
+  }
+  eager_buffer_t *b = malloc(sizeof *b);
+  *b = (eager_buffer_t){.A = A, .src = src, .dst = dst, .bytes = bytes};
+  snprintf(b->name, sizeof b->name, "%s", name);
+  char host[32];
+  snprintf(host, sizeof host, "h%d", dst);
+  sg_actor_t a = sg_actor_init("eager_buffer", sg_host_by_name(host));
+  sg_actor_set_data(a, b);
+  sg_actor_start(a, eager_buffer_actor, 0, NULL);
+  flow_side(A, rank, name, true, src, dst, bytes, sp);
 }
 
 static void run_p2p(actors_t *A, int rank, int i, replay_span_t *sp) {

@@ -139,6 +139,15 @@ static inline double replay_p2p_s(const replay_plan_t *pl, int r, int i, int src
   return pl->comm_s ? pl->comm_s[r][i] : topo_path_time_s(pl->topo, src, dst, bytes);
 }
 
+/* Whether a send of bytes is eager: it ends once its data is in the receiver's
+ * buffer, without waiting for the recv, which ends when both it and the data
+ * are there (collectives.p2p_eager_max_MiB; the trace's cycle check follows
+ * the same rule, trace_vocab_t). Else rendezvous: both start when both are
+ * there. */
+static inline bool replay_p2p_eager(const replay_plan_t *pl, double bytes) {
+  return bytes <= pl->sys->coll.eager_max_bytes;
+}
+
 /* Whether a flow replay runs the collective as transfers. */
 static inline bool replay_inst_flows(const inst_t *x) {
   return x->members > 0 && x->mode == INST_FLOW;

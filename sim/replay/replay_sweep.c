@@ -6,8 +6,10 @@
  * before it on the stream and its dependencies have ended; a collective
  * starts when all its simulated members have arrived (arrivals at one
  * collective meet in order, as at a barrier) and lasts its analytic time; a
- * send and its recv (paired by trace_pairing_t) start when both are there and
- * last the path time; a step barrier ends when its last member arrives. Each
+ * rendezvous send and its recv (paired by trace_pairing_t) start when both are
+ * there and last the path time; an eager send (replay_p2p_eager) starts when
+ * it arrives and lasts the path time, its recv ends when both it and the data
+ * are there; a step barrier ends when its last member arrives. Each
  * stream moves as far as it can; a stream that stops is visited again only
  * when an op of its rank finishes (a worklist), so the work grows with the
  * ops, not with ops x streams. The same times the SimGrid actors produce,
@@ -33,11 +35,13 @@ typedef struct {
   int n, cap;
 } queue_t;
 
-/* One message (the k-th on a channel) whose first side has arrived. */
+/* One message (the k-th on a channel) one of whose sides has arrived: a
+ * rendezvous one keeps the first side, an eager one each side until its recv
+ * can end. */
 typedef struct {
   int src, dst, tag, k;
-  bool used;
-  arrival_t first;
+  bool used, has_first, has_send, has_recv;
+  arrival_t first, send, recv;
 } message_t;
 
 typedef struct {
@@ -177,16 +181,70 @@ static void arrive_barrier(sweep_t *sw, int rank, int i, double at) {
   q->n = 0;
 }
 
-/* A send or recv arrives at `at`; the second side of its message starts it. */
-static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
+/* The message send/recv op i of rank belongs to. */
+static message_t *message_of(sweep_t *sw, int rank, int pi, int i) {
   const replay_plan_t *pl = sw->pl;
   const trace_op_t *op = &pl->trace->programs[pi].ops[i];
   bool send = op->type == TRACE_OP_SEND;
   int peer = trace_peer(op, rank), src = send ? rank : peer, dst = send ? peer : rank;
   int tag = pl->pairing.tag_id[pi][op->tag], k = pl->pairing.seq[rank][i];
   message_t *m = message(sw, src, dst, tag, k);
-  if (!m->used) {
-    *m = (message_t){src, dst, tag, k, true, {rank, i, at}};
+  if (!m->used)
+    *m = (message_t){.src = src, .dst = dst, .tag = tag, .k = k, .used = true};
+  return m;
+}
+
+/* An eager message's recv ends once it has arrived and the send has ended
+ * (the data is in its buffer): at the later of the two; it waits from the
+ * later of its arrival and the send's start. Its duration for the actors
+ * (replay_contend.h) is the send's. */
+static void deliver_eager(sweep_t *sw, message_t *m) {
+  if (!m->has_send || !m->has_recv || !sw->rec->finished[m->send.rank][m->send.op] ||
+      sw->rec->finished[m->recv.rank][m->recv.op])
+    return;
+  const replay_span_t *s = &sw->rec->spans[m->send.rank][m->send.op];
+  double at = m->recv.at_s, end = s->end_s > at ? s->end_s : at;
+  double ready = s->start_s > at ? s->start_s : at;
+  if (sw->duration_s)
+    sw->duration_s[m->recv.rank][m->recv.op] = s->end_s - s->start_s;
+  resolve(sw, m->recv.rank, m->recv.op, ready, end);
+}
+
+/* An eager send or its recv arrives at `at`: the send moves its data at once. */
+static void arrive_eager(sweep_t *sw, message_t *m, int rank, int i, double at, bool send) {
+  if (!send) {
+    m->has_recv = true;
+    m->recv = (arrival_t){rank, i, at};
+    deliver_eager(sw, m);
+    return;
+  }
+  m->has_send = true;
+  m->send = (arrival_t){rank, i, at};
+  if (sw->fluid) { /* the recv is delivered when the job ends (end_next_job) */
+    int id = replay_contend_message(sw->fluid, sw->pl, rank, i, at);
+    add_owner(owners_of(sw, id, at), m->send);
+    return;
+  }
+  resolve_comm(sw, rank, i, at,
+               replay_p2p_s(sw->pl, rank, i, m->src, m->dst,
+                            sw->pl->trace->programs[sw->pl->trace->program_of[rank]].ops[i].bytes));
+  deliver_eager(sw, m);
+}
+
+/* A send or recv arrives at `at`; a rendezvous message starts with its second
+ * side. */
+static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
+  const replay_plan_t *pl = sw->pl;
+  const trace_op_t *op = &pl->trace->programs[pi].ops[i];
+  bool send = op->type == TRACE_OP_SEND;
+  message_t *m = message_of(sw, rank, pi, i);
+  if (replay_p2p_eager(pl, op->bytes)) {
+    arrive_eager(sw, m, rank, i, at, send);
+    return;
+  }
+  if (!m->has_first) {
+    m->has_first = true;
+    m->first = (arrival_t){rank, i, at};
     return;
   }
   double ready = at > m->first.at_s ? at : m->first.at_s;
@@ -197,7 +255,7 @@ static void arrive_p2p(sweep_t *sw, int rank, int pi, int i, double at) {
     add_owner(o, m->first);
     return;
   }
-  double d = replay_p2p_s(pl, rank, i, src, dst, op->bytes);
+  double d = replay_p2p_s(pl, rank, i, m->src, m->dst, op->bytes);
   resolve_comm(sw, rank, i, ready, d);
   resolve_comm(sw, m->first.rank, m->first.op, ready, d);
 }
@@ -270,8 +328,14 @@ static bool end_next_job(sweep_t *sw) {
   if (id < 0)
     return false;
   owners_t *o = &sw->owners[id];
-  for (int k = 0; k < o->n; k++)
-    resolve_comm(sw, o->v[k].rank, o->v[k].op, o->ready_s, d);
+  const trace_t *t = sw->pl->trace;
+  for (int k = 0; k < o->n; k++) {
+    int r = o->v[k].rank, i = o->v[k].op, pi = t->program_of[r];
+    resolve_comm(sw, r, i, o->ready_s, d);
+    const trace_op_t *op = &t->programs[pi].ops[i];
+    if (op->type == TRACE_OP_SEND && replay_p2p_eager(sw->pl, op->bytes))
+      deliver_eager(sw, message_of(sw, r, pi, i)); /* its data is there */
+  }
   o->n = 0;
   return true;
 }

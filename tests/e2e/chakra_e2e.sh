@@ -202,14 +202,19 @@ check "... which analytic costs in one step" timeout 20 $npusim replay --system 
 # ASTRA-sim's own example ETs (tests/data/chakra/astra-sim/, commit in its
 # SOURCE): written by Chakra's proto3 encoder, so rank 0's node 0 carries no id
 # field (a proto3 default stays off the wire). Each microbenchmark replays in
-# both fidelities; the custom ring all-reduce's sends wait for their receives
-# in npusim's rendezvous model, so it is refused as the cycle it is there.
+# both fidelities. The custom ring all-reduce sends before it receives on every
+# rank: with eager sends (its 128 KiB chunks under collectives.p2p_eager_max_MiB)
+# it replays, on ASTRA-sim's Ring_8npus network (astra-sim-ring8.json), in the
+# time docs/interop.md explains (ASTRA-sim: 123.5 us); where every send waits
+# for its recv (HCCL's rendezvous, the Ascend systems) it is refused as the
+# cycle it is there.
 astra=tests/data/chakra/astra-sim
 for set in $astra/*_*npus_1MB; do
   name=$(basename "$set")
-  [ "$name" = custom_ring_allreduce_8npus_1MB ] && continue
   prefix=$(ls "$set"/*.0.et)
   prefix=${prefix%.0.et}
+  sys_set=$sys
+  [ "$name" = custom_ring_allreduce_8npus_1MB ] && sys_set=tests/data/chakra/astra-sim-ring8.json
   for fid in analytic flow; do
     ranks=${name%npus_1MB}
     ranks=${ranks##*_}
@@ -218,12 +223,58 @@ import json, subprocess, sys
 ranks, cmd = int(sys.argv[1]), sys.argv[2:]
 r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 assert r["step_time_s"] > 0 and len(r["per_rank"]) == ranks, (r["step_time_s"], len(r["per_rank"]))
-' "$ranks" $npusim replay --system $sys --trace "$prefix" --fidelity $fid --format json
+' "$ranks" $npusim replay --system $sys_set --trace "$prefix" --fidelity $fid --format json
   done
 done
-expect_line "ASTRA-sim's custom ring all-reduce: sends that wait for their receives" \
-  "$astra/custom_ring_allreduce_8npus_1MB/custom_allreduce.0.et: node 1 \"COMM_RECV_NODE_tb0_step1\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
-  $npusim replay --system $sys --trace $astra/custom_ring_allreduce_8npus_1MB/custom_allreduce
+ring=$astra/custom_ring_allreduce_8npus_1MB/custom_allreduce
+for fid in analytic flow; do
+  check "ASTRA-sim's custom ring all-reduce, eager sends ($fid): 14 x (2.5 + 0.5) + 7 x 7 us = 90.18 us (ASTRA-sim: 123.5 us, docs/interop.md)" python3 -c '
+import json, subprocess, sys
+r = json.loads(subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True).stdout)
+assert abs(r["step_time_s"] - 90.18e-6) < 0.01e-6, r["step_time_s"]
+' $npusim replay --system tests/data/chakra/astra-sim-ring8.json --trace $ring --fidelity $fid --format json
+  echo "  custom ring all-reduce ($fid): npusim $($npusim replay --system tests/data/chakra/astra-sim-ring8.json \
+    --trace $ring --fidelity $fid | sed -n 's/^step time: //p'), ASTRA-sim 123.5 us"
+done
+expect_line "... and with every send waiting for its recv (HCCL), the cycle it then is" \
+  "$ring.0.et: node 1 \"COMM_RECV_NODE_tb0_step1\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
+  $npusim replay --system $sys --trace $ring
+expect_line "... and so it is just above the eager limit" \
+  "$ring.0.et: node 1 \"COMM_RECV_NODE_tb0_step1\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
+  $npusim replay --system tests/data/chakra/astra-sim-ring8.json --set collectives.p2p_eager_max_MiB=0.124 --trace $ring
+
+# eager against rendezvous where the recv comes late (rank 1 computes 50 us
+# first): the eager send ends after its path time, the rendezvous one waits
+# for the recv; every engine agrees (sweep, contended sweep, actors, flow)
+cat >"$tmp/late.json" <<'JSON'
+{"format": "npusim-trace", "version": 1, "name": "late recv", "ranks": 2, "communicators": [],
+ "programs": [
+  {"ranks": "0", "ops": [{"id": 0, "kind": "send", "peer": 1, "bytes": 131072},
+                         {"id": 1, "kind": "delay", "duration_us": 1}]},
+  {"ranks": "1", "ops": [{"id": 0, "kind": "delay", "duration_us": 50},
+                         {"id": 1, "kind": "recv", "peer": 0, "bytes": 131072}]}]}
+JSON
+late() { # late EAGER_MIB: rank 0's end in us, in each engine, one line
+  for e in "NPUSIM_ANALYTIC_CONTENTION=0" "X=0" "NPUSIM_REPLAY_ACTORS=1"; do
+    env $e $npusim replay --system tests/data/chakra/astra-sim-ring8.json --trace "$tmp/late.json" \
+      --set collectives.p2p_eager_max_MiB=$1 --fidelity analytic --format json
+  done
+  $npusim replay --system tests/data/chakra/astra-sim-ring8.json --trace "$tmp/late.json" \
+    --set collectives.p2p_eager_max_MiB=$1 --fidelity flow --format json
+}
+check "a late recv: an eager send ends without it, a rendezvous one waits (every engine)" python3 -c '
+import json, sys
+def runs(text):
+    dec, i, out = json.JSONDecoder(), 0, []
+    while text[i:].strip():
+        while text[i].isspace(): i += 1
+        r, i = dec.raw_decode(text, i)
+        out.append(tuple(round(r["per_rank"][k]["comm_s"] * 1e6, 3) for k in (0, 1)) + (round(r["step_time_s"] * 1e6, 3),))
+    return out
+eager, rdv = runs(sys.argv[1]), runs(sys.argv[2])
+assert eager == [(2.941, 0.0, 50.0)] * 4, eager  # the data waits in rank 1s buffer
+assert len(set(rdv)) == 1 and rdv[0][2] == 53.941, rdv  # the send waits 50 us for its recv
+' "$(late 4)" "$(late 0)"
 
 # Chakra's own sets (tests/data/chakra/chakra/, commit in its SOURCE): every
 # set its ET generator writes, each replaying in both fidelities, kept as

@@ -233,6 +233,45 @@ static void test_sends_pair_with_recvs_by_resolved_channel_in_program_order(void
          "t.json: rank 1 op 1: bytes: expected 9 as rank 0 sends (op 1), found 8");
 }
 
+/* The error of text read with sends eager up to eager_max_bytes ("" if none). */
+static const char *eager_err(const char *text, double eager_max_bytes) {
+  static npu_err_t err;
+  trace_vocab_t vocab = replay_vocab;
+  vocab.eager_max_bytes = eager_max_bytes;
+  trace_t t;
+  err.msg[0] = '\0';
+  if (trace_parse("t.json", text, strlen(text), &vocab, &t, &err) == 0)
+    trace_free(&t);
+  return err.msg;
+}
+
+/* Ranks that all send before they receive (ASTRA-sim's custom ring): no cycle
+ * when the sends are eager, the cycle it is when they wait for their recvs;
+ * ranks that all receive first deadlock whatever the sends do. */
+static void test_eager_sends_do_not_wait_for_their_recvs(void) {
+#define RING(r, next, prev)                                                                        \
+  "{\"ranks\": \"" #r "\", \"ops\": [{\"id\": 0, \"kind\": \"send\", \"peer\": " #next             \
+  ", \"bytes\": 8}, {\"id\": 1, \"kind\": \"recv\", \"peer\": " #prev ", \"bytes\": 8}]}"
+  const char *ring = trace_text(3, "", RING(0, 1, 2) "," RING(1, 2, 0) "," RING(2, 0, 1));
+#undef RING
+  const char *cycle = "t.json: rank 0 op 1: expected ops that can all complete, found it "
+                      "waiting for rank 0 op 0, which never completes (a cycle through "
+                      "streams, events, collectives or send/recv)";
+  CU_ASSERT_STRING_EQUAL(eager_err(ring, 8), "");
+  CU_ASSERT_STRING_EQUAL(eager_err(ring, 7), cycle); /* 8 bytes: above the limit */
+  CU_ASSERT_STRING_EQUAL(eager_err(ring, 0), cycle);
+  const char *recv_first =
+      trace_text(2, "",
+                 P2("{\"id\": 0, \"kind\": \"recv\", \"peer\": 1, \"bytes\": 8},"
+                    "{\"id\": 1, \"kind\": \"send\", \"peer\": 1, \"bytes\": 8}",
+                    "{\"id\": 0, \"kind\": \"recv\", \"peer\": 0, \"bytes\": 8},"
+                    "{\"id\": 1, \"kind\": \"send\", \"peer\": 0, \"bytes\": 8}"));
+  CU_ASSERT_STRING_EQUAL(eager_err(recv_first, 1e15),
+                         "t.json: rank 0 op 1: expected ops that can all complete, found it "
+                         "waiting for rank 0 op 0, which never completes (a cycle through "
+                         "streams, events, collectives or send/recv)");
+}
+
 static void test_buffers_are_allocated_and_freed_in_turn(void) {
   expect(trace_text(1, "", "{\"ranks\": \"0\", \"ops\": ["
                      "{\"id\": 0, \"kind\": \"alloc\", \"buffer\": \"a\", \"bytes\": 8},"
@@ -259,5 +298,6 @@ CU_TestInfo trace_tests[] = {
     {"sends pair with recvs by resolved channel in program order",
      test_sends_pair_with_recvs_by_resolved_channel_in_program_order},
     {"buffers are allocated and freed in turn", test_buffers_are_allocated_and_freed_in_turn},
+    {"eager sends do not wait for their recvs", test_eager_sends_do_not_wait_for_their_recvs},
     CU_TEST_INFO_NULL,
 };
