@@ -14,7 +14,7 @@
  * start of the next are the same text, hence the same double after any
  * monotone conversion, and every viewer nests them exactly. The E repeats the
  * B's name and args because speedscope matches an E to its B by both (the
- * cost: files about a third larger, as much smaller again gzipped). Per track
+ * cost: a train timeline x1.75 in plain JSON, x1.24 gzipped). Per track
  * the events come in time order, an E before the B that starts at the same
  * time, a zero-length slice as its B then its E: the order viewers keep for
  * equal times (speedscope PR #322). */
