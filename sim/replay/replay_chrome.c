@@ -103,8 +103,8 @@ static op_cache_t *rank_cache(chrome_t *c, int rank) {
 /* One edge of a slice on track (pid, tid): ph 'B' (with cat, its category)
  * or 'E' (cat unused). With args_follow it ends in `, "args": ` for the
  * caller to complete; otherwise the event is closed. */
-static void slice_edge(chrome_t *c, char ph, const char *name, const char *cat, int64_t ns,
-                       int pid, int tid, bool args_follow) {
+static void slice_edge(chrome_t *c, char ph, const char *name, const char *cat, int64_t ns, int pid,
+                       int tid, bool args_follow) {
   event_sep(c);
   fputs("{\"name\": ", c->out);
   jsonfile_write_string(c->out, name);
