@@ -7,7 +7,8 @@
 # The tests add CUnit (the unit tests), valgrind (the valgrind_* tests),
 # strace (a signal check of tests/e2e/cli.sh) and protoc (protobuf-compiler:
 # tests/e2e/chakra_interop.py decodes npusim's Chakra ETs with Chakra's own
-# schema). NPUSIM_TEST_SLURM=1, as .ci/run
+# schema), and npm's speedscope 1.25.0 where npm is (timeline_speedscope
+# imports npusim's timelines with it). NPUSIM_TEST_SLURM=1, as .ci/run
 # sets it, also installs Debian's Slurm (slurmctld, slurmd, slurm-client):
 # tests/e2e/sweep_e2e.sh then runs a sweep on a private single-node Slurm, as root.
 # Without it no Slurm package is installed (it could shadow a site's own).
@@ -20,6 +21,14 @@ if [ "${NPUSIM_TEST_SLURM:-0}" = 1 ]; then
   packages+=(slurmctld slurmd slurm-client)
 fi
 scripts/apt_missing.sh "${packages[@]}"
+# speedscope's importer for the timeline_speedscope test, from npm into a cache
+# outside the repository (about 2 s and 1.3 MB); without node, npm or the
+# registry the test skips.
+npm_cache=${NPUSIM_NPM_CACHE:-$HOME/.cache/npusim-npm}
+if command -v npm >/dev/null && [ ! -d "$npm_cache/node_modules/speedscope" ]; then
+  npm install --prefix "$npm_cache" --no-audit --no-fund --silent speedscope@1.25.0 ||
+    echo "test.sh: speedscope not installed: timeline_speedscope will skip"
+fi
 
 for mode in release sanitize; do
   if [ "$mode" = release ]; then

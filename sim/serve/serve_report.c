@@ -383,6 +383,22 @@ int serve_write_requests(const char *path, const serve_report_ctx_t *ctx,
   return outfile_commit(f, err);
 }
 
+/* One edge of an iteration's slice, at whole nanoseconds ns written as
+ * microseconds with three decimals. A B/E pair, not an "X" with a duration:
+ * each edge is printed once from its integer, so an iteration's end and the
+ * next one's start are the same text and any viewer, adding nothing, nests
+ * them exactly (replay_chrome.c says why "X" does not). The E repeats the
+ * name and args, as speedscope matches an E to its B by both. */
+static void chrome_edge(FILE *o, const serve_iter_log_t *l, char ph, long long ns) {
+  const char *name = l->prefills == 0 ? "decode" : l->decodes == 0 ? "prefill" : "mixed";
+  fprintf(o,
+          ",\n{\"ph\": \"%c\", \"pid\": %d, \"tid\": %d, \"name\": \"%s\", \"ts\": "
+          "%lld.%03lld, \"args\": {\"decodes\": %d, \"prefills\": %d, \"tokens\": %d, "
+          "\"kv_used_blocks\": %ld, \"waiting\": %ld}}",
+          ph, l->instance, l->engine, name, ns / 1000, ns % 1000, l->decodes, l->prefills,
+          l->tokens, l->kv_used_blocks, l->waiting);
+}
+
 int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx, const serve_sim_result_t *r,
                        npu_err_t *err) {
   outfile_t *f = outfile_open(path, outfile_is_gz(path), 0, err);
@@ -413,15 +429,8 @@ int serve_write_chrome(const char *path, const serve_report_ctx_t *ctx, const se
   }
   for (long i = 0; i < r->nlog; i++) {
     const serve_iter_log_t *l = &r->log[i];
-    const char *name = l->prefills == 0 ? "decode" : l->decodes == 0 ? "prefill" : "mixed";
-    /* whole nanoseconds, the duration their difference: back-to-back slices never overlap */
-    double start_ns = round(l->start_s * 1e9), end_ns = round(l->end_s * 1e9);
-    fprintf(o,
-            ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"name\": \"%s\", \"ts\": "
-            "%.3f, \"dur\": %.3f, \"args\": {\"decodes\": %d, \"prefills\": %d, \"tokens\": "
-            "%d, \"kv_used_blocks\": %ld, \"waiting\": %ld}}",
-            l->instance, l->engine, name, start_ns / 1e3, (end_ns - start_ns) / 1e3, l->decodes,
-            l->prefills, l->tokens, l->kv_used_blocks, l->waiting);
+    chrome_edge(o, l, 'B', llround(l->start_s * 1e9));
+    chrome_edge(o, l, 'E', llround(l->end_s * 1e9));
   }
   fprintf(o, "\n]}\n");
   return outfile_commit(f, err);

@@ -398,10 +398,17 @@ def summary(problems):
 
 
 def chrome_ops(path):
-    """{(rank, op): event} of a Chrome trace's complete events."""
-    ev = json.load(open(path))["traceEvents"]
-    return {(e["pid"], e["args"]["op"]): e for e in ev
-            if e.get("ph") == "X" and "op" in e.get("args", {})}
+    """{(rank, op): event} of a Chrome trace's slices (B/E pairs), each B with
+    the dur its E gives."""
+    ops = {}
+    for e in json.load(open(path))["traceEvents"]:
+        if e.get("ph") in ("B", "E") and "op" in e.get("args", {}):
+            key = (e["pid"], e["args"]["op"])
+            if e["ph"] == "B":
+                ops[key] = e
+            else:
+                ops[key]["dur"] = e["ts"] - ops[key]["ts"]
+    return ops
 
 
 def run_train(npusim, tmp, name, fidelity, keys):

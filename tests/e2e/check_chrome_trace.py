@@ -6,13 +6,16 @@ Checks:
   - the file is one JSON object with a "traceEvents" array (npusim's layout,
     an event per line, is read line by line: any size in bounded memory);
   - every event has the fields its phase needs, of the right types
-    (X: name, ts, dur >= 0, pid, tid; M: process/thread name or sort index
+    (X: name, ts, dur >= 0, pid, tid; B/E: name, ts, pid, tid; M: process/thread name or sort index
     with args; s/f: id, ts, pid, tid; f has bp "e"; i: ts and a scope s of
     g, p or t, with pid and tid unless global);
   - slices of one track (pid, tid) come in time order and never overlap in
     part: a slice starts after the previous one ends or lies inside it (a
     nested slice, such as a collective's straggler wait); times are compared
     exactly, as decimals, the way they are written;
+  - a slice written as a B/E pair (as npusim writes them): per track the
+    edges come in time order and each E closes the innermost open B, with
+    the same name and args (speedscope matches them by both), none left open;
   - every flow arrow's start has its finish and the other way round;
   - every pid and (pid, tid) with slices is named.
 Prints one line per problem (at most 20) and exits 1 if there is any; 0 and
@@ -73,6 +76,7 @@ def check(evs, ranks=None):
         problems.append(msg)
 
     tracks, flows, named_pids, named_tids, pids = {}, {}, set(), set(), set()
+    opened, last_edge = {}, {}  # per track: the open B events; the last edge's ts
     nslices = 0
     for i, e in enumerate(evs):
         where = f"event {i}"
@@ -102,6 +106,29 @@ def check(evs, ranks=None):
                 bad(f"{where} ({e['name']}): starts at {start}, before the previous slice "
                     f"on pid {key[0]} tid {key[1]} ends ({stack[-1][1]}), and ends after it")
             stack.append((start, end))
+            nslices += 1
+        elif ph in ("B", "E"):
+            if not (is_num(e.get("ts")) and is_int(e.get("pid")) and is_int(e.get("tid"))):
+                bad(f"{where} ({e['name']}): expected numeric ts and integer pid and tid")
+                continue
+            key = (e["pid"], e["tid"])
+            pids.add(e["pid"])
+            tracks.setdefault(key, [])
+            stack = opened.setdefault(key, [])
+            if e["ts"] < last_edge.get(key, e["ts"]):
+                bad(f"{where} ({e['name']}): ts {e['ts']} before the previous edge's "
+                    f"{last_edge[key]} on pid {key[0]} tid {key[1]}")
+            last_edge[key] = e["ts"]
+            if ph == "B":
+                stack.append(e)
+                continue
+            if not stack:
+                bad(f"{where} ({e['name']}): an E with no open B on pid {key[0]} tid {key[1]}")
+                continue
+            b = stack.pop()
+            if b["name"] != e["name"] or b.get("args") != e.get("args"):
+                bad(f"{where} ({e['name']}): the E of {b['name']!r} (ts {b['ts']}) differs "
+                    f"from its B in name or args on pid {key[0]} tid {key[1]}")
             nslices += 1
         elif ph == "M":
             args = e.get("args")
@@ -134,6 +161,9 @@ def check(evs, ranks=None):
                 bad(f"{where}: expected integer pid and tid on a process or thread instant")
         else:
             bad(f"{where}: unexpected phase {ph!r}")
+    for key, stack in opened.items():
+        for b in stack:
+            bad(f"{b['name']!r} (ts {b['ts']}) on pid {key[0]} tid {key[1]}: a B never closed")
     for fid, phs in flows.items():
         if sorted(phs) != ["f", "s"]:
             bad(f"flow {fid}: expected one start and one finish, found {phs}")

@@ -53,6 +53,22 @@ if [ $? -eq 1 ] && grep -q "before the previous slice" "$tmp/v.out" && grep -q "
 else
   bad "the validator fails on overlapping slices and a lone flow start"; cat "$tmp/v.out"
 fi
+# and on B/E pairs that do not nest: an E of another slice, a B never closed
+cat >"$tmp/unnested.json" <<'JSON'
+{"traceEvents": [
+{"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "rank 0"}},
+{"name": "thread_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "compute"}},
+{"name": "a", "ph": "B", "ts": 0.000, "pid": 0, "tid": 0},
+{"name": "b", "ph": "B", "ts": 0.500, "pid": 0, "tid": 0},
+{"name": "a", "ph": "E", "ts": 1.000, "pid": 0, "tid": 0}
+]}
+JSON
+python3 $check_trace "$tmp/unnested.json" >"$tmp/v.out" 2>&1
+if [ $? -eq 1 ] && grep -q "differs from its B" "$tmp/v.out" && grep -q "a B never closed" "$tmp/v.out"; then
+  ok
+else
+  bad "the validator fails on B/E pairs that do not nest"; cat "$tmp/v.out"
+fi
 
 expect_line "train refuses --trace" \
   "npusim train: unknown option --trace; usage: npusim train --system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] [options]" \

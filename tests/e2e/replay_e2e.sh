@@ -130,7 +130,10 @@ done
 # Cross-stream dependencies and events in the timeline of mixed.json (rank 0).
 check "waits and deps hold across streams" python3 -c 'import gzip, json, sys
 ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
-span = {e["args"]["op"]: (e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("ph") == "X" and e["pid"] == 0}
+span = {}  # op: [start, end] from its slice, a B/E pair
+for e in ev:
+    if e.get("ph") in ("B", "E") and e["pid"] == 0 and "op" in e.get("args", {}):
+        span.setdefault(e["args"]["op"], []).append(e["ts"])
 after = lambda a, b: span[a][0] >= span[b][1] - 1e-6  # microseconds, printed to 3 decimals
 assert after(5, 4), "wait before its record"
 assert after(7, 6), "dep on the allreduce"
@@ -190,7 +193,10 @@ done
 check "two streams: the 64 KiB send meets the second recv, after the first" python3 -c '
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
-x = {(e["pid"], e["args"]["op"]): (e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("ph") == "X"}
+x = {}  # (rank, op): [start, end] from its slice, a B/E pair
+for e in ev:
+    if e.get("ph") in ("B", "E") and "op" in e.get("args", {}):
+        x.setdefault((e["pid"], e["args"]["op"]), []).append(e["ts"])
 assert x[(0, 2)][1] >= x[(1, 0)][1], x  # the small send ends after the first recv
 assert x[(1, 1)][0] >= x[(1, 0)][1] - 1e-3, x
 arrows = {e["id"] for e in ev if e.get("cat") == "p2p"}

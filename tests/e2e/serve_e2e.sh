@@ -223,13 +223,14 @@ assert len(rows) == it, (len(rows), it)
 assert rows and {"start_s", "end_s", "decodes", "prefills", "kv_used_blocks"} <= rows[0].keys()
 assert all(float(r["end_s"]) > float(r["start_s"]) for r in rows)' "$tmp/ts.csv" "$tmp/run.json"
 check "--chrome-trace is a valid trace" python3 tests/e2e/check_chrome_trace.py "$tmp/serve.json"
-check "--chrome-trace has a slice per iteration, with ph, pid and ts" python3 -c '
+check "--chrome-trace has a slice (a B/E pair) per iteration, with ph, pid and ts" python3 -c '
 import json, sys
 evs = json.load(open(sys.argv[1]))["traceEvents"]
 it = json.load(open(sys.argv[2]))["iterations"]
 assert all("ph" in e and "pid" in e for e in evs)
-x = [e for e in evs if e["ph"] == "X"]
-assert len(x) == it and all("ts" in e and "dur" in e for e in x), (len(x), it)' \
+b = [e for e in evs if e["ph"] == "B"]
+e = [e for e in evs if e["ph"] == "E"]
+assert len(b) == len(e) == it and all("ts" in x for x in b + e), (len(b), len(e), it)' \
   "$tmp/serve.json" "$tmp/run.json"
 $serve $small --chrome-trace "$tmp/serve.json.gz" --set workload.serving.parallel.pp=2 >/dev/null
 check "--chrome-trace (gzip, two pipeline engines) is a valid trace" \

@@ -115,7 +115,7 @@ check "same inputs, byte-identical JSON" cmp "$tmp/run1.json" "$tmp/run2.json"
 check "same inputs, byte-identical Chrome trace" cmp "$tmp/run1.trace.json.gz" "$tmp/run2.trace.json.gz"
 check "the Chrome trace opens and holds every rank" python3 -c 'import gzip,json,sys
 ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
-assert len({e["pid"] for e in ev if e.get("ph") == "X"}) == 8' "$tmp/run1.trace.json.gz"
+assert len({e["pid"] for e in ev if e.get("ph") == "B"}) == 8' "$tmp/run1.trace.json.gz"
 
 # flow with representatives (replay_scope.c) against the flow of every rank:
 # the same contention, so the same figures. Two servers on two leaves of 8:
