@@ -45,7 +45,10 @@ tp, dp and pipeline sends), in flow without and with stragglers
   run (args.op), of the matching kind; a COMP_NODE's duration_micros is the
   op's duration there (the trace prints nanoseconds, duration_micros is
   rounded to the microsecond: they differ by at most half a microsecond and
-  the trace's rounding); a collective's comm_size is the trace's bytes and
+  the trace's rounding); a collective's comm_size is the trace's bytes (an
+  ALL_GATHER's divided by its group's size: each rank's input, as ASTRA-sim
+  reads it, by default; with --chakra-allgather total, a fourth run, the
+  trace's bytes; tiny.json's tp all-gathers are there to check) and
   its group the trace's (communicator, group), one pg_name for each; a send or
   receive's peer and size are the trace's. Without stragglers
   npusim_nominal_duration_s is the as-run duration.
@@ -57,7 +60,8 @@ Negative controls: an emitted file with one defect each (an unknown field,
 a node type past the enum, a cut message, one corrupted byte, a dependency
 on a missing node, an id twice, a zero length, comm_size as uint64_val, a
 pg_name ASTRA-sim cannot read, a collective of another size than its group's,
-a duration_micros off the run) must be reported, and not be reported on the
+an all-gather's comm_size as the total, a duration_micros off the run) must be
+reported, and not be reported on the
 file unchanged, so the checks can fail.
 """
 import codecs
@@ -232,9 +236,11 @@ def int_attr(attrs, name):
     return int(v[1]) if v and re.fullmatch(r"-?\d+", v[1]) else None
 
 
-def check_set(tmp, prefix, ranks, schema, asrun=None, variation=False, npusim=True):
+def check_set(tmp, prefix, ranks, schema, asrun=None, variation=False, npusim=True,
+              allgather="input"):
     """Problems of the ET set PREFIX.<rank>.et (ranks files) and its
-    comm_groups.json; asrun: the Chrome trace of the run, per (rank, op)."""
+    comm_groups.json; asrun: the Chrome trace of the run, per (rank, op);
+    allgather: what an ALL_GATHER's comm_size counts (--chakra-allgather)."""
     node_types, coll_types = schema
     coll_names = {v: k for k, v in coll_types.items()}
     problems = []
@@ -358,9 +364,17 @@ def check_set(tmp, prefix, ranks, schema, asrun=None, variation=False, npusim=Tr
                 problems.append("%s: duration_micros %d: expected the as-run %.3f us" %
                                 (where, dur, ev["dur"]))
             if ntype == "COMM_COLL_NODE":
-                if int_attr(attrs, "comm_size") != args.get("bytes"):
-                    problems.append("%s: comm_size %s: expected the as-run %s bytes" %
-                                    (where, int_attr(attrs, "comm_size"), args.get("bytes")))
+                want = args.get("bytes")
+                if allgather == "input" and \
+                        coll_names.get(int_attr(attrs, "comm_type")) == "ALL_GATHER":
+                    # ASTRA-sim's all-gather size: each rank's input; the
+                    # Chrome trace counts all ranks' (npusim coll's)
+                    n = ranks if pg in ("", "0") else len((groups or {}).get(pg, [])) or 1
+                    want = round(want / n) if want is not None else None
+                if int_attr(attrs, "comm_size") != want:
+                    problems.append("%s: comm_size %s: expected the as-run %s bytes%s" %
+                                    (where, int_attr(attrs, "comm_size"), want,
+                                     " (per rank)" if want != args.get("bytes") else ""))
                 key = (args.get("comm"), args.get("group"))
                 if chrome_pg.setdefault(key, pg) != pg:
                     problems.append("%s: pg_name %r for %s, which is also %r" %
@@ -442,6 +456,13 @@ def negative_controls(tmp, prefix, ranks, schema, asrun):
     def on_coll(msgs, change):
         return on_type(msgs, 7, change)
 
+    def on_gather(msgs, change):
+        """msgs with their first ALL_GATHER changed by change(node bytes, node)."""
+        k = next(k for k, m in enumerate(msgs) if k and chakra_et.read_node(m).get("type") == 7
+                 and chakra_et.read_node(m)["attr"].get("comm_type") == 2)
+        msgs[k] = change(msgs[k], chakra_et.read_node(msgs[k]))
+        return msgs
+
     def replace_attr(node, name, kind, value):
         out = b""
         for f, raw in raw_fields(node):
@@ -474,6 +495,10 @@ def negative_controls(tmp, prefix, ranks, schema, asrun):
         ("a collective of another size on one rank of its group",
          lambda m: on_coll(m, lambda n: replace_attr(n, "comm_size", "int64", 4096)),
          "to issue the same collectives"),
+        ("an ALL_GATHER's comm_size as all ranks' data (npusim coll's count), not each rank's",
+         lambda m: on_gather(m, lambda n, d: replace_attr(n, "comm_size", "int64",
+                                                          d["attr"]["comm_size"] * 2)),
+         "(per rank)"),
         ("a COMP_NODE's duration_micros off the run (a later field 7 wins)",
          lambda m: on_type(m, 4, lambda n: n + key(7, 0) + varint(10**6)),
          "expected the as-run"),
@@ -594,13 +619,20 @@ def main():
                       "--set", "chip.variation.speed_sigma=0.1",
                       "--set", "chip.variation.jitter_sigma=0.08", "--set", "chip.variation.seed=7"]
         first = None
+        total = ["--chakra-allgather", "total"]
         for name, fid, keys in (("flow", "flow", []), ("flow_var", "flow", stragglers),
-                                ("analytic_var", "analytic", stragglers)):
+                                ("analytic_var", "analytic", stragglers),
+                                ("flow_total", "flow", total)):
             prefix, train = run_train(npusim, tmp, name, fid, keys)
             if prefix is None:
                 continue
             asrun = chrome_ops(prefix + ".chrome.json")
-            got = check_set(tmp, prefix, train["npus"], schema, asrun, variation=bool(keys))
+            got = check_set(tmp, prefix, train["npus"], schema, asrun,
+                            variation=keys == stragglers,
+                            allgather="total" if keys == total else "input")
+            gathers = all_gathers(tmp, prefix, train["npus"])
+            if not gathers:
+                got.append("%s: expected ALL_GATHER nodes (tiny.json's tp), found none" % name)
             nodes = sum(len(split_messages(open("%s.%d.et" % (prefix, r), "rb").read())[0]) - 1
                         for r in range(train["npus"]))
             if got:
@@ -620,6 +652,17 @@ def main():
         print("chakra_interop: %d failed" % len(failures))
         sys.exit(1)
     print("chakra_interop: all passed")
+
+
+def all_gathers(tmp, prefix, ranks):
+    """How many ALL_GATHER nodes the set holds."""
+    n = 0
+    for r in range(ranks):
+        msgs, _ = split_messages(open("%s.%d.et" % (prefix, r), "rb").read())
+        for m in msgs[1:]:
+            node = chakra_et.read_node(m)
+            n += node.get("type") == 7 and node["attr"].get("comm_type") == 2
+    return n
 
 
 def extra_ranks(prefix, ranks):
