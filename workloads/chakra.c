@@ -191,12 +191,15 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
   } else if (type == CHAKRA_NODE_COLL) {
     int ct = 0;
     coll_comm_type(v->colls[op->kind], &ct);
-    char pg[16];
-    snprintf(pg, sizeof pg, "%d", first_pg[op->comm] + trace_group_of(&t->comms[op->comm], rank));
+    char pg[16], group[320];
+    int g = trace_group_of(&t->comms[op->comm], rank);
+    snprintf(pg, sizeof pg, "%d", first_pg[op->comm] + g);
+    snprintf(group, sizeof group, "%.300s.%d", t->comms[op->comm].name, g);
     put_attr(node, "is_cpu_op", ATTR_BOOL, 0, 0, NULL);
     put_attr(node, "comm_type", ATTR_INT64, ct, 0, NULL);
     put_attr(node, "comm_size", ATTR_INT64, coll_size(t, op, rank, ct, allgather), 0, NULL);
     put_attr(node, "pg_name", ATTR_STRING, 0, 0, pg);
+    put_attr(node, "npusim_group", ATTR_STRING, 0, 0, group); /* pg_name in npusim's words */
     if (ct == 1 || ct == 5)
       put_attr(node, "root", ATTR_INT64, op->root, 0, NULL);
     if (op->algo)

@@ -49,7 +49,9 @@
  * npusim_nominal_duration_s (double: the op at the chip model's speed, which
  * the replaying system's chip.variation then slows as train's did; other
  * tools read duration_micros, the op as it ran in train, stragglers
- * included), npusim_stream, npusim_kind, npusim_algo.
+ * included), npusim_stream, npusim_kind, npusim_algo; npusim_group names a
+ * collective's process group as npusim does (COMM.GROUP, "tp.0"), where
+ * pg_name gives ASTRA-sim a number.
  *
  * Bounds, each refused in one line before what it costs is allocated: the
  * rank files together at most TRACE_MAX_BYTES (inflated), CHAKRA_MAX_NODES

@@ -30,7 +30,8 @@ tp, dp and pipeline sends), in flow without and with stragglers
   and comm_tag int32_val, pg_name string_val (mlcommons/chakra
   src/feeder/et_feeder_node.cpp reads exactly these; ASTRA-sim's feeder_v3
   takes any integer field for the integers), npusim's own attributes
-  (npusim_stream, npusim_nominal_duration_s, npusim_kind, npusim_algo) a
+  (npusim_stream, npusim_nominal_duration_s, npusim_kind, npusim_algo,
+  npusim_group) a
   string or a double;
 - COMM_COLL_NODE: a comm_type ASTRA-sim runs (Workload::issue_coll_comm:
   ALL_REDUCE, ALL_TO_ALL, ALL_GATHER, REDUCE_SCATTER, BROADCAST), comm_size
@@ -49,7 +50,8 @@ tp, dp and pipeline sends), in flow without and with stragglers
   ALL_GATHER's divided by its group's size: each rank's input, as ASTRA-sim
   reads it, by default; with --chakra-allgather total, a fourth run, the
   trace's bytes; tiny.json's tp all-gathers are there to check) and
-  its group the trace's (communicator, group), one pg_name for each; a send or
+  its group the trace's (communicator, group), one pg_name for each, and
+  npusim_group names it as COMM.GROUP; a send or
   receive's peer and size are the trace's. Without stragglers
   npusim_nominal_duration_s is the as-run duration.
 The Python writer's ETs: its all-reduce workload, and nodes carrying every
@@ -94,7 +96,8 @@ FEEDER_FIELD = {"is_cpu_op": "bool_val", "num_ops": "int64_val", "tensor_size": 
                 "comm_size": "int64_val", "comm_src": "int32_val", "comm_dst": "int32_val",
                 "comm_tag": "int32_val", "pg_name": "string_val"}
 NPUSIM_FIELD = {"npusim_stream": "string_val", "npusim_nominal_duration_s": "double_val",
-                "npusim_kind": "string_val", "npusim_algo": "string_val"}
+                "npusim_kind": "string_val", "npusim_algo": "string_val",
+                "npusim_group": "string_val"}
 # Chrome trace event category -> Chakra node type, for the as-run match.
 CATEGORY_TYPE = {"shaped": "COMP_NODE", "compute": "COMP_NODE", "delay": "COMP_NODE",
                  "collective": "COMM_COLL_NODE", "send": "COMM_SEND_NODE",
@@ -376,6 +379,10 @@ def check_set(tmp, prefix, ranks, schema, asrun=None, variation=False, npusim=Tr
                                     (where, int_attr(attrs, "comm_size"), want,
                                      " (per rank)" if want != args.get("bytes") else ""))
                 key = (args.get("comm"), args.get("group"))
+                named = attrs.get("npusim_group", ("", ""))[1]
+                if named != "%s.%s" % key:
+                    problems.append("%s: npusim_group %r: expected the run's %s.%s" %
+                                    ((where, named) + key))
                 if chrome_pg.setdefault(key, pg) != pg:
                     problems.append("%s: pg_name %r for %s, which is also %r" %
                                     (where, pg, key, chrome_pg[key]))
