@@ -54,6 +54,9 @@ tp, dp and pipeline sends), in flow without and with stragglers
   npusim_group names it as COMM.GROUP; a send or
   receive's peer and size are the trace's. Without stragglers
   npusim_nominal_duration_s is the as-run duration.
+Chakra's Python reader (its protolib framing, et_def_pb2 from protoc
+--python_out, python3-protobuf) reads the first set as protoc decodes it:
+node for node, every attribute in the same oneof field with the same value.
 The Python writer's ETs: its all-reduce workload, and nodes carrying every
 attribute kind it writes (negative int64, uint64 past 2^63, bool, non-ASCII
 string, double) and both kinds of dependencies decode to the values written.
@@ -652,6 +655,7 @@ def main():
             first = first or (prefix, train["npus"], asrun)
         python_writer(tmp, schema)
         if first:
+            python_reader(tmp, first[0], first[1])
             negative_controls(tmp, first[0], first[1], schema, first[2])
     finally:
         shutil.rmtree(tmp)
@@ -670,6 +674,96 @@ def all_gathers(tmp, prefix, ranks):
             node = chakra_et.read_node(m)
             n += node.get("type") == 7 and node["attr"].get("comm_type") == 2
     return n
+
+
+# Chakra's own Python reader: protolib.decodeMessage reads a varint length
+# with protobuf's _DecodeVarint32, then ParseFromString on et_def_pb2 (protoc
+# --python_out on the schema). Run by a Python that has google.protobuf
+# (Debian's python3-protobuf), it prints each file's nodes as JSON.
+PY_READER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import et_def_pb2 as pb
+from google.protobuf.internal.decoder import _DecodeVarint32
+out = []
+for path in sys.argv[2:]:
+    data, pos, msgs = open(path, "rb").read(), 0, []
+    while pos < len(data):
+        size, pos = _DecodeVarint32(data, pos)
+        msgs.append(data[pos:pos + size])
+        pos += size
+    meta = pb.GlobalMetadata()
+    meta.ParseFromString(msgs[0])
+    nodes = []
+    for m in msgs[1:]:
+        n = pb.Node()
+        n.ParseFromString(m)
+        attrs = {}
+        for a in n.attr:
+            field = a.WhichOneof("value")
+            attrs[a.name] = [field, str(getattr(a, field)).lower() if field == "bool_val"
+                             else str(getattr(a, field))]
+        nodes.append({"id": n.id, "type": pb.NodeType.Name(n.type), "attr": attrs,
+                      "ctrl_deps": list(n.ctrl_deps), "data_deps": list(n.data_deps),
+                      "duration_micros": n.duration_micros})
+    out.append({"version": meta.version, "nodes": nodes})
+print(json.dumps(out))
+"""
+
+
+def protobuf_python():
+    """A Python that imports google.protobuf (this one, or Debian's)."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(py) and subprocess.run(
+                [py, "-c", "import google.protobuf"], stderr=subprocess.DEVNULL).returncode == 0:
+            return py
+    return None
+
+
+def python_reader(tmp, prefix, ranks):
+    """Each rank file of the set read by Chakra's Python reader and by protoc's
+    text decode: the same nodes, types, dependencies, durations, and every
+    attribute in the same oneof field with the same value."""
+    py = protobuf_python()
+    if not py:
+        fail("Chakra's Python reader: expected a python3 with google.protobuf (Debian's "
+             "python3-protobuf; scripts/test.sh installs it), found none")
+        return
+    gen = os.path.join(tmp, "pb2")
+    os.makedirs(gen, exist_ok=True)
+    subprocess.run(["protoc", "-I", SCHEMA_DIR, "--python_out=" + gen, SCHEMA], check=True)
+    paths = ["%s.%d.et" % (prefix, r) for r in range(ranks)]
+    p = subprocess.run([py, "-c", PY_READER, gen] + paths, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        fail("Chakra's Python reader on %s: %s" % (prefix, p.stderr.strip()[-400:]))
+        return
+    bad, count = [], 0
+    for path, got in zip(paths, json.loads(p.stdout)):
+        dec, err = decode(tmp, split_messages(open(path, "rb").read())[0])
+        if err:
+            bad.append(err)
+            continue
+        want = []
+        for n in dec.get("node", []):
+            want.append({"id": int(one(n, "id", "0")), "type": one(n, "type", "INVALID_NODE"),
+                         "attr": {k: list(v) for k, v in attrs_of(n, path, []).items()},
+                         "ctrl_deps": [int(d) for d in n.get("ctrl_deps", [])],
+                         "data_deps": [int(d) for d in n.get("data_deps", [])],
+                         "duration_micros": int(one(n, "duration_micros", "0"))})
+        for a in got["nodes"] + want:  # doubles as printed by each: compare as numbers
+            for k, v in a["attr"].items():
+                if v[0] == "double_val":
+                    v[1] = float(v[1])
+        if got["version"] != "0.0.4" or got["nodes"] != want:
+            diff = next((g, w) for g, w in zip(got["nodes"] + [None], want + [None]) if g != w)
+            bad.append("%s: the Python reader's node %s, protoc's %s" % (path, diff[0], diff[1]))
+        count += len(got["nodes"])
+    if bad:
+        fail("Chakra's Python reader: " + "; ".join(bad[:2]))
+    else:
+        ok("Chakra's Python reader (protolib's framing, et_def_pb2): %d nodes of %s read as "
+           "protoc decodes them" % (count, os.path.basename(prefix)))
 
 
 def extra_ranks(prefix, ranks):
