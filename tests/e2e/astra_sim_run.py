@@ -87,29 +87,40 @@ def astra_configs(tmp):
                "boost-mode": 0, "roofline-enabled": 0}, open(system, "w"))
     memory = os.path.join(tmp, "memory.json")
     json.dump({"memory-type": "NO_MEMORY_EXPANSION"}, open(memory, "w"))
-    return net, system, memory
+    # ASTRA-sim logs through spdlog's asynchronous loggers, whose queue an
+    # abort drops; its "workload" logger made synchronous prints each rank's
+    # time before any teardown (spdlog_setup's TOML, --logging-configuration)
+    logging = os.path.join(tmp, "logging.toml")
+    with open(logging, "w") as f:
+        f.write('[[sink]]\nname = "console"\ntype = "stdout_sink_mt"\n\n'
+                '[[logger]]\nname = "workload"\nsinks = ["console"]\nlevel = "info"\n')
+    return net, system, memory, logging
 
 
 def astra_run(binary, cfg, prefix, groups=None):
     """ASTRA-sim's time for the ET set (ns: its largest 'finished, N cycles'),
     or None with a failure."""
-    net, system, memory = cfg
+    net, system, memory, logging = cfg
     cmd = [binary, "--workload-configuration=" + prefix, "--system-configuration=" + system,
-           "--remote-memory-configuration=" + memory, "--network-configuration=" + net]
+           "--remote-memory-configuration=" + memory, "--network-configuration=" + net,
+           "--logging-configuration=" + logging]
     if groups:
         cmd.append("--comm-group-configuration=" + groups)
     # in the scratch directory: ASTRA-sim writes log/log.log where it runs
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=300, cwd=os.path.dirname(net))
-    done = [int(c) for c in re.findall(r"sys\[\d+\] finished, (\d+) cycles", p.stdout)]
-    # ASTRA-sim 518bd51 may abort after every rank has finished, in its
-    # statistics' teardown (malloc_consolidate on the emitted training step):
-    # the times are printed by then, so all ranks finished is what counts
-    if len(done) != NPUS:
+    done = {int(r): int(c) for r, c in
+            re.findall(r"sys\[(\d+)\] finished, (\d+) cycles", p.stdout)}
+    # ASTRA-sim 518bd51 aborts after every rank has finished where process
+    # groups smaller than the job run on a one-dimensional network: each
+    # group's CollectivePlan deletes the collective implementation it shares
+    # with CollectiveImplLookup (a double free in ~Sys, valgrind says). The
+    # times are printed by then, so every rank finished is what counts.
+    if sorted(done) != list(range(NPUS)):
         fail("ASTRA-sim on %s: exit %d, %d of %d ranks finished: %s" %
              (prefix, p.returncode, len(done), NPUS, p.stdout.strip()[-600:]))
         return None
-    return max(done)
+    return max(done.values())
 
 
 def npusim_json(cmd):
