@@ -5,10 +5,11 @@
 # any failure.
 #
 # The tests add CUnit (the unit tests), valgrind (the valgrind_* tests),
-# strace (a signal check of tests/e2e/cli.sh) and protoc (protobuf-compiler:
-# tests/e2e/chakra_interop.py decodes npusim's Chakra ETs with Chakra's own
-# schema), and npm's speedscope 1.25.0 where npm is (timeline_speedscope
-# imports npusim's timelines with it). NPUSIM_TEST_SLURM=1, as .ci/run
+# strace (a signal check of tests/e2e/cli.sh), protoc (protobuf-compiler) and
+# python3-protobuf (tests/e2e/chakra_interop.py decodes npusim's Chakra ETs
+# with Chakra's own schema, in protoc and in Chakra's Python reader), and npm's
+# speedscope 1.25.0 where npm is (timeline_speedscope imports npusim's
+# timelines with it). NPUSIM_TEST_SLURM=1, as .ci/run
 # sets it, also installs Debian's Slurm (slurmctld, slurmd, slurm-client):
 # tests/e2e/sweep_e2e.sh then runs a sweep on a private single-node Slurm, as root.
 # Without it no Slurm package is installed (it could shadow a site's own).
@@ -16,7 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-packages=(libcunit1-dev valgrind strace protobuf-compiler)
+packages=(libcunit1-dev valgrind strace protobuf-compiler python3-protobuf)
 if [ "${NPUSIM_TEST_SLURM:-0}" = 1 ]; then
   packages+=(slurmctld slurmd slurm-client)
 fi

@@ -28,6 +28,15 @@ const char *const chakra_coll_npusim[CHAKRA_COLL_TYPE_COUNT] = {
     "allreduce", "reduce",        "allgather",     NULL, NULL, "broadcast",
     "alltoall",  "reducescatter", "reducescatter", NULL};
 
+const char *const chakra_allgather_names[CHAKRA_ALLGATHER_COUNT] = {"input", "total"};
+
+int chakra_allgather_parse(const char *name) {
+  for (int k = 0; k < CHAKRA_ALLGATHER_COUNT; k++)
+    if (strcmp(name, chakra_allgather_names[k]) == 0)
+      return k;
+  return -1;
+}
+
 /* ---- writing ---- */
 
 typedef struct {
@@ -125,11 +134,26 @@ static const char *coll_comm_type(const char *kind, int *type) {
   return NULL;
 }
 
+/* A collective's comm_size: its bytes, but an all-gather's per rank under
+ * CHAKRA_ALLGATHER_INPUT (ASTRA-sim gathers comm_size from each rank of the
+ * group), rounded to whole bytes and at least 1. */
+static int64_t coll_size(const trace_t *t, const trace_op_t *op, int rank, int ct,
+                         chakra_allgather_t allgather) {
+  double bytes = op->bytes;
+  if (ct == CHAKRA_COLL_ALL_GATHER && allgather == CHAKRA_ALLGATHER_INPUT) {
+    const trace_comm_t *cm = &t->comms[op->comm];
+    bytes /= cm->sizes[trace_group_of(cm, rank)];
+    return bytes < 1 ? 1 : llround(bytes);
+  }
+  return (int64_t)bytes;
+}
+
 /* The op's Chakra node. prev: the previous op on its stream (-1: none);
  * first_pg: the pg_name of each communicator's group 0 (see write_groups). */
 static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
-                      const trace_pairing_t *pp, const int *first_pg, int rank, int i, int prev,
-                      const int *record_of, double dur_s, double nominal_s) {
+                      const trace_pairing_t *pp, const int *first_pg, chakra_allgather_t allgather,
+                      int rank, int i, int prev, const int *record_of, double dur_s,
+                      double nominal_s) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   const trace_op_t *op = &p->ops[i];
   const char *name = op->label                     ? op->label
@@ -167,12 +191,15 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
   } else if (type == CHAKRA_NODE_COLL) {
     int ct = 0;
     coll_comm_type(v->colls[op->kind], &ct);
-    char pg[16];
-    snprintf(pg, sizeof pg, "%d", first_pg[op->comm] + trace_group_of(&t->comms[op->comm], rank));
+    char pg[16], group[320];
+    int g = trace_group_of(&t->comms[op->comm], rank);
+    snprintf(pg, sizeof pg, "%d", first_pg[op->comm] + g);
+    snprintf(group, sizeof group, "%.300s.%d", t->comms[op->comm].name, g);
     put_attr(node, "is_cpu_op", ATTR_BOOL, 0, 0, NULL);
     put_attr(node, "comm_type", ATTR_INT64, ct, 0, NULL);
-    put_attr(node, "comm_size", ATTR_INT64, (int64_t)op->bytes, 0, NULL);
+    put_attr(node, "comm_size", ATTR_INT64, coll_size(t, op, rank, ct, allgather), 0, NULL);
     put_attr(node, "pg_name", ATTR_STRING, 0, 0, pg);
+    put_attr(node, "npusim_group", ATTR_STRING, 0, 0, group); /* pg_name in npusim's words */
     if (ct == 1 || ct == 5)
       put_attr(node, "root", ATTR_INT64, op->root, 0, NULL);
     if (op->algo)
@@ -190,8 +217,8 @@ static void encode_op(out_t *node, const trace_t *t, const trace_vocab_t *v,
 }
 
 static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t *v,
-                      const trace_pairing_t *pp, const int *first_pg, int rank,
-                      chakra_duration_fn duration, const void *ctx, npu_err_t *err) {
+                      const trace_pairing_t *pp, const int *first_pg, chakra_allgather_t allgather,
+                      int rank, chakra_duration_fn duration, const void *ctx, npu_err_t *err) {
   const trace_program_t *p = &t->programs[t->program_of[rank]];
   char path[4096];
   snprintf(path, sizeof path, "%s.%d.et", prefix, rank);
@@ -215,7 +242,8 @@ static int write_rank(const char *prefix, const trace_t *t, const trace_vocab_t 
     const trace_op_t *op = &p->ops[i];
     double ran_s, nominal_s;
     duration(ctx, rank, i, &ran_s, &nominal_s);
-    encode_op(&msg, t, v, pp, first_pg, rank, i, last[op->stream], record_of, ran_s, nominal_s);
+    encode_op(&msg, t, v, pp, first_pg, allgather, rank, i, last[op->stream], record_of, ran_s,
+              nominal_s);
     last[op->stream] = i;
     put_message(&file, &msg);
     if (file.n > (1u << 20)) { /* bounded memory: flush every MiB */
@@ -301,7 +329,8 @@ static int remove_stale_ranks(const char *prefix, int ranks, npu_err_t *err) {
 }
 
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
-                 chakra_duration_fn duration, const void *ctx, npu_err_t *err) {
+                 chakra_allgather_t allgather, chakra_duration_fn duration, const void *ctx,
+                 npu_err_t *err) {
   if (trace_has_barrier(t))
     return npu_err_set(err, "%s: cannot write: the trace holds step barriers (npusim cluster's, which "
                     "Chakra cannot say)",
@@ -331,7 +360,7 @@ int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *voca
   if (rc == 0)
     rc = write_groups(prefix, t, first_pg, err);
   for (int r = 0; rc == 0 && r < t->ranks; r++)
-    rc = write_rank(prefix, t, vocab, &pp, first_pg, r, duration, ctx, err);
+    rc = write_rank(prefix, t, vocab, &pp, first_pg, allgather, r, duration, ctx, err);
   free(first_pg);
   trace_pairing_free(&pp);
   if (own && rc == 0)

@@ -23,10 +23,15 @@
  *   COMP_NODE       compute with its recorded duration_micros, or costed as a
  *                   roofline on the chip from num_ops and tensor_size
  *                   (chakra_compute_t); on stream "compute"
- *   COMM_COLL_NODE  comm_type and comm_size (bytes as npusim coll counts them)
- *                   on the communicator of its process group (pg_name, from a
- *                   comm-group JSON as ASTRA-sim takes it: {"pg": [ranks]}),
- *                   else on all ranks; on stream "comm"
+ *   COMM_COLL_NODE  comm_type and comm_size on the communicator of its
+ *                   process group (pg_name, from a comm-group JSON as
+ *                   ASTRA-sim takes it: {"pg": [ranks]}), else on all ranks;
+ *                   on stream "comm". comm_size is bytes as npusim coll
+ *                   counts them (the per-rank buffer of an all-reduce, all
+ *                   ranks' data of a reduce-scatter or all-to-all, as
+ *                   ASTRA-sim 2.x's collective algorithms take them), but an
+ *                   ALL_GATHER's is read and written by chakra_allgather_t:
+ *                   by default each rank's input, as ASTRA-sim takes it
  *   COMM_SEND_NODE, COMM_RECV_NODE  comm_src / comm_dst, comm_tag, comm_size;
  *                   on streams "send" and "recv"
  *   data_deps and ctrl_deps  both become dependencies
@@ -39,12 +44,14 @@
  *                   "chakra_host", one host node at a time
  * Other node types (remote memory, storage, checkpoints) and GATHER, SCATTER,
  * BARRIER are refused in one line naming the file and node, or with skip set
- * kept as zero-time delays on stream "chakra_skipped" and counted. npusim's own attributes (written by
- * chakra_write, ignored by other tools) make its export round-trip exactly:
+ * kept as zero-time delays on stream "chakra_skipped" and counted. npusim's own attributes (written
+ * by chakra_write, ignored by other tools) make its export round-trip exactly:
  * npusim_nominal_duration_s (double: the op at the chip model's speed, which
  * the replaying system's chip.variation then slows as train's did; other
  * tools read duration_micros, the op as it ran in train, stragglers
- * included), npusim_stream, npusim_kind, npusim_algo.
+ * included), npusim_stream, npusim_kind, npusim_algo; npusim_group names a
+ * collective's process group as npusim does (COMM.GROUP, "tp.0"), where
+ * pg_name gives ASTRA-sim a number.
  *
  * Bounds, each refused in one line before what it costs is allocated: the
  * rank files together at most TRACE_MAX_BYTES (inflated), CHAKRA_MAX_NODES
@@ -82,12 +89,29 @@ typedef enum {
 
 extern const char *const chakra_compute_names[CHAKRA_COMPUTE_COUNT];
 
+/* What an ALL_GATHER node's comm_size counts. ASTRA-sim 2.x gathers
+ * comm_size from every rank (its Ring and HalvingDoubling set an all-gather's
+ * final size to comm_size x ranks), so a writer for it gives each rank's
+ * input; npusim coll and nccl-tests count all ranks' data (the gathered
+ * output). Other collectives agree between the two. */
+typedef enum {
+  CHAKRA_ALLGATHER_INPUT, /* each rank's input (ASTRA-sim's; the default) */
+  CHAKRA_ALLGATHER_TOTAL, /* all ranks' data, as npusim coll counts it */
+  CHAKRA_ALLGATHER_COUNT
+} chakra_allgather_t;
+
+extern const char *const chakra_allgather_names[CHAKRA_ALLGATHER_COUNT];
+
+/* The convention named (input, total); -1 for another name. */
+int chakra_allgather_parse(const char *name);
+
 typedef struct {
   chakra_compute_t compute;
   double flops_per_s;        /* roofline: the chip's compute peak */
   double mem_bytes_per_s;    /* roofline: its memory bandwidth */
   const char *comm_groups;   /* comm-group JSON, or NULL */
   bool skip;                 /* keep unmodelled nodes as zero-time delays */
+  chakra_allgather_t allgather; /* what an ALL_GATHER's comm_size counts */
 } chakra_opts_t;
 
 /* Whether path names a Chakra trace, by content: a file that is not JSON but
@@ -121,9 +145,12 @@ typedef void (*chakra_duration_fn)(const void *ctx, int rank, int op, double *ra
  * staging): compute, delays and events as COMP_NODE with their durations,
  * collectives, sends and receives as COMM_* nodes, a stream's order and events
  * as ctrl_deps, dependencies as data_deps. Memory ops become zero-time compute
- * (their footprint is not in the format). A trace holding a step barrier
- * (trace_has_barrier) is refused. */
+ * (their footprint is not in the format). An all-gather's comm_size counts
+ * what allgather says (INPUT: its bytes over its group's size, rounded to
+ * whole bytes). A trace holding a step barrier (trace_has_barrier) is
+ * refused. */
 int chakra_write(const char *prefix, const trace_t *t, const trace_vocab_t *vocab,
-                 chakra_duration_fn duration, const void *ctx, npu_err_t *err);
+                 chakra_allgather_t allgather, chakra_duration_fn duration, const void *ctx,
+                 npu_err_t *err);
 
 #endif

@@ -22,7 +22,7 @@ extern const char *const chakra_node_type_names[CHAKRA_NODE_TYPE_COUNT];
 
 /* CollectiveCommType of et_def.proto, and npusim's collective for each (NULL
  * where it has none). */
-enum { CHAKRA_COLL_TYPE_COUNT = 10 };
+enum { CHAKRA_COLL_ALL_GATHER = 2, CHAKRA_COLL_TYPE_COUNT = 10 }; /* et_def.proto's numbers */
 extern const char *const chakra_coll_type_names[CHAKRA_COLL_TYPE_COUNT];
 extern const char *const chakra_coll_npusim[CHAKRA_COLL_TYPE_COUNT];
 

@@ -639,10 +639,20 @@ static int put_coll(job_t *j, rank_t *rk, const ctx_t *c, const node_t *n, trace
   if (op->comm < 0)
     return -1;
   const trace_comm_t *cm = &j->t->comms[op->comm];
-  if (trace_group_of(cm, rk->rank) < 0)
+  int group = trace_group_of(cm, rk->rank);
+  if (group < 0)
     return fail(c, "pg_name", "a process group holding rank %d, found \"%.*s\" without it",
                 rk->rank, (int)(n->pg_name.sval.end - n->pg_name.sval.p),
                 (const char *)n->pg_name.sval.p);
+  if (ct == CHAKRA_COLL_ALL_GATHER && j->o->allgather == CHAKRA_ALLGATHER_INPUT) {
+    /* each rank's input, as ASTRA-sim gathers it: npusim counts all ranks' */
+    op->bytes *= cm->sizes[group];
+    if (op->bytes > MAX_BYTES_FIELD)
+      return fail(c, "comm_size",
+                  "bytes in [1, %g] over the group's %d ranks, found %" PRId64
+                  " each (--chakra-allgather input)",
+                  MAX_BYTES_FIELD, cm->sizes[group], n->comm_size.ival);
+  }
   if ((j->vocab->root_colls_mask >> op->kind) & 1) {
     int64_t root = n->root.has_int ? n->root.ival : 0;
     if (root < 0 || root >= cm->sizes[0])

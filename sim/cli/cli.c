@@ -351,6 +351,15 @@ const cli_option_t cli_options_progress[] = {
              "(on a terminal it shows for runs over 2 s anyway)"),
     CLI_END};
 
+/* train --emit-chakra's and replay's: what an ALL_GATHER's comm_size counts
+ * (chakra.h) */
+const cli_option_t cli_options_chakra_allgather[] = {
+    CLI_STRING("chakra-allgather", "C", chakra_allgather,
+               "what a Chakra ALL_GATHER's comm_size counts: input\n"
+               "(each rank's, as ASTRA-sim reads it; the default)\n"
+               "or total (all ranks', as npusim coll)"),
+    CLI_END};
+
 /* Every command's, listed last in its help. */
 static const cli_option_t every_command_options[] = {
     CLI_CUSTOM("time-limit", "SECONDS", required_argument, set_time_limit,

@@ -72,6 +72,7 @@ typedef struct {
   const char *comm_group;       /* --comm-group FILE (replay, Chakra) */
   bool chakra_skip;             /* --chakra-skip (replay) */
   const char *emit_chakra;      /* --emit-chakra PREFIX (train) */
+  const char *chakra_allgather; /* --chakra-allgather input|total (train, replay) */
   const char *slo;              /* --slo ttft_ms=T,tpot_ms=P (serve) */
   const char *timeseries;       /* --timeseries FILE.csv (serve) */
   const char *requests_out;     /* --requests-out FILE.csv (serve) */
@@ -150,6 +151,7 @@ typedef struct cli_option {
 extern const cli_option_t cli_options_system[], cli_options_workload[], cli_options_set[],
     cli_options_format[], cli_options_fidelity[], cli_options_output[], cli_options_kind[],
     cli_options_timeline[], cli_options_links[], cli_options_progress[];
+extern const cli_option_t cli_options_chakra_allgather[]; /* --chakra-allgather */
 
 /* The most --time-limit accepts: a year. */
 #define CLI_MAX_TIME_LIMIT_S 31536000

@@ -25,6 +25,11 @@ static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *
     if (opts->chakra_compute || opts->comm_group || opts->chakra_skip)
       return npu_err_set(err, "--chakra-compute, --comm-group, --chakra-skip: expected a Chakra "
                          "trace with them, found the npusim trace %s", opts->trace);
+    if (opts->chakra_allgather)
+      return npu_err_set(err,
+                         "--chakra-allgather: expected a Chakra trace with it, found the "
+                         "npusim trace %s",
+                         opts->trace);
     trace_vocab_t vocab = replay_vocab_on(sys);
     return trace_read(opts->trace, &vocab, trace, err);
   }
@@ -37,6 +42,13 @@ static int read_trace(const cli_opts_t *opts, const system_cfg_t *sys, trace_t *
       return npu_err_set(err, "--chakra-compute: expected auto, duration or roofline, found "
                          "\"%.40s\"", opts->chakra_compute);
     co.compute = (chakra_compute_t)m;
+  }
+  if (opts->chakra_allgather) {
+    int k = chakra_allgather_parse(opts->chakra_allgather);
+    if (k < 0)
+      return npu_err_set(err, "--chakra-allgather: expected input or total, found \"%.40s\"",
+                         opts->chakra_allgather);
+    co.allgather = (chakra_allgather_t)k;
   }
   /* the roofline at the clock a step holds, the HBM at its efficiency (bf16 cube) */
   co.flops_per_s = chip_cube_peak_flops(&sys->chip, CHIP_DTYPE_BF16) * sys->chip.sustained_clock;
@@ -114,4 +126,5 @@ const cli_option_t cmd_replay_options[] = {
     CLI_FLAG("chakra-skip", chakra_skip,
              "keep Chakra nodes npusim does not model as zero-time\n"
              "delays (counted in the report) instead of refusing"),
+    CLI_GROUP(cli_options_chakra_allgather),
     CLI_END};

@@ -17,6 +17,15 @@ static int check_views(const cli_opts_t *opts, int ranks, train_files_t *files,
     return -1;
   if (opts->links_kind && !opts->links)
     return npu_err_set(err, "--links-kind: expected --links with it, found none");
+  if (opts->chakra_allgather && !opts->emit_chakra)
+    return npu_err_set(err, "--chakra-allgather: expected --emit-chakra with it, found none");
+  if (opts->chakra_allgather) {
+    int k = chakra_allgather_parse(opts->chakra_allgather);
+    if (k < 0)
+      return npu_err_set(err, "--chakra-allgather: expected input or total, found \"%.40s\"",
+                         opts->chakra_allgather);
+    files->chakra_allgather = (chakra_allgather_t)k;
+  }
   return linkstats_parse_view(opts->links_rows, opts->links_kind, links, err);
 }
 
@@ -78,6 +87,7 @@ const cli_option_t cmd_train_options[] = {
     CLI_STRING("emit-chakra", "PREFIX", emit_chakra,
                "also write the step as Chakra ETs, PREFIX.<rank>.et,\n"
                "and PREFIX.comm_groups.json (ASTRA-sim's inputs)"),
+    CLI_GROUP(cli_options_chakra_allgather),
     CLI_STRING("list-ops", "FILE.csv", list_ops,
                "also write the distinct compute ops of the step, in\n"
                "scripts/measure_ops.py's --ops format"),

@@ -274,8 +274,8 @@ int train_write_files(const train_files_t *f, const train_opts_t *o, const train
   spans_t spans = {r, &o->sys->variation};
   if ((f->list_ops && op_list_write(f->list_ops, t, err)) ||
       (f->emit_trace && trace_write(t, &replay_vocab, f->emit_trace, err)) ||
-      (f->emit_chakra &&
-       chakra_write(f->emit_chakra, t, &replay_vocab, op_duration, &spans, err)) ||
+      (f->emit_chakra && chakra_write(f->emit_chakra, t, &replay_vocab, f->chakra_allgather,
+                                      op_duration, &spans, err)) ||
       (f->chrome_trace && write_timeline(f, o, r, err)))
     return -1;
   return 0;

@@ -10,9 +10,10 @@
 
 #include <stdio.h>
 
+#include "chakra.h"
+#include "npu_err.h"
 #include "out_format.h"
 #include "train_run.h"
-#include "npu_err.h"
 
 /* What the report shows besides the result. */
 typedef struct {
@@ -28,6 +29,7 @@ typedef struct {
   const char *list_ops;      /* the distinct compute ops, CSV (calibrate/op_list.h) */
   const char *emit_trace;    /* the programs as an npusim trace */
   const char *emit_chakra;   /* the programs as Chakra ETs: PREFIX.<rank>.et */
+  chakra_allgather_t chakra_allgather; /* what their ALL_GATHER comm_size counts */
   const char *chrome_trace;  /* the step's timeline, slices named by layer, micro-batch, pass */
   int first_rank, last_rank; /* the ranks the timeline shows */
   bool progress;             /* timeline progress on stderr even when it is not a terminal */

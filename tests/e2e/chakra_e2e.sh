@@ -276,6 +276,29 @@ assert eager == [(2.941, 0.0, 50.0)] * 4, eager  # the data waits in rank 1s buf
 assert len(set(rdv)) == 1 and rdv[0][2] == 53.941, rdv  # the send waits 50 us for its recv
 ' "$(late 4)" "$(late 0)"
 
+# An ALL_GATHER's comm_size is each rank's input by default (ASTRA-sim's
+# reading: its 8-NPU example gathers 1 MB from each rank, 8 MB in all), and
+# all ranks' data with --chakra-allgather total (npusim coll's count): the
+# world communicator moves 8 times the bytes under the first.
+ag=$astra/all_gather_8npus_1MB/all_gather
+ag_bytes() { $npusim replay --system $sys --trace $ag --format json "$@" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["communicators"][0]["bytes"])'; }
+check "ASTRA-sim's all-gather example: comm_size per rank by default, x 8 over --chakra-allgather total" \
+  sh -c "[ \"\$1\" = \"\$2\" ] && [ \"\$1\" = \$((\$3 * 8)) ]" _ \
+  "$(ag_bytes)" "$(ag_bytes --chakra-allgather input)" "$(ag_bytes --chakra-allgather total)"
+expect_line "--chakra-allgather: a name it does not know" \
+  "--chakra-allgather: expected input or total, found \"output\"" \
+  $npusim replay --system $sys --trace $ag --chakra-allgather output
+expect_line "--chakra-allgather on an npusim trace" \
+  "--chakra-allgather: expected a Chakra trace with it, found the npusim trace traces/mixed.json" \
+  $npusim replay --system $sys --trace traces/mixed.json --chakra-allgather total
+expect_line "train --chakra-allgather without --emit-chakra" \
+  "--chakra-allgather: expected --emit-chakra with it, found none" \
+  $npusim train --system $sys --workload tests/data/train/tiny.json --chakra-allgather total
+expect_line "ASTRA-sim's custom ring all-reduce: sends that wait for their receives" \
+  "$astra/custom_ring_allreduce_8npus_1MB/custom_allreduce.0.et: node 1 \"COMM_RECV_NODE_tb0_step1\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
+  $npusim replay --system $sys --trace $astra/custom_ring_allreduce_8npus_1MB/custom_allreduce
+
 # Chakra's own sets (tests/data/chakra/chakra/, commit in its SOURCE): every
 # set its ET generator writes, each replaying in both fidelities, kept as
 # zero-time delays with --chakra-skip, or refused for the reason docs/interop.md

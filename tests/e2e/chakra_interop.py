@@ -30,7 +30,8 @@ tp, dp and pipeline sends), in flow without and with stragglers
   and comm_tag int32_val, pg_name string_val (mlcommons/chakra
   src/feeder/et_feeder_node.cpp reads exactly these; ASTRA-sim's feeder_v3
   takes any integer field for the integers), npusim's own attributes
-  (npusim_stream, npusim_nominal_duration_s, npusim_kind, npusim_algo) a
+  (npusim_stream, npusim_nominal_duration_s, npusim_kind, npusim_algo,
+  npusim_group) a
   string or a double;
 - COMM_COLL_NODE: a comm_type ASTRA-sim runs (Workload::issue_coll_comm:
   ALL_REDUCE, ALL_TO_ALL, ALL_GATHER, REDUCE_SCATTER, BROADCAST), comm_size
@@ -45,10 +46,17 @@ tp, dp and pipeline sends), in flow without and with stragglers
   run (args.op), of the matching kind; a COMP_NODE's duration_micros is the
   op's duration there (the trace prints nanoseconds, duration_micros is
   rounded to the microsecond: they differ by at most half a microsecond and
-  the trace's rounding); a collective's comm_size is the trace's bytes and
-  its group the trace's (communicator, group), one pg_name for each; a send or
+  the trace's rounding); a collective's comm_size is the trace's bytes (an
+  ALL_GATHER's divided by its group's size: each rank's input, as ASTRA-sim
+  reads it, by default; with --chakra-allgather total, a fourth run, the
+  trace's bytes; tiny.json's tp all-gathers are there to check) and
+  its group the trace's (communicator, group), one pg_name for each, and
+  npusim_group names it as COMM.GROUP; a send or
   receive's peer and size are the trace's. Without stragglers
   npusim_nominal_duration_s is the as-run duration.
+Chakra's Python reader (its protolib framing, et_def_pb2 from protoc
+--python_out, python3-protobuf) reads the first set as protoc decodes it:
+node for node, every attribute in the same oneof field with the same value.
 The Python writer's ETs: its all-reduce workload, and nodes carrying every
 attribute kind it writes (negative int64, uint64 past 2^63, bool, non-ASCII
 string, double) and both kinds of dependencies decode to the values written.
@@ -57,7 +65,8 @@ Negative controls: an emitted file with one defect each (an unknown field,
 a node type past the enum, a cut message, one corrupted byte, a dependency
 on a missing node, an id twice, a zero length, comm_size as uint64_val, a
 pg_name ASTRA-sim cannot read, a collective of another size than its group's,
-a duration_micros off the run) must be reported, and not be reported on the
+an all-gather's comm_size as the total, a duration_micros off the run) must be
+reported, and not be reported on the
 file unchanged, so the checks can fail.
 """
 import codecs
@@ -90,7 +99,8 @@ FEEDER_FIELD = {"is_cpu_op": "bool_val", "num_ops": "int64_val", "tensor_size": 
                 "comm_size": "int64_val", "comm_src": "int32_val", "comm_dst": "int32_val",
                 "comm_tag": "int32_val", "pg_name": "string_val"}
 NPUSIM_FIELD = {"npusim_stream": "string_val", "npusim_nominal_duration_s": "double_val",
-                "npusim_kind": "string_val", "npusim_algo": "string_val"}
+                "npusim_kind": "string_val", "npusim_algo": "string_val",
+                "npusim_group": "string_val"}
 # Chrome trace event category -> Chakra node type, for the as-run match.
 CATEGORY_TYPE = {"shaped": "COMP_NODE", "compute": "COMP_NODE", "delay": "COMP_NODE",
                  "collective": "COMM_COLL_NODE", "send": "COMM_SEND_NODE",
@@ -232,9 +242,11 @@ def int_attr(attrs, name):
     return int(v[1]) if v and re.fullmatch(r"-?\d+", v[1]) else None
 
 
-def check_set(tmp, prefix, ranks, schema, asrun=None, variation=False, npusim=True):
+def check_set(tmp, prefix, ranks, schema, asrun=None, variation=False, npusim=True,
+              allgather="input"):
     """Problems of the ET set PREFIX.<rank>.et (ranks files) and its
-    comm_groups.json; asrun: the Chrome trace of the run, per (rank, op)."""
+    comm_groups.json; asrun: the Chrome trace of the run, per (rank, op);
+    allgather: what an ALL_GATHER's comm_size counts (--chakra-allgather)."""
     node_types, coll_types = schema
     coll_names = {v: k for k, v in coll_types.items()}
     problems = []
@@ -358,10 +370,22 @@ def check_set(tmp, prefix, ranks, schema, asrun=None, variation=False, npusim=Tr
                 problems.append("%s: duration_micros %d: expected the as-run %.3f us" %
                                 (where, dur, ev["dur"]))
             if ntype == "COMM_COLL_NODE":
-                if int_attr(attrs, "comm_size") != args.get("bytes"):
-                    problems.append("%s: comm_size %s: expected the as-run %s bytes" %
-                                    (where, int_attr(attrs, "comm_size"), args.get("bytes")))
+                want = args.get("bytes")
+                if allgather == "input" and \
+                        coll_names.get(int_attr(attrs, "comm_type")) == "ALL_GATHER":
+                    # ASTRA-sim's all-gather size: each rank's input; the
+                    # Chrome trace counts all ranks' (npusim coll's)
+                    n = ranks if pg in ("", "0") else len((groups or {}).get(pg, [])) or 1
+                    want = round(want / n) if want is not None else None
+                if int_attr(attrs, "comm_size") != want:
+                    problems.append("%s: comm_size %s: expected the as-run %s bytes%s" %
+                                    (where, int_attr(attrs, "comm_size"), want,
+                                     " (per rank)" if want != args.get("bytes") else ""))
                 key = (args.get("comm"), args.get("group"))
+                named = attrs.get("npusim_group", ("", ""))[1]
+                if named != "%s.%s" % key:
+                    problems.append("%s: npusim_group %r: expected the run's %s.%s" %
+                                    ((where, named) + key))
                 if chrome_pg.setdefault(key, pg) != pg:
                     problems.append("%s: pg_name %r for %s, which is also %r" %
                                     (where, pg, key, chrome_pg[key]))
@@ -449,6 +473,13 @@ def negative_controls(tmp, prefix, ranks, schema, asrun):
     def on_coll(msgs, change):
         return on_type(msgs, 7, change)
 
+    def on_gather(msgs, change):
+        """msgs with their first ALL_GATHER changed by change(node bytes, node)."""
+        k = next(k for k, m in enumerate(msgs) if k and chakra_et.read_node(m).get("type") == 7
+                 and chakra_et.read_node(m)["attr"].get("comm_type") == 2)
+        msgs[k] = change(msgs[k], chakra_et.read_node(msgs[k]))
+        return msgs
+
     def replace_attr(node, name, kind, value):
         out = b""
         for f, raw in raw_fields(node):
@@ -481,6 +512,10 @@ def negative_controls(tmp, prefix, ranks, schema, asrun):
         ("a collective of another size on one rank of its group",
          lambda m: on_coll(m, lambda n: replace_attr(n, "comm_size", "int64", 4096)),
          "to issue the same collectives"),
+        ("an ALL_GATHER's comm_size as all ranks' data (npusim coll's count), not each rank's",
+         lambda m: on_gather(m, lambda n, d: replace_attr(n, "comm_size", "int64",
+                                                          d["attr"]["comm_size"] * 2)),
+         "(per rank)"),
         ("a COMP_NODE's duration_micros off the run (a later field 7 wins)",
          lambda m: on_type(m, 4, lambda n: n + key(7, 0) + varint(10**6)),
          "expected the as-run"),
@@ -601,13 +636,20 @@ def main():
                       "--set", "chip.variation.speed_sigma=0.1",
                       "--set", "chip.variation.jitter_sigma=0.08", "--set", "chip.variation.seed=7"]
         first = None
+        total = ["--chakra-allgather", "total"]
         for name, fid, keys in (("flow", "flow", []), ("flow_var", "flow", stragglers),
-                                ("analytic_var", "analytic", stragglers)):
+                                ("analytic_var", "analytic", stragglers),
+                                ("flow_total", "flow", total)):
             prefix, train = run_train(npusim, tmp, name, fid, keys)
             if prefix is None:
                 continue
             asrun = chrome_ops(prefix + ".chrome.json")
-            got = check_set(tmp, prefix, train["npus"], schema, asrun, variation=bool(keys))
+            got = check_set(tmp, prefix, train["npus"], schema, asrun,
+                            variation=keys == stragglers,
+                            allgather="total" if keys == total else "input")
+            gathers = all_gathers(tmp, prefix, train["npus"])
+            if not gathers:
+                got.append("%s: expected ALL_GATHER nodes (tiny.json's tp), found none" % name)
             nodes = sum(len(split_messages(open("%s.%d.et" % (prefix, r), "rb").read())[0]) - 1
                         for r in range(train["npus"]))
             if got:
@@ -620,6 +662,7 @@ def main():
             first = first or (prefix, train["npus"], asrun)
         python_writer(tmp, schema)
         if first:
+            python_reader(tmp, first[0], first[1])
             negative_controls(tmp, first[0], first[1], schema, first[2])
     finally:
         shutil.rmtree(tmp)
@@ -627,6 +670,107 @@ def main():
         print("chakra_interop: %d failed" % len(failures))
         sys.exit(1)
     print("chakra_interop: all passed")
+
+
+def all_gathers(tmp, prefix, ranks):
+    """How many ALL_GATHER nodes the set holds."""
+    n = 0
+    for r in range(ranks):
+        msgs, _ = split_messages(open("%s.%d.et" % (prefix, r), "rb").read())
+        for m in msgs[1:]:
+            node = chakra_et.read_node(m)
+            n += node.get("type") == 7 and node["attr"].get("comm_type") == 2
+    return n
+
+
+# Chakra's own Python reader: protolib.decodeMessage reads a varint length
+# with protobuf's _DecodeVarint32, then ParseFromString on et_def_pb2 (protoc
+# --python_out on the schema). Run by a Python that has google.protobuf
+# (Debian's python3-protobuf), it prints each file's nodes as JSON.
+PY_READER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import et_def_pb2 as pb
+from google.protobuf.internal.decoder import _DecodeVarint32
+out = []
+for path in sys.argv[2:]:
+    data, pos, msgs = open(path, "rb").read(), 0, []
+    while pos < len(data):
+        size, pos = _DecodeVarint32(data, pos)
+        msgs.append(data[pos:pos + size])
+        pos += size
+    meta = pb.GlobalMetadata()
+    meta.ParseFromString(msgs[0])
+    nodes = []
+    for m in msgs[1:]:
+        n = pb.Node()
+        n.ParseFromString(m)
+        attrs = {}
+        for a in n.attr:
+            field = a.WhichOneof("value")
+            attrs[a.name] = [field, str(getattr(a, field)).lower() if field == "bool_val"
+                             else str(getattr(a, field))]
+        nodes.append({"id": n.id, "type": pb.NodeType.Name(n.type), "attr": attrs,
+                      "ctrl_deps": list(n.ctrl_deps), "data_deps": list(n.data_deps),
+                      "duration_micros": n.duration_micros})
+    out.append({"version": meta.version, "nodes": nodes})
+print(json.dumps(out))
+"""
+
+
+def protobuf_python():
+    """A Python that imports google.protobuf (this one, or Debian's)."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(py) and subprocess.run(
+                [py, "-c", "import google.protobuf"], stderr=subprocess.DEVNULL).returncode == 0:
+            return py
+    return None
+
+
+def python_reader(tmp, prefix, ranks):
+    """Each rank file of the set read by Chakra's Python reader and by protoc's
+    text decode: the same nodes, types, dependencies, durations, and every
+    attribute in the same oneof field with the same value."""
+    py = protobuf_python()
+    if not py:
+        fail("Chakra's Python reader: expected a python3 with google.protobuf (Debian's "
+             "python3-protobuf; scripts/test.sh installs it), found none")
+        return
+    gen = os.path.join(tmp, "pb2")
+    os.makedirs(gen, exist_ok=True)
+    subprocess.run(["protoc", "-I", SCHEMA_DIR, "--python_out=" + gen, SCHEMA], check=True)
+    paths = ["%s.%d.et" % (prefix, r) for r in range(ranks)]
+    p = subprocess.run([py, "-c", PY_READER, gen] + paths, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        fail("Chakra's Python reader on %s: %s" % (prefix, p.stderr.strip()[-400:]))
+        return
+    bad, count = [], 0
+    for path, got in zip(paths, json.loads(p.stdout)):
+        dec, err = decode(tmp, split_messages(open(path, "rb").read())[0])
+        if err:
+            bad.append(err)
+            continue
+        want = []
+        for n in dec.get("node", []):
+            want.append({"id": int(one(n, "id", "0")), "type": one(n, "type", "INVALID_NODE"),
+                         "attr": {k: list(v) for k, v in attrs_of(n, path, []).items()},
+                         "ctrl_deps": [int(d) for d in n.get("ctrl_deps", [])],
+                         "data_deps": [int(d) for d in n.get("data_deps", [])],
+                         "duration_micros": int(one(n, "duration_micros", "0"))})
+        for a in got["nodes"] + want:  # doubles as printed by each: compare as numbers
+            for k, v in a["attr"].items():
+                if v[0] == "double_val":
+                    v[1] = float(v[1])
+        if got["version"] != "0.0.4" or got["nodes"] != want:
+            diff = next((g, w) for g, w in zip(got["nodes"] + [None], want + [None]) if g != w)
+            bad.append("%s: the Python reader's node %s, protoc's %s" % (path, diff[0], diff[1]))
+        count += len(got["nodes"])
+    if bad:
+        fail("Chakra's Python reader: " + "; ".join(bad[:2]))
+    else:
+        ok("Chakra's Python reader (protolib's framing, et_def_pb2): %d nodes of %s read as "
+           "protoc decodes them" % (count, os.path.basename(prefix)))
 
 
 def extra_ranks(prefix, ranks):

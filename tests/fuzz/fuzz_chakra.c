@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (chakra_read(prefix, &o, &replay_vocab, &t, &skipped, &err) == 0) {
     char back[96];
     snprintf(back, sizeof back, "%s/b", dir);
-    if (chakra_write(back, &t, &replay_vocab, zero, NULL, &err) == 0) {
+    if (chakra_write(back, &t, &replay_vocab, o.allgather, zero, NULL, &err) == 0) {
       trace_t t2;
       char groups[128];
       snprintf(groups, sizeof groups, "%s.comm_groups.json", back);

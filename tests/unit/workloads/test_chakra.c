@@ -27,7 +27,8 @@ static void test_chakra_keeps_streams_deps_and_events(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
   snprintf(prefix, sizeof prefix, "%s/m", dir);
   snprintf(groups, sizeof groups, "%s.comm_groups.json", prefix);
-  CU_ASSERT_EQUAL_FATAL(chakra_write(prefix, &t, &replay_vocab, one_us, NULL, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      chakra_write(prefix, &t, &replay_vocab, CHAKRA_ALLGATHER_INPUT, one_us, NULL, &err), 0);
   chakra_opts_t o = {.compute = CHAKRA_COMPUTE_DURATION, .comm_groups = groups};
   long skipped;
   CU_ASSERT_EQUAL_FATAL(chakra_read(prefix, &o, &replay_vocab, &back, &skipped, &err),
@@ -53,7 +54,66 @@ static void test_chakra_keeps_streams_deps_and_events(void) {
   remove(dir);
 }
 
+/* An all-gather of 4096 bytes (npusim's count: all 4 ranks' data) on a group
+ * of 4, written under one convention of comm_size and read under each: input
+ * (ASTRA-sim's: 1024 bytes a rank, read back x 4) or total. An all-reduce's
+ * size is the same under both. */
+static void test_chakra_allgather_sizes(void) {
+  npu_err_t err = {""};
+  char dir[] = "/tmp/npusim-chakra-ag-XXXXXX", in[96], prefix[96], groups[128];
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  snprintf(in, sizeof in, "%s/ag.json", dir);
+  FILE *f = fopen(in, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs("{\"format\": \"npusim-trace\", \"version\": 1, \"ranks\": 8,\n"
+        " \"communicators\": [{\"name\": \"tp\", \"groups\": [\"0-3\", \"4-7\"]}],\n"
+        " \"programs\": [{\"ranks\": \"0-7\", \"ops\": [\n"
+        "  {\"id\": 0, \"kind\": \"allgather\", \"stream\": \"comm\", \"comm\": \"tp\", "
+        "\"bytes\": 4096},\n"
+        "  {\"id\": 1, \"kind\": \"allreduce\", \"stream\": \"comm\", \"comm\": \"tp\", "
+        "\"bytes\": 4096}]}]}\n",
+        f);
+  fclose(f);
+  trace_t t;
+  CU_ASSERT_EQUAL_FATAL(trace_read(in, &replay_vocab, &t, &err), 0);
+  snprintf(prefix, sizeof prefix, "%s/ag", dir);
+  snprintf(groups, sizeof groups, "%s.comm_groups.json", prefix);
+  /* [written][read]: the all-gather's bytes read back */
+  const double want[2][2] = {{4096, 1024}, {16384, 4096}};
+  for (int w = 0; w < CHAKRA_ALLGATHER_COUNT; w++) {
+    CU_ASSERT_EQUAL_FATAL(
+        chakra_write(prefix, &t, &replay_vocab, (chakra_allgather_t)w, one_us, NULL, &err), 0);
+    for (int r = 0; r < CHAKRA_ALLGATHER_COUNT; r++) {
+      chakra_opts_t o = {.compute = CHAKRA_COMPUTE_DURATION,
+                         .comm_groups = groups,
+                         .allgather = (chakra_allgather_t)r};
+      trace_t back;
+      long skipped;
+      CU_ASSERT_EQUAL_FATAL(chakra_read(prefix, &o, &replay_vocab, &back, &skipped, &err), 0);
+      for (int rank = 0; rank < 8; rank++) {
+        const trace_program_t *p = &back.programs[back.program_of[rank]];
+        CU_ASSERT_EQUAL(p->ops[0].bytes, want[w][r]);
+        CU_ASSERT_EQUAL(p->ops[1].bytes, 4096);
+      }
+      trace_free(&back);
+    }
+  }
+  CU_ASSERT_EQUAL(chakra_allgather_parse("input"), CHAKRA_ALLGATHER_INPUT);
+  CU_ASSERT_EQUAL(chakra_allgather_parse("total"), CHAKRA_ALLGATHER_TOTAL);
+  CU_ASSERT_EQUAL(chakra_allgather_parse("output"), -1);
+  trace_free(&t);
+  for (int r = 0; r < 8; r++) {
+    char fn[128];
+    snprintf(fn, sizeof fn, "%s.%d.et", prefix, r);
+    remove(fn);
+  }
+  remove(groups);
+  remove(in);
+  remove(dir);
+}
+
 CU_TestInfo chakra_tests[] = {
     {"Chakra keeps streams, deps and events", test_chakra_keeps_streams_deps_and_events},
+    {"Chakra all-gather comm_size: input or total", test_chakra_allgather_sizes},
     CU_TEST_INFO_NULL,
 };

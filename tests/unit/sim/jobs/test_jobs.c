@@ -142,7 +142,8 @@ static void writers_refuse_barriers(const trace_t *t) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "step barrier"));
   snprintf(path, sizeof path, "%s/c", dir);
   err.msg[0] = '\0';
-  CU_ASSERT_EQUAL(chakra_write(path, t, &replay_vocab, no_time, NULL, &err), -1);
+  CU_ASSERT_EQUAL(chakra_write(path, t, &replay_vocab, CHAKRA_ALLGATHER_INPUT, no_time, NULL, &err),
+                  -1);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "step barrier"));
   CU_ASSERT_EQUAL(rmdir(dir), 0); /* empty: nothing was written */
 }
