@@ -10,7 +10,7 @@
 #               under node) imports them with no warning. Skipped (exit 77)
 #               without node or the npm package in the cache
 #               ${NPUSIM_NPM_CACHE:-~/.cache/npusim-npm} (scripts/test.sh
-#               installs it there: npm install --prefix CACHE speedscope@1.25.0).
+#               fetches it there with scripts/lib/fetch_npm.py, checked against npm's sha512).
 # Usage: timeline_e2e.sh NPUSIM doubles|speedscope. Run from the repository root.
 set -u
 npusim=${1:?usage: timeline_e2e.sh NPUSIM doubles|speedscope}
