@@ -205,7 +205,7 @@ check "... which analytic costs in one step" timeout 20 $npusim replay --system 
 # both fidelities. The custom ring all-reduce sends before it receives on every
 # rank: with eager sends (its 128 KiB chunks under collectives.p2p_eager_max_MiB)
 # it replays, on ASTRA-sim's Ring_8npus network (astra-sim-ring8.json), in the
-# time docs/interop.md explains (ASTRA-sim: 123.5 us); where every send waits
+# time ASTRA-sim 518bd51 gives (90.174 us, docs/interop.md); where every send waits
 # for its recv (HCCL's rendezvous, the Ascend systems) it is refused as the
 # cycle it is there.
 astra=tests/data/chakra/astra-sim
@@ -228,13 +228,13 @@ assert r["step_time_s"] > 0 and len(r["per_rank"]) == ranks, (r["step_time_s"], 
 done
 ring=$astra/custom_ring_allreduce_8npus_1MB/custom_allreduce
 for fid in analytic flow; do
-  check "ASTRA-sim's custom ring all-reduce, eager sends ($fid): 14 x (2.5 + 0.5) + 7 x 7 us = 90.18 us (ASTRA-sim: 123.5 us, docs/interop.md)" python3 -c '
+  check "ASTRA-sim's custom ring all-reduce, eager sends ($fid): 14 x (2.5 + 0.5) + 7 x 7 us = 90.18 us (ASTRA-sim 518bd51: 90.174 us, docs/interop.md)" python3 -c '
 import json, subprocess, sys
 r = json.loads(subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True).stdout)
 assert abs(r["step_time_s"] - 90.18e-6) < 0.01e-6, r["step_time_s"]
 ' $npusim replay --system tests/data/chakra/astra-sim-ring8.json --trace $ring --fidelity $fid --format json
   echo "  custom ring all-reduce ($fid): npusim $($npusim replay --system tests/data/chakra/astra-sim-ring8.json \
-    --trace $ring --fidelity $fid | sed -n 's/^step time: //p'), ASTRA-sim 123.5 us"
+    --trace $ring --fidelity $fid | sed -n 's/^step time: //p'), ASTRA-sim 518bd51 90.174 us"
 done
 expect_line "... and with every send waiting for its recv (HCCL), the cycle it then is" \
   "$ring.0.et: node 1 \"COMM_RECV_NODE_tb0_step1\": expected ops that can all complete, found it waiting for rank 0 node 0, which never completes (a cycle through streams, events, collectives or send/recv)" \
