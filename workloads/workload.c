@@ -15,6 +15,8 @@ const char *const serve_preempt_names[SERVE_PREEMPT_COUNT] = {"recompute", "swap
 const char *const serve_dtype_names[SERVE_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "int8"};
 const char *const serve_len_dist_names[SERVE_LEN_COUNT] = {"fixed", "uniform", "lognormal"};
 const char *const serve_dispatch_names[SERVE_DISPATCH_COUNT] = {"direct", "server_dedup"};
+const char *const serve_allreduce_names[SERVE_AR_COUNT] = {"collective", "engine"};
+const char *const serve_routing_names[SERVE_ROUTE_COUNT] = {"uniform", "zipf"};
 
 int serve_dtype_bytes(serve_dtype_t d) { return d == SERVE_DTYPE_FP8 || d == SERVE_DTYPE_INT8 ? 1 : 2; }
 

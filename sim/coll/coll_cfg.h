@@ -40,6 +40,8 @@ typedef enum {
   COLL_ALGO_TREE,      /* double binary tree */
   COLL_ALGO_PIPELINE,
   COLL_ALGO_NVLS,      /* in-switch reduction */
+  COLL_ALGO_ONESHOT,   /* serving engines' one-shot: every rank reads every peer's buffer */
+  COLL_ALGO_TWOSHOT,   /* serving engines' two-shot: P2P reduce-scatter, then all-gather */
   COLL_ALGO_COUNT
 } coll_algo_t;
 
@@ -104,6 +106,9 @@ typedef struct {
   double reduce_bw_bytes_per_s;   /* local reduction throughput; 0 = inline, free */
   double compute_slowdown;        /* a compute op beside a transfer ("overlaps") takes this
                                      fraction of the shorter of the two longer */
+  double p2p_launch_s;            /* launch of a serving engine's own all-reduce kernel
+                                     (oneshot, twoshot), in place of op_overhead_s */
+  double p2p_sync_s;              /* its flag barrier among the ranks, once per stage */
   coll_proto_t proto[COLL_PROTO_COUNT];
 } coll_cfg_t;
 
