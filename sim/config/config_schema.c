@@ -134,6 +134,12 @@
       0.01, 1, NULL, "Data bytes per byte on the wire in this protocol.")
 
 
+static int convert_expert_load(const char *text, void *field) {
+  return serve_parse_expert_load(text, (serve_expert_load_t *)field);
+}
+
+_Static_assert(sizeof(serve_expert_load_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
+
 static int convert_order(const char *text, void *field) {
   return workload_parse_order(text, (par_dim_t *)field);
 }
@@ -636,11 +642,17 @@ static const cfg_key_t workload_keys[] = {
     ENUM("serving.moe.routing", serve_routing_names, SERVE_ROUTE_COUNT, WL(serving.moe_routing),
          "\"uniform\"",
          "uniform: every expert gets top_k / experts of the tokens; zipf: the expert of "
-         "popularity rank r gets a share proportional to r^-zipf_s, the experts dealt to the "
-         "EP ranks round-robin by rank, and the busiest rank's tokens set the expert matmuls "
-         "and the dispatch/combine bytes."),
+         "popularity rank r gets a share proportional to r^-zipf_s (at most 1 / top_k), which "
+         "expert is how popular drawn at random (seeded by requests.seed); measured: "
+         "expert_load. The experts sit in contiguous blocks on the EP ranks; the expected "
+         "busiest rank's tokens set the expert matmuls and the dispatch/combine bytes."),
     NUM("serving.moe.zipf_s", "", 1, WL(serving.moe_zipf_s), 0, 10, "1",
         "Zipf exponent of serving.moe.routing zipf (0 is uniform)."),
+    PARSED("serving.moe.expert_load", workload_cfg_t, serving.moe_expert_load, 0, 8191, "\"\"",
+           convert_expert_load, "non-negative numbers joined by ',' (at most 512)",
+           "For serving.moe.routing measured: the load of each routed expert in expert order "
+           "(token counts or shares, as an engine's expert distribution recorder writes them; "
+           "model.moe.experts of them)."),
     OFF("serving.moe.dispatch_rdma_GBps", "GB/s", GIGA, WL(serving.moe_dispatch_rdma_Bps), 0.01,
         1e5, "0",
         "Rate one rank's dispatch and combine kernels reach between servers (DeepEP's normal "

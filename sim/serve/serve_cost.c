@@ -325,8 +325,29 @@ static void zipf_shares(double *p, int n, double s, int top_k) {
  * them (ep above experts: each expert's copies split its load); which expert is
  * how popular is drawn at random (seeded by serving.requests.seed) and the
  * busiest rank's share averaged over SKEW_DRAWS draws. 1 for uniform routing. */
+/* serving.moe.routing measured: the busiest EP rank's share of the measured
+ * loads over its even share (the experts in contiguous blocks, as above). */
+static double measured_skew(const serve_expert_load_t *l, int ep) {
+  int n = l->n, local = ep <= n ? (int)npu_ceil_div(n, ep) : 1;
+  double total = 0, most = 0;
+  for (int i = 0; i < n; i++)
+    total += l->w[i];
+  for (int r = 0; r * local < n && r < ep; r++) {
+    double load = 0;
+    for (int i = r * local; i < n && i < (r + 1) * local; i++)
+      load += l->w[i];
+    most = fmax(most, load);
+  }
+  if (ep > n) /* an expert's copies share its load */
+    most /= (double)ep / n;
+  double even = ep <= n ? (double)local / n : 1.0 / ep;
+  return total > 0 ? fmax(most / total / even, 1) : 1;
+}
+
 static double moe_routing_skew(const serving_cfg_t *s, const moe_cfg_t *x, int ep) {
   int n = x->experts;
+  if (s->moe_routing == SERVE_ROUTE_MEASURED && ep >= 2)
+    return measured_skew(&s->moe_expert_load, ep);
   if (s->moe_routing != SERVE_ROUTE_ZIPF || ep < 2 || n < 2)
     return 1;
   double *p = malloc((size_t)n * sizeof *p), *load = calloc((size_t)ep, sizeof *load);
@@ -731,6 +752,15 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
                 "%s: serving.weight_dtype: expected a type the cube of %s computes, found "
                 "%s",
                 wl_path, sys->chip.name, serve_dtype_names[wl->serving.weight_dtype]);
+    serve_cost_free(c);
+    return NULL;
+  }
+  if (m->has_moe && wl->serving.moe_routing == SERVE_ROUTE_MEASURED &&
+      wl->serving.moe_expert_load.n != m->moe.experts) {
+    npu_err_set(err,
+                "%s: serving.moe.expert_load: expected a load for each of the %d routed "
+                "experts (model.moe.experts) with serving.moe.routing measured, found %d",
+                wl_path, m->moe.experts, wl->serving.moe_expert_load.n);
     serve_cost_free(c);
     return NULL;
   }

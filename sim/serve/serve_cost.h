@@ -21,15 +21,14 @@
  *
  * Serving engines' own TP all-reduce (serving.allreduce engine: vLLM's one-shot
  * and two-shot kernels, sim/coll/coll_select.c), a skewed routing
- * (serving.moe.routing zipf: the busiest EP rank's tokens set the expert matmuls
- * and the dispatch/combine bytes) and the dispatch kernels' measured rate
+ * (serving.moe.routing zipf or measured: the busiest EP rank's tokens set the
+ * expert matmuls and the dispatch/combine bytes) and the dispatch kernels' measured rate
  * (serving.moe.dispatch_*_GBps) are options; by default the library runs the
  * all-reduce, routing is even and all-to-alls move at the links' rate.
  *
- * Not modelled: a measured per-expert load, redundant experts placed by a
- * balancer (EPLB), speculative decoding (MTP), prefix caching, CUDA-graph
- * padding of batch sizes, the host's own time beyond
- * serving.scheduler.iteration_overhead_us. */
+ * Not modelled: redundant experts placed by a balancer (EPLB), speculative
+ * decoding (MTP), prefix caching, CUDA-graph padding of batch sizes, the host's
+ * own time beyond serving.scheduler.iteration_overhead_us. */
 #ifndef NPUSIM_SERVE_COST_H
 #define NPUSIM_SERVE_COST_H
 

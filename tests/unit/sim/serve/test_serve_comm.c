@@ -3,7 +3,8 @@
  * nothing where the engine has none (an HCCL system) and, on NVLink GPUs,
  * replaces each decode all-reduce by exactly the one-shot the collectives cost;
  * uniform routing is today's cost, a Zipf routing's busiest rank holds the
- * capped share of the most popular expert when every rank holds one, and the
+ * capped share of the most popular expert when every rank holds one, a measured
+ * per-expert load sets the busiest block's share, and the
  * dispatch kernels' rate changes nothing above the links' rate. */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -194,6 +195,50 @@ static void test_zipf_skew_with_an_expert_per_rank(void) {
   instance_free(&in);
 }
 
+/* A measured load per expert: even loads are today's cost; experts 0-15 (EP
+ * rank 0's block of 16) at twice the others' load give rank 0 32/272 of the
+ * tokens against 1/16 even: skew 16 x 32 / 272. A list of the wrong length is
+ * refused in one line. */
+static void test_measured_expert_load(void) {
+  char even[4096] = "", hot[4096] = "";
+  for (int i = 0; i < 256; i++) {
+    snprintf(even + strlen(even), sizeof even - strlen(even), "%s5", i ? "," : "");
+    snprintf(hot + strlen(hot), sizeof hot - strlen(hot), "%s%d", i ? "," : "", i < 16 ? 2 : 1);
+  }
+  char set_even[4200], set_hot[4200];
+  snprintf(set_even, sizeof set_even, "serving.moe.expert_load=%s", even);
+  snprintf(set_hot, sizeof set_hot, "serving.moe.expert_load=%s", hot);
+  instance_t a, e, h;
+  moe_instance(&a, NULL, NULL);
+  moe_instance(&e, "serving.moe.routing=measured", set_even);
+  moe_instance(&h, "serving.moe.routing=measured", set_hot);
+  CU_ASSERT_EQUAL(serve_cost_moe_skew(e.c), 1);
+  CU_ASSERT_DOUBLE_EQUAL(serve_cost_moe_skew(h.c), 16.0 * 32 / 272, 1e-12);
+  serve_parts_t pa = decode_parts(&a, 32, 2048), pe = decode_parts(&e, 32, 2048);
+  CU_ASSERT(parts_equal(&pa, &pe));
+  instance_free(&a);
+  instance_free(&e);
+  instance_free(&h);
+  const char *sets[] = {"serving.parallel.dp=16", "serving.parallel.ep=16",
+                        "serving.weight_dtype=fp8", "serving.moe.routing=measured",
+                        "serving.moe.expert_load=1,2,3",
+                        NULL};
+  system_cfg_t sys = load_system("h100-dgx.json", NULL);
+  workload_cfg_t wl;
+  CU_ASSERT_STRING_EQUAL_FATAL(load_text(CONFIG_WORKLOAD, SERVE_DATA_DIR, DSV3, sets, &wl), "");
+  topo_t t;
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&sys.node, &sys.cluster, 1, 16, 0, &t, &err), 0);
+  op_cache_t *ops = op_cache_new(&sys.chip);
+  CU_ASSERT_PTR_NULL(
+      serve_cost_new(&sys, &wl, "w.json", "serving", &wl.serving.colocated, &t, 0, ops, &err));
+  CU_ASSERT_STRING_EQUAL(err.msg, "w.json: serving.moe.expert_load: expected a load for each of "
+                                  "the 256 routed experts (model.moe.experts) with "
+                                  "serving.moe.routing measured, found 3");
+  op_cache_free(ops);
+  topo_free(&t);
+}
+
 /* The dispatch kernels' rate: above the links' rate it changes nothing; below
  * it the all-to-alls take longer. */
 static void test_dispatch_rate_bounds_the_all_to_alls(void) {
@@ -219,6 +264,7 @@ CU_TestInfo serve_comm_tests[] = {
     {"uniform routing is today's cost", test_uniform_routing_is_todays_cost},
     {"Zipf routing slows the busiest rank", test_zipf_routing_slows_the_busiest_rank},
     {"Zipf skew with an expert per rank", test_zipf_skew_with_an_expert_per_rank},
+    {"measured expert load", test_measured_expert_load},
     {"the dispatch rate bounds the all-to-alls", test_dispatch_rate_bounds_the_all_to_alls},
     CU_TEST_INFO_NULL,
 };
