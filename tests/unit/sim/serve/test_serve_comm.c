@@ -219,10 +219,9 @@ static void test_measured_expert_load(void) {
   instance_free(&a);
   instance_free(&e);
   instance_free(&h);
-  const char *sets[] = {"serving.parallel.dp=16", "serving.parallel.ep=16",
-                        "serving.weight_dtype=fp8", "serving.moe.routing=measured",
-                        "serving.moe.expert_load=1,2,3",
-                        NULL};
+  const char *sets[] = {"serving.parallel.dp=16",        "serving.parallel.ep=16",
+                        "serving.weight_dtype=fp8",      "serving.moe.routing=measured",
+                        "serving.moe.expert_load=1,2,3", NULL};
   system_cfg_t sys = load_system("h100-dgx.json", NULL);
   workload_cfg_t wl;
   CU_ASSERT_STRING_EQUAL_FATAL(load_text(CONFIG_WORKLOAD, SERVE_DATA_DIR, DSV3, sets, &wl), "");
