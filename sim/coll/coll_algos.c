@@ -319,7 +319,7 @@ static int nvls(coll_prim_t prim, const coll_group_t *grp, double n) {
  * costed as n sent by its owner. The stages' flag barriers are the plan's
  * step_s (collectives.p2p_sync_us, coll_select.c). */
 static int peer_to_peer(coll_algo_t algo, coll_prim_t prim, const coll_group_t *grp, double n) {
-  if (prim != PRIM_AR)
+  if (prim != PRIM_AR || grp->level != 0) /* peers map each other's memory: one server */
     return -1;
   if (algo == COLL_ALGO_ONESHOT) {
     mesh_pass(grp, 0, true, n);

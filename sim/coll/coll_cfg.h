@@ -107,7 +107,8 @@ typedef struct {
   double compute_slowdown;        /* a compute op beside a transfer ("overlaps") takes this
                                      fraction of the shorter of the two longer */
   double p2p_launch_s;            /* launch of a serving engine's own all-reduce kernel
-                                     (oneshot, twoshot), in place of op_overhead_s */
+                                     (oneshot, twoshot), in place of op_overhead_s; 0:
+                                     op_overhead_s */
   double p2p_sync_s;              /* its flag barrier among the ranks, once per stage */
   coll_proto_t proto[COLL_PROTO_COUNT];
 } coll_cfg_t;

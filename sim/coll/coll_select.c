@@ -167,7 +167,7 @@ void coll_select_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *p
      * barrier per stage; no NCCL protocol */
     plan->sched.step_s = cfg->p2p_sync_s;
     plan->sched.own_launch = true;
-    plan->sched.launch_s = cfg->p2p_launch_s;
+    plan->sched.launch_s = cfg->p2p_launch_s > 0 ? cfg->p2p_launch_s : cfg->op_overhead_s;
     return;
   }
   double best = 0;

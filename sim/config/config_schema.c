@@ -442,9 +442,9 @@ static const cfg_key_t system_keys[] = {
         "Fixed cost of launching one collective."),
     OFF("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s),
         0.01, 1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
-    NUM("collectives.p2p_launch_us", "us", MICRO, SYS(coll.p2p_launch_s), 0, 1e6, "0",
+    OFF("collectives.p2p_launch_us", "us", MICRO, SYS(coll.p2p_launch_s), 0.001, 1e6, "0",
         "Launch of a serving engine's own all-reduce kernel (oneshot, twoshot; vLLM's "
-        "custom all-reduce), in place of op_overhead_us."),
+        "custom all-reduce), in place of op_overhead_us; 0 = op_overhead_us."),
     NUM("collectives.p2p_sync_us", "us", MICRO, SYS(coll.p2p_sync_s), 0, 1e6, "0",
         "Flag barrier among the ranks of a oneshot or twoshot all-reduce, once per stage "
         "(each rank writes a flag into every peer's memory and waits for theirs)."),
