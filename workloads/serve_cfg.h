@@ -66,6 +66,28 @@ typedef enum {
   SERVE_DISPATCH_COUNT
 } serve_dispatch_t;
 
+/* Who runs a tensor-parallel all-reduce: the collective library as any
+ * collective (NCCL/HCCL's choice), or the serving engine's own kernels where it
+ * has them (vLLM's custom one-shot/two-shot all-reduce on NVLink GPUs). */
+typedef enum { SERVE_AR_COLLECTIVE, SERVE_AR_ENGINE, SERVE_AR_COUNT } serve_allreduce_t;
+
+/* How a MoE router spreads tokens over the experts: evenly, or with the
+ * expert of popularity rank r getting a share proportional to r^-s (Zipf). */
+typedef enum {
+  SERVE_ROUTE_UNIFORM,
+  SERVE_ROUTE_ZIPF,
+  SERVE_ROUTE_MEASURED, /* serving.moe.expert_load: a measured load per expert */
+  SERVE_ROUTE_COUNT
+} serve_routing_t;
+
+/* A measured load per routed expert, in expert order (relative: token counts
+ * or shares). */
+#define SERVE_MAX_EXPERT_LOADS 512
+typedef struct {
+  int n;
+  float w[SERVE_MAX_EXPERT_LOADS];
+} serve_expert_load_t;
+
 typedef struct {
   int instances;
   int tp, pp, dp, ep;
@@ -94,6 +116,13 @@ typedef struct {
   bool two_batch_overlap;      /* MoE layers run as two micro-batches, one's all-to-alls
                                 * under the other's compute (SGLang TBO, DeepSeek, CloudMatrix) */
   double iteration_overhead_s; /* host time per iteration: scheduling, input prep, sampling glue */
+  serve_allreduce_t allreduce; /* who runs the TP all-reduces */
+  /* MoE: the router's skew and the rate dispatch/combine kernels reach */
+  serve_routing_t moe_routing;
+  double moe_zipf_s;              /* Zipf exponent (moe_routing zipf) */
+  serve_expert_load_t moe_expert_load; /* moe_routing measured */
+  double moe_dispatch_rdma_Bps;   /* per rank between servers; 0: the links' rate */
+  double moe_dispatch_nvlink_Bps; /* per rank inside a server; 0: the links' rate */
   /* KV cache */
   int block_tokens;
   serve_dtype_t kv_dtype;
@@ -113,6 +142,12 @@ extern const char *const serve_preempt_names[SERVE_PREEMPT_COUNT];
 extern const char *const serve_dtype_names[SERVE_DTYPE_COUNT];
 extern const char *const serve_len_dist_names[SERVE_LEN_COUNT];
 extern const char *const serve_dispatch_names[SERVE_DISPATCH_COUNT];
+extern const char *const serve_allreduce_names[SERVE_AR_COUNT];
+extern const char *const serve_routing_names[SERVE_ROUTE_COUNT];
+
+/* Parses "w0,w1,..." (non-negative numbers, at least one positive, at most
+ * SERVE_MAX_EXPERT_LOADS) into out; "" is an empty list. 0, or -1. */
+int serve_parse_expert_load(const char *text, serve_expert_load_t *out);
 
 /* Bytes of one element of a serving dtype. */
 int serve_dtype_bytes(serve_dtype_t d);

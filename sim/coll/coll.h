@@ -66,7 +66,15 @@ typedef struct {
   int endpoints;         /* ranks plus in-network switch endpoints used */
   double wire_factor;    /* bytes on the wire per data byte (protocol), >= 1 */
   double step_s;         /* protocol latency added to every round */
+  bool own_launch;       /* launch_s replaces the config's op_overhead_s (a serving
+                            engine's own kernel, not the library's) */
+  double launch_s;
 } coll_sched_t;
+
+/* The fixed cost of launching the schedule: its own, else the library's. */
+static inline double coll_sched_launch_s(const coll_cfg_t *cfg, const coll_sched_t *s) {
+  return s->own_launch ? s->launch_s : cfg->op_overhead_s;
+}
 
 /* The algorithms chosen for a request and its schedule. */
 typedef struct {
@@ -96,6 +104,14 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
                     const coll_req_t *req, coll_plan_t *plan, npu_err_t *err);
 
 void coll_plan_free(coll_plan_t *plan);
+
+/* The all-reduce a serving engine runs on its own kernels for bytes per rank
+ * over the g ranks of members (vLLM's custom all-reduce, coll_select.c):
+ * COLL_ALGO_ONESHOT or COLL_ALGO_TWOSHOT, or COLL_ALGO_AUTO where the engine
+ * leaves it to the library (not NCCL, not one server whose scale-up links every
+ * pair, a size or group the kernels do not take). */
+coll_algo_t coll_select_engine_allreduce(const topo_t *topo, const coll_cfg_t *cfg,
+                                         const int *members, int g, double bytes);
 
 /* Bytes every rank must move for the op with the best algorithm: nccl-tests'
  * bus bandwidth factor (2(p-1)/p for allreduce, (p-1)/p for allgather,

@@ -8,7 +8,9 @@
  * ranks; the double binary tree pipelines two half-size trees in chunks; the
  * in-switch reduction (NVLS) streams each buffer up once and the result down
  * once. Broadcast and reduce are scatter/gather plus an all-gather or
- * reduce-scatter on ring and mesh, binomial trees on halving-doubling, NHR, NB. */
+ * reduce-scatter on ring and mesh, binomial trees on halving-doubling, NHR, NB.
+ * The serving engines' one-shot and two-shot all-reduce read peers' buffers
+ * directly (peer_to_peer). */
 #include <math.h>
 
 #include "coll_algos.h"
@@ -306,6 +308,28 @@ static int nvls(coll_prim_t prim, const coll_group_t *grp, double n) {
   return 1;
 }
 
+/* ---- serving engines' peer-to-peer all-reduce ---- */
+
+/* vLLM's custom all-reduce (csrc/custom_all_reduce.cuh) and TensorRT-LLM's:
+ * the ranks map each other's buffers (CUDA IPC) and read them over NVLink.
+ * One-shot: every rank reads every peer's whole buffer and reduces locally,
+ * (g - 1) n in per rank in one stage. Two-shot: rank i reduces slice i from
+ * every peer (reduce-scatter), then reads every peer's reduced slice
+ * (all-gather): 2 (g - 1) n / g per rank in two stages. A read of n bytes is
+ * costed as n sent by its owner. The stages' flag barriers are the plan's
+ * step_s (collectives.p2p_sync_us, coll_select.c). */
+static int peer_to_peer(coll_algo_t algo, coll_prim_t prim, const coll_group_t *grp, double n) {
+  if (prim != PRIM_AR || grp->level != 0) /* peers map each other's memory: one server */
+    return -1;
+  if (algo == COLL_ALGO_ONESHOT) {
+    mesh_pass(grp, 0, true, n);
+    return 1;
+  }
+  mesh_pass(grp, 0, true, n / grp->g);
+  mesh_pass(grp, 1, false, n / grp->g);
+  return 2;
+}
+
 int coll_algo_emit(coll_algo_t algo, coll_prim_t prim, const coll_group_t *grp, double n) {
   if (grp->g <= 1)
     return 0;
@@ -326,6 +350,9 @@ int coll_algo_emit(coll_algo_t algo, coll_prim_t prim, const coll_group_t *grp, 
     return tree(prim, grp, n);
   case COLL_ALGO_NVLS:
     return nvls(prim, grp, n);
+  case COLL_ALGO_ONESHOT:
+  case COLL_ALGO_TWOSHOT:
+    return peer_to_peer(algo, prim, grp, n);
   default:
     return -1;
   }

@@ -119,7 +119,7 @@ static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sch
                                         costs ? &costs[p] : NULL);
   }
   scratch_free(&sc);
-  return cfg->op_overhead_s + loops * per_loop;
+  return coll_sched_launch_s(cfg, sched) + loops * per_loop;
 }
 
 double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
@@ -270,7 +270,7 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
   scratch_t sc = scratch_new(topo, sched);
   int loops = sched->loops > 0 ? sched->loops : 1;
   double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
-  double now = start_s + cfg->op_overhead_s;
+  double now = start_s + coll_sched_launch_s(cfg, sched);
   for (int loop = 0; loop < loops; loop++)
     for (int p = 0; p < sched->nphases; p++) {
       const coll_phase_t *ph = &sched->phases[p];

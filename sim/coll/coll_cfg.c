@@ -50,6 +50,14 @@ static const coll_algo_caps_t algo_table[COLL_ALGO_COUNT] = {
     [COLL_ALGO_NVLS] = {.name = "nvls", .what = "reduces in the scale-up switch",
                         .levels = AT(0), .prims = BUILDS(PRIM_AR), .in_switch = true,
                         .only_for = "an allreduce inside one server"},
+    [COLL_ALGO_ONESHOT] = {.name = "oneshot", .what = "reads every peer's whole buffer and "
+                           "reduces it locally (serving engines' small all-reduce)",
+                           .levels = AT(0), .prims = BUILDS(PRIM_AR), .all_pairs = true,
+                           .only_for = "an allreduce inside one server"},
+    [COLL_ALGO_TWOSHOT] = {.name = "twoshot", .what = "reduce-scatters then all-gathers by "
+                           "peer-to-peer reads (serving engines' mid-size all-reduce)",
+                           .levels = AT(0), .prims = BUILDS(PRIM_AR), .all_pairs = true,
+                           .only_for = "an allreduce inside one server"},
 };
 
 const coll_algo_caps_t *coll_algo_caps(coll_algo_t algo) { return &algo_table[algo]; }

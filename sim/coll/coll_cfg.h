@@ -40,6 +40,8 @@ typedef enum {
   COLL_ALGO_TREE,      /* double binary tree */
   COLL_ALGO_PIPELINE,
   COLL_ALGO_NVLS,      /* in-switch reduction */
+  COLL_ALGO_ONESHOT,   /* serving engines' one-shot: every rank reads every peer's buffer */
+  COLL_ALGO_TWOSHOT,   /* serving engines' two-shot: P2P reduce-scatter, then all-gather */
   COLL_ALGO_COUNT
 } coll_algo_t;
 
@@ -107,6 +109,10 @@ typedef struct {
   double eager_max_bytes;         /* a send of at most this many bytes completes without
                                      waiting for its recv (eager); larger ones, and all
                                      with 0, wait for it (rendezvous) */
+  double p2p_launch_s;            /* launch of a serving engine's own all-reduce kernel
+                                     (oneshot, twoshot), in place of op_overhead_s; 0:
+                                     op_overhead_s */
+  double p2p_sync_s;              /* its flag barrier among the ranks, once per stage */
   coll_proto_t proto[COLL_PROTO_COUNT];
 } coll_cfg_t;
 

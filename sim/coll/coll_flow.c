@@ -69,6 +69,8 @@ struct coll_flow_sched {
   int nphases, loops, endpoints;
   left_comms_t *left; /* NULL unless links die */
   double step_s;     /* protocol latency per round */
+  bool own_launch;   /* launch_s replaces the config's op_overhead_s (coll.h) */
+  double launch_s;
   double death_s;    /* when links die (topo_t.death_s); 0: none do */
   fphase_t *phases;
 };
@@ -155,6 +157,8 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
   job->nphases = s->nphases;
   job->loops = s->loops > 0 ? s->loops : 1;
   job->step_s = s->step_s;
+  job->own_launch = s->own_launch;
+  job->launch_s = s->launch_s;
   job->death_s = topo->after ? topo->death_s : 0;
   job->left = topo->after ? calloc(1, sizeof *job->left) : NULL;
   job->endpoints = s->endpoints;
@@ -415,8 +419,10 @@ static void endpoint_actor(int argc, char **argv) {
   run_t *run = ctx->run;
   for (int j = 0; j < run->njobs; j++) {
     sg_barrier_wait(run->barrier);
-    if (ctx->id < run->topo->ranks && run->cfg->op_overhead_s > 0)
-      sg_actor_sleep_for(run->cfg->op_overhead_s);
+    const coll_flow_sched_t *job = run->jobs[j];
+    double launch = job->own_launch ? job->launch_s : run->cfg->op_overhead_s;
+    if (ctx->id < run->topo->ranks && launch > 0)
+      sg_actor_sleep_for(launch);
     coll_flow_run_endpoint(run->jobs[j], run->cfg, ctx->id, j == run->stats_job ? &run->log : NULL);
     sg_barrier_wait(run->barrier);
   }

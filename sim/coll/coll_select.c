@@ -12,6 +12,10 @@
  * NCCL's tuner does with its own model (so tree wins larger sizes as servers
  * grow: ring's 2 (p - 1) steps of latency against tree's 2 log p).
  *
+ * A serving engine's own all-reduce (coll_select_engine_allreduce) follows
+ * vLLM's custom all-reduce: one-shot or two-shot by size and group, peer-to-peer
+ * over NVLink, its own launch and flag barriers instead of NCCL's protocols.
+ *
  * Not modelled: NCCL's channel count and its tuning tables, HCCL's AIV mode
  * and the A3 algorithms (BIRS, AHC). A forced algorithm is taken as it is; the
  * planner refuses one that cannot run (coll_plan.c). */
@@ -125,6 +129,29 @@ void coll_select_algos(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduc
   }
 }
 
+/* ---- a serving engine's own all-reduce ---- */
+
+/* vLLM's custom all-reduce (vllm-project/vllm csrc/custom_all_reduce.cuh,
+ * CustomAllreduce::allreduce, and custom_all_reduce.py): 2, 4, 6 or 8 GPUs
+ * that NVLink joins pairwise, buffers under max_size = 8 MiB; one-shot
+ * (cross_device_reduce_1stage) on 2 GPUs, under 512 KiB on up to 4 and under
+ * 256 KiB on up to 8, two-shot (2stage) above; NCCL beyond 8 MiB. */
+#define ENGINE_AR_MAX_BYTES (8.0 * 1024 * 1024)
+
+coll_algo_t coll_select_engine_allreduce(const topo_t *topo, const coll_cfg_t *cfg,
+                                         const int *members, int g, double bytes) {
+  scale_up_kind_t kind = topo->node.scale_up.kind;
+  if (cfg->library != COLL_LIB_NCCL || g < 2 || g > 8 || g % 2 || bytes >= ENGINE_AR_MAX_BYTES ||
+      (kind != SCALE_UP_SWITCH && kind != SCALE_UP_FULL_MESH))
+    return COLL_ALGO_AUTO;
+  for (int i = 1; i < g; i++)
+    if (topo_server_of(topo, members[i]) != topo_server_of(topo, members[0]))
+      return COLL_ALGO_AUTO;
+  if (g == 2 || (g <= 4 && bytes < 512.0 * 1024) || bytes < 256.0 * 1024)
+    return COLL_ALGO_ONESHOT;
+  return COLL_ALGO_TWOSHOT;
+}
+
 /* ---- protocol ---- */
 
 static void use_protocol(coll_plan_t *plan, const coll_proto_t *pr) {
@@ -135,6 +162,14 @@ static void use_protocol(coll_plan_t *plan, const coll_proto_t *pr) {
 void coll_select_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *plan) {
   plan->proto = -1;
   plan->sched.wire_factor = 1;
+  if (plan->algo[0] == COLL_ALGO_ONESHOT || plan->algo[0] == COLL_ALGO_TWOSHOT) {
+    /* the engine's kernel: plain loads and stores, its own launch, a flag
+     * barrier per stage; no NCCL protocol */
+    plan->sched.step_s = cfg->p2p_sync_s;
+    plan->sched.own_launch = true;
+    plan->sched.launch_s = cfg->p2p_launch_s > 0 ? cfg->p2p_launch_s : cfg->op_overhead_s;
+    return;
+  }
   double best = 0;
   for (int p = 0; p < COLL_PROTO_COUNT; p++) {
     if (!cfg->proto[p].present)

@@ -22,7 +22,8 @@ int coll_select_candidates(const topo_t *t, const coll_cfg_t *cfg, coll_op_t op,
 /* Like NCCL's tuner: costs plan's schedule in every protocol cfg configures and
  * keeps the fastest (its wire factor and step latency in the schedule, "/name"
  * appended to the plan's name); none configured: plan->proto = -1, the wire at
- * the links' efficiency. */
+ * the links' efficiency. A serving engine's one-shot or two-shot takes no
+ * protocol: its launch and barriers are cfg's p2p_launch_s and p2p_sync_s. */
 void coll_select_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *plan);
 
 #endif

@@ -134,6 +134,12 @@
       0.01, 1, NULL, "Data bytes per byte on the wire in this protocol.")
 
 
+static int convert_expert_load(const char *text, void *field) {
+  return serve_parse_expert_load(text, (serve_expert_load_t *)field);
+}
+
+_Static_assert(sizeof(serve_expert_load_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
+
 static int convert_order(const char *text, void *field) {
   return workload_parse_order(text, (par_dim_t *)field);
 }
@@ -436,6 +442,12 @@ static const cfg_key_t system_keys[] = {
         "Fixed cost of launching one collective."),
     OFF("collectives.reduce_bandwidth_GBps", "GB/s", GIGA, SYS(coll.reduce_bw_bytes_per_s),
         0.01, 1e6, "0", "Local reduction throughput; 0 = reduced inline during the copy, free."),
+    OFF("collectives.p2p_launch_us", "us", MICRO, SYS(coll.p2p_launch_s), 0.001, 1e6, "0",
+        "Launch of a serving engine's own all-reduce kernel (oneshot, twoshot; vLLM's "
+        "custom all-reduce), in place of op_overhead_us; 0 = op_overhead_us."),
+    NUM("collectives.p2p_sync_us", "us", MICRO, SYS(coll.p2p_sync_s), 0, 1e6, "0",
+        "Flag barrier among the ranks of a oneshot or twoshot all-reduce, once per stage "
+        "(each rank writes a flag into every peer's memory and waits for theirs)."),
     NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
         "Interference: a compute op that runs beside a transfer of its rank (a trace op's "
         "\"overlaps\"; Megatron's overlapped TP and CP communication in train) takes this "
@@ -624,6 +636,36 @@ static const cfg_key_t workload_keys[] = {
         0.1, 1e6, "0",
         "Host time per iteration outside the device's kernels (scheduling, input preparation) "
         "that the engine does not hide; 0 assumes it overlaps (an assumption per engine)."),
+    ENUM("serving.allreduce", serve_allreduce_names, SERVE_AR_COUNT, WL(serving.allreduce),
+         "\"collective\"",
+         "Who runs the tensor-parallel all-reduces: collective (the library's choice, as "
+         "npusim coll; NCCL's ring or NVLS), or engine (the serving engine's own kernels "
+         "where it has them: vLLM's custom all-reduce on 2-8 NVLink GPUs of one server "
+         "below 8 MiB, one-shot or two-shot by size; elsewhere the library)."),
+    OBJ("serving.moe", "How a MoE layer's tokens spread over the experts and how fast the "
+        "dispatch/combine kernels move them."),
+    ENUM("serving.moe.routing", serve_routing_names, SERVE_ROUTE_COUNT, WL(serving.moe_routing),
+         "\"uniform\"",
+         "uniform: every expert gets top_k / experts of the tokens; zipf: the expert of "
+         "popularity rank r gets a share proportional to r^-zipf_s (at most 1 / top_k), which "
+         "expert is how popular drawn at random (seeded by requests.seed); measured: "
+         "expert_load. The experts sit in contiguous blocks on the EP ranks; the expected "
+         "busiest rank's tokens set the expert matmuls and the dispatch/combine bytes."),
+    NUM("serving.moe.zipf_s", "", 1, WL(serving.moe_zipf_s), 0, 10, "1",
+        "Zipf exponent of serving.moe.routing zipf (0 is uniform)."),
+    PARSED("serving.moe.expert_load", workload_cfg_t, serving.moe_expert_load, 0, 8191, "\"\"",
+           convert_expert_load, "non-negative numbers joined by ',' (at most 512)",
+           "For serving.moe.routing measured: the load of each routed expert in expert order "
+           "(token counts or shares, as an engine's expert distribution recorder writes them; "
+           "model.moe.experts of them)."),
+    OFF("serving.moe.dispatch_rdma_GBps", "GB/s", GIGA, WL(serving.moe_dispatch_rdma_Bps), 0.01,
+        1e5, "0",
+        "Rate one rank's dispatch and combine kernels reach between servers (DeepEP's normal "
+        "kernels: 43-58 GB/s on 400 Gb/s NICs, its README); 0 = the links' rate."),
+    OFF("serving.moe.dispatch_nvlink_GBps", "GB/s", GIGA, WL(serving.moe_dispatch_nvlink_Bps),
+        0.01, 1e5, "0",
+        "Rate one rank's dispatch and combine kernels reach inside a server (DeepEP's normal "
+        "kernels: about 153-158 GB/s over NVLink, its README); 0 = the links' rate."),
 
     OBJ("serving.kv_cache", "The paged KV cache."),
     INT("serving.kv_cache.block_tokens", WL(serving.block_tokens), 1, 1e5, "16",

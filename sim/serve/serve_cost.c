@@ -8,6 +8,7 @@
 
 #include "coll_engine.h"
 #include "power.h"
+#include "serve_routing.h"
 #include "transformer.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -92,6 +93,7 @@ struct serve_cost {
   int nservers, per_server;
   int *stage_layers, *stage_dense; /* per stage: layers, of which dense-MLP layers */
   serve_memory_t mem;
+  double moe_skew; /* the busiest EP rank's tokens over its even share (1: uniform routing) */
   memo_t group, moe, attn, ends;
   double acc_J, acc_link_J; /* energy of the ops and collectives costed since cleared */
 };
@@ -141,16 +143,17 @@ static double vec(serve_cost_t *c, op_kind_t kind, double rows, double cols) {
               (op_desc_t){.kind = kind, .dtype = c->adt, .dims = {(int64_t)rows, (int64_t)cols}});
 }
 
-/* A collective over members (analytic: alone on its links). */
-static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, double bytes) {
+/* A collective over members (analytic: alone on its links), as cfg runs it. */
+static double coll_cfg_s(serve_cost_t *c, const coll_cfg_t *cfg, coll_op_t op, const int *members,
+                         int g, double bytes) {
   if (g < 2 || bytes <= 0)
     return 0;
   coll_req_t req = {.op = op, .bytes = bytes};
   coll_plan_t plan;
   npu_err_t err; /* never read: auto selection always plans a group */
-  if (coll_plan_group(c->topo, &c->sys->coll, members, g, &req, &plan, &err))
+  if (coll_plan_group(c->topo, cfg, members, g, &req, &plan, &err))
     return 0; /* not reached: auto selection always plans a group */
-  double t = coll_analytic_time(c->topo, &c->sys->coll, &plan.sched, NULL);
+  double t = coll_analytic_time(c->topo, cfg, &plan.sched, NULL);
   c->acc_link_J += sched_J(c->topo, &plan.sched);
   /* NCCL/HCCL run a collective as kernels on the cores: they are occupied
    * (power.h's active_W) while it runs, serial with the ops here */
@@ -158,6 +161,25 @@ static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, d
                power_unit_scale(&c->sys->chip, c->sys->chip.freq_hz); /* as replay_energy.c */
   coll_plan_free(&plan);
   return t;
+}
+
+/* A collective over members as the system's library runs it. */
+static double coll_s(serve_cost_t *c, coll_op_t op, const int *members, int g, double bytes) {
+  return coll_cfg_s(c, &c->sys->coll, op, members, g, bytes);
+}
+
+/* A tensor-parallel all-reduce of bytes per rank: with serving.allreduce
+ * engine, on the engine's own one-shot or two-shot kernel where it has one
+ * (coll_select_engine_allreduce), else as the library runs it. */
+static double tp_allreduce_s(serve_cost_t *c, double bytes) {
+  coll_algo_t algo = COLL_ALGO_AUTO;
+  if (c->s->allreduce == SERVE_AR_ENGINE)
+    algo = coll_select_engine_allreduce(c->topo, &c->sys->coll, c->tp_members, c->pool.tp, bytes);
+  if (algo == COLL_ALGO_AUTO)
+    return coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, bytes);
+  coll_cfg_t cfg = c->sys->coll;
+  cfg.algo[0] = algo;
+  return coll_cfg_s(c, &cfg, COLL_ALLREDUCE, c->tp_members, c->pool.tp, bytes);
 }
 
 /* ---- the parts of a layer ---- */
@@ -203,7 +225,7 @@ static void group_layer(serve_cost_t *c, double T, bool moe, serve_parts_t *p) {
   } else {
     p->s[SERVE_PART_OTHER] += vec(c, OP_ROPE, T, (hl + c->kvh_l) * c->head_dim);
   }
-  double ar = coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, T * h * e);
+  double ar = tp_allreduce_s(c, T * h * e);
   p->s[SERVE_PART_COMM] += ar;
   /* the dense MLP, or the shared experts (when there are) and the router */
   xf_matmul_t mms[XF_MAX_MATMULS];
@@ -259,6 +281,18 @@ static double distinct_holders(double n, double items, double k) {
   return n * (1 - miss);
 }
 
+/* ---- the dispatch kernels' rate (the routing's skew: serve_routing.c) ---- */
+
+/* An all-to-all of bytes per rank (nccl-tests' size: all its slices) over
+ * members, no faster than the dispatch kernels' measured rate when one is set
+ * (serving.moe.dispatch_*_GBps: DeepEP's bottleneck bandwidth counts the same
+ * bytes, its own server's share included). */
+static double a2a_at_rate_s(serve_cost_t *c, const int *members, int g, double bytes,
+                            double rate_Bps) {
+  double t = coll_s(c, COLL_ALLTOALL, members, g, bytes);
+  return rate_Bps > 0 && g > 1 ? fmax(t, bytes / rate_Bps) : t;
+}
+
 /* The dispatch (in dtype bytes e_in) and combine (e_out) all-to-alls of a MoE
  * layer for per_rank tokens on each rank. */
 static double moe_a2a_s(serve_cost_t *c, double per_rank, double e_in, double e_out) {
@@ -266,9 +300,12 @@ static double moe_a2a_s(serve_cost_t *c, double per_rank, double e_in, double e_
   double h = c->m->hidden, ep = c->pool.ep;
   /* a token goes once to each rank holding one of its experts */
   double ranks = distinct_holders(ep, x->experts, x->top_k);
-  if (c->pool.ep_dispatch != SERVE_DISPATCH_SERVER_DEDUP || c->nservers < 2)
-    return coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * ranks * h * e_in) +
-           coll_s(c, COLL_ALLTOALL, c->ep_members, (int)ep, per_rank * ranks * h * e_out);
+  const serving_cfg_t *s = c->s;
+  if (c->pool.ep_dispatch != SERVE_DISPATCH_SERVER_DEDUP || c->nservers < 2) {
+    double rate = c->nservers > 1 ? s->moe_dispatch_rdma_Bps : s->moe_dispatch_nvlink_Bps;
+    return a2a_at_rate_s(c, c->ep_members, (int)ep, per_rank * ranks * h * e_in, rate) +
+           a2a_at_rate_s(c, c->ep_members, (int)ep, per_rank * ranks * h * e_out, rate);
+  }
   /* DeepEP's normal kernels: once per destination server over the rail, then on to
    * the ranks inside the server; group-limited routing caps the servers reached */
   double servers = x->groups ? distinct_holders(c->nservers, x->groups, x->top_groups)
@@ -276,10 +313,17 @@ static double moe_a2a_s(serve_cost_t *c, double per_rank, double e_in, double e_
   double t = 0;
   for (int pass = 0; pass < 2; pass++) {
     double e = pass ? e_out : e_in;
-    t += coll_s(c, COLL_ALLTOALL, c->rail_members, c->nservers, per_rank * servers * h * e) +
-         coll_s(c, COLL_ALLTOALL, c->server_members, c->per_server, per_rank * ranks * h * e);
+    t += a2a_at_rate_s(c, c->rail_members, c->nservers, per_rank * servers * h * e,
+                       s->moe_dispatch_rdma_Bps) +
+         a2a_at_rate_s(c, c->server_members, c->per_server, per_rank * ranks * h * e,
+                       s->moe_dispatch_nvlink_Bps);
   }
   return t;
+}
+
+/* tokens scaled to the busiest EP rank's share (unchanged under uniform routing) */
+static double skewed(const serve_cost_t *c, double tokens) {
+  return c->moe_skew > 1 ? tokens * c->moe_skew : tokens;
 }
 
 static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
@@ -288,16 +332,18 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   double h = m->hidden, e = chip_dtype_bytes(c->adt), ep = c->pool.ep;
   double ranks = (double)c->pool.tp * c->pool.dp;
   double per_rank = ceil(T / ranks); /* each rank dispatches its share of the tokens */
-  if (ep > 1) /* dispatched in the weights' type when they are 8-bit (W8A8), combined in bf16 */
-    p->s[SERVE_PART_COMM] += moe_a2a_s(c, per_rank, fmin(chip_dtype_bytes(c->wdt), e), e);
-  else if (c->pool.tp > 1)
+  if (ep > 1) /* dispatched in the weights' type when they are 8-bit (W8A8), combined in bf16;
+               * a skewed routing sends the busiest rank's share to every rank */
     p->s[SERVE_PART_COMM] +=
-        coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, ceil(T / c->pool.dp) * h * e);
+        moe_a2a_s(c, skewed(c, per_rank), fmin(chip_dtype_bytes(c->wdt), e), e);
+  else if (c->pool.tp > 1)
+    p->s[SERVE_PART_COMM] += tp_allreduce_s(c, ceil(T / c->pool.dp) * h * e);
   /* the experts on the fullest rank, their width shared when replicated */
   xf_matmul_t mms[XF_MAX_MATMULS];
   xf_layer_matmuls(m, &c->split, true, XF_BLOCK_EXPERTS, mms);
   double local = mms[0].batch, width = mms[1].k;
-  double rows = ceil(T * x->top_k / x->experts); /* tokens per expert, even routing */
+  /* tokens per expert: even routing, or the busiest rank's */
+  double rows = ceil(skewed(c, T * x->top_k) / x->experts);
   bool gated = m->activation == ACTIVATION_SWIGLU;
   p->s[SERVE_PART_MATMUL] +=
       mm(c, rows, mms[0].n, mms[0].k, local) + mm(c, rows, mms[1].n, width, local);
@@ -407,7 +453,7 @@ static serve_parts_t ends_memo(serve_cost_t *c, bool head, int n) {
     v.s[SERVE_PART_OTHER] = vec(c, OP_SOFTMAX, n, c->m->vocab) + vec(c, OP_RMSNORM, n, h);
   } else {
     v.s[SERVE_PART_OTHER] = vec(c, OP_COPY, n, h);
-    v.s[SERVE_PART_COMM] = coll_s(c, COLL_ALLREDUCE, c->tp_members, c->pool.tp, n * h * e);
+    v.s[SERVE_PART_COMM] = tp_allreduce_s(c, n * h * e);
   }
   /* every group does it (at the largest group's size: an upper bound) */
   v.J = (c->acc_J * c->pool.tp + c->acc_link_J) * c->pool.dp;
@@ -610,6 +656,16 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
     serve_cost_free(c);
     return NULL;
   }
+  if (m->has_moe && wl->serving.moe_routing == SERVE_ROUTE_MEASURED &&
+      wl->serving.moe_expert_load.n != m->moe.experts) {
+    npu_err_set(err,
+                "%s: serving.moe.expert_load: expected a load for each of the %d routed "
+                "experts (model.moe.experts) with serving.moe.routing measured, found %d",
+                wl_path, m->moe.experts, wl->serving.moe_expert_load.n);
+    serve_cost_free(c);
+    return NULL;
+  }
+  c->moe_skew = m->has_moe ? serve_routing_skew(&wl->serving, &m->moe, pool->ep) : 1;
   if (fill_memory(c, wl_path, pool_path, err)) {
     serve_cost_free(c);
     return NULL;
@@ -635,6 +691,10 @@ void serve_cost_free(serve_cost_t *c) {
 
 const serve_memory_t *serve_cost_memory(const serve_cost_t *c) {
   return &c->mem;
+}
+
+double serve_cost_moe_skew(const serve_cost_t *c) {
+  return c->moe_skew;
 }
 
 double serve_cost_kv_transfer_s(const serve_cost_t *src, const topo_t *topo, int src_first,

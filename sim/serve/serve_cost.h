@@ -19,9 +19,16 @@
  * 16-token steps, the MoE part by the instance's token count. A run of 10^5
  * requests then costs few distinct shapes.
  *
- * Not modelled: expert load imbalance (routing is taken as even), speculative
- * decoding (MTP), prefix caching, CUDA-graph padding of batch sizes, the
- * host's own time beyond serving.scheduler.iteration_overhead_us. */
+ * Serving engines' own TP all-reduce (serving.allreduce engine: vLLM's one-shot
+ * and two-shot kernels, sim/coll/coll_select.c), a skewed routing
+ * (serving.moe.routing zipf or measured: the busiest EP rank's tokens set the
+ * expert matmuls and the dispatch/combine bytes) and the dispatch kernels' measured rate
+ * (serving.moe.dispatch_*_GBps) are options; by default the library runs the
+ * all-reduce, routing is even and all-to-alls move at the links' rate.
+ *
+ * Not modelled: redundant experts placed by a balancer (EPLB), speculative
+ * decoding (MTP), prefix caching, CUDA-graph padding of batch sizes, the host's
+ * own time beyond serving.scheduler.iteration_overhead_us. */
 #ifndef NPUSIM_SERVE_COST_H
 #define NPUSIM_SERVE_COST_H
 
@@ -78,6 +85,11 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
 void serve_cost_free(serve_cost_t *c);
 
 const serve_memory_t *serve_cost_memory(const serve_cost_t *c);
+
+/* The busiest EP rank's tokens in a MoE layer over its share under even
+ * routing (serving.moe.routing; 1 when uniform): the expert matmuls and the
+ * dispatch/combine bytes are scaled by it. */
+double serve_cost_moe_skew(const serve_cost_t *c);
 
 /* Costs an iteration of the groups' batches (pool->dp of them): each pipeline
  * stage's time to stage_s (pool->pp entries) and where the time went, summed

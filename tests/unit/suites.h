@@ -16,6 +16,7 @@ extern CU_TestInfo train_tests[];
 extern CU_TestInfo calibrate_tests[];
 extern CU_TestInfo outfile_tests[];
 extern CU_TestInfo serve_tests[];
+extern CU_TestInfo serve_comm_tests[];
 extern CU_TestInfo jobs_tests[];
 extern CU_TestInfo out_format_tests[];
 extern CU_TestInfo transformer_tests[];

@@ -19,6 +19,7 @@ int main(void) {
       {.pName = "calibrate", .pTests = calibrate_tests},
       {.pName = "outfile", .pTests = outfile_tests},
       {.pName = "serve", .pTests = serve_tests},
+      {.pName = "serve_comm", .pTests = serve_comm_tests},
       {.pName = "jobs", .pTests = jobs_tests},
       {.pName = "out_format", .pTests = out_format_tests},
       {.pName = "transformer", .pTests = transformer_tests},

@@ -110,6 +110,53 @@ static void test_analytic_ring_costs_its_alpha_beta_gamma_formula(void) {
   }
 }
 
+/* A serving engine's all-reduce on p GPUs of one switch: one-shot is
+ * p2p_launch + (alpha + sync) + (p - 1) n / B (every rank reads every peer's
+ * whole buffer), two-shot p2p_launch + 2 (alpha + sync) + 2 (p - 1) n / p / B;
+ * no NCCL protocol, no op_overhead. */
+static void test_engine_allreduce_costs_its_formula(void) {
+  system_cfg_t s = load_system("h100-dgx.json", NULL);
+  CU_ASSERT(s.coll.p2p_launch_s > 0 && s.coll.p2p_sync_s > 0);
+  for (int p = 2; p <= 8; p += 2)
+    for (int two = 0; two <= 1; two++) {
+      topo_t t;
+      coll_plan_t pl;
+      double n = 128.0 * 1024;
+      coll_algo_t a = two ? COLL_ALGO_TWOSHOT : COLL_ALGO_ONESHOT;
+      CU_ASSERT_EQUAL_FATAL(plan(&s, &t, &pl, COLL_ALLREDUCE, p, p, n, a, COLL_ALGO_AUTO, NULL), 0);
+      CU_ASSERT_EQUAL(pl.proto, -1);
+      const link_cfg_t *port = &t.links[0].cfg;
+      double alpha = 2 * port->latency_s + port->msg_overhead_s, beta = 1 / link_effective_bw(port);
+      double stages = two ? 2 : 1, per_rank = two ? 2.0 * (p - 1) / p * n : (p - 1) * n;
+      double want = s.coll.p2p_launch_s + stages * (alpha + s.coll.p2p_sync_s) + per_rank * beta;
+      double got = coll_analytic_time(&t, &s.coll, &pl.sched, NULL);
+      CU_ASSERT_DOUBLE_EQUAL(got, want, want * 1e-12);
+      coll_plan_free(&pl);
+      topo_free(&t);
+    }
+  /* vLLM's switch points: one-shot on 2 GPUs, under 512 KiB on 4, under 256 KiB on
+   * 8, two-shot above, the library from 8 MiB, across servers and on HCCL */
+  topo_t t;
+  npu_err_t e = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&s.node, &s.cluster, 1, 16, 8, &t, &e), 0);
+  int m[16];
+  for (int i = 0; i < 16; i++)
+    m[i] = i;
+  const double K = 1024;
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m, 2, 4096 * K), COLL_ALGO_ONESHOT);
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m, 4, 511 * K), COLL_ALGO_ONESHOT);
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m, 4, 512 * K), COLL_ALGO_TWOSHOT);
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m, 8, 255 * K), COLL_ALGO_ONESHOT);
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m, 8, 256 * K), COLL_ALGO_TWOSHOT);
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m, 8, 8192 * K), COLL_ALGO_AUTO);
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m + 4, 8, 16 * K), COLL_ALGO_AUTO);
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &s.coll, m, 3, 16 * K), COLL_ALGO_AUTO);
+  coll_cfg_t hccl = s.coll;
+  hccl.library = COLL_LIB_HCCL;
+  CU_ASSERT_EQUAL(coll_select_engine_allreduce(&t, &hccl, m, 8, 16 * K), COLL_ALGO_AUTO);
+  topo_free(&t);
+}
+
 static double busbw(const system_cfg_t *s, coll_op_t op, int ranks, int k, double n) {
   topo_t t;
   coll_plan_t p;
@@ -235,8 +282,10 @@ static void test_algorithms_that_cannot_run_are_refused(void) {
   npu_err_t err = {""};
   CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLREDUCE, 8, 8, 1e6, COLL_ALGO_PAIRWISE,
                        COLL_ALGO_AUTO, &err), -1);
-  CU_ASSERT_STRING_EQUAL(err.msg, "collectives.level0_algorithm: expected one that can run allreduce "
-                              "at this level (mesh, ring, hd, nhr, nb, tree), found \"pairwise\"");
+  CU_ASSERT_STRING_EQUAL(
+      err.msg,
+      "collectives.level0_algorithm: expected one that can run allreduce "
+      "at this level (mesh, ring, hd, nhr, nb, tree, oneshot, twoshot), found \"pairwise\"");
   topo_free(&t);
   CU_ASSERT_EQUAL(plan(&b, &t, &p, COLL_ALLREDUCE, 8, 8, 1e6, COLL_ALGO_NVLS, COLL_ALGO_AUTO,
                        &err), -1);
@@ -550,6 +599,7 @@ CU_TestInfo coll_tests[] = {
      test_each_algorithm_moves_the_bytes_of_its_formula},
     {"analytic ring costs its alpha-beta-gamma formula",
      test_analytic_ring_costs_its_alpha_beta_gamma_formula},
+    {"engine all-reduce costs its formula", test_engine_allreduce_costs_its_formula},
     {"full-mesh busbw grows with the NPUs used", test_full_mesh_busbw_grows_with_the_npus_used},
     {"auto follows the libraries' rules", test_auto_follows_the_libraries_rules},
     {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},

@@ -1,0 +1,102 @@
+/* serve_routing.c - the busiest EP rank's share under a skewed routing; see
+ * serve_routing.h. */
+#include "serve_routing.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu_int.h"
+
+#define SKEW_DRAWS 64 /* seeded placements averaged for the expected busiest rank */
+
+static uint64_t splitmix(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Zipf shares of n experts with exponent s, largest first, each capped at
+ * 1 / top_k (a token picks an expert once) with the excess spread over the
+ * others in proportion. */
+static void zipf_shares(double *p, int n, double s, int top_k) {
+  double sum = 0;
+  for (int i = 0; i < n; i++)
+    sum += p[i] = pow(i + 1, -s);
+  for (int i = 0; i < n; i++)
+    p[i] /= sum;
+  double cap = 1.0 / (top_k > 0 ? top_k : 1);
+  for (int round = 0; round < n && n * cap >= 1; round++) {
+    double excess = 0, free = 0;
+    for (int i = 0; i < n; i++)
+      if (p[i] > cap) {
+        excess += p[i] - cap;
+        p[i] = cap;
+      } else if (p[i] < cap) {
+        free += p[i];
+      }
+    if (excess <= 0 || free <= 0)
+      break;
+    for (int i = 0; i < n; i++)
+      if (p[i] < cap)
+        p[i] += excess * p[i] / free;
+  }
+}
+
+/* serving.moe.routing measured: the busiest EP rank's share of the measured
+ * loads over its even share. */
+static double measured_skew(const serve_expert_load_t *l, int ep) {
+  int n = l->n, local = ep <= n ? (int)npu_ceil_div(n, ep) : 1;
+  double total = 0, most = 0;
+  for (int i = 0; i < n; i++)
+    total += l->w[i];
+  for (int r = 0; r * local < n && r < ep; r++) {
+    double load = 0;
+    for (int i = r * local; i < n && i < (r + 1) * local; i++)
+      load += l->w[i];
+    most = fmax(most, load);
+  }
+  if (ep > n) /* an expert's copies share its load */
+    most /= (double)ep / n;
+  double even = ep <= n ? (double)local / n : 1.0 / ep;
+  return total > 0 ? fmax(most / total / even, 1) : 1;
+}
+
+double serve_routing_skew(const serving_cfg_t *s, const moe_cfg_t *x, int ep) {
+  int n = x->experts;
+  if (s->moe_routing == SERVE_ROUTE_MEASURED && ep >= 2)
+    return measured_skew(&s->moe_expert_load, ep);
+  if (s->moe_routing != SERVE_ROUTE_ZIPF || ep < 2 || n < 2)
+    return 1;
+  double *p = malloc((size_t)n * sizeof *p), *load = calloc((size_t)ep, sizeof *load);
+  int *order = malloc((size_t)n * sizeof *order);
+  if (!p || !load || !order) {
+    free(p), free(load), free(order);
+    return 1;
+  }
+  zipf_shares(p, n, s->moe_zipf_s, x->top_k);
+  int local = ep <= n ? (int)npu_ceil_div(n, ep) : 1;
+  double copies = ep > n ? (double)ep / n : 1, busiest = 0;
+  uint64_t state = npu_hash_u64(0x6d6f65, (uint64_t)s->seed);
+  for (int d = 0; d < SKEW_DRAWS; d++) {
+    for (int i = 0; i < n; i++)
+      order[i] = i;
+    for (int i = n - 1; i > 0; i--) { /* Fisher-Yates: expert order[i] gets popularity i */
+      int j = (int)(splitmix(&state) % (uint64_t)(i + 1)), t = order[i];
+      order[i] = order[j], order[j] = t;
+    }
+    memset(load, 0, (size_t)ep * sizeof *load);
+    double most = 0;
+    for (int i = 0; i < n; i++) {
+      /* above one rank per expert, the first holder stands for its copies */
+      int rank = ep <= n ? order[i] / local : order[i] % ep;
+      load[rank] += p[i] / copies;
+      most = fmax(most, load[rank]);
+    }
+    busiest += most;
+  }
+  free(p), free(load), free(order);
+  double even = ep <= n ? (double)local / n : 1.0 / ep;
+  return fmax(busiest / SKEW_DRAWS / even, 1);
+}
