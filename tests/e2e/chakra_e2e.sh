@@ -165,7 +165,7 @@ echo '{"g": [0, 9]}' >"$tmp/job/g9.json"
 expect_line "a process group of ranks outside the job" "$tmp/job/g9.json: g: expected ranks of the job's 2 (0 to 1), found 9" \
   $npusim replay --system $sys --trace "$tmp/job/pg" --comm-group "$tmp/job/g9.json"
 two algo "[$(ar 8 ", (\"npusim_algo\", \"string\", \"bogus\")")]" "[$(ar 8 ", (\"npusim_algo\", \"string\", \"bogus\")")]"
-expect_line "what the replay finds wrong, named by file, node and field" "$tmp/job/algo.0.et: node 1 \"ar\": npusim_algo: expected up to 3 of auto, mesh, ring, hd, nhr, nb, pairwise, tree, pipeline, nvls separated by ',', found \"bogus\"" \
+expect_line "what the replay finds wrong, named by file, node and field" "$tmp/job/algo.0.et: node 1 \"ar\": npusim_algo: expected up to 3 of auto, mesh, ring, hd, nhr, nb, pairwise, tree, pipeline, nvls, oneshot, twoshot separated by ',', found \"bogus\"" \
   $npusim replay --system $sys --trace "$tmp/job/algo.1.et" --fidelity analytic
 long="'é' * 300"
 mk meta "et_bytes([{'id': 0, 'type': 'METADATA_NODE'}, {'id': 1, 'name': $long, 'type': 'COMP_NODE', 'duration_micros': 7, 'ctrl_deps': [0]}])"
