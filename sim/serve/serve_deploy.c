@@ -94,24 +94,23 @@ static int place_pool(const system_cfg_t *sys, const char *system_path, const ch
                        workload_path, serve_node_type_paths[p->kind], system_path, list, want);
   }
   long used_from = k ? d->pools[0].first_rank : 0, used_to = k ? d->placed_end[0] : 0;
-  long first = -1, run = 0; /* the first free rank on the chip, and the free ranks after it */
+  /* the first run of n free consecutive ranks on the chip (best: the longest seen) */
+  long first = -1, run = 0, best = 0;
   for (long r = 0; r < (long)bound * per && run < n; r++) {
-    bool ok = strcmp(server_chip(sys, (int)(r / per))->name, want) == 0 &&
-              !(r >= used_from && r < used_to);
-    if (ok && first < 0)
-      first = r;
-    if (ok && first >= 0)
-      run++;
-    else if (first >= 0)
-      break;
+    if (strcmp(server_chip(sys, (int)(r / per))->name, want) != 0 ||
+        (r >= used_from && r < used_to)) {
+      first = -1, run = 0;
+      continue;
+    }
+    first = first < 0 ? r : first;
+    best = ++run > best ? run : best;
   }
   if (run < n)
     return npu_err_set(err,
                        "%s: %s: expected its %ld NPUs (%d instances of %ld) on consecutive "
-                       "servers of node type \"%s\" in %s, found %ld free there%s",
+                       "servers of node type \"%s\" in %s, found at most %ld free there",
                        workload_path, serve_pool_paths[p->kind], n, p->plan->instances,
-                       serve_pool_npus(p->plan), want, system_path, run,
-                       first >= 0 ? "" : " (no server of that chip)");
+                       serve_pool_npus(p->plan), want, system_path, best);
   p->first_rank = (int)first;
   d->placed_end[k] = first + n;
   if (!(d->pool_sys[k] = malloc(sizeof *d->pool_sys[k])))

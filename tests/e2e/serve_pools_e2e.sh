@@ -92,12 +92,18 @@ assert abs(m["tpot_s"]["mean"] / b["tpot_s"]["mean"] - 1) < 0.02, (m["tpot_s"], 
 check "pools on one node type follow each other" bash -c "
   $npusim serve --system $M --workload $W $small --set workload.serving.prefill.node_type=h200-sxm-141gb |
     grep -qx 'chips     prefill on h200-sxm-141gb (ranks 16-23), decode on h200-sxm-141gb (ranks 24-31)'"
+check "a pool passes over a run of its chip's servers too short for it" bash -c "
+  $npusim serve --system configs/systems/h100-dgx.json --set cluster.nodes=4 \
+    --set cluster.node_types=1:configs/systems/h200-dgx.json --workload $W $small \
+    --set workload.serving.prefill.node_type= --set workload.serving.prefill.instances=4 \
+    --set workload.serving.decode.instances=1 |
+    grep -qx 'chips     prefill on h100-sxm5-80gb (ranks 16-31), decode on h200-sxm-141gb (ranks 8-11)'"
 
 expect_line "an unknown node type, with the list" \
   "$W: serving.decode.node_type: expected a chip of the servers of $M, one of \"h100-sxm5-80gb\", \"h200-sxm-141gb\", found \"h300\"" \
   $npusim serve --system $M --workload $W --set workload.serving.decode.node_type=h300
 expect_line "a pool that does not fit its node type's servers" \
-  "$W: serving.decode: expected its 20 NPUs (5 instances of 4) on consecutive servers of node type \"h200-sxm-141gb\" in $M, found 16 free there" \
+  "$W: serving.decode: expected its 20 NPUs (5 instances of 4) on consecutive servers of node type \"h200-sxm-141gb\" in $M, found at most 16 free there" \
   $npusim serve --system $M --workload $W --set workload.serving.decode.instances=5
 expect_line "node_type on a system without node types" \
   "$W: serving.prefill.node_type: expected \"\" on a system without cluster.node_types (configs/systems/h100-dgx.json: every server carries \"h100-sxm5-80gb\"), found \"h100-sxm5-80gb\"" \
