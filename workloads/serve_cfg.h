@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #define SERVE_PATH_MAX 1024
+/* A node type's name: its chip's chip.name (CHIP_NAME_MAX). */
+#define SERVE_NODE_TYPE_MAX 64
 
 /* The most requests one run takes (a trace's rows, serving.requests.count).
  * A run holds about 110 to 130 bytes per request (the request, its state and
@@ -92,6 +94,9 @@ typedef struct {
   int instances;
   int tp, pp, dp, ep;
   serve_dispatch_t ep_dispatch;
+  /* the chip (chip.name) of the servers the pool runs on, on a system with
+   * cluster.node_types; "" the default chip's servers */
+  char node_type[SERVE_NODE_TYPE_MAX];
 } serve_pool_t;
 
 typedef struct {

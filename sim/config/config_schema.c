@@ -86,6 +86,11 @@
 #define INT3(p, field, lo, hi, dflt, text)                                                    \
   { .path = p, .type = CFG_INT3, .unit = "", .min = lo, .max = hi, .def = dflt,               \
     .offset = FIELD(int *, field), .doc = text }
+/* A serving pool's node type (serve_cfg.h). */
+#define NODE_TYPE_DOC                                                                              \
+  "The chip (its chip.name) of the servers this pool runs on, on a system with "                   \
+  "cluster.node_types (docs/serve.md, \"Pools of different chips\"); \"\": the default "           \
+  "chip's servers."
 /* A serving pool's split (serve_cfg.h). */
 #define POOL_PLAN(obj, pool)                                                                  \
   INT(obj ".tp", WL(pool.tp), 1, 1e5, "1", "Tensor-parallel size; divides heads."),           \
@@ -603,6 +608,8 @@ static const cfg_key_t workload_keys[] = {
             "cache, requests."),
     INT("serving.instances", WL(serving.colocated.instances), 1, 1e6, "1",
         "Instances that both prefill and decode (without the prefill and decode sections)."),
+    STR("serving.node_type", WL(serving.colocated.node_type), SERVE_NODE_TYPE_MAX - 1, "\"\"",
+        NODE_TYPE_DOC),
     OBJ("serving.parallel", "How one co-located instance is split."),
     POOL_PLAN("serving.parallel", serving.colocated),
     SECTION("serving.prefill", WL(serving.has_prefill),
@@ -610,10 +617,14 @@ static const cfg_key_t workload_keys[] = {
             "cache to a decode instance; needs the decode section."),
     INT("serving.prefill.instances", WL(serving.prefill.instances), 1, 1e6, "1",
         "Prefill instances."),
+    STR("serving.prefill.node_type", WL(serving.prefill.node_type), SERVE_NODE_TYPE_MAX - 1, "\"\"",
+        NODE_TYPE_DOC),
     POOL_PLAN("serving.prefill", serving.prefill),
     SECTION("serving.decode", WL(serving.disaggregated),
             "Disaggregated decode pool: its instances decode requests prefilled elsewhere."),
     INT("serving.decode.instances", WL(serving.decode.instances), 1, 1e6, "1", "Decode instances."),
+    STR("serving.decode.node_type", WL(serving.decode.node_type), SERVE_NODE_TYPE_MAX - 1, "\"\"",
+        NODE_TYPE_DOC),
     POOL_PLAN("serving.decode", serving.decode),
     ENUM("serving.weight_dtype", serve_dtype_names, SERVE_DTYPE_COUNT, WL(serving.weight_dtype),
          "\"bf16\"", "Weights and matmul inputs (fp8 and int8 need the chip's rate for them)."),

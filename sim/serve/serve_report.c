@@ -178,6 +178,14 @@ static void report_table(FILE *out, const serve_report_ctx_t *ctx, const serve_s
             p->plan->dp, p->plan->ep, m->weights / GIB, m->activations / GIB, m->kv_capacity / GIB,
             m->kv_blocks * ctx->block_tokens, m->kv_per_token / 1024);
   }
+  for (int k = 0; k < ctx->npools; k++) /* on a system with node types: each pool's chip */
+    if (ctx->pools[k].chip)
+      fprintf(out, "%s%s on %s (ranks %d-%ld)%s", k ? ", " : "chips     ",
+              serve_pool_kind_names[ctx->pools[k].kind], ctx->pools[k].chip,
+              ctx->pools[k].first_rank,
+              ctx->pools[k].first_rank +
+                  serve_pool_npus(ctx->pools[k].plan) * ctx->pools[k].plan->instances - 1,
+              k == ctx->npools - 1 ? "\n" : "");
   fprintf(out, "\nrequests %ld of %ld completed in %.3f s; %ld iterations, %ld preemptions",
           s->completed, r->nreq, r->makespan_s, r->iterations, r->preemptions);
   if (r->kv_transfers)
@@ -231,10 +239,16 @@ static void report_json(FILE *out, const serve_report_ctx_t *ctx, const serve_si
             "%s\n    {\"kind\": \"%s\", \"instances\": %d, \"tp\": %d, \"pp\": %d, \"dp\": "
             "%d, \"ep\": %d, \"weights_GiB\": %.6g, \"activations_GiB\": %.6g, "
             "\"kv_cache_GiB\": %.6g, \"kv_bytes_per_token\": %.9g, \"kv_blocks_per_group\": "
-            "%ld}",
+            "%ld",
             k ? "," : "", serve_pool_kind_names[p->kind], p->plan->instances, p->plan->tp,
             p->plan->pp, p->plan->dp, p->plan->ep, m->weights / GIB, m->activations / GIB,
             m->kv_capacity / GIB, m->kv_per_token, m->kv_blocks);
+    if (p->chip) { /* on a system with node types */
+      fprintf(out, ", \"chip\": ");
+      jsonfile_write_string(out, p->chip);
+      fprintf(out, ", \"first_rank\": %d", p->first_rank);
+    }
+    fprintf(out, "}");
   }
   fprintf(out,
           "\n  ],\n  \"requests\": %ld,\n  \"completed\": %ld,\n  \"makespan_s\": %.9g,\n"

@@ -70,8 +70,10 @@ static int simulate(const serve_opts_t *o, serve_result_t *r, npu_err_t *err) {
   for (int k = 0; k < r->dep.npools; k++)
     instances += r->dep.pools[k].plan->instances;
   double switch_W =
-      (double)topo_switch_ports(&r->dep.topo) * o->sys->cluster.scale_out.switch_port_W;
-  if (serve_summarise(&r->sim, serve_total_npus(&o->wl->serving), instances, &o->slo, &o->sys->chip,
+      (double)serve_deploy_switch_ports(o->sys, &r->dep) * o->sys->cluster.scale_out.switch_port_W;
+  chip_cfg_t mixed; /* pools on chips of different idle power */
+  const chip_cfg_t *chip = serve_deploy_power_chip(o->sys, &r->dep, &mixed);
+  if (serve_summarise(&r->sim, serve_total_npus(&o->wl->serving), instances, &o->slo, chip,
                       switch_W, &r->sum))
     return npu_err_set(err, "npusim serve: out of memory");
   return 0;

@@ -15,12 +15,13 @@ const char *const serve_pool_paths[SERVE_POOL_DECODE + 1] = {"serving.parallel",
 
 int serve_sim_pools(const serving_cfg_t *cfg, serve_sim_pool_t pools[2]) {
   if (!cfg->disaggregated) {
-    pools[0] = (serve_sim_pool_t){SERVE_POOL_COLOCATED, &cfg->colocated, NULL, 0};
+    pools[0] = (serve_sim_pool_t){SERVE_POOL_COLOCATED, &cfg->colocated, NULL, 0, NULL};
     return 1;
   }
-  pools[0] = (serve_sim_pool_t){SERVE_POOL_PREFILL, &cfg->prefill, NULL, 0};
-  pools[1] = (serve_sim_pool_t){SERVE_POOL_DECODE, &cfg->decode, NULL,
-                                (int)(serve_pool_npus(&cfg->prefill) * cfg->prefill.instances)};
+  pools[0] = (serve_sim_pool_t){SERVE_POOL_PREFILL, &cfg->prefill, NULL, 0, NULL};
+  pools[1] =
+      (serve_sim_pool_t){SERVE_POOL_DECODE, &cfg->decode, NULL,
+                         (int)(serve_pool_npus(&cfg->prefill) * cfg->prefill.instances), NULL};
   return 2;
 }
 

@@ -47,6 +47,7 @@ typedef struct {
   const serve_pool_t *plan;
   serve_cost_t *cost;
   int first_rank; /* of its first instance; instance i starts i x npus later */
+  const char *chip; /* its servers' chip on a system with node types, else NULL */
 } serve_sim_pool_t;
 
 /* Lays out the pools of a deployment (costs left NULL): prefill then decode

@@ -240,7 +240,9 @@ expect_line "a precision one of the chips lacks" \
 expect_line "replay names the first rank on the chip that cannot run an op" \
   "traces/mixed.json: rank 8 op 2: dtype: expected a type the cube of ascend-910a computes, found bf16 (chip.cube.bf16_macs_per_cycle = 0)" \
   $npusim replay --system $B --trace traces/mixed.json --set cluster.node_types=1:$A
-expect_line "serve refuses node types" \
-  "configs/systems/ascend-910-mixed.json: cluster.node_types: expected \"\" with npusim serve (serving costs every instance on the default chip), found servers 2-3 on \"ascend-910a.json\"" \
-  $npusim serve --system configs/systems/ascend-910-mixed.json --workload configs/workloads/serve-llama3-8b.json
+# serve places each pool on its node type's servers (tests/e2e/serve_pools_e2e.sh):
+# a pool that names none runs on the default chip's
+check "serve runs a pool without node_type on the default chip's servers" bash -c "
+  $npusim serve --system configs/systems/ascend-910-mixed.json \
+    --workload configs/workloads/serve-llama3-8b.json | grep -qx 'chips     colocated on ascend-910b2 (ranks 0-0)'"
 finish hetero_e2e
