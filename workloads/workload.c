@@ -1,6 +1,7 @@
 /* workload.c - names and derived quantities of a training job; see workload.h. */
 #include "workload.h"
 
+#include <math.h>
 #include <string.h>
 
 const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu"};
@@ -15,6 +16,21 @@ const char *const serve_preempt_names[SERVE_PREEMPT_COUNT] = {"recompute", "swap
 const char *const serve_dtype_names[SERVE_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "int8"};
 const char *const serve_len_dist_names[SERVE_LEN_COUNT] = {"fixed", "uniform", "lognormal"};
 const char *const serve_dispatch_names[SERVE_DISPATCH_COUNT] = {"direct", "server_dedup"};
+const char *const serve_spec_names[SERVE_SPEC_COUNT] = {"mtp", "draft"};
+
+int serve_spec_verify_tokens(const serving_cfg_t *s) {
+  return s->spec.on ? s->spec.draft_tokens + 1 : 1;
+}
+
+double serve_spec_tokens_per_step(const serving_cfg_t *s) {
+  if (!s->spec.on)
+    return 1;
+  double a = s->spec.acceptance_rate;
+  int k = s->spec.draft_tokens;
+  if (a >= 1)
+    return k + 1;
+  return (1 - pow(a, k + 1)) / (1 - a);
+}
 
 int serve_dtype_bytes(serve_dtype_t d) { return d == SERVE_DTYPE_FP8 || d == SERVE_DTYPE_INT8 ? 1 : 2; }
 

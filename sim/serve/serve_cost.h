@@ -19,9 +19,16 @@
  * 16-token steps, the MoE part by the instance's token count. A run of 10^5
  * requests then costs few distinct shapes.
  *
- * Not modelled: expert load imbalance (routing is taken as even), speculative
- * decoding (MTP), prefix caching, CUDA-graph padding of batch sizes, the
- * host's own time beyond serving.scheduler.iteration_overhead_us. */
+ * Speculative decoding (serving.speculative): a decode runs k + 1 tokens (its
+ * attention with k + 1 queries per sequence over one read of its cache, the
+ * matmuls and the LM head over every token), and the last stage adds the
+ * drafting: k MTP modules one after another, or k draft-model steps costed as
+ * a share of the target's one-token step. CUDA-graph padding
+ * (cuda_graph_max_batch): a decode-only group's tokens round up to the next
+ * captured size for everything but the attention kernel.
+ *
+ * Not modelled: expert load imbalance (routing is taken as even), the host's
+ * own time beyond serving.scheduler.iteration_overhead_us. */
 #ifndef NPUSIM_SERVE_COST_H
 #define NPUSIM_SERVE_COST_H
 
@@ -55,6 +62,7 @@ typedef struct {
   const int *chunk;  /* per prefill: its tokens in this iteration */
   const int *past;   /* per prefill: its tokens already in the cache */
   int samples;       /* sequences that sample a token at the end */
+  int verify;        /* tokens each decode runs (k + 1 with speculative decoding); 0 or 1: one */
 } serve_group_batch_t;
 
 /* Memory of one NPU of the instance, bytes. */

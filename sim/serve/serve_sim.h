@@ -78,6 +78,7 @@ typedef struct {
   serve_parts_t parts;
   long iterations;
   double batch_sum;
+  double token_sum; /* decode: tokens the sequences gain (speculative decoding only; else 0) */
 } serve_step_stats_t;
 
 /* One iteration of one virtual engine, for timelines. */
