@@ -147,6 +147,10 @@ extern const char *const serve_spec_names[SERVE_SPEC_COUNT];
  * decoding, else 1. */
 int serve_spec_verify_tokens(const serving_cfg_t *s);
 
+/* KV blocks every attention group keeps for the shared prefix (prefix caching
+ * with hits: the hits hold them in common); 0 otherwise. */
+long serve_prefix_blocks(const serving_cfg_t *s);
+
 /* Expected tokens a sequence gains per decode step, (1 - a^(k+1)) / (1 - a)
  * (Leviathan et al., ICML 2023, eq. 1); 1 without speculative decoding. */
 double serve_spec_tokens_per_step(const serving_cfg_t *s);

@@ -22,6 +22,12 @@ int serve_spec_verify_tokens(const serving_cfg_t *s) {
   return s->spec.on ? s->spec.draft_tokens + 1 : 1;
 }
 
+long serve_prefix_blocks(const serving_cfg_t *s) {
+  if (!s->prefix.on || s->prefix.hit_rate <= 0)
+    return 0;
+  return s->prefix.shared_prefix_tokens / s->block_tokens;
+}
+
 double serve_spec_tokens_per_step(const serving_cfg_t *s) {
   if (!s->spec.on)
     return 1;

@@ -332,15 +332,6 @@ static int prefix_hit_tokens(const sim_t *s, long r) {
   return (int)prefix_tokens(s, s->reqs->v[r].prompt_tokens);
 }
 
-/* The blocks every attention group keeps for the shared prefix (hits hold them
- * in common): 0 without prefix caching or hits. */
-static long prefix_blocks(const sim_t *s) {
-  const serve_prefix_cfg_t *p = &s->cfg->prefix;
-  if (!p->on || p->hit_rate <= 0)
-    return 0;
-  return p->shared_prefix_tokens / s->cfg->block_tokens;
-}
-
 static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
   for (int k = 0; k < npools; k++) {
     s->first_of[pools[k].kind] = s->ninsts;
@@ -368,7 +359,8 @@ static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
       if (!in->engines || !in->free_blocks || !in->stage_free || !in->stage_s || !in->batches)
         return -1;
       for (int g = 0; g < p->dp; g++)
-        in->free_blocks[g] = serve_cost_memory(pools[k].cost)->kv_blocks - prefix_blocks(s);
+        in->free_blocks[g] =
+            serve_cost_memory(pools[k].cost)->kv_blocks - serve_prefix_blocks(s->cfg);
       for (int e = 0; e < p->pp; e++)
         if (!(in->engines[e].groups = calloc((size_t)p->dp, sizeof(group_t))))
           return -1;
