@@ -99,6 +99,31 @@ typedef struct {
   char node_type[SERVE_NODE_TYPE_MAX];
 } serve_pool_t;
 
+/* Speculative decoding (serving.speculative): each decode step drafts k tokens
+ * per sequence, with the model's own multi-token-prediction modules (mtp: one
+ * transformer layer and the LM head per draft token, DeepSeek-V3) or a separate
+ * draft model (draft: each draft token costs a share of the target's decode
+ * step), and the target verifies the k + 1 tokens in one step. */
+typedef enum { SERVE_SPEC_MTP, SERVE_SPEC_DRAFT, SERVE_SPEC_COUNT } serve_spec_method_t;
+
+typedef struct {
+  bool on; /* the section is there */
+  serve_spec_method_t method;
+  int draft_tokens;        /* k */
+  double acceptance_rate;  /* alpha: each draft token accepted with this chance, in order */
+  double draft_cost_share; /* draft: one draft token's step / the target's decode step */
+} serve_spec_cfg_t;
+
+/* Prefix caching (serving.prefix_cache): requests share the first
+ * shared_prefix_tokens of their prompts; a share hit_rate of them find the
+ * prefix's KV blocks cached (whole blocks), skip its prefill and hold those
+ * blocks in common. */
+typedef struct {
+  bool on;
+  int shared_prefix_tokens;
+  double hit_rate;
+} serve_prefix_cfg_t;
+
 typedef struct {
   serve_len_dist_t dist;
   int mean, min, max; /* tokens */
@@ -128,6 +153,9 @@ typedef struct {
   serve_expert_load_t moe_expert_load; /* moe_routing measured */
   double moe_dispatch_rdma_Bps;   /* per rank between servers; 0: the links' rate */
   double moe_dispatch_nvlink_Bps; /* per rank inside a server; 0: the links' rate */
+  int cuda_graph_max_batch;    /* decode batches up to this padded to captured sizes; 0: off */
+  serve_spec_cfg_t spec;
+  serve_prefix_cfg_t prefix;
   /* KV cache */
   int block_tokens;
   serve_dtype_t kv_dtype;
@@ -153,6 +181,20 @@ extern const char *const serve_routing_names[SERVE_ROUTE_COUNT];
 /* Parses "w0,w1,..." (non-negative numbers, at least one positive, at most
  * SERVE_MAX_EXPERT_LOADS) into out; "" is an empty list. 0, or -1. */
 int serve_parse_expert_load(const char *text, serve_expert_load_t *out);
+
+extern const char *const serve_spec_names[SERVE_SPEC_COUNT];
+
+/* Tokens one decode step verifies per sequence: k + 1 with speculative
+ * decoding, else 1. */
+int serve_spec_verify_tokens(const serving_cfg_t *s);
+
+/* KV blocks every attention group keeps for the shared prefix (prefix caching
+ * with hits: the hits hold them in common); 0 otherwise. */
+long serve_prefix_blocks(const serving_cfg_t *s);
+
+/* Expected tokens a sequence gains per decode step, (1 - a^(k+1)) / (1 - a)
+ * (Leviathan et al., ICML 2023, eq. 1); 1 without speculative decoding. */
+double serve_spec_tokens_per_step(const serving_cfg_t *s);
 
 /* Bytes of one element of a serving dtype. */
 int serve_dtype_bytes(serve_dtype_t d);

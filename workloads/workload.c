@@ -2,6 +2,7 @@
 #include "workload.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu"};
@@ -36,6 +37,28 @@ int serve_parse_expert_load(const char *text, serve_expert_load_t *out) {
       return -1;
   }
   return out->n == 0 || positive ? 0 : -1;
+}
+
+const char *const serve_spec_names[SERVE_SPEC_COUNT] = {"mtp", "draft"};
+
+int serve_spec_verify_tokens(const serving_cfg_t *s) {
+  return s->spec.on ? s->spec.draft_tokens + 1 : 1;
+}
+
+long serve_prefix_blocks(const serving_cfg_t *s) {
+  if (!s->prefix.on || s->prefix.hit_rate <= 0)
+    return 0;
+  return s->prefix.shared_prefix_tokens / s->block_tokens;
+}
+
+double serve_spec_tokens_per_step(const serving_cfg_t *s) {
+  if (!s->spec.on)
+    return 1;
+  double a = s->spec.acceptance_rate;
+  int k = s->spec.draft_tokens;
+  if (a >= 1)
+    return k + 1;
+  return (1 - pow(a, k + 1)) / (1 - a);
 }
 
 int serve_dtype_bytes(serve_dtype_t d) { return d == SERVE_DTYPE_FP8 || d == SERVE_DTYPE_INT8 ? 1 : 2; }

@@ -677,7 +677,47 @@ static const cfg_key_t workload_keys[] = {
         0.01, 1e5, "0",
         "Rate one rank's dispatch and combine kernels reach inside a server (DeepEP's normal "
         "kernels: about 153-158 GB/s over NVLink, its README); 0 = the links' rate."),
+    INT("serving.scheduler.cuda_graph_max_batch", WL(serving.cuda_graph_max_batch), 0, 1e6, "0",
+        "CUDA-graph padding: a decode-only iteration of at most this many tokens per group "
+        "runs the graph captured for the next size up, vLLM's capture list 1, 2, 4, then "
+        "multiples of 8 (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE; V0 captures up "
+        "to 256): the layers' matmuls, norms and all-reduces run at the padded size; 0: off."),
 
+    SECTION("serving.speculative", WL(serving.spec.on),
+            "Speculative decoding: each decode step drafts draft_tokens per sequence and the "
+            "target verifies them and one more in one step (query length k + 1); a sequence "
+            "gains (1 - a^(k+1)) / (1 - a) tokens per step on average (Leviathan et al. 2023). "
+            "Absent: one token per step."),
+    ENUM("serving.speculative.method", serve_spec_names, SERVE_SPEC_COUNT, WL(serving.spec.method),
+         "\"mtp\"",
+         "mtp: the model's multi-token-prediction modules, one transformer layer (as the "
+         "model's last) and the LM head per draft token, run one after another (DeepSeek-V3); "
+         "draft: a separate draft model, each draft token costing draft_cost_share of the "
+         "target's one-token decode step."),
+    INT("serving.speculative.draft_tokens", WL(serving.spec.draft_tokens), 0, 64, "1",
+        "Draft tokens per sequence per step (k); 0 runs as without the section."),
+    NUM("serving.speculative.acceptance_rate", "", 1, WL(serving.spec.acceptance_rate), 0, 1, NULL,
+        "Chance that each draft token is accepted, given the ones before it were (a); 1: "
+        "every step gains k + 1 tokens. A measured rate of the engine and data set."),
+    OFF("serving.speculative.draft_cost_share", "", 1, WL(serving.spec.draft_cost_share), 0.0001,
+        10, "0",
+        "method draft: one draft token's step as a share of the target's one-token decode "
+        "step at the same batch (about the draft's parameters / the target's) [A]; 0 leaves "
+        "the draft's cost out."),
+    SECTION("serving.prefix_cache", WL(serving.prefix.on),
+            "Prefix caching: requests share a prompt prefix whose KV blocks stay cached (vLLM's "
+            "automatic prefix caching, SGLang's RadixAttention); a hit skips the prefix's "
+            "prefill (its attention is still read by the rest of the prompt) and holds the "
+            "prefix's blocks in common with the other hits, not a copy. Absent: no reuse."),
+    INT("serving.prefix_cache.shared_prefix_tokens", WL(serving.prefix.shared_prefix_tokens), 0,
+        1e8, NULL,
+        "Tokens at the start of every prompt that are the same across requests (a system "
+        "prompt, a few-shot header); cached in whole KV blocks, at most the prompt less one "
+        "token."),
+    NUM("serving.prefix_cache.hit_rate", "", 1, WL(serving.prefix.hit_rate), 0, 1, "1",
+        "Share of requests that find the prefix cached, spread evenly over the requests in "
+        "arrival order (1: every request, the prefix cached before the run; 0: today's "
+        "numbers)."),
     OBJ("serving.kv_cache", "The paged KV cache."),
     INT("serving.kv_cache.block_tokens", WL(serving.block_tokens), 1, 1e5, "16",
         "Tokens per KV block (vLLM 16, Ascend 128)."),

@@ -95,7 +95,9 @@ struct serve_cost {
   serve_memory_t mem;
   double moe_skew; /* the busiest EP rank's tokens over its even share (1: uniform routing) */
   memo_t group, moe, attn, ends;
-  double acc_J, acc_link_J; /* energy of the ops and collectives costed since cleared */
+  double acc_J, acc_link_J;   /* energy of the ops and collectives costed since cleared */
+  serve_group_batch_t *draft; /* speculative decoding: the groups' one-token decode batches */
+  double *draft_stage_s;      /* and their stages' times */
 };
 
 static chip_dtype_t serve_chip_dtype(serve_dtype_t d) {
@@ -396,12 +398,15 @@ static double chunk_attn_s(serve_cost_t *c, int chunk, int past) {
   return t;
 }
 
-/* Decode attention of n sequences of mean context ctx, one layer. */
-static double decode_attn_s(serve_cost_t *c, int n, double ctx) {
+/* Decode attention of n sequences of mean context ctx, one layer, each with q
+ * query tokens (speculative decoding verifies k + 1): the kernels fold the
+ * queries into the heads over one read of the cache (FlashMLA, FlashInfer),
+ * so it is costed as q times the heads. */
+static double decode_attn_s(serve_cost_t *c, int n, double ctx, int q) {
   if (n <= 0)
     return 0;
   int64_t mean = steps_up(ctx / n);
-  uint64_t key = (uint64_t)n << 32 | (uint64_t)mean;
+  uint64_t key = (uint64_t)(q > 1 ? q - 1 : 0) << 56 | (uint64_t)n << 32 | (uint64_t)mean;
   const serve_parts_t *p = memo_get(&c->attn, key << 1);
   if (p) {
     c->acc_J += p->J;
@@ -410,7 +415,7 @@ static double decode_attn_s(serve_cost_t *c, int n, double ctx) {
   const model_cfg_t *m = c->m;
   op_desc_t op = {.kind = OP_ATTN_DECODE,
                   .dtype = c->kvdt == CHIP_DTYPE_FP16 ? CHIP_DTYPE_FP16 : CHIP_DTYPE_BF16,
-                  .dims = {n, c->heads_l, mean, c->head_dim, c->kvh_l}};
+                  .dims = {n, (int64_t)c->heads_l * (q > 1 ? q : 1), mean, c->head_dim, c->kvh_l}};
   if (m->has_mla) {
     op.dims[3] = m->mla.kv_lora_rank + m->mla.qk_rope_head_dim;
     op.dims[4] = 1;
@@ -428,7 +433,7 @@ static double decode_attn_s(serve_cost_t *c, int n, double ctx) {
 
 /* One group's attention kernels for its batch, one layer. */
 static double group_attn_s(serve_cost_t *c, const serve_group_batch_t *g) {
-  double t = decode_attn_s(c, g->decodes, g->decode_ctx);
+  double t = decode_attn_s(c, g->decodes, g->decode_ctx, g->verify);
   /* the prefills of a batch run as one variable-length kernel: one launch */
   for (int i = 0; i < g->prefills; i++)
     t += chunk_attn_s(c, g->chunk[i], g->past[i]) - (i ? c->sys->chip.cube.op_overhead_s : 0);
@@ -469,10 +474,22 @@ static double parts_sum(const serve_parts_t *p) {
 }
 
 static int group_tokens(const serve_group_batch_t *g) {
-  int t = g->decodes;
+  int t = g->decodes * (g->verify > 1 ? g->verify : 1);
   for (int i = 0; i < g->prefills; i++)
     t += g->chunk[i];
   return t;
+}
+
+/* CUDA-graph padding: a decode-only batch of T tokens runs the graph captured
+ * for the next size of vLLM's list 1, 2, 4, 8, 16, 24, ... (multiples of 8)
+ * when T is at most cuda_graph_max_batch; otherwise (and with prefills) it
+ * runs eagerly at T. */
+static int graph_tokens(const serve_cost_t *c, const serve_group_batch_t *g) {
+  int T = group_tokens(g), most = c->s->cuda_graph_max_batch;
+  if (most <= 0 || g->prefills > 0 || T == 0 || T > most)
+    return T;
+  int size = T <= 2 ? T : T <= 4 ? 4 : (T + 7) / 8 * 8;
+  return size < most ? size : most;
 }
 
 /* The slowest group's layer (attention kernel included), into p. */
@@ -480,7 +497,7 @@ static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bo
                           serve_parts_t *p) {
   double worst = -1, energy = 0;
   for (int g = 0; g < c->pool.dp; g++) {
-    int T = group_tokens(&groups[g]);
+    int T = graph_tokens(c, &groups[g]);
     if (T == 0 && worst >= 0)
       continue;
     serve_parts_t v = {{0}, 0};
@@ -502,16 +519,20 @@ static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bo
   p->J = energy; /* every group's work, the slowest's time */
 }
 
-void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, double *stage_s,
-                          serve_parts_t *parts) {
+/* An iteration of the target model, without the drafting of speculative decoding. */
+static void iteration_target(serve_cost_t *c, const serve_group_batch_t *groups, double *stage_s,
+                             serve_parts_t *parts) {
   memset(parts, 0, sizeof *parts);
   long total = 0;
   int most = 0, samples = 0;
   for (int g = 0; g < c->pool.dp; g++) {
-    int T = group_tokens(&groups[g]);
+    int T = graph_tokens(c, &groups[g]);
     total += T;
     most = T > most ? T : most;
-    samples = groups[g].samples > samples ? groups[g].samples : samples;
+    /* a verifying decode samples from each of its k + 1 positions */
+    int rows =
+        groups[g].samples + groups[g].decodes * (groups[g].verify > 1 ? groups[g].verify - 1 : 0);
+    samples = rows > samples ? rows : samples;
   }
   serve_parts_t dense, moe;
   slowest_group(c, groups, false, &dense);
@@ -550,6 +571,72 @@ void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, do
     stage_s[s] = parts_sum(&st);
     add_parts(parts, &st, 1);
   }
+}
+
+/* The groups' decodes as one-token decodes (what drafting runs), into c->draft;
+ * false when there are none. */
+static bool draft_batches(serve_cost_t *c, const serve_group_batch_t *groups) {
+  int any = 0, q = serve_spec_verify_tokens(c->s);
+  for (int g = 0; g < c->pool.dp; g++) {
+    const serve_group_batch_t *b = &groups[g];
+    /* each draft step sees the context before the tokens being verified, plus one */
+    c->draft[g] = (serve_group_batch_t){.decodes = b->decodes,
+                                        .decode_ctx = b->decode_ctx - (double)b->decodes * (q - 1),
+                                        .samples = b->decodes,
+                                        .verify = 1};
+    any += b->decodes;
+  }
+  return any > 0;
+}
+
+/* One MTP module for the groups' one-token decodes (c->draft): a transformer
+ * layer as the model's last (MoE when the model has experts), its projection of
+ * the hidden state and the next token's embedding (2h -> h), the shared LM head. */
+static void mtp_step(serve_cost_t *c, serve_parts_t *p) {
+  bool moe = c->m->has_moe;
+  long total = 0;
+  int most = 0;
+  for (int g = 0; g < c->pool.dp; g++) {
+    total += c->draft[g].decodes;
+    most = c->draft[g].decodes > most ? c->draft[g].decodes : most;
+  }
+  slowest_group(c, c->draft, moe, p);
+  if (moe) {
+    serve_parts_t experts = moe_memo(c, total);
+    add_parts(p, &experts, 1);
+  }
+  double h = c->m->hidden;
+  c->acc_J = 0;
+  p->s[SERVE_PART_MATMUL] += mm(c, most, h, 2 * h, 1);
+  p->J += c->acc_J * c->pool.tp * c->pool.dp;
+  serve_parts_t head = ends_memo(c, true, most);
+  add_parts(p, &head, 1);
+}
+
+/* Speculative decoding's drafting, k steps one after another on the last
+ * stage, before the target verifies: MTP modules, or a draft model costed as a
+ * share of the target's one-token decode iteration. */
+static void spec_draft(serve_cost_t *c, const serve_group_batch_t *groups, double *stage_s,
+                       serve_parts_t *parts) {
+  if (!c->s->spec.on || !draft_batches(c, groups))
+    return;
+  serve_parts_t step = {{0}, 0};
+  double share = 1;
+  if (c->s->spec.method == SERVE_SPEC_MTP) {
+    mtp_step(c, &step);
+  } else {
+    iteration_target(c, c->draft, c->draft_stage_s, &step);
+    share = c->s->spec.draft_cost_share;
+  }
+  double k = c->s->spec.draft_tokens * share;
+  stage_s[c->pool.pp - 1] += parts_sum(&step) * k;
+  add_parts(parts, &step, k);
+}
+
+void serve_cost_iteration(serve_cost_t *c, const serve_group_batch_t *groups, double *stage_s,
+                          serve_parts_t *parts) {
+  iteration_target(c, groups, stage_s, parts);
+  spec_draft(c, groups, stage_s, parts);
 }
 
 /* ---- memory ---- */
@@ -670,6 +757,15 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
     serve_cost_free(c);
     return NULL;
   }
+  if (wl->serving.spec.on) {
+    c->draft = calloc((size_t)pool->dp, sizeof *c->draft);
+    c->draft_stage_s = calloc((size_t)pp, sizeof *c->draft_stage_s);
+    if (!c->draft || !c->draft_stage_s) {
+      serve_cost_free(c);
+      npu_err_set(err, "%s: out of memory for the serving model", wl_path);
+      return NULL;
+    }
+  }
   return c;
 }
 
@@ -686,6 +782,8 @@ void serve_cost_free(serve_cost_t *c) {
   free(c->moe.slots);
   free(c->attn.slots);
   free(c->ends.slots);
+  free(c->draft);
+  free(c->draft_stage_s);
   free(c);
 }
 

@@ -26,8 +26,15 @@
  * (serving.moe.dispatch_*_GBps) are options; by default the library runs the
  * all-reduce, routing is even and all-to-alls move at the links' rate.
  *
- * Not modelled: redundant experts placed by a balancer (EPLB), speculative
- * decoding (MTP), prefix caching, CUDA-graph padding of batch sizes, the host's
+ * Speculative decoding (serving.speculative): a decode runs k + 1 tokens (its
+ * attention with k + 1 queries per sequence over one read of its cache, the
+ * matmuls and the LM head over every token), and the last stage adds the
+ * drafting: k MTP modules one after another, or k draft-model steps costed as
+ * a share of the target's one-token step. CUDA-graph padding
+ * (cuda_graph_max_batch): a decode-only group's tokens round up to the next
+ * captured size for everything but the attention kernel.
+ *
+ * Not modelled: redundant experts placed by a balancer (EPLB), tree drafting, the host's
  * own time beyond serving.scheduler.iteration_overhead_us. */
 #ifndef NPUSIM_SERVE_COST_H
 #define NPUSIM_SERVE_COST_H
@@ -62,6 +69,7 @@ typedef struct {
   const int *chunk;  /* per prefill: its tokens in this iteration */
   const int *past;   /* per prefill: its tokens already in the cache */
   int samples;       /* sequences that sample a token at the end */
+  int verify;        /* tokens each decode runs (k + 1 with speculative decoding); 0 or 1: one */
 } serve_group_batch_t;
 
 /* Memory of one NPU of the instance, bytes. */

@@ -236,6 +236,11 @@ int serve_deploy_check_fits(const char *workload_path, const serving_cfg_t *s,
   for (int k = 0; k < d->npools; k++) {
     const serve_memory_t *m = serve_cost_memory(d->pools[k].cost);
     long tokens = d->pools[k].kind == SERVE_POOL_PREFILL ? prompt : longest;
+    /* a decode step writes up to k + 1 tokens (speculative decoding), and the
+     * shared prefix's blocks are held beside (prefix caching) */
+    if (d->pools[k].kind != SERVE_POOL_PREFILL)
+      tokens += serve_spec_verify_tokens(s) - 1;
+    tokens += serve_prefix_blocks(s) * s->block_tokens;
     long need = (tokens + s->block_tokens - 1) / s->block_tokens;
     if (need > m->kv_blocks)
       return npu_err_set(err,

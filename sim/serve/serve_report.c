@@ -285,6 +285,9 @@ static void report_json(FILE *out, const serve_report_ctx_t *ctx, const serve_si
     fprintf(out, "%s  \"%s_step\": {\"iterations\": %ld, \"%s\": %.9g, \"time_s\": %.9g",
             k ? ",\n" : "", step_names[k], step_of(r, k)->iterations,
             k ? "mean_tokens" : "mean_batch", batch, step);
+    if (step_of(r, k)->token_sum > 0) /* speculative decoding: tokens per decode step */
+      fprintf(out, ", \"mean_tokens\": %.9g",
+              step_of(r, k)->token_sum / (double)step_of(r, k)->iterations);
     for (int j = 0; j < SERVE_PART_COUNT; j++)
       fprintf(out, ", \"%s_s\": %.9g", serve_part_names[j], parts[j]);
     fprintf(out, "}");

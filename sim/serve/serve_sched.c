@@ -5,10 +5,6 @@
 
 #include "serve_state.h"
 
-static long blocks_for(const sim_t *s, long tokens) {
-  return (tokens + s->cfg->block_tokens - 1) / s->cfg->block_tokens;
-}
-
 /* ---- scheduling one group's batch ---- */
 
 static double kv_bytes(const inst_t *in, long tokens) {
@@ -58,7 +54,7 @@ static void preempt(sim_t *s, inst_t *in, engine_t *en, int gi, long r, bool swa
     en->extra_s += kv_bytes(in, q->cached) / s->cfg->swap_bytes_per_s;
     s->oom |= !dq_push(&g->swapped, r, true);
   } else {
-    q->cached = 0;
+    q->cached = q->shared; /* the prefix's blocks stay cached */
     q->target = s->reqs->v[r].prompt_tokens + q->generated;
     s->oom |= !dq_push(&g->waiting, r, true);
   }
@@ -96,7 +92,7 @@ static bool preempt_younger(sim_t *s, inst_t *in, engine_t *en, int gi, long sel
 
 /* Takes blocks so that r holds enough for tokens; false when none are free. */
 static bool take_blocks(sim_t *s, inst_t *in, int gi, seq_t *q, long tokens) {
-  long need = blocks_for(s, tokens) - q->blocks;
+  long need = serve_blocks_for(s, q, tokens) - q->blocks;
   if (need > in->free_blocks[gi])
     return false;
   if (need > 0) {
@@ -110,13 +106,14 @@ static bool take_blocks(sim_t *s, inst_t *in, int gi, seq_t *q, long tokens) {
  * (0: a decode); false when its blocks are not free. */
 static bool admit(sim_t *s, inst_t *in, group_t *g, int gi, long r, int chunk, int *budget) {
   seq_t *q = &s->seqs[r];
-  if (!take_blocks(s, in, gi, q, q->cached + (chunk ? chunk : 1)))
+  int tokens = chunk ? chunk : serve_spec_verify_tokens(s->cfg); /* a decode: as schedule_decodes */
+  if (!take_blocks(s, in, gi, q, q->cached + tokens))
     return false;
   q->running = true;
   q->admitted = s->admissions++;
   s->oom |= !list_add(&g->running, r);
   sched_add(s, g, r, chunk, q->cached);
-  *budget -= chunk ? chunk : 1;
+  *budget -= tokens;
   return true;
 }
 
@@ -124,17 +121,18 @@ static bool admit(sim_t *s, inst_t *in, group_t *g, int gi, long r, int chunk, i
  * (preempting the youngest when none is free). */
 static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi, int *budget) {
   const serving_cfg_t *cfg = s->cfg;
+  int step = serve_spec_verify_tokens(cfg); /* tokens each decode writes to the cache */
   for (long i = 0; i < g->running.n && g->sched.n<cfg->max_num_seqs && * budget> 0; i++) {
     long r = g->running.v[i];
     seq_t *q = &s->seqs[r];
     if (!serve_decoding(q))
       continue;
-    while (!take_blocks(s, in, gi, q, q->cached + 1))
+    while (!take_blocks(s, in, gi, q, q->cached + step))
       if (!preempt_younger(s, in, en, gi, r))
         break;
     while (g->running.v[i] != r) /* a victim before r moved it down */
       i--;
-    if (q->blocks < blocks_for(s, q->cached + 1)) {
+    if (q->blocks < serve_blocks_for(s, q, q->cached + step)) {
       /* nothing younger left: r itself goes, recomputed (swapping it out to swap it
        * back in would free nothing) */
       preempt(s, in, en, gi, r, false);
@@ -142,7 +140,7 @@ static void schedule_decodes(sim_t *s, inst_t *in, engine_t *en, group_t *g, int
       continue;
     }
     sched_add(s, g, r, 0, q->cached);
-    (*budget)--;
+    *budget -= step;
   }
 }
 
@@ -179,7 +177,7 @@ static void schedule_prefills(sim_t *s, inst_t *in, engine_t *en, group_t *g, in
         break;
     while (i >= g->running.n || g->running.v[i] != r) /* a victim before r moved it down */
       i--;
-    if (q->blocks < blocks_for(s, q->cached + chunk))
+    if (q->blocks < serve_blocks_for(s, q, q->cached + chunk))
       break;
     sched_add(s, g, r, chunk, q->cached);
     *budget -= chunk;
@@ -219,11 +217,13 @@ static void describe_batch(sim_t *s, group_t *g) {
   serve_group_batch_t *b = &g->batch;
   *b = (serve_group_batch_t){0};
   long np = 0;
+  int step = serve_spec_verify_tokens(s->cfg);
+  b->verify = step;
   for (long i = 0; i < g->sched.n; i++) {
     const seq_t *q = &s->seqs[g->sched.v[i]];
     if (g->chunk[i] == 0) {
       b->decodes++;
-      b->decode_ctx += q->cached + 1;
+      b->decode_ctx += q->cached + step;
       b->samples++;
     } else {
       /* prefills first in chunk/past: move this one to slot np */

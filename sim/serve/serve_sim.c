@@ -167,6 +167,8 @@ static void try_start(sim_t *s, int i, int e, double now) {
       kind->parts.s[k] += parts.s[k];
     kind->iterations++;
     kind->batch_sum += prefills == 0 ? decodes : tokens;
+    if (prefills == 0 && s->cfg->spec.on) /* the tokens the decodes gain, expected */
+      kind->token_sum += decodes * serve_spec_tokens_per_step(s->cfg);
   }
   if (s->opts->log_iterations) {
     if (o->nlog == s->log_cap && !serve_grow((void **)&o->log, &s->log_cap, sizeof *o->log)) {
@@ -233,6 +235,19 @@ static void finish(sim_t *s, inst_t *in, group_t *g, seq_t *q, long r, double no
   progress_step(s->opts->progress, 1, res->end_s);
 }
 
+/* Tokens a decode of q gains this step: 1, or with speculative decoding the
+ * expected accepted tokens per step, carried as a fraction from step to step
+ * so that every sequence averages it exactly (no random draws), capped by what
+ * the request still has to generate. */
+static int decode_gain(const sim_t *s, seq_t *q, int left) {
+  if (!s->cfg->spec.on)
+    return 1;
+  q->spec_credit += serve_spec_tokens_per_step(s->cfg);
+  int n = (int)floor(q->spec_credit + 1e-9);
+  q->spec_credit -= n;
+  return n < left ? n : left;
+}
+
 static void iteration_done(sim_t *s, const event_t *ev) {
   inst_t *in = &s->insts[ev->inst];
   engine_t *en = &in->engines[ev->engine];
@@ -245,9 +260,10 @@ static void iteration_done(sim_t *s, const event_t *ev) {
       seq_t *q = &s->seqs[r];
       serve_req_result_t *res = &s->out->req[r];
       q->in_batch = false;
-      q->cached += g->chunk[k] ? g->chunk[k] : 1;
+      int gain = g->chunk[k] ? 1 : decode_gain(s, q, res->output_tokens - q->generated);
+      q->cached += g->chunk[k] ? g->chunk[k] : gain;
       if (g->chunk[k] == 0 || q->cached >= q->target) {
-        q->generated++;
+        q->generated += gain;
         if (q->generated == 1) {
           q->first_token_s = ev->t;
           res->ttft_s = ev->t - q->arrival_s;
@@ -295,6 +311,28 @@ static void kv_done(sim_t *s, const event_t *ev) {
 
 /* ---- setup ---- */
 
+/* Prefix caching: the prefix's tokens cached in whole blocks, at most the
+ * prompt less one token (the engine computes the last token again to sample
+ * from it: vLLM). */
+static long prefix_tokens(const sim_t *s, long prompt) {
+  long p = s->cfg->prefix.shared_prefix_tokens;
+  if (p > prompt - 1)
+    p = prompt - 1;
+  return p / s->cfg->block_tokens * s->cfg->block_tokens;
+}
+
+/* Whether request r finds the prefix cached: hit_rate of the requests, spread
+ * evenly in arrival order (r hits when floor((r + 1) h) passes floor(r h)). */
+static int prefix_hit_tokens(const sim_t *s, long r) {
+  const serve_prefix_cfg_t *p = &s->cfg->prefix;
+  if (!p->on || p->hit_rate <= 0)
+    return 0;
+  double h = p->hit_rate;
+  if (floor((double)(r + 1) * h + 1e-9) <= floor((double)r * h + 1e-9))
+    return 0;
+  return (int)prefix_tokens(s, s->reqs->v[r].prompt_tokens);
+}
+
 static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
   for (int k = 0; k < npools; k++) {
     s->first_of[pools[k].kind] = s->ninsts;
@@ -322,7 +360,8 @@ static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
       if (!in->engines || !in->free_blocks || !in->stage_free || !in->stage_s || !in->batches)
         return -1;
       for (int g = 0; g < p->dp; g++)
-        in->free_blocks[g] = serve_cost_memory(pools[k].cost)->kv_blocks;
+        in->free_blocks[g] =
+            serve_cost_memory(pools[k].cost)->kv_blocks - serve_prefix_blocks(s->cfg);
       for (int e = 0; e < p->pp; e++)
         if (!(in->engines[e].groups = calloc((size_t)p->dp, sizeof(group_t))))
           return -1;
@@ -331,6 +370,7 @@ static int build(sim_t *s, const serve_sim_pool_t *pools, int npools) {
   for (long r = 0; r < s->reqs->n; r++) {
     const serve_request_t *q = &s->reqs->v[r];
     s->seqs[r].target = q->prompt_tokens;
+    s->seqs[r].cached = s->seqs[r].shared = prefix_hit_tokens(s, r);
     s->out->req[r] = (serve_req_result_t){.arrival_s = q->arrival_s,
                                           .ttft_s = NAN,
                                           .decode_s = NAN,

@@ -6,8 +6,10 @@
  * own queue, running batch and pool of KV blocks; each of its pp virtual
  * engines (vLLM's, one batch in flight per pipeline stage) schedules an
  * iteration as soon as its last one ends:
- *   - the running sequences decode first (one token each), a new KV block
- *     when one fills; with no block free the youngest running sequence is
+ *   - the running sequences decode first (one token each; with speculative
+ *     decoding k + 1 tokens verified and (1 - a^(k+1)) / (1 - a) gained, on
+ *     average, carried exactly from step to step), a new KV block when one
+ *     fills; with no block free the youngest running sequence is
  *     preempted, from whichever engine of the instance holds it (they share
  *     the group's blocks): recompute drops its cache, its prompt and output
  *     so far prefilled again later; swap copies its blocks to host and back,
@@ -18,6 +20,8 @@
  *   - the iteration costs what serve_cost says for that batch, each pipeline
  *     stage being busy for its share (a stage still busy with another virtual
  *     engine's batch delays this one: the pipeline's bubbles).
+ * With prefix caching a request that hits starts with the shared prefix
+ * cached, in blocks its attention group holds once for every hit.
  * The end of a prefill samples the first token. Disaggregated, a prefill
  * instance then sends the request's KV cache to the decode instance with the
  * fewest outstanding requests, over the links that join them, one transfer at
@@ -79,6 +83,7 @@ typedef struct {
   serve_parts_t parts;
   long iterations;
   double batch_sum;
+  double token_sum; /* decode: tokens the sequences gain (speculative decoding only; else 0) */
 } serve_step_stats_t;
 
 /* One iteration of one virtual engine, for timelines. */

@@ -81,6 +81,8 @@ typedef struct {
   bool running, done;
   bool in_batch; /* in its group's batch being scheduled or run */
   long admitted; /* when it last joined a running batch (sim_t.admissions): its age */
+  int shared;    /* prompt tokens in the cached prefix's blocks, held in common (prefix_cache) */
+  double spec_credit; /* speculative decoding: expected tokens not yet generated, below 1 */
   double arrival_s, first_token_s; /* on the clock of its busy stretch */
 } seq_t;
 
@@ -152,6 +154,13 @@ void serve_sched_group(sim_t *s, inst_t *in, engine_t *en, group_t *g, int gi);
 /* Whether a sequence has its whole prompt cached and generates. */
 static inline bool serve_decoding(const seq_t *q) {
   return q->generated > 0 && q->cached >= q->target;
+}
+
+/* KV blocks of block_tokens that tokens of sequence q need beyond the shared
+ * prefix's (prefix caching: those are held once per group, not per sequence). */
+static inline long serve_blocks_for(const sim_t *s, const seq_t *q, long tokens) {
+  long own = tokens - q->shared;
+  return own > 0 ? (own + s->cfg->block_tokens - 1) / s->cfg->block_tokens : 0;
 }
 
 #endif

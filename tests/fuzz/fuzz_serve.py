@@ -5,7 +5,8 @@ Each seed builds one deployment: a system (910B, H100 or A100 servers), a small
 dense or MoE transformer (grouped-query or latent attention), co-located
 instances or prefill and decode pools (tp, pp, dp, ep, expert dispatch), the
 scheduler (max_num_seqs, token budget, chunked prefill or not, two-batch
-overlap, host overhead), the KV cache (block size, dtype, a derived, random or
+overlap, host overhead, CUDA-graph padding; now and then speculative decoding
+and prefix caching), the KV cache (block size, dtype, a derived, random or
 tight capacity: a tight one holds the longest request and little more, read
 from a probe run's kv_bytes_per_token; recompute or swap preemption), and the
 requests: a trace written as JSONL, CSV or gzip (bursts, Poisson gaps, requests
@@ -145,7 +146,23 @@ def gen_serving(rng, model):
                      "preemption": rng.choice(["recompute", "swap"])}
     if rng.random() < 0.2:
         s["kv_cache"]["swap_bandwidth_GBps"] = rng.choice([0.01, 25, 1000])
+    gen_effects(random.Random(json.dumps(s, sort_keys=True)), s)
     return s
+
+
+def gen_effects(rng, s):
+    """Speculative decoding, prefix caching, CUDA-graph padding, now and then; drawn from
+    their own generator (seeded by the deployment) so the draws above stay as they were."""
+    if rng.random() < 0.2:
+        s["speculative"] = {"method": rng.choice(["mtp", "draft"]),
+                            "draft_tokens": rng.choice([0, 1, 3]),
+                            "acceptance_rate": rng.choice([0, 0.6, 1]),
+                            "draft_cost_share": rng.choice([0, 0.1])}
+    if rng.random() < 0.2:
+        s["prefix_cache"] = {"shared_prefix_tokens": rng.choice([0, 16, 100, 1000]),
+                             "hit_rate": rng.choice([0, 0.5, 1])}
+    if rng.random() < 0.2:
+        s["scheduler"]["cuda_graph_max_batch"] = rng.choice([0, 8, 256])
 
 
 def gen_trace(rng, model):
@@ -256,6 +273,8 @@ class Case:
         self.timeseries = rng.random() < 0.25
         self.metamorphic = (self.trace is not None and len(self.trace) <= 4 and
                             rng.random() < 0.5)
+        # prefix-cache hits are spread by a request's index: alone, each is request 0
+        self.metamorphic &= self.serving.get("prefix_cache", {}).get("hit_rate", 1) in (0, 1)
         self.twice = rng.random() < 0.2
 
     def workload(self, path, serving=None):

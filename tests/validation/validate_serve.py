@@ -46,7 +46,8 @@ def metric(j, name):
         return j["tpot_s"]["mean"]
     if name == "decode_tokens_per_s_per_npu":
         d = j["decode_step"]
-        return d["mean_batch"] / d["time_s"] / j["npus"] * j["instances"]
+        # with speculative decoding a step gains mean_tokens, not one per sequence
+        return d.get("mean_tokens", d["mean_batch"]) / d["time_s"] / j["npus"] * j["instances"]
     return j[name]
 
 

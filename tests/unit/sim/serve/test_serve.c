@@ -822,6 +822,112 @@ static void test_sim_disaggregated_transfers(void) {
   deployment_free(&d);
 }
 
+/* ---- serving effects: speculative decoding, prefix caching, CUDA graphs ---- */
+
+/* A closed batch of 4 requests at t=0: 512-token prompts, 129 tokens out. */
+#define CLOSED_BATCH                                                                               \
+  "serving.requests.count=4", "serving.requests.rate_per_s=0", FIXED_LENGTHS(512, 129)
+
+static void assert_same_results(const deployment_t *a, const deployment_t *b) {
+  CU_ASSERT_EQUAL_FATAL(a->res.nreq, b->res.nreq);
+  CU_ASSERT(memcmp(a->res.req, b->res.req, (size_t)a->res.nreq * sizeof *a->res.req) == 0);
+  CU_ASSERT_EQUAL(a->res.iterations, b->res.iterations);
+  CU_ASSERT_EQUAL(a->res.makespan_s, b->res.makespan_s);
+  CU_ASSERT_EQUAL(a->res.dynamic_J, b->res.dynamic_J);
+}
+
+/* Acceptance 1 with k draft tokens: k + 1 tokens per decode step, so the 128
+ * tokens after the first take 128 / (k + 1) steps; k = 0 is today's run. */
+static void test_spec_known_answers(void) {
+  const char *base[] = {CLOSED_BATCH, NULL};
+  const char *k0[] = {CLOSED_BATCH, "serving.speculative.draft_tokens=0",
+                      "serving.speculative.acceptance_rate=0.6", NULL};
+  const char *k3[] = {CLOSED_BATCH, "serving.speculative.draft_tokens=3",
+                      "serving.speculative.acceptance_rate=1", NULL};
+  const char *half[] = {CLOSED_BATCH, "serving.speculative.draft_tokens=1",
+                        "serving.speculative.acceptance_rate=0.5", NULL};
+  deployment_t a, b, c, h;
+  deploy_and_run(base, false, &a);
+  deploy_and_run(k0, false, &b);
+  deploy_and_run(k3, false, &c);
+  deploy_and_run(half, false, &h);
+  assert_same_results(&a, &b);
+  for (long i = 0; i < c.res.nreq; i++) /* every request done (fewer steps than tokens) */
+    CU_ASSERT(isfinite(c.res.req[i].e2e_s));
+  CU_ASSERT_EQUAL(a.res.decode.iterations, 128);
+  CU_ASSERT_EQUAL(c.res.decode.iterations, 32);
+  CU_ASSERT_DOUBLE_EQUAL(c.res.decode.token_sum / c.res.decode.iterations, 16, 1e-9);
+  /* a step verifies 4 tokens and drafts 3: longer than a one-token step, far
+   * shorter than four of them */
+  double step_a = a.res.makespan_s - a.res.req[0].ttft_s,
+         step_c = c.res.makespan_s - c.res.req[0].ttft_s;
+  CU_ASSERT(step_c > step_a / 128 * 32 && step_c < step_a);
+  /* a = 0.5, k = 1: 1.5 tokens a step, carried exactly: 128 tokens in 86 steps */
+  CU_ASSERT_DOUBLE_EQUAL(serve_spec_tokens_per_step(&h.wl.serving), 1.5, 1e-12);
+  CU_ASSERT_EQUAL(h.res.decode.iterations, 86);
+  deployment_free(&a);
+  deployment_free(&b);
+  deployment_free(&c);
+  deployment_free(&h);
+}
+
+/* A 256-token shared prefix: hit by every request, the batch prefills 256
+ * tokens each and holds the prefix's 16 blocks once; hit by none, today's run. */
+static void test_prefix_known_answers(void) {
+  const char *base[] = {CLOSED_BATCH, NULL};
+  const char *none[] = {CLOSED_BATCH, "serving.prefix_cache.shared_prefix_tokens=256",
+                        "serving.prefix_cache.hit_rate=0", NULL};
+  const char *all[] = {CLOSED_BATCH, "serving.prefix_cache.shared_prefix_tokens=256", NULL};
+  const char *half[] = {CLOSED_BATCH, "serving.prefix_cache.shared_prefix_tokens=256",
+                        "serving.prefix_cache.hit_rate=0.5", NULL};
+  deployment_t a, b, c, h;
+  deploy_and_try(base, true, 0, &a, &(npu_err_t){""});
+  deploy_and_run(none, false, &b);
+  deploy_and_try(all, true, 0, &c, &(npu_err_t){""});
+  deploy_and_try(half, true, 0, &h, &(npu_err_t){""});
+  assert_same_results(&a, &b);
+  check_run(&c);
+  CU_ASSERT_EQUAL(a.res.log[0].tokens, 4 * 512);
+  CU_ASSERT_EQUAL(c.res.log[0].tokens, 4 * 256);
+  CU_ASSERT_EQUAL(h.res.log[0].tokens, 2 * 512 + 2 * 256);
+  CU_ASSERT(c.res.req[0].ttft_s < a.res.req[0].ttft_s);
+  /* KV blocks after the prefill: 4 x 32 (512 tokens) without the cache; with
+   * it, the prefix's 16 once and 4 x 16 */
+  CU_ASSERT_EQUAL(a.res.log[0].kv_used_blocks, 4 * 32);
+  CU_ASSERT_EQUAL(c.res.log[0].kv_used_blocks, 16 + 4 * 16);
+  deployment_free(&a);
+  deployment_free(&b);
+  deployment_free(&c);
+  deployment_free(&h);
+}
+
+/* CUDA-graph padding: 5 decodes run as the graph of 8; 8 (a captured size) and
+ * 9 past the largest captured batch run as they are. */
+static void test_cuda_graph_padding(void) {
+  const char *base[] = {"serving.requests.count=1", NULL};
+  const char *graph[] = {"serving.requests.count=1", "serving.scheduler.cuda_graph_max_batch=8",
+                         NULL};
+  deployment_t a, g;
+  deploy_and_run(base, false, &a);
+  deploy_and_run(graph, false, &g);
+  double t[3][2];
+  const int n[3] = {5, 8, 9};
+  for (int i = 0; i < 3; i++) {
+    serve_group_batch_t b = {.decodes = n[i], .decode_ctx = n[i] * 1000.0, .samples = n[i]};
+    serve_parts_t pa, pg;
+    double sa, sg;
+    serve_cost_iteration(a.pools[0].cost, &b, &sa, &pa);
+    serve_cost_iteration(g.pools[0].cost, &b, &sg, &pg);
+    t[i][0] = pa.s[SERVE_PART_MATMUL];
+    t[i][1] = pg.s[SERVE_PART_MATMUL];
+  }
+  CU_ASSERT(t[0][1] > t[0][0]);
+  CU_ASSERT_EQUAL(t[1][1], t[1][0]);
+  CU_ASSERT_EQUAL(t[2][1], t[2][0]);
+  deployment_free(&a);
+  deployment_free(&g);
+}
+
 CU_TestInfo serve_tests[] = {
     {"generator: same seed, same requests; another seed, others",
      test_generate_same_seed_same_requests},
@@ -853,5 +959,10 @@ CU_TestInfo serve_tests[] = {
      test_sim_refuses_a_busy_stretch_past_the_bound},
     {"sim: requests left unfinished are an internal error",
      test_sim_unfinished_requests_are_an_error},
+    {"effects: speculative decoding, k + 1 tokens a step at acceptance 1; k = 0 as without",
+     test_spec_known_answers},
+    {"effects: prefix caching, a hit skips the prefix's prefill and shares its blocks",
+     test_prefix_known_answers},
+    {"effects: CUDA-graph padding to the captured batch sizes", test_cuda_graph_padding},
     CU_TEST_INFO_NULL,
 };
