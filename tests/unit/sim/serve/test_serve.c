@@ -728,6 +728,27 @@ static void test_sim_pipeline_engines_share_the_pool(void) {
   deployment_free(&d);
 }
 
+/* model.head_dim apart from hidden / heads: the KV cache holds kv_heads x
+ * head_dim per layer for keys and for values (32 layers x 2 x 8 x 64 x bf16),
+ * the attention output in the activations is 32 x 64 wide instead of 4096, and
+ * the run completes. */
+static void test_sim_head_dim_sizes_the_kv_cache(void) {
+  const char *sets[] = {"serving.requests.count=4", "model.head_dim=64", NULL};
+  const char *plain[] = {"serving.requests.count=4", NULL};
+  deployment_t d, p;
+  deploy_and_run(sets, false, &d);
+  const serve_memory_t *m = serve_cost_memory(d.pools[0].cost);
+  CU_ASSERT_EQUAL(m->kv_per_token, 32 * 2 * 8 * 64 * 2);
+  CU_ASSERT_EQUAL(check_run(&d), 0);
+  double activations = m->activations;
+  deployment_free(&d);
+  deploy_and_run(plain, false, &p);
+  CU_ASSERT_EQUAL(p.wl.model.head_dim, 0);
+  CU_ASSERT_EQUAL(p.wl.serving.max_batched_tokens * (4096.0 - 32 * 64) * 2,
+                  serve_cost_memory(p.pools[0].cost)->activations - activations);
+  deployment_free(&p);
+}
+
 /* Requests far apart: the clock restarts at each (the deployment idle), each
  * request's latencies are those of the same request alone, and the makespan
  * spans the gaps. */
@@ -953,6 +974,7 @@ CU_TestInfo serve_tests[] = {
     {"sim: pipeline engines preempt across the pool they share",
      test_sim_pipeline_engines_share_the_pool},
     {"sim: disaggregated KV transfers", test_sim_disaggregated_transfers},
+    {"sim: model.head_dim sizes the KV cache", test_sim_head_dim_sizes_the_kv_cache},
     {"sim: the clock restarts when idle; far-apart requests run as alone",
      test_sim_clock_restarts_when_idle},
     {"sim: a busy stretch past the clock's bound is refused",
