@@ -302,7 +302,7 @@ static int attention(gen_t *g, bool bwd, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
   double b = g->w->training.micro_batch, s = (double)m->seq_len / par->cp, t = par->tp;
-  double heads = m->heads / t, kv = m->kv_heads / t, d = (double)m->hidden / m->heads;
+  double heads = m->heads / t, kv = m->kv_heads / t, d = xf_head_dim(m);
   gen_compute_t kind = bwd ? GEN_ATTENTION_BWD : GEN_ATTENTION_FWD;
   if (!g->w->training.flash_attention) { /* unfused: scores materialised, softmax apart */
     int x = dep;
@@ -410,13 +410,13 @@ static int rotary(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
   if (m->position != POSITION_ROPE)
     return dep;
-  double d = (double)m->hidden / m->heads;
+  double d = xf_head_dim(m);
   return vec(g, GEN_ROPE, g->tokens, (m->heads + m->kv_heads) * d / g->w->parallel.tp, dep);
 }
 
 static int layer_forward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, d = (double)h / m->heads;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, d = xf_head_dim(m);
   double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
   double qkv = (m->heads + 2.0 * m->kv_heads) * d / t;
   int x = vec(g, norm_kind(m), rows, h, dep);
@@ -437,7 +437,7 @@ static int layer_forward(gen_t *g, int dep) {
 static int layer_backward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
-  double tk = g->tokens, h = m->hidden, t = par->tp, d = (double)h / m->heads;
+  double tk = g->tokens, h = m->hidden, t = par->tp, d = xf_head_dim(m);
   double rows = par->sequence_parallel ? tk / t : tk;
   double qkv = (m->heads + 2.0 * m->kv_heads) * d / t, o = m->heads * d / t;
   int x = dep;

@@ -20,7 +20,7 @@ int xf_kv_heads(const model_cfg_t *m, int tp) {
 }
 
 int xf_head_dim(const model_cfg_t *m) {
-  return m->hidden / m->heads;
+  return m->head_dim > 0 ? m->head_dim : m->hidden / m->heads;
 }
 
 double xf_mlp_mats(const model_cfg_t *m) {
@@ -206,7 +206,8 @@ double xf_attention_flops(const model_cfg_t *m, double ctx) {
 
 xf_act_bytes_t xf_layer_activation_bytes(const model_cfg_t *m, bool moe, bool scores_kept,
                                          double seq) {
-  double h = m->hidden, kv = (double)m->kv_heads / m->heads;
+  /* q: the heads' width (hidden unless head_dim sets it); kv: the key/value share of it */
+  double h = m->hidden, q = (double)m->heads * xf_head_dim(m), kv = (double)m->kv_heads / m->heads;
   double f = moe ? (double)(m->moe.top_k + m->moe.shared_experts) * m->moe.expert_ffn_hidden
                  : m->ffn_hidden;
   bool dropout = m->dropout > 0;
@@ -214,10 +215,10 @@ xf_act_bytes_t xf_layer_activation_bytes(const model_cfg_t *m, bool moe, bool sc
   /* the norms' inputs (2 x 2h), the QKV and first MLP linear's inputs (2h
    * each), the two dropout masks (1 byte per element each) */
   a.sequence = 4 * h + 2 * h + 2 * h + (dropout ? 2 * h : 0);
-  /* queries 2h, keys and values 2h each per key/value head share, the output
-   * projection's input 2h; the MLP's activation inputs and outputs (GeLU: 4f,
+  /* queries 2q, keys and values 2q each per key/value head share, the output
+   * projection's input 2q; the MLP's activation inputs and outputs (GeLU: 4f,
    * SwiGLU: its two inputs and its output, 6f) */
-  a.tp_split = 2 * h + 4 * h * kv + 2 * h + (m->activation == ACTIVATION_SWIGLU ? 6 : 4) * f;
+  a.tp_split = 2 * q + 4 * q * kv + 2 * q + (m->activation == ACTIVATION_SWIGLU ? 6 : 4) * f;
   /* the attention scores unless fused or recomputed: softmax output (2 bytes
    * per score), with dropout also its mask and output (5 in all) */
   if (scores_kept)

@@ -96,7 +96,8 @@ bool xf_layer_is_moe(const model_cfg_t *m, int layer);
 /* The model's MoE layers (the others keep a dense MLP). */
 int xf_moe_layers(const model_cfg_t *m);
 
-/* Attention heads, key/value heads and head width on one rank of tp. */
+/* Attention heads, key/value heads and head width (model.head_dim where set,
+ * else hidden / heads) on one rank of tp. */
 int xf_heads(const model_cfg_t *m, int tp);
 int xf_kv_heads(const model_cfg_t *m, int tp);
 int xf_head_dim(const model_cfg_t *m);

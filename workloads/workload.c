@@ -40,6 +40,8 @@ long workload_grad_accum_steps(const workload_cfg_t *w) {
 int workload_stage_layers(const workload_cfg_t *w, int stage) {
   const parallel_cfg_t *p = &w->parallel;
   int first = p->first_stage_layers, last = p->last_stage_layers;
+  if (p->stage_count > 0)
+    return p->stage_layers[stage];
   if (p->pp == 1)
     return w->model.layers;
   if (stage == 0 && first > 0)

@@ -14,6 +14,8 @@
 #include "serve_cfg.h"
 
 #define WORKLOAD_NAME_MAX 64
+/* Pipeline stages parallel.stage_layers can list. */
+#define WORKLOAD_STAGES_MAX 1024
 
 typedef enum { ACTIVATION_GELU, ACTIVATION_SWIGLU, ACTIVATION_COUNT } activation_t;
 typedef enum { NORM_LAYERNORM, NORM_RMSNORM, NORM_COUNT } norm_t;
@@ -55,6 +57,7 @@ typedef struct {
   int hidden;
   int heads;
   int kv_heads;             /* < heads for grouped-query attention */
+  int head_dim;             /* width of one query/key/value head; 0: hidden / heads */
   int ffn_hidden;
   int vocab;
   int seq_len;              /* tokens per sample */
@@ -73,6 +76,9 @@ typedef struct {
   int dp, tp, pp, vpp, cp, ep;
   int first_stage_layers;   /* layers on pipeline stage 0; 0: an even share */
   int last_stage_layers;    /* layers on the last stage; 0: an even share */
+  int stage_layers[WORKLOAD_STAGES_MAX]; /* layers on each stage (Megatron/MindSpeed's
+                                          * --num-layer-list), stage_count of them */
+  int stage_count;          /* 0: stage_layers not given */
   bool sequence_parallel;
   int zero;                 /* 0..3; 1 = distributed optimizer */
   int zero_shard_size;      /* replicas a ZeRO shard spans: 0 = all dp x cp; fewer = hybrid
@@ -124,9 +130,10 @@ long workload_world_size(const workload_cfg_t *w);
 /* Micro-batches each pipeline runs per step: global / (micro x dp). */
 long workload_grad_accum_steps(const workload_cfg_t *w);
 
-/* Transformer layers pipeline stage `stage` holds: first_stage_layers and
- * last_stage_layers where set (Megatron's decoder_first/last_pipeline_num_layers),
- * the rest shared evenly by the other stages. */
+/* Transformer layers pipeline stage `stage` holds: its stage_layers entry
+ * where they are given; else first_stage_layers and last_stage_layers where set
+ * (Megatron's decoder_first/last_pipeline_num_layers), the rest shared evenly
+ * by the other stages. */
 int workload_stage_layers(const workload_cfg_t *w, int stage);
 
 /* Bytes per parameter of the gradient buffers and of their reduction. */

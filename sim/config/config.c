@@ -535,6 +535,33 @@ int config_kind_of_path(const char *path, npu_err_t *err) {
                      "found unknown key \"%s\"%s", CFG_ORIGIN_SET, root, root, hint_text);
 }
 
+/* "4,8,8,4", "[4,8,8,4]", "" or "[]" as a JSON array of numbers; NULL if the
+ * text is not such a list. Range and count are the schema check's. */
+static cJSON *parse_number_list(const char *text) {
+  bool bracket = text[0] == '[';
+  size_t n = strlen(text);
+  if (bracket && (n < 2 || text[n - 1] != ']'))
+    return NULL;
+  cJSON *list = cJSON_CreateArray();
+  const char *p = text + bracket, *end = text + n - bracket;
+  while (list && p < end) {
+    char *next;
+    double v = strtod(p, &next);
+    bool more = next < end && *next == ',';
+    if (next == p || !isfinite(v) || next > end || (next < end && !more) ||
+        !cJSON_AddItemToArray(list, cJSON_CreateNumber(v))) {
+      cJSON_Delete(list);
+      return NULL;
+    }
+    p = next + more;
+    if (more && p == end) { /* a trailing comma */
+      cJSON_Delete(list);
+      return NULL;
+    }
+  }
+  return list;
+}
+
 /* Turns the text of an override into a JSON value of the key's type. */
 static cJSON *parse_set_value(const cfg_key_t *key, const char *path, const char *text,
                               npu_err_t *err) {
@@ -579,6 +606,12 @@ static cJSON *parse_set_value(const cfg_key_t *key, const char *path, const char
     }
     if (i == 3 && (strcmp(p, text[0] == '[' ? "]" : "") == 0))
       return cJSON_CreateDoubleArray(v, 3);
+    break;
+  }
+  case CFG_INTS: {
+    cJSON *list = parse_number_list(text);
+    if (list)
+      return list;
     break;
   }
   case CFG_OBJECT:

@@ -28,9 +28,11 @@ static void print_value(FILE *out, const cfg_key_t *key, const cJSON *item) {
   case CFG_ENUM:
     jsonfile_write_string(out, item->valuestring);
     break;
-  case CFG_INT3: {
+  case CFG_INT3:
+  case CFG_INTS: {
     const cJSON *e;
-    const char *sep = "[";
+    const char *sep = "";
+    fputc('[', out);
     cJSON_ArrayForEach(e, item) {
       jsonfile_format_number(e->valuedouble, num, sizeof num);
       fprintf(out, "%s%s", sep, num);
@@ -173,6 +175,8 @@ static const char *type_name(const cfg_key_t *key) {
     return "enum";
   case CFG_INT3:
     return "3 integers";
+  case CFG_INTS:
+    return "integers";
   }
   return "?";
 }

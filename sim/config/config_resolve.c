@@ -82,15 +82,31 @@ static int check_string(const config_doc_t *doc, const cfg_key_t *key, const cJS
   return 0;
 }
 
-static int check_int3(const config_doc_t *doc, const cfg_key_t *key, const cJSON *item,
-                      npu_err_t *err) {
-  if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 3)
+/* A list's entry out of range, named by its index: "path[i]: expected ...". */
+static int element_error(const config_doc_t *doc, const cfg_key_t *key, const cJSON *e, int i,
+                         npu_err_t *err) {
+  char lo[32], hi[32], found[128];
+  jsonfile_format_number(key->min, lo, sizeof lo);
+  jsonfile_format_number(key->max, hi, sizeof hi);
+  jsonfile_describe(e, found, sizeof found);
+  return npu_err_set(err, "%s: %s[%d]: expected an integer in [%s, %s], found %s",
+                     cfg_doc_blame(doc, key->path), key->path, i, lo, hi, found);
+}
+
+/* An INT3 (3 numbers) or INTS (at most key->items) array of integers in range. */
+static int check_int_array(const config_doc_t *doc, const cfg_key_t *key, const cJSON *item,
+                           npu_err_t *err) {
+  if (!cJSON_IsArray(item) || (key->type == CFG_INT3 ? cJSON_GetArraySize(item) != 3
+                                                     : cJSON_GetArraySize(item) > key->items))
     return type_error(doc, key, item, "", err);
   const cJSON *e;
+  int i = 0;
   cJSON_ArrayForEach(e, item) {
     if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble != floor(e->valuedouble) ||
         !in_range(key, e->valuedouble))
-      return type_error(doc, key, item, "", err);
+      return key->type == CFG_INTS ? element_error(doc, key, e, i, err)
+                                   : type_error(doc, key, item, "", err);
+    i++;
   }
   return 0;
 }
@@ -111,7 +127,8 @@ static int check_value(const config_doc_t *doc, const cfg_key_t *key, const cJSO
   case CFG_ENUM:
     return check_enum(doc, key, item, err);
   case CFG_INT3:
-    return check_int3(doc, key, item, err);
+  case CFG_INTS:
+    return check_int_array(doc, key, item, err);
   }
   return 0;
 }
@@ -238,10 +255,13 @@ static void fill_key(const cfg_key_t *key, const cJSON *item, char *base) {
       if (strcmp(item->valuestring, cfg_key_choice(key, i)) == 0)
         *(int *)field = i;
     break;
-  case CFG_INT3: {
+  case CFG_INT3:
+  case CFG_INTS: {
     int i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, item) ((int *)field)[i++] = (int)e->valuedouble;
+    if (key->type == CFG_INTS)
+      *(int *)(base + key->count_offset) = i;
     break;
   }
   }

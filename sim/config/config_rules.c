@@ -144,9 +144,14 @@ static int check_system(const config_doc_t *doc, const system_cfg_t *s, npu_err_
 /* ---- workload ---- */
 
 static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t *err) {
-  if (m->hidden % m->heads)
+  if (m->head_dim == 0 && m->hidden % m->heads)
     return fail(doc, "model.hidden", err, "a multiple of model.heads = %d, found %d", m->heads,
                 m->hidden);
+  if (m->head_dim > 0 && m->has_mla)
+    return fail(doc, "model.head_dim", err,
+                "0 with model.mla (its head widths are model.mla's qk_nope_head_dim, "
+                "qk_rope_head_dim and v_head_dim), found %d",
+                m->head_dim);
   if (m->heads % m->kv_heads)
     return fail(doc, "model.kv_heads", err, "a divisor of model.heads = %d, found %d", m->heads,
                 m->kv_heads);
@@ -162,11 +167,42 @@ static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t 
   return 0;
 }
 
+/* A list of layers per stage: one entry per stage, all the model's layers, no
+ * other way of setting them beside it, and no interleaving (MindSpeed refuses
+ * --num-layer-list with a virtual pipeline too: a chunk's layers would need a
+ * list per virtual stage). */
+static int check_stage_list(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
+  const parallel_cfg_t *p = &w->parallel;
+  const char *key = "parallel.stage_layers";
+  if (p->first_stage_layers > 0 || p->last_stage_layers > 0)
+    return fail(doc, key, err,
+                "it alone (not beside parallel.first_stage_layers or last_stage_layers), found "
+                "first %d, last %d as well",
+                p->first_stage_layers, p->last_stage_layers);
+  if (p->stage_count != p->pp)
+    return fail(doc, key, err, "one entry per pipeline stage (parallel.pp = %d), found %d", p->pp,
+                p->stage_count);
+  long sum = 0;
+  for (int s = 0; s < p->stage_count; s++)
+    sum += p->stage_layers[s];
+  if (sum != w->model.layers)
+    return fail(doc, key, err, "entries that sum to model.layers = %d, found %ld", w->model.layers,
+                sum);
+  if (p->vpp > 1)
+    return fail(doc, "parallel.vpp", err,
+                "1 with parallel.stage_layers (an interleaved pipeline with per-stage layer "
+                "counts is not modelled), found %d",
+                p->vpp);
+  return 0;
+}
+
 /* Every pipeline stage holds a whole number of layers per virtual stage. */
 static int check_stage_layers(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
   const model_cfg_t *m = &w->model;
   const parallel_cfg_t *p = &w->parallel;
   int first = p->first_stage_layers, last = p->last_stage_layers;
+  if (p->stage_count > 0)
+    return check_stage_list(doc, w, err);
   if (first == 0 && last == 0) {
     if (m->layers % (p->pp * p->vpp))
       return fail(doc, p->vpp > 1 ? "parallel.vpp" : "parallel.pp", err,

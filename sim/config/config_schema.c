@@ -83,6 +83,14 @@
 #define ENUM_OF(p, name_of, n, field, dflt, text)                                             \
   { .path = p, .type = CFG_ENUM, .unit = "", .choice_name = name_of, .nchoices = n,          \
     .def = dflt, .offset = ENUM_FIELD(field), .doc = text }
+/* An array of at most n integers in [lo, hi] (default empty) into an int[n]
+ * field, how many into the int field count. */
+#define INTS(p, field, count, n, lo, hi, text)                                                \
+  { .path = p, .type = CFG_INTS, .unit = "", .min = lo, .max = hi, .def = "[]", .items = n,   \
+    .offset = INTS_FIELD(n, field), .count_offset = FIELD(int, count), .doc = text }
+#define INTS_FIELD(n, ...) INTS_FIELD_(n, __VA_ARGS__)
+#define INTS_FIELD_(n, T, f)                                                                  \
+  (FIELD_(int *, T, f) + 0 * sizeof(char[sizeof(((T *)0)->f) == (n) * sizeof(int) ? 1 : -1]))
 #define INT3(p, field, lo, hi, dflt, text)                                                    \
   { .path = p, .type = CFG_INT3, .unit = "", .min = lo, .max = hi, .def = dflt,               \
     .offset = FIELD(int *, field), .doc = text }
@@ -453,10 +461,15 @@ static const cfg_key_t workload_keys[] = {
     OBJ("model", "The transformer."),
     STR("model.name", WL(model.name), WORKLOAD_NAME_MAX - 1, NULL, "Model name."),
     INT("model.layers", WL(model.layers), 1, 1e5, NULL, "Transformer layers."),
-    INT("model.hidden", WL(model.hidden), 1, 1e7, NULL, "Hidden size; a multiple of heads."),
+    INT("model.hidden", WL(model.hidden), 1, 1e7, NULL,
+        "Hidden size; a multiple of heads unless head_dim is set."),
     INT("model.heads", WL(model.heads), 1, 1e5, NULL, "Attention (query) heads."),
     INT("model.kv_heads", WL(model.kv_heads), 1, 1e5, "=model.heads",
         "Key/value heads (grouped-query attention); divides heads."),
+    INT("model.head_dim", WL(model.head_dim), 0, 1e5, "0",
+        "Width of one query, key and value head (Megatron's --kv-channels, Hugging Face's "
+        "head_dim; Qwen3-32B: 128 with hidden 5120 and 64 heads); 0: hidden / heads. The "
+        "query and output projections are heads x head_dim wide. Not with model.mla."),
     INT("model.ffn_hidden", WL(model.ffn_hidden), 1, 1e8, NULL, "MLP inner size."),
     INT("model.vocab", WL(model.vocab), 1, 1e8, NULL, "Vocabulary size."),
     INT("model.seq_len", WL(model.seq_len), 1, 1e8, NULL, "Tokens per sample."),
@@ -520,6 +533,11 @@ static const cfg_key_t workload_keys[] = {
     INT("parallel.last_stage_layers", WL(parallel.last_stage_layers), 0, 1e5, "0",
         "Layers on the last pipeline stage (Megatron's decoder_last_pipeline_num_layers); "
         "0: an even share."),
+    INTS("parallel.stage_layers", WL(parallel.stage_layers), WL(parallel.stage_count),
+         WORKLOAD_STAGES_MAX, 1, 1e5,
+         "Layers on each pipeline stage, first to last (MindSpeed's --num-layer-list): pp "
+         "entries summing to model.layers; empty: first_stage_layers / last_stage_layers or an "
+         "even share. Not with those two, nor with vpp > 1."),
     INT("parallel.cp", WL(parallel.cp), 1, 1e5, "1", "Context-parallel size (ring attention)."),
     INT("parallel.ep", WL(parallel.ep), 1, 1e5, "1",
         "Expert-parallel size, carved out of dp x cp; divides experts."),
@@ -807,6 +825,9 @@ void cfg_key_expectation(const cfg_key_t *key, char *buf, size_t len) {
   }
   case CFG_INT3:
     snprintf(buf, len, "an array of 3 integers %s", range);
+    break;
+  case CFG_INTS:
+    snprintf(buf, len, "an array of at most %d integers %s", key->items, range);
     break;
   }
 }

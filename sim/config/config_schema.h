@@ -20,6 +20,7 @@ typedef enum {
   CFG_STR,    /* string of at most max chars; field: char[max + 1], or parsed by convert */
   CFG_ENUM,   /* one of choices; field: int-sized enum */
   CFG_INT3,   /* array of 3 whole numbers; field: int[3] */
+  CFG_INTS,   /* array of 0 to items whole numbers; field: int[items], count: int */
 } cfg_type_t;
 
 #define CFG_NO_FIELD ((size_t)-1)
@@ -43,6 +44,8 @@ typedef struct {
   int (*convert)(const char *text, void *field); /* CFG_STR parser into a field of at most
                                                   * CFG_CONVERT_MAX_BYTES, or NULL */
   const char *convert_expect;    /* what convert accepts, for error messages */
+  int items;                     /* CFG_INTS: at most this many numbers */
+  size_t count_offset;           /* CFG_INTS: the int field that receives how many */
   size_t offset;                 /* field in the target struct, or CFG_NO_FIELD */
   const char *doc;               /* meaning, one sentence */
 } cfg_key_t;

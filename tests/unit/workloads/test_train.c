@@ -100,6 +100,10 @@ static void test_every_plan_checks(void) {
        "\"micro_batch\": 1, \"global_batch\": 8", false},
       {"\"pp\": 3, \"first_stage_layers\": 2, \"last_stage_layers\": 2, \"dp\": 2",
        "\"micro_batch\": 1, \"global_batch\": 8", false},
+      {"\"pp\": 3, \"stage_layers\": [1, 4, 3], \"dp\": 2",
+       "\"micro_batch\": 1, \"global_batch\": 8", false},
+      {"\"pp\": 2, \"stage_layers\": [1, 3], \"ep\": 2, \"dp\": 2",
+       "\"micro_batch\": 1, \"global_batch\": 8", true},
       {"\"tp\": 2, \"pp\": 2, \"dp\": 2, \"order\": \"tp-pp-dp-cp\"",
        "\"micro_batch\": 1, \"global_batch\": 4, \"overlap_grad_reduce\": false", false},
   };
@@ -185,6 +189,62 @@ static void test_uneven_stages_hold_their_layers(void) {
   CU_ASSERT(b.memory[1].weights > a.memory[1].weights);
   CU_ASSERT(b.memory[0].activations < a.memory[0].activations);
   CU_ASSERT_DOUBLE_EQUAL(b.model_flops, a.model_flops, a.model_flops * 1e-12);
+  train_info_free(&a);
+  train_info_free(&b);
+}
+
+/* parallel.stage_layers (MindSpeed's --num-layer-list): the stages hold the
+ * layers listed; the list that matches first/last_stage_layers makes the same
+ * step, byte for byte in what the generator reports. */
+static void test_stage_list_holds_its_layers(void) {
+  const char *training = "\"global_batch\": 8";
+  workload_cfg_t ends = load_workload(
+      small_model, "\"pp\": 4, \"first_stage_layers\": 1, \"last_stage_layers\": 1", training);
+  workload_cfg_t same =
+      load_workload(small_model, "\"pp\": 4, \"stage_layers\": [1, 3, 3, 1]", training);
+  workload_cfg_t list =
+      load_workload(small_model, "\"pp\": 4, \"stage_layers\": [2, 1, 4, 1]", training);
+  int want[] = {2, 1, 4, 1};
+  for (int s = 0; s < 4; s++)
+    CU_ASSERT_EQUAL(workload_stage_layers(&list, s), want[s]);
+  train_info_t a, b, c;
+  generate_and_check(&ends, &a);
+  generate_and_check(&same, &b);
+  generate_and_check(&list, &c);
+  for (int s = 0; s < 4; s++) {
+    CU_ASSERT_EQUAL(b.memory[s].activations, a.memory[s].activations);
+    CU_ASSERT_EQUAL(b.memory[s].weights, a.memory[s].weights);
+  }
+  CU_ASSERT_EQUAL(b.hw_flops, a.hw_flops);
+  /* stage 2: 4 layers where ends has 3, the same micro-batches in flight */
+  CU_ASSERT_DOUBLE_EQUAL(c.memory[2].activations, a.memory[2].activations * 4 / 3,
+                         a.memory[2].activations * 1e-9);
+  CU_ASSERT(c.memory[1].weights < a.memory[1].weights);
+  CU_ASSERT_DOUBLE_EQUAL(c.model_flops, a.model_flops, a.model_flops * 1e-12);
+  train_info_free(&a);
+  train_info_free(&b);
+  train_info_free(&c);
+}
+
+/* model.head_dim apart from hidden / heads (256 for 8 heads of hidden 1024):
+ * the model FLOPs grow by the wider projections and attention core, per token
+ * 3 x layers x (2 x 24 h d' + 4 s heads d') for d' the added width, and the
+ * activations by the wider queries, keys, values and projection input. */
+static void test_head_dim_in_training(void) {
+  workload_cfg_t w =
+      load_workload(small_model, "\"tp\": 2, \"sequence_parallel\": true", "\"global_batch\": 1");
+  workload_cfg_t wide = w;
+  wide.model.head_dim = 256;
+  train_info_t a, b;
+  generate(&w, &a);
+  generate(&wide, &b);
+  double h = 1024, f = 2816, tokens = 1024, s = 1024, layers = 8, dd = 256 - 128;
+  /* attention weights h x (8 + 2 x 4 + 8) heads x d: 24 h d */
+  double more = tokens * 3 * layers * (2 * 24 * h * dd + 4 * s * 8 * dd);
+  CU_ASSERT_DOUBLE_EQUAL(b.model_flops - a.model_flops, more, more * 1e-9);
+  double q = 8 * 256; /* queries 2q, keys and values 2q x 4/8 each, projection input 2q */
+  double want = tokens * (8 * h + 2 * q + 2 * q + 2 * q + 6 * f) / 2 * layers;
+  CU_ASSERT_DOUBLE_EQUAL(b.memory[0].activations, want, want * 1e-12);
   train_info_free(&a);
   train_info_free(&b);
 }
@@ -680,6 +740,8 @@ CU_TestInfo train_tests[] = {
     {"model FLOPs follow the published formula", test_model_flops_follow_the_published_formula},
     {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
     {"uneven stages hold their layers", test_uneven_stages_hold_their_layers},
+    {"a per-stage layer list holds its layers", test_stage_list_holds_its_layers},
+    {"model.head_dim widens FLOPs and activations", test_head_dim_in_training},
     {"activation memory counts what the layer keeps",
      test_activation_memory_counts_what_the_layer_keeps},
     {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},

@@ -165,6 +165,44 @@ static void test_activation_bytes(void) {
   CU_ASSERT_EQUAL(a.sequence + a.tp_split, 34.0 * 12288);
 }
 
+/* model.head_dim apart from hidden / heads (Qwen3-32B: hidden 5120, 64 heads
+ * of 128, 8 key/value heads): the query and output projections are heads x
+ * head_dim wide, the key and value ones kv_heads x head_dim, and the attention
+ * core, rope and activations follow; head_dim equal to hidden / heads changes
+ * nothing. */
+static void test_head_dim(void) {
+  model_cfg_t q = llama(64, 5120, 64, 8, 25600, 151936);
+  q.head_dim = 128;
+  double h = 5120, qw = 64 * 128, kvw = 8 * 128;
+  CU_ASSERT_EQUAL(xf_head_dim(&q), 128);
+  xf_params_t p = xf_layer_params(&q, &XF_WHOLE, false);
+  CU_ASSERT_EQUAL(p.attention, h * (qw + 2 * kvw) + qw * h);
+  /* Qwen3's checkpoint counts 32,762,123,264: these plus its q/k norms (64 x 256) */
+  CU_ASSERT_EQUAL(xf_model_params(&q),
+                  64 * (p.attention + 3 * h * 25600 + 2 * h) + 2 * h * 151936 + h);
+  CU_ASSERT_EQUAL(xf_model_params(&q) + 64 * 256.0, 32762123264.0);
+  xf_matmul_t mm[XF_MAX_MATMULS];
+  int n = xf_layer_matmuls(&q, &(xf_split_t){8, 1, 8}, false, XF_BLOCK_ATTENTION, mm);
+  CU_ASSERT_EQUAL(n, 2);
+  CU_ASSERT_EQUAL(mm[0].n, (qw + 2 * kvw) / 8); /* QKV on one of 8 ranks */
+  CU_ASSERT_EQUAL(mm[0].k, h);
+  CU_ASSERT_EQUAL(mm[1].n, h); /* O: heads x head_dim back to hidden */
+  CU_ASSERT_EQUAL(mm[1].k, qw / 8);
+  CU_ASSERT_EQUAL(xf_layer_matmul_flops(&q, false), 2 * (p.attention + p.mlp));
+  CU_ASSERT_EQUAL(xf_attention_flops(&q, 4096), 4.0 * 4096 * 64 * 128);
+  xf_act_bytes_t a = xf_layer_activation_bytes(&q, false, false, 4096);
+  CU_ASSERT_EQUAL(a.tp_split, 2 * qw + 4 * kvw + 2 * qw + 6 * 25600.0);
+  CU_ASSERT_EQUAL(a.sequence, 8 * h);
+  /* the same width as hidden / heads: the same numbers as without head_dim */
+  model_cfg_t l3 = llama(32, 4096, 32, 8, 14336, 128256), l3d = l3;
+  l3d.head_dim = 128;
+  CU_ASSERT_EQUAL(xf_model_params(&l3d), xf_model_params(&l3));
+  CU_ASSERT_EQUAL(xf_layer_matmul_flops(&l3d, false), xf_layer_matmul_flops(&l3, false));
+  CU_ASSERT_EQUAL(xf_attention_flops(&l3d, 4096), xf_attention_flops(&l3, 4096));
+  CU_ASSERT_EQUAL(xf_layer_activation_bytes(&l3d, false, true, 4096).tp_split,
+                  xf_layer_activation_bytes(&l3, false, true, 4096).tp_split);
+}
+
 CU_TestInfo transformer_tests[] = {
     {"parameters of Llama-2-7B, Llama-3-8B, GPT-3 175B, DeepSeek-V3 within 1%",
      test_published_parameter_counts},
@@ -173,5 +211,6 @@ CU_TestInfo transformer_tests[] = {
     {"a stage's weights: layers, embedding, LM head, position table", test_stage_params},
     {"FLOPs per token: twice the parameters a token multiplies", test_flops_per_token},
     {"activation bytes: Korthikanti's 34 h + 5 a s", test_activation_bytes},
+    {"head_dim apart from hidden / heads: projections, FLOPs, activations", test_head_dim},
     CU_TEST_INFO_NULL,
 };

@@ -85,6 +85,14 @@ static void test_model_and_plan_must_divide_evenly(void) {
   const char *b = "llama2-70b.json";
   expect(CONFIG_WORKLOAD, b, SET("model.hidden=8100"),
          "--set: model.hidden: expected a multiple of model.heads = 64, found 8100");
+  /* with head_dim set, hidden need not be heads x head_dim (Qwen3-32B: 5120, 64 x 128) */
+  expect(CONFIG_WORKLOAD, b, SET("model.hidden=8100", "model.head_dim=128"), "");
+  CU_ASSERT_EQUAL(wl.model.head_dim, 128);
+  expect(CONFIG_WORKLOAD, "serve-deepseek-v3-pd.json", SET("model.head_dim=128"),
+         "--set: model.head_dim: expected 0 with model.mla (its head widths are model.mla's "
+         "qk_nope_head_dim, qk_rope_head_dim and v_head_dim), found 128");
+  expect(CONFIG_WORKLOAD, b, SET("model.head_dim=-1"),
+         "--set: model.head_dim: expected an integer in [0, 100000], found -1");
   expect(CONFIG_WORKLOAD, b, SET("model.kv_heads=6"),
          "--set: model.kv_heads: expected a divisor of model.heads = 64, found 6");
   expect(CONFIG_WORKLOAD, b, SET("parallel.tp=16"),
@@ -108,6 +116,35 @@ static void test_model_and_plan_must_divide_evenly(void) {
   expect(CONFIG_WORKLOAD, b, SET("parallel.first_stage_layers=17", "parallel.last_stage_layers=17"),
          "--set: parallel.first_stage_layers: expected every stage's layers a multiple of "
          "parallel.vpp = 4, found stage 0 with 17");
+  /* per-stage counts (MindSpeed's --num-layer-list) */
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=17,21,21,21"), "");
+  CU_ASSERT_EQUAL(wl.parallel.stage_count, 4);
+  CU_ASSERT_EQUAL(workload_stage_layers(&wl, 0), 17);
+  CU_ASSERT_EQUAL(workload_stage_layers(&wl, 3), 21);
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=[]"), "");
+  CU_ASSERT_EQUAL(wl.parallel.stage_count, 0);
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=40,40"),
+         "--set: parallel.stage_layers: expected one entry per pipeline stage (parallel.pp = 4), "
+         "found 2");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=20,20,20,21"),
+         "--set: parallel.stage_layers: expected entries that sum to model.layers = 80, found "
+         "81");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=20,0,40,20"),
+         "--set: parallel.stage_layers[1]: expected an integer in [1, 100000], found 0");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=20,,40"),
+         "--set: parallel.stage_layers: expected an array of at most 1024 integers in [1, "
+         "100000], found \"20,,40\"");
+  expect(
+      CONFIG_WORKLOAD, b,
+      SET("parallel.vpp=1", "parallel.first_stage_layers=20", "parallel.stage_layers=20,20,20,20"),
+      "--set: parallel.stage_layers: expected it alone (not beside "
+      "parallel.first_stage_layers or last_stage_layers), found first 20, last 0 as well");
+  snprintf(want, sizeof want,
+           "%s/llama2-70b.json: parallel.vpp: expected 1 with "
+           "parallel.stage_layers (an interleaved pipeline with per-stage layer counts is not "
+           "modelled), found 4",
+           WORKLOADS_DIR);
+  expect(CONFIG_WORKLOAD, b, SET("parallel.stage_layers=20,20,20,20"), want);
   expect(CONFIG_WORKLOAD, b, SET("parallel.zero_shard_size=2"),
          "--set: parallel.zero_shard_size: expected 0, or with parallel.zero >= 1 a divisor of "
          "dp x cp = 1, found 2 (zero 0)");

@@ -728,6 +728,18 @@ static void test_sim_pipeline_engines_share_the_pool(void) {
   deployment_free(&d);
 }
 
+/* model.head_dim apart from hidden / heads: the KV cache holds kv_heads x
+ * head_dim per layer for keys and for values (32 layers x 2 x 8 x 64 x bf16),
+ * and the run completes. */
+static void test_sim_head_dim_sizes_the_kv_cache(void) {
+  const char *sets[] = {"serving.requests.count=4", "model.head_dim=64", NULL};
+  deployment_t d;
+  deploy_and_run(sets, false, &d);
+  CU_ASSERT_EQUAL(serve_cost_memory(d.pools[0].cost)->kv_per_token, 32 * 2 * 8 * 64 * 2);
+  CU_ASSERT_EQUAL(check_run(&d), 0);
+  deployment_free(&d);
+}
+
 /* Requests far apart: the clock restarts at each (the deployment idle), each
  * request's latencies are those of the same request alone, and the makespan
  * spans the gaps. */
@@ -847,6 +859,7 @@ CU_TestInfo serve_tests[] = {
     {"sim: pipeline engines preempt across the pool they share",
      test_sim_pipeline_engines_share_the_pool},
     {"sim: disaggregated KV transfers", test_sim_disaggregated_transfers},
+    {"sim: model.head_dim sizes the KV cache", test_sim_head_dim_sizes_the_kv_cache},
     {"sim: the clock restarts when idle; far-apart requests run as alone",
      test_sim_clock_restarts_when_idle},
     {"sim: a busy stretch past the clock's bound is refused",
