@@ -13,6 +13,8 @@ with no option (no --world-size, no --tokenizer-vocab), and lands in one row:
 
   converted and validated      exit 0 and `npusim validate --system
                                configs/systems/ascend-910b.json` accepts it
+                               (h100-dgx.json for an fp8 run: the 910B
+                               has no fp8)
   converted, validate refused  exit 0 but npusim refuses the workload (a bug)
   not a training script: WHY   the converter says so (text generation,
                                checkpoint conversion, no training command, ...)
@@ -37,6 +39,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONVERTER = os.path.join(ROOT, "scripts", "tools", "npusim-from-args")
 SYSTEM = os.path.join(ROOT, "configs", "systems", "ascend-910b.json")
+SYSTEM_FP8 = os.path.join(ROOT, "configs", "systems", "h100-dgx.json")   # 910B has no fp8
 PREFIX = "npusim-from-args: "
 OK = "converted and validated"
 NOT_TRAINING = "not a training script"
@@ -53,13 +56,15 @@ def scripts(tree, kind):
     return found
 
 
-def reason_of(message):
+def reason_of(message, path):
     """The refusal's bucket: 'not a training script: WHY' as said, else the
     first --flag the line names, else its first words."""
     msg = message.strip().splitlines()[-1] if message.strip() else "(no message)"
     if msg.startswith(PREFIX):
         msg = msg[len(PREFIX):]
-    msg = re.sub(r"^.*?: line \d+: ", "", msg)      # the file and line of the command
+    if msg.startswith(path + ": "):
+        msg = msg[len(path) + 2:]
+    msg = re.sub(r"^(.*?: )?line \d+: ", "", msg)   # the file and line of the command
     m = re.search(r"not a training script(: [^;(]*)?", msg)
     if m:
         return NOT_TRAINING + (m.group(1) or "").rstrip(" ,.")
@@ -83,12 +88,14 @@ def run_one(path, npusim):
     p = subprocess.run([sys.executable, CONVERTER, "--no-sources", path],
                        capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
-        return reason_of(p.stderr), p.stderr.strip().splitlines()[-1:] or [""]
+        return reason_of(p.stderr, path), p.stderr.strip().splitlines()[-1:] or [""]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(p.stdout)
         tmp = f.name
     try:
-        v = subprocess.run([npusim, "validate", "--system", SYSTEM, "--workload", tmp,
+        fp8 = json.loads(p.stdout).get("training", {}).get("precision") == "fp8"
+        v = subprocess.run([npusim, "validate", "--system", SYSTEM_FP8 if fp8 else SYSTEM,
+                            "--workload", tmp,
                             "--format", "csv"], capture_output=True, text=True, timeout=60)
     finally:
         os.unlink(tmp)

@@ -26,6 +26,9 @@ MIB = 1 << 20
 KNOWN_VOCABS = (
     (r"llama-?2|mixtral", 32000, "Llama 2's and Mixtral's SentencePiece tokenizer"),
     (r"llama-?3", 128256, "Llama 3's tokenizer"),
+    (r"gemma-?2", 256000, "Gemma 2's SentencePiece tokenizer"),
+    (r"grok-?1", 131072, "Grok-1's SentencePiece tokenizer"),
+    (r"gpt2-vocab", GPT2_BPE_VOCAB, "GPT-2's BPE vocabulary file"),
 )
 
 
@@ -164,7 +167,7 @@ SPECS_UNMODELLED = {
 NOT_TRAINING = (
     (r"generat|inference|infer|server|chat|text_gen", "text generation"),
     (r"eval|mmlu|validate", "evaluation"),
-    (r"convert|checkpoint|export|quantiz|prune|preprocess|extract|merge|data",
+    (r"convert|checkpoint|export|quantiz|prune|preprocess|extract|merge|data|combine|state_dict",
      "checkpoint or data conversion"),
 )
 UNMODELLED_PROGRAMS = (
@@ -201,7 +204,12 @@ class Arguments:
         self.ignored = {}         # flags listed as not modelled, in order (a dict: a set
         self.notes = {}           # that keeps order, so a long list is not quadratic)
         self.has_torchrun = False
-        py = next((k for k, f in enumerate(fields) if f.text.endswith(".py")), None)
+        py = next((k for k, f in enumerate(fields) if f.text.endswith(".py") or
+                   (f.text == "-m" and k + 1 < len(fields) and
+                    not fields[k + 1].text.startswith("torch.distributed."))), None)
+        if py is not None and fields[py].text == "-m":   # python -m package.module
+            fields = fields[:py] + [Field(fields[py + 1].text.replace(".", "/") + ".py")] + \
+                fields[py + 2:]
         self.program = fields[py].text if py is not None else None
         before, after = (fields[:py], fields[py + 1:]) if py is not None else ([], fields)
         for f in before:
@@ -660,7 +668,7 @@ def convert(a, opts):
     model.set("position_embedding", pos, pos_src)
     model.set("tied_embeddings", not untie, tied_src)
     model.set("dropout", dropout, drop_src)
-    moe = mixture_of_experts(a, ffn, ep, dp, cp, opts.sources)
+    moe = mixture_of_experts(a, layers, ffn, ep, dp, cp, opts.sources)
     if moe is not None:
         model.d["moe"] = moe
 
@@ -855,7 +863,49 @@ def known_vocab(a, opts):
     return None
 
 
-def mixture_of_experts(a, ffn, ep, dp, cp, sources):
+def moe_layer_freq(a, layers, dense):
+    """(dense_layers, source): the layers before the first MoE layer, from
+    --first-k-dense-replace and --moe-layer-freq. Megatron's frequency N puts
+    experts in layer i when i % N == 0 (N = 1, or MindSpeed's -1: every
+    layer); a pattern "[0]*k+[1]*m" in layers k on. Experts in a pattern
+    with dense layers after the first MoE one are refused."""
+    src = a.src("--first-k-dense-replace") if dense else ""
+    t = a.text("--moe-layer-freq")
+    if t is None:
+        return dense, src
+    t = t.strip()
+    if re.fullmatch(r"-?\d+", t):
+        if int(t) not in (1, -1):
+            raise InputError(f"--moe-layer-freq {t}: experts in every {t}th layer only are not "
+                             "modelled by npusim (experts in every layer after the first k)")
+        return dense, src
+    pattern = layer_pattern(t)
+    if pattern is None or len(pattern) != layers:
+        raise InputError(f"--moe-layer-freq {shorten(t)}: expected an integer or a pattern such "
+                         f"as [0]*3+[1]*{max(layers - 3, 1)} of {layers} entries")
+    k = pattern.index(1) if 1 in pattern else layers
+    if any(v != 1 for v in pattern[k:]):
+        raise InputError(f"--moe-layer-freq {shorten(t)}: dense layers after the first MoE layer "
+                         "are not modelled by npusim (experts in every layer after the first k)")
+    k = max(k, dense)
+    return k, (src + ", " if src else "") + a.src("--moe-layer-freq")
+
+
+def layer_pattern(text):
+    """Megatron's --moe-layer-freq pattern ("[1,0,1]", "[0]*3+[1]*58") as a
+    list of 0/1, or None: read as a sum of lists times counts, never run."""
+    out = []
+    for term in text.replace(" ", "").strip("()").split("+"):
+        m = re.fullmatch(r"\[([01](?:,[01])*)\](?:\*(\d{1,6}))?", term)
+        if not m:
+            return None
+        out += [int(v) for v in m.group(1).split(",")] * int(m.group(2) or 1)
+        if len(out) > 1_000_000:
+            return None
+    return out
+
+
+def mixture_of_experts(a, layers, ffn, ep, dp, cp, sources):
     if not a.given("--num-experts"):
         if ep > 1:
             raise InputError(f"--expert-model-parallel-size {ep}: no --num-experts")
@@ -888,12 +938,13 @@ def mixture_of_experts(a, ffn, ep, dp, cp, sources):
     elif a.given("--n-shared-experts"):
         shared = a.int("--n-shared-experts", 0, 0, 1_000_000)
         sh_src = a.src("--n-shared-experts")
-    for f, ok in (("--moe-layer-freq", "1"), ("--expert-interval", "1")):
-        t = a.text(f)
-        if t is not None and t.strip() != ok:
-            raise InputError(f"{f} {t}: experts in only some layers (other than the first k) are "
-                             "not modelled by npusim")
-    dense = a.int("--first-k-dense-replace", 0, 0, 100000)
+    t = a.text("--expert-interval")
+    if t is not None and t.strip() != "1":
+        raise InputError(f"--expert-interval {t}: experts in only some layers (other than the "
+                         "first k) are not modelled by npusim")
+    # MindSpeed's -1 makes no layer dense (layer i >= -1 is always MoE)
+    dense = a.int("--first-k-dense-replace", 0, -1, 100000)
+    dense, dense_src = moe_layer_freq(a, layers, max(dense, 0))
     if a.given("--moe-expert-capacity-factor"):
         cap = a.float("--moe-expert-capacity-factor", None, 0.01, 1000.0)
         cap_src = a.src("--moe-expert-capacity-factor")
@@ -905,5 +956,5 @@ def mixture_of_experts(a, ffn, ep, dp, cp, sources):
     out.set("capacity_factor", cap, cap_src)
     out.set("shared_experts", shared, sh_src)
     if dense:
-        out.set("dense_layers", dense, a.src("--first-k-dense-replace"))
+        out.set("dense_layers", dense, dense_src)
     return out.d
