@@ -4,7 +4,7 @@ scripts of a Megatron-LM and a MindSpeed-LLM checkout (issue #29), each
 converted workload checked by `npusim validate`, and the outcome counted.
 
   from_args_corpus.py [--npusim build/npusim] [--megatron DIR] [--mindspeed DIR]
-                      [--list] [--json FILE]
+                      [--list] [--train] [--json FILE]
 
 DIR is a source tree (a checkout, or `git archive HEAD | tar -x`); neither is
 stored in npusim. Megatron-LM: every *.sh under DIR/examples; MindSpeed-LLM:
@@ -22,7 +22,8 @@ with no option (no --world-size, no --tokenizer-vocab), and lands in one row:
                                line names (the first --flag in it, else its
                                first words)
 
-and the table prints per tree, with the share of training scripts (all but
+(--train: `npusim train --fidelity analytic` runs it instead), and the table
+prints per tree, with the share of training scripts (all but
 "not a training script") that convert and validate. --list adds one line
 per script. Reads only; writes --json if asked. Python 3 standard library.
 """
@@ -84,7 +85,7 @@ def reason_of(message, path):
     return "refused: " + " ".join(msg.split()[:6])
 
 
-def run_one(path, npusim):
+def run_one(path, npusim, train):
     p = subprocess.run([sys.executable, CONVERTER, "--no-sources", path],
                        capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
@@ -94,9 +95,10 @@ def run_one(path, npusim):
         tmp = f.name
     try:
         fp8 = json.loads(p.stdout).get("training", {}).get("precision") == "fp8"
-        v = subprocess.run([npusim, "validate", "--system", SYSTEM_FP8 if fp8 else SYSTEM,
-                            "--workload", tmp,
-                            "--format", "csv"], capture_output=True, text=True, timeout=60)
+        cmd = ["train", "--fidelity", "analytic"] if train else ["validate"]
+        v = subprocess.run([npusim] + cmd + ["--system", SYSTEM_FP8 if fp8 else SYSTEM,
+                                             "--workload", tmp, "--format", "csv"],
+                           capture_output=True, text=True, timeout=600)
     finally:
         os.unlink(tmp)
     if v.returncode != 0:
@@ -127,6 +129,8 @@ def main():
     ap.add_argument("--megatron", metavar="DIR", help="a Megatron-LM source tree")
     ap.add_argument("--mindspeed", metavar="DIR", help="a MindSpeed-LLM source tree")
     ap.add_argument("--list", action="store_true", help="one line per script")
+    ap.add_argument("--train", action="store_true", help="run each converted workload with "
+                    "`npusim train --fidelity analytic` instead of `npusim validate` (slower)")
     ap.add_argument("--json", metavar="FILE", help="write {script: [outcome, message]}")
     opts = ap.parse_args()
     if not (opts.megatron or opts.mindspeed):
@@ -137,7 +141,7 @@ def main():
             continue
         rows = {}
         for path in scripts(tree, kind):
-            rows[os.path.relpath(path, tree)] = run_one(path, opts.npusim)
+            rows[os.path.relpath(path, tree)] = run_one(path, opts.npusim, opts.train)
         if opts.list:
             for name, (r, msg) in rows.items():
                 print(f"{r:40.40} {name}  {msg[0][:160]}")

@@ -53,6 +53,7 @@ USED = {
     "--moe-shared-expert-intermediate-size": True, "--n-shared-experts": True,
     "--moe-expert-capacity-factor": True, "--moe-layer-freq": True,
     "--first-k-dense-replace": True, "--expert-interval": True, "--num-layer-list": True,
+    "--expert-tensor-parallel-size": True,
     "--spec": True,
     "--sequence-parallel": False,
     "--recompute-activations": False, "--recompute-granularity": True,
@@ -668,7 +669,7 @@ def convert(a, opts):
     model.set("position_embedding", pos, pos_src)
     model.set("tied_embeddings", not untie, tied_src)
     model.set("dropout", dropout, drop_src)
-    moe = mixture_of_experts(a, layers, ffn, ep, dp, cp, opts.sources)
+    moe = mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, opts.sources)
     if moe is not None:
         model.d["moe"] = moe
 
@@ -905,7 +906,7 @@ def layer_pattern(text):
     return out
 
 
-def mixture_of_experts(a, layers, ffn, ep, dp, cp, sources):
+def mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, sources):
     if not a.given("--num-experts"):
         if ep > 1:
             raise InputError(f"--expert-model-parallel-size {ep}: no --num-experts")
@@ -919,6 +920,11 @@ def mixture_of_experts(a, layers, ffn, ep, dp, cp, sources):
         raise InputError(f"--expert-model-parallel-size {ep}: does not divide --num-experts "
                          f"{experts}")
     if (dp * cp) % ep:
+        etp = a.int("--expert-tensor-parallel-size", tp, hi=100000)
+        if (tp * dp * cp) % (ep * etp):
+            raise InputError(f"--expert-model-parallel-size {ep} x expert tp {etp} does not "
+                             f"divide tp {tp} x dp {dp} x cp {cp} (Megatron refuses it too; a "
+                             "world size set outside the script? give --world-size)")
         raise InputError(f"--expert-model-parallel-size {ep}: does not divide dp {dp} x cp {cp}; "
                          "experts spread over tensor-parallel ranks are not modelled by npusim")
     eflag = next((f for f in ("--moe-ffn-hidden-size", "--moe-intermediate-size") if a.given(f)),
