@@ -14,7 +14,8 @@
 #define ATTN_STEP_TOKENS 16 /* attention shapes are costed in steps of this many tokens */
 /* Activation workspace per batched token, in hidden-size elements of 2 bytes,
  * besides the MLP's own: the residual, the normed input, the attention output
- * and the projection's output live at once [A: vLLM's profiling run measures it]. */
+ * and the projection's output live at once [A: vLLM's profiling run measures it].
+ * The attention output is heads x head_dim wide: one of these is that width. */
 #define ACT_HIDDEN_PER_TOKEN 4.0
 
 const char *const serve_part_names[SERVE_PART_COUNT] = {"attention", "matmul", "communication",
@@ -527,8 +528,10 @@ static int fill_memory(serve_cost_t *c, const char *wl_path, const char *pool_pa
   mem->weights = most * we;
   double mlp =
       (m->has_moe ? fmax(m->ffn_hidden, m->moe.expert_ffn_hidden) : m->ffn_hidden) / c->pool.tp;
-  mem->activations = s->max_batched_tokens * (ACT_HIDDEN_PER_TOKEN * m->hidden + 3 * mlp) * 2 +
-                     (double)s->max_num_seqs * m->vocab / c->pool.tp * 4;
+  double attn_out = (double)m->heads * c->head_dim; /* hidden unless head_dim sets it */
+  mem->activations =
+      s->max_batched_tokens * ((ACT_HIDDEN_PER_TOKEN - 1) * m->hidden + attn_out + 3 * mlp) * 2 +
+      (double)s->max_num_seqs * m->vocab / c->pool.tp * 4;
   mem->usable = (double)c->sys->chip.hbm.capacity_bytes * s->memory_utilization;
   mem->kv_per_token = m->has_mla
                           ? layers * (double)(m->mla.kv_lora_rank + m->mla.qk_rope_head_dim) * kve

@@ -730,14 +730,23 @@ static void test_sim_pipeline_engines_share_the_pool(void) {
 
 /* model.head_dim apart from hidden / heads: the KV cache holds kv_heads x
  * head_dim per layer for keys and for values (32 layers x 2 x 8 x 64 x bf16),
- * and the run completes. */
+ * the attention output in the activations is 32 x 64 wide instead of 4096, and
+ * the run completes. */
 static void test_sim_head_dim_sizes_the_kv_cache(void) {
   const char *sets[] = {"serving.requests.count=4", "model.head_dim=64", NULL};
-  deployment_t d;
+  const char *plain[] = {"serving.requests.count=4", NULL};
+  deployment_t d, p;
   deploy_and_run(sets, false, &d);
-  CU_ASSERT_EQUAL(serve_cost_memory(d.pools[0].cost)->kv_per_token, 32 * 2 * 8 * 64 * 2);
+  const serve_memory_t *m = serve_cost_memory(d.pools[0].cost);
+  CU_ASSERT_EQUAL(m->kv_per_token, 32 * 2 * 8 * 64 * 2);
   CU_ASSERT_EQUAL(check_run(&d), 0);
+  double activations = m->activations;
   deployment_free(&d);
+  deploy_and_run(plain, false, &p);
+  CU_ASSERT_EQUAL(p.wl.model.head_dim, 0);
+  CU_ASSERT_EQUAL(p.wl.serving.max_batched_tokens * (4096.0 - 32 * 64) * 2,
+                  serve_cost_memory(p.pools[0].cost)->activations - activations);
+  deployment_free(&p);
 }
 
 /* Requests far apart: the clock restarts at each (the deployment idle), each
