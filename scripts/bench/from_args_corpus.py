@@ -74,6 +74,8 @@ def reason_of(message, path):
     m = re.match(r"([\w.-]+\.py): (.*?) is not modelled", msg)
     if m:
         return f"refused: {m.group(2)}"
+    if re.match(r"[\w.-]+\.py trains, but from a string", msg):
+        return "refused: training command in a string (srun / sh -c \"$CMD\")"
     m = re.match(r"([\w.-]+\.py) trains, but", msg)
     if m:
         return "refused: model read from a configuration file, not arguments"

@@ -205,6 +205,7 @@ class Arguments:
         self.ignored = {}         # flags listed as not modelled, in order (a dict: a set
         self.notes = {}           # that keeps order, so a long list is not quadratic)
         self.has_torchrun = False
+        self.hidden = None        # the first expansion the reader could not make, if any
         py = next((k for k, f in enumerate(fields) if f.text.endswith(".py") or
                    (f.text == "-m" and k + 1 < len(fields) and
                     not fields[k + 1].text.startswith("torch.distributed."))), None)
@@ -217,6 +218,8 @@ class Arguments:
             t = os.path.basename(f.text)
             if t in ("torchrun", "torch.distributed.launch", "torch.distributed.run", "msrun"):
                 self.has_torchrun = True
+        self.hidden = next((f"{shorten(f.shown)}: {f.unknown}" for f in after
+                            if MARK_RE.fullmatch(f.text)), None)
         self.read(before, launcher_side=True)
         self.read(after, launcher_side=False)
 
@@ -250,6 +253,10 @@ class Arguments:
                 self.note(f"ignored {shorten(values[0].shown)} after {name}: {name} takes no value")
             if name not in USED and name not in QUIET:
                 self.ignore(name)
+
+    def maybe_hidden(self):
+        """For a flag not found: where it may be, if an expansion was not made."""
+        return f"; it may be in {self.hidden}" if self.hidden else ""
 
     def ignore(self, name):
         self.ignored[name] = None
@@ -433,13 +440,13 @@ def convert(a, opts):
     # ---- sizes ----
     for need in ("--num-layers", "--hidden-size", "--num-attention-heads", "--micro-batch-size"):
         if not a.given(need):
-            raise InputError(f"{need}: not given (Megatron needs it)")
+            raise InputError(f"{need}: not given (Megatron needs it)" + a.maybe_hidden())
     layers = a.int("--num-layers", hi=100000)
     hidden = a.int("--hidden-size", hi=10_000_000)
     heads = a.int("--num-attention-heads", hi=100000)
     seq_flag = "--seq-length" if a.given("--seq-length") else "--encoder-seq-length"
     if not a.given(seq_flag):
-        raise InputError("--seq-length: not given (Megatron needs it)")
+        raise InputError("--seq-length: not given (Megatron needs it)" + a.maybe_hidden())
     seq = a.int(seq_flag, hi=100_000_000)
     kv_channels = a.int("--kv-channels", None, hi=10_000_000)
     if kv_channels is None and hidden % heads:
