@@ -180,6 +180,7 @@ UNMODELLED_PROGRAMS = (
     (r"retro", "RETRO (retrieval-augmented)"),
 )
 TRAINING_PROGRAM = re.compile(r"(^|[_/])(pre|post)?train|finetune|sft")
+TRAINER_NAME = re.compile(r"(pre|post)?train|finetune|sft")   # a name that starts so trains
 
 # Flags only MindSpeed(-LLM) has: their presence says MindSpeed's defaults apply.
 MINDSPEED_ONLY = ("--use-mc2", "--use-fused-rmsnorm", "--use-fused-swiglu",
@@ -372,7 +373,7 @@ def program_kind(program, task=None):
             return False, f"evaluation (--task {task})"
         if "PROMPT" in t or "GEN" in t:
             return False, f"text generation (--task {task})"
-    for pattern, what in NOT_TRAINING:
+    for pattern, what in NOT_TRAINING if not TRAINER_NAME.match(base) else ():
         if re.search(pattern, base):
             return False, what
     for pattern, what in UNMODELLED_PROGRAMS:
