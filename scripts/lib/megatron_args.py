@@ -53,6 +53,8 @@ USED = {
     "--moe-shared-expert-intermediate-size": True, "--n-shared-experts": True,
     "--moe-expert-capacity-factor": True, "--moe-layer-freq": True,
     "--first-k-dense-replace": True, "--expert-interval": True, "--num-layer-list": True,
+    "--noop-layers": True, "--interleave-sliding-window": True, "--sliding-window-size": True,
+    "--window-size": True, "--tp-2d": False,
     "--expert-tensor-parallel-size": True,
     "--spec": True,
     "--sequence-parallel": False,
@@ -137,7 +139,12 @@ ARCH_UNMODELLED = {
     "--zero-expert-num": "zero-computation experts",
     "--encoder-num-layers": "an encoder stack (encoder-decoder model)",
     "--vision-model-type": "a vision encoder (multimodal model)",
+    "--tp-2d": "2-D tensor parallelism",
 }
+
+# Sliding-window attention: modelled as full attention only when the window
+# covers the sequence (then it changes nothing); else refused.
+WINDOW_FLAGS = ("--interleave-sliding-window", "--sliding-window-size", "--window-size")
 
 # MindSpeed-LLM's --spec layer modules npusim models: decoders whose layers are
 # Megatron's GPT layer up to details of no cost npusim counts (QK layer norms,
@@ -449,6 +456,15 @@ def convert(a, opts):
     if not a.given(seq_flag):
         raise InputError("--seq-length: not given (Megatron needs it)" + a.maybe_hidden())
     seq = a.int(seq_flag, hi=100_000_000)
+    for f in WINDOW_FLAGS:
+        fl = a.flags.get(f)
+        if fl is None:
+            continue
+        t = fl.values[0].text if len(fl.values) == 1 and not fl.values[0].unknown else ""
+        if re.fullmatch(r"\d{1,12}", t) and (int(t) == 0 or int(t) >= seq):
+            continue      # the window covers the sequence: full attention
+        raise InputError(f"{a.src(f)}: sliding-window attention narrower than {seq_flag} {seq} "
+                         "is not modelled by npusim")
     kv_channels = a.int("--kv-channels", None, hi=10_000_000)
     if kv_channels is None and hidden % heads:
         raise InputError(f"--hidden-size {hidden}: not a multiple of --num-attention-heads {heads} "
@@ -661,14 +677,30 @@ def convert(a, opts):
 
     vocab, vocab_src = vocabulary(a, tp, opts)
 
+    layers_src = a.src("--num-layers")
+    moe = mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, opts.sources)
+    if a.given("--noop-layers"):
+        noops = noop_layers(a, layers, pp, vpp, stage_layers, first, last)
+        layers -= len(noops)
+        layers_src += f" less the {len(noops)} of {a.src('--noop-layers')}"
+        stage_layers = [c - sum(1 for k in noops if start <= k < start + c)
+                        for start, c in zip(stage_starts(stage_layers, layers + len(noops), pp),
+                                        stage_layers or [(layers + len(noops)) // pp] * pp)]
+        if min(stage_layers) < 1:
+            raise InputError(f"{a.src('--noop-layers')}: leaves a pipeline stage with no layer")
+        if len(set(stage_layers)) == 1 and not a.given("--num-layer-list"):
+            stage_layers = None
+        if moe is not None and moe.get("dense_layers"):
+            k = moe["dense_layers"]
+            moe["dense_layers"] = k - sum(1 for n in noops if n < k)
     model.set("name", opts.model_name, opts.model_name_source)
-    model.set("layers", layers, a.src("--num-layers"))
+    model.set("layers", layers, layers_src)
     model.set("hidden", hidden, a.src("--hidden-size"))
     model.set("heads", heads, a.src("--num-attention-heads"))
     model.set("kv_heads", kv, kv_src)
     if head_dim:
         model.set("head_dim", head_dim, a.src("--kv-channels") +
-                  f" (not --hidden-size / --num-attention-heads)")
+                  " (not --hidden-size / --num-attention-heads)")
     model.set("ffn_hidden", ffn, ffn_src)
     model.set("vocab", vocab, vocab_src)
     model.set("seq_len", seq, a.src(seq_flag))
@@ -677,7 +709,6 @@ def convert(a, opts):
     model.set("position_embedding", pos, pos_src)
     model.set("tied_embeddings", not untie, tied_src)
     model.set("dropout", dropout, drop_src)
-    moe = mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, opts.sources)
     if moe is not None:
         model.d["moe"] = moe
 
@@ -692,7 +723,8 @@ def convert(a, opts):
     if last is not None:
         par.set("last_stage_layers", last, a.src(last_flag))
     if stage_layers is not None:
-        par.set("stage_layers", stage_layers, a.src("--num-layer-list"))
+        par.set("stage_layers", stage_layers, " with ".join(
+            a.src(f) for f in ("--num-layer-list", "--noop-layers") if a.given(f)))
     par.set("cp", cp, flag_or(a, "--context-parallel-size", "Megatron default: 1"))
     par.set("ep", ep, flag_or(a, "--expert-model-parallel-size", "Megatron default: 1"))
     par.set("zero", zero, zero_src)
@@ -822,6 +854,36 @@ def layer_list(a, layers, pp):
     if min(counts) < 1:
         raise InputError("--num-layer-list: a pipeline stage with no layer")
     return counts
+
+
+def noop_layers(a, layers, pp, vpp, stage_layers, first, last):
+    """The layer numbers of MindSpeed's --noop-layers (layers that pass
+    their input through: no compute, no weights), checked; the stages then
+    hold fewer real layers, which parallel.stage_layers says (not with
+    interleaving, whose chunks would be uneven)."""
+    t = a.text("--noop-layers")
+    if not re.fullmatch(r"\d{1,6}(,\d{1,6})*", t.replace(" ", "")):
+        raise InputError(f"--noop-layers: expected layer numbers separated by commas, found "
+                         f"{shorten(t)}")
+    noops = sorted({int(v) for v in t.replace(" ", "").split(",")})
+    if noops[-1] >= layers:
+        raise InputError(f"--noop-layers: layer {noops[-1]} is past --num-layers {layers}")
+    if vpp > 1:
+        raise InputError(f"--noop-layers {t}: no-op layers with interleaving (uneven virtual "
+                         "stages) are not modelled by npusim")
+    if first is not None or last is not None:
+        raise InputError(f"--noop-layers {t}: npusim-from-args does not combine it with "
+                         "--decoder-first/last-pipeline-num-layers")
+    if stage_layers is None and layers % pp:
+        raise InputError(f"--noop-layers {t}: --num-layers {layers} is not a multiple of "
+                         f"--pipeline-model-parallel-size {pp}")
+    return noops
+
+
+def stage_starts(stage_layers, layers, pp):
+    """The first layer of each pipeline stage: by --num-layer-list, or an even split."""
+    counts = stage_layers or [layers // pp] * pp
+    return [sum(counts[:k]) for k in range(len(counts))]
 
 
 def vocabulary(a, tp, opts):

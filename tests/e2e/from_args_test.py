@@ -575,6 +575,15 @@ def modern_checks(converter, npusim, tmp, report=fail):
         report(f"--moe-layer-freq [0]*2+[1]*2: expected dense_layers 2, got exit {code} "
                f"{err.strip()[-200:] if code else dense}")
 
+    # MindSpeed's no-op layers: fewer real layers, on the stages that hold them
+    path = ms_script(tmp, "noop.sh", torchrun, "--noop-layers 3")
+    code, out, err = convert(converter, [path])
+    got = flat(json.loads(out)) if code == 0 else {}
+    found = (got.get("model.layers"), got.get("parallel.stage_layers"))
+    if found != (3, [1, 2]):
+        report(f"--noop-layers 3: expected 3 layers on stages [1, 2], got exit {code} "
+               f"{err.strip()[-200:] if code else found}")
+
     # refused in one line naming what is not modelled
     for extra, flag, what in (
             ("--multi-latent-attention --q-lora-rank 64", "--multi-latent-attention", "MLA"),
@@ -588,7 +597,10 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "hybrid_cp_algo", "hybrid context parallelism"),
             ("--moe-layer-freq 2", "--moe-layer-freq 2", "experts in every other layer"),
             ("--moe-layer-freq '[1,0,1,1]'", "--moe-layer-freq", "a dense layer after MoE"),
-            ("--num-layer-list 2,3", "--num-layer-list", "stage layers not adding up")):
+            ("--num-layer-list 2,3", "--num-layer-list", "stage layers not adding up"),
+            ("--noop-layers 0", "--noop-layers", "a stage left with no layer"),
+            ("--interleave-sliding-window 512", "sliding-window", "a window under the sequence"),
+            ("--tp-2d --tp-x 2 --tp-y 1", "--tp-2d", "2-D tensor parallelism")):
         error([ms_script(tmp, "refuse.sh", torchrun, extra)], flag, what)
     error([ms_script(tmp, "refuse.sh", "msrun --worker_num 12 --local_worker_num 8")],
           "--local_worker_num", "msrun's nodes not dividing its workers")
