@@ -5,9 +5,12 @@ megatron_shell.py expands), and convert(args, opts), the mapping to npusim's
 keys with Megatron's (or MindSpeed's) defaults for what the arguments leave
 out, each value with a KEY_source naming the flag or default it came from.
 
-Bad or missing values raise InputError with the one line the user sees; flags
-it does not model are collected in Arguments.ignored and approximations in
-Arguments.notes for the tool to print. It reads no file and does not parse
+Bad or missing values raise InputError with the one line the user sees, and
+so do an architecture npusim does not model (ARCH_UNMODELLED, --spec modules,
+sliding windows, ...) and a program that does not train or trains what is not
+a decoder (program_kind); flags whose effect it does not model are collected
+in Arguments.ignored and approximations in Arguments.notes for the tool to
+print. It reads no file and does not parse
 shell (megatron_shell.py does). Python 3 standard library only."""
 
 import math
