@@ -5,9 +5,12 @@ megatron_shell.py expands), and convert(args, opts), the mapping to npusim's
 keys with Megatron's (or MindSpeed's) defaults for what the arguments leave
 out, each value with a KEY_source naming the flag or default it came from.
 
-Bad or missing values raise InputError with the one line the user sees; flags
-it does not model are collected in Arguments.ignored and approximations in
-Arguments.notes for the tool to print. It reads no file and does not parse
+Bad or missing values raise InputError with the one line the user sees, and
+so do an architecture npusim does not model (ARCH_UNMODELLED, --spec modules,
+sliding windows, ...) and a program that does not train or trains what is not
+a decoder (program_kind); flags whose effect it does not model are collected
+in Arguments.ignored and approximations in Arguments.notes for the tool to
+print. It reads no file and does not parse
 shell (megatron_shell.py does). Python 3 standard library only."""
 
 import math
@@ -20,6 +23,16 @@ MAX_NAME_CHARS = 63            # npusim's name and model.name
 GPT2_BPE_VOCAB = 50257         # entries of GPT-2's BPE vocabulary (gpt2-vocab.json)
 MEGATRON_BUCKET_ELEMENTS = 40_000_000  # Megatron DDP's default bucket, at least 1M x dp
 MIB = 1 << 20
+# Tokenizers read from a file whose size the model family fixes, found in the
+# model's name (the script's file name or --model-name) or the tokenizer's
+# path: (pattern, entries, whose).
+KNOWN_VOCABS = (
+    (r"llama-?2|mixtral", 32000, "Llama 2's and Mixtral's SentencePiece tokenizer"),
+    (r"llama-?3", 128256, "Llama 3's tokenizer"),
+    (r"gemma-?2", 256000, "Gemma 2's SentencePiece tokenizer"),
+    (r"grok-?1", 131072, "Grok-1's SentencePiece tokenizer"),
+    (r"gpt2-vocab", GPT2_BPE_VOCAB, "GPT-2's BPE vocabulary file"),
+)
 
 
 # ---------------------------------------------------------------------------
@@ -42,7 +55,11 @@ USED = {
     "--moe-ffn-hidden-size": True, "--moe-intermediate-size": True,
     "--moe-shared-expert-intermediate-size": True, "--n-shared-experts": True,
     "--moe-expert-capacity-factor": True, "--moe-layer-freq": True,
-    "--first-k-dense-replace": True, "--expert-interval": True,
+    "--first-k-dense-replace": True, "--expert-interval": True, "--num-layer-list": True,
+    "--noop-layers": True, "--interleave-sliding-window": True, "--sliding-window-size": True,
+    "--window-size": True, "--tp-2d": False,
+    "--expert-tensor-parallel-size": True,
+    "--spec": True,
     "--sequence-parallel": False,
     "--recompute-activations": False, "--recompute-granularity": True,
     "--recompute-method": True, "--recompute-num-layers": True,
@@ -105,7 +122,75 @@ LAUNCHER = {
     "--redirects": True, "--tee": True, "--use-env": False, "--local-addr": True,
     "--start-method": True, "--role": True, "--no-python": False, "--module": False,
     "--run-path": False,
+    # MindSpore's msrun: --worker_num is the world size, --local_worker_num per node
+    "--worker-num": True, "--local-worker-num": True, "--join": True,
+    "--cluster-time-out": True, "--bind-core": True, "--sim-level": True,
 }
+
+# Flags that change the model's architecture in a way npusim does not model:
+# given (and not off), the conversion stops with one line naming the flag,
+# never drops it. The value is what the flag makes the model.
+ARCH_UNMODELLED = {
+    "--multi-latent-attention": "multi-head latent attention (MLA) in training",
+    "--mtp-num-layers": "multi-token prediction layers (MTP)",
+    "--hybrid-override-pattern": "a hybrid Mamba / attention layer pattern",
+    "--is-hybrid-model": "a hybrid Mamba / attention model",
+    "--linear-attention-type": "linear attention",
+    "--experimental-attention-variant": "an attention variant",
+    "--num-dense-layers": "dense layers of a hybrid model",
+    "--moe-zero-expert-num": "zero-computation experts",
+    "--zero-expert-num": "zero-computation experts",
+    "--encoder-num-layers": "an encoder stack (encoder-decoder model)",
+    "--vision-model-type": "a vision encoder (multimodal model)",
+    "--tp-2d": "2-D tensor parallelism",
+}
+
+# Sliding-window attention: modelled as full attention only when the window
+# covers the sequence (then it changes nothing); else refused.
+WINDOW_FLAGS = ("--interleave-sliding-window", "--sliding-window-size", "--window-size")
+
+# MindSpeed-LLM's --spec layer modules npusim models: decoders whose layers are
+# Megatron's GPT layer up to details of no cost npusim counts (QK layer norms,
+# norm placement, router variants). Any other --spec is refused by name.
+SPECS_MODELLED = {
+    "qwen3_spec": "Qwen3: GPT layers with QK layer norms",
+    "qwen2_moe_spec": "Qwen2-MoE: GPT layers with a gated shared expert",
+    "phi35_moe_spec": "Phi-3.5-MoE: GPT layers with MoE",
+    "grok_spec": "Grok-1: GPT layers with MoE",
+    "bailing_spec": "Ling (Bailing): GPT layers with MoE",
+    "gemma2_spec": "Gemma 2: GPT layers with extra norms",
+    "layer_spec": "",
+}
+SPECS_UNMODELLED = {
+    "qwen3_next_spec": "Qwen3-Next's gated DeltaNet linear attention",
+    "deepseek4_spec": "DeepSeek-V4's sparse attention",
+    "longcat_spec": "LongCat-Flash's zero-computation experts and shortcut MoE",
+    "minimax_spec": "MiniMax's lightning (linear) attention",
+    "hybrid_layer_specs": "a hybrid Mamba / attention stack",
+    "plm_spec": "PLM's multi-head latent attention",
+    "deepseek_spec": "DeepSeek's multi-head latent attention",
+}
+
+# Programs a launch script runs, by file name: (pattern, what it does) for
+# those that do not train (checked first), then training programs of models
+# npusim does not model. Anything else running --num-layers is taken for
+# Megatron's GPT training (pretrain_gpt.py, MindSpeed's pretrain_gpt.py, ...).
+NOT_TRAINING = (
+    (r"generat|inference|infer|server|chat|text_gen", "text generation"),
+    (r"eval|mmlu|validate", "evaluation"),
+    (r"convert|checkpoint|export|quantiz|prune|preprocess|extract|merge|data|combine|state_dict",
+     "checkpoint or data conversion"),
+)
+UNMODELLED_PROGRAMS = (
+    (r"(^|/)(multimodal|mimo)/|vlm|llava", "multimodal training (a vision encoder beside the "
+     "language model)"),
+    (r"bert", "BERT (an encoder)"),
+    (r"t5", "T5 (an encoder-decoder)"),
+    (r"hybrid|mamba", "a hybrid Mamba model (state-space layers)"),
+    (r"retro", "RETRO (retrieval-augmented)"),
+)
+TRAINING_PROGRAM = re.compile(r"(^|[_/])(pre|post)?train|finetune|sft")
+TRAINER_NAME = re.compile(r"(pre|post)?train|finetune|sft")   # a name that starts so trains
 
 # Flags only MindSpeed(-LLM) has: their presence says MindSpeed's defaults apply.
 MINDSPEED_ONLY = ("--use-mc2", "--use-fused-rmsnorm", "--use-fused-swiglu",
@@ -131,12 +216,21 @@ class Arguments:
         self.ignored = {}         # flags listed as not modelled, in order (a dict: a set
         self.notes = {}           # that keeps order, so a long list is not quadratic)
         self.has_torchrun = False
-        py = next((k for k, f in enumerate(fields) if f.text.endswith(".py")), None)
+        self.hidden = None        # the first expansion the reader could not make, if any
+        py = next((k for k, f in enumerate(fields) if f.text.endswith(".py") or
+                   (f.text == "-m" and k + 1 < len(fields) and
+                    not fields[k + 1].text.startswith("torch.distributed."))), None)
+        if py is not None and fields[py].text == "-m":   # python -m package.module
+            fields = fields[:py] + [Field(fields[py + 1].text.replace(".", "/") + ".py")] + \
+                fields[py + 2:]
+        self.program = fields[py].text if py is not None else None
         before, after = (fields[:py], fields[py + 1:]) if py is not None else ([], fields)
         for f in before:
             t = os.path.basename(f.text)
-            if t in ("torchrun", "torch.distributed.launch", "torch.distributed.run"):
+            if t in ("torchrun", "torch.distributed.launch", "torch.distributed.run", "msrun"):
                 self.has_torchrun = True
+        self.hidden = next((f"{shorten(f.shown)}: {f.unknown}" for f in after
+                            if MARK_RE.fullmatch(f.text)), None)
         self.read(before, launcher_side=True)
         self.read(after, launcher_side=False)
 
@@ -157,7 +251,7 @@ class Arguments:
                 k += 1
             lname = name.replace("_", "-")
             if lname in LAUNCHER:
-                if lname in ("--nnodes", "--nproc-per-node", "--standalone"):
+                if lname in ("--nnodes", "--nproc-per-node", "--standalone", "--worker-num"):
                     self.has_torchrun = True
                 self.launcher[lname] = Flag(name, values, bool(eq))
                 continue
@@ -170,6 +264,10 @@ class Arguments:
                 self.note(f"ignored {shorten(values[0].shown)} after {name}: {name} takes no value")
             if name not in USED and name not in QUIET:
                 self.ignore(name)
+
+    def maybe_hidden(self):
+        """For a flag not found: where it may be, if an expansion was not made."""
+        return f"; it may be in {self.hidden}" if self.hidden else ""
 
     def ignore(self, name):
         self.ignored[name] = None
@@ -272,6 +370,73 @@ class Out:
             self.d[key + "_source"] = one_line(source[:1000])[:1000]
 
 
+def program_kind(program, task=None):
+    """(trains, what) of a Python program a script runs: (False, what) for
+    one that does not train, (True, what) for the training of a model npusim
+    does not model, (True, None) for GPT training, None when its name says
+    neither (a program that is not obviously a trainer)."""
+    name = program.replace("\\", "/").lower()
+    base = os.path.basename(name)
+    if task is not None and not TRAINING_PROGRAM.search(base):
+        t = task.upper()
+        if "EVAL" in t:
+            return False, f"evaluation (--task {task})"
+        if "PROMPT" in t or "GEN" in t:
+            return False, f"text generation (--task {task})"
+    for pattern, what in NOT_TRAINING if not TRAINER_NAME.match(base) else ():
+        if re.search(pattern, base):
+            return False, what
+    for pattern, what in UNMODELLED_PROGRAMS:
+        if re.search(pattern, name):
+            return True, what
+    if TRAINING_PROGRAM.search(base) or base == "pretrain_gpt.py":
+        return True, None
+    return None
+
+
+def check_program(a):
+    """Refuses a command that does not train, or trains a model npusim does
+    not model, naming the program: before any value is read."""
+    if a.program is None:
+        return
+    task = a.flags["--task"].values[0].text if "--task" in a.flags and \
+        a.flags["--task"].values else None
+    kind = program_kind(a.program, task)
+    if kind is None:
+        return
+    trains, what = kind
+    base = os.path.basename(a.program)
+    if not trains:
+        raise InputError(f"not a training script: {what} ({base})")
+    if what is not None:
+        raise InputError(f"{base}: {what} is not modelled by npusim")
+
+
+def check_architecture(a):
+    """Refuses a flag that changes the architecture into something npusim
+    does not model, in one line naming it (never dropped with a warning)."""
+    for name, what in ARCH_UNMODELLED.items():
+        fl = a.flags.get(name)
+        if fl is None:
+            continue
+        if fl.values and len(fl.values) == 1 and fl.values[0].text.strip() in ("0", "False",
+                                                                              "false", "none"):
+            continue
+        raise InputError(f"{a.src(name)}: {what} is not modelled by npusim")
+    fl = a.flags.get("--spec")
+    if fl is not None:
+        words = [v.text for v in fl.values]
+        module = words[0].rsplit(".", 1)[-1] if words else ""
+        if module in SPECS_UNMODELLED:
+            raise InputError(f"{a.src('--spec')}: {SPECS_UNMODELLED[module]} is not modelled by "
+                             "npusim")
+        if module not in SPECS_MODELLED:
+            raise InputError(f"{a.src('--spec')}: a layer module npusim-from-args does not know "
+                             "(it may change the architecture)")
+        a.note(f"--spec {module}: modelled as Megatron's GPT layer"
+               + (f" ({SPECS_MODELLED[module]})" if SPECS_MODELLED[module] else ""))
+
+
 def flag_or(a, name, default_text):
     return a.src(name) if name in a.flags else default_text
 
@@ -280,24 +445,35 @@ def convert(a, opts):
     """The workload dict of Arguments a."""
     mindspeed = any(n in a.flags for n in MINDSPEED_ONLY)
     model, par, tr = Out(opts.sources), Out(opts.sources), Out(opts.sources)
+    check_program(a)
+    check_architecture(a)
 
     # ---- sizes ----
     for need in ("--num-layers", "--hidden-size", "--num-attention-heads", "--micro-batch-size"):
         if not a.given(need):
-            raise InputError(f"{need}: not given (Megatron needs it)")
+            raise InputError(f"{need}: not given (Megatron needs it)" + a.maybe_hidden())
     layers = a.int("--num-layers", hi=100000)
     hidden = a.int("--hidden-size", hi=10_000_000)
     heads = a.int("--num-attention-heads", hi=100000)
     seq_flag = "--seq-length" if a.given("--seq-length") else "--encoder-seq-length"
     if not a.given(seq_flag):
-        raise InputError("--seq-length: not given (Megatron needs it)")
+        raise InputError("--seq-length: not given (Megatron needs it)" + a.maybe_hidden())
     seq = a.int(seq_flag, hi=100_000_000)
-    if hidden % heads:
-        raise InputError(f"--hidden-size {hidden}: not a multiple of --num-attention-heads {heads}")
+    for f in WINDOW_FLAGS:
+        fl = a.flags.get(f)
+        if fl is None:
+            continue
+        t = fl.values[0].text if len(fl.values) == 1 and not fl.values[0].unknown else ""
+        if re.fullmatch(r"\d{1,12}", t) and (int(t) == 0 or int(t) >= seq):
+            continue      # the window covers the sequence: full attention
+        raise InputError(f"{a.src(f)}: sliding-window attention narrower than {seq_flag} {seq} "
+                         "is not modelled by npusim")
     kv_channels = a.int("--kv-channels", None, hi=10_000_000)
-    if kv_channels is not None and kv_channels != hidden // heads:
-        raise InputError(f"--kv-channels {kv_channels}: npusim models heads of --hidden-size / "
-                         f"--num-attention-heads = {hidden // heads} channels")
+    if kv_channels is None and hidden % heads:
+        raise InputError(f"--hidden-size {hidden}: not a multiple of --num-attention-heads {heads} "
+                         "(and no --kv-channels)")
+    head_dim = kv_channels if kv_channels is not None and (hidden % heads or
+                                                           kv_channels != hidden // heads) else 0
     if a.given("--group-query-attention"):
         if not a.given("--num-query-groups"):
             raise InputError("--group-query-attention: --num-query-groups is not given")
@@ -337,6 +513,13 @@ def convert(a, opts):
                          f"--num-query-groups {kv}")
     if opts.world_size is not None:
         world, world_src = opts.world_size, f"--world-size {opts.world_size} (npusim-from-args)"
+    elif "--worker-num" in a.launcher:
+        world = a.launcher_count("--worker-num")
+        world_src = f"msrun --worker_num {world}"
+        local = a.launcher_count("--local-worker-num")
+        if local is not None and world % local:
+            raise InputError(f"msrun --local_worker_num {local}: does not divide --worker_num "
+                             f"{world}")
     else:
         nn = a.launcher_count("--nnodes")
         npn = a.launcher_count("--nproc-per-node")
@@ -344,7 +527,7 @@ def convert(a, opts):
             nn = 1
         if nn is None and npn is None and not a.has_torchrun:
             raise InputError("the world size is not in the arguments (no torchrun --nnodes / "
-                             "--nproc-per-node); give --world-size N")
+                             "--nproc-per-node, no msrun --worker_num); give --world-size N")
         nn, npn = nn or 1, npn or 1
         world = nn * npn
         world_src = f"--nnodes {nn} x --nproc-per-node {npn}"
@@ -353,6 +536,7 @@ def convert(a, opts):
                          f"{pp} x --context-parallel-size {cp} does not divide the world size "
                          f"{world}")
     dp = world // (tp * pp * cp)
+    stage_layers = layer_list(a, layers, pp)
 
     if cp > 1:
         algo = a.text("--context-parallel-algo")
@@ -377,12 +561,17 @@ def convert(a, opts):
         last_flag = "--num-layers-in-last-pipeline-stage"
         last = a.int(last_flag, None, 0, 100000)
 
+    if stage_layers is not None and (first is not None or last is not None):
+        raise InputError("--num-layer-list: given with "
+                         f"{first_flag if first is not None else last_flag}")
     vpp, vpp_src = 1, "Megatron default: no interleaving"
     if a.given("--num-layers-per-virtual-pipeline-stage"):
         per = a.int("--num-layers-per-virtual-pipeline-stage", hi=100000)
-        if first is not None or last is not None:
+        if first is not None or last is not None or stage_layers is not None:
             raise InputError("--num-layers-per-virtual-pipeline-stage: npusim-from-args does not "
-                             f"combine it with {first_flag if first is not None else last_flag}")
+                             "combine it with " + (first_flag if first is not None else
+                                                   last_flag if last is not None else
+                                                   "--num-layer-list"))
         if layers % pp or (layers // pp) % per:
             raise InputError(f"--num-layers-per-virtual-pipeline-stage {per}: does not divide the "
                              f"{layers} / {pp} layers of a pipeline stage")
@@ -491,11 +680,30 @@ def convert(a, opts):
 
     vocab, vocab_src = vocabulary(a, tp, opts)
 
+    layers_src = a.src("--num-layers")
+    moe = mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, opts.sources)
+    if a.given("--noop-layers"):
+        noops = noop_layers(a, layers, pp, vpp, stage_layers, first, last)
+        layers -= len(noops)
+        layers_src += f" less the {len(noops)} of {a.src('--noop-layers')}"
+        stage_layers = [c - sum(1 for k in noops if start <= k < start + c)
+                        for start, c in zip(stage_starts(stage_layers, layers + len(noops), pp),
+                                        stage_layers or [(layers + len(noops)) // pp] * pp)]
+        if min(stage_layers) < 1:
+            raise InputError(f"{a.src('--noop-layers')}: leaves a pipeline stage with no layer")
+        if len(set(stage_layers)) == 1 and not a.given("--num-layer-list"):
+            stage_layers = None
+        if moe is not None and moe.get("dense_layers"):
+            k = moe["dense_layers"]
+            moe["dense_layers"] = k - sum(1 for n in noops if n < k)
     model.set("name", opts.model_name, opts.model_name_source)
-    model.set("layers", layers, a.src("--num-layers"))
+    model.set("layers", layers, layers_src)
     model.set("hidden", hidden, a.src("--hidden-size"))
     model.set("heads", heads, a.src("--num-attention-heads"))
     model.set("kv_heads", kv, kv_src)
+    if head_dim:
+        model.set("head_dim", head_dim, a.src("--kv-channels") +
+                  " (not --hidden-size / --num-attention-heads)")
     model.set("ffn_hidden", ffn, ffn_src)
     model.set("vocab", vocab, vocab_src)
     model.set("seq_len", seq, a.src(seq_flag))
@@ -504,7 +712,6 @@ def convert(a, opts):
     model.set("position_embedding", pos, pos_src)
     model.set("tied_embeddings", not untie, tied_src)
     model.set("dropout", dropout, drop_src)
-    moe = mixture_of_experts(a, ffn, ep, dp, cp, opts.sources)
     if moe is not None:
         model.d["moe"] = moe
 
@@ -518,6 +725,9 @@ def convert(a, opts):
         par.set("first_stage_layers", first, a.src(first_flag))
     if last is not None:
         par.set("last_stage_layers", last, a.src(last_flag))
+    if stage_layers is not None:
+        par.set("stage_layers", stage_layers, " with ".join(
+            a.src(f) for f in ("--num-layer-list", "--noop-layers") if a.given(f)))
     par.set("cp", cp, flag_or(a, "--context-parallel-size", "Megatron default: 1"))
     par.set("ep", ep, flag_or(a, "--expert-model-parallel-size", "Megatron default: 1"))
     par.set("zero", zero, zero_src)
@@ -627,6 +837,58 @@ def convert(a, opts):
             "model": model.d, "parallel": par.d, "training": tr.d}
 
 
+def layer_list(a, layers, pp):
+    """parallel.stage_layers from MindSpeed's --num-layer-list (layers per
+    pipeline stage, comma-separated), or None."""
+    if not a.given("--num-layer-list"):
+        return None
+    t = a.text("--num-layer-list")
+    parts = t.split(",")
+    if not all(re.fullmatch(r"\s*\d{1,6}\s*", p) for p in parts):
+        raise InputError(f"--num-layer-list: expected layer counts separated by commas, found "
+                         f"{shorten(t)}")
+    counts = [int(p) for p in parts]
+    if len(counts) != pp:
+        raise InputError(f"--num-layer-list: expected {pp} counts (one per pipeline stage), "
+                         f"found {len(counts)}")
+    if sum(counts) != layers:
+        raise InputError(f"--num-layer-list: the counts add up to {sum(counts)}, not "
+                         f"--num-layers {layers}")
+    if min(counts) < 1:
+        raise InputError("--num-layer-list: a pipeline stage with no layer")
+    return counts
+
+
+def noop_layers(a, layers, pp, vpp, stage_layers, first, last):
+    """The layer numbers of MindSpeed's --noop-layers (layers that pass
+    their input through: no compute, no weights), checked; the stages then
+    hold fewer real layers, which parallel.stage_layers says (not with
+    interleaving, whose chunks would be uneven)."""
+    t = a.text("--noop-layers")
+    if not re.fullmatch(r"\d{1,6}(,\d{1,6})*", t.replace(" ", "")):
+        raise InputError(f"--noop-layers: expected layer numbers separated by commas, found "
+                         f"{shorten(t)}")
+    noops = sorted({int(v) for v in t.replace(" ", "").split(",")})
+    if noops[-1] >= layers:
+        raise InputError(f"--noop-layers: layer {noops[-1]} is past --num-layers {layers}")
+    if vpp > 1:
+        raise InputError(f"--noop-layers {t}: no-op layers with interleaving (uneven virtual "
+                         "stages) are not modelled by npusim")
+    if first is not None or last is not None:
+        raise InputError(f"--noop-layers {t}: npusim-from-args does not combine it with "
+                         "--decoder-first/last-pipeline-num-layers")
+    if stage_layers is None and layers % pp:
+        raise InputError(f"--noop-layers {t}: --num-layers {layers} is not a multiple of "
+                         f"--pipeline-model-parallel-size {pp}")
+    return noops
+
+
+def stage_starts(stage_layers, layers, pp):
+    """The first layer of each pipeline stage: by --num-layer-list, or an even split."""
+    counts = stage_layers or [layers // pp] * pp
+    return [sum(counts[:k]) for k in range(len(counts))]
+
+
 def vocabulary(a, tp, opts):
     """model.vocab: MindSpeed's --padded-vocab-size as given, or the
     tokenizer's size padded as Megatron pads it (to a multiple of
@@ -644,6 +906,8 @@ def vocabulary(a, tp, opts):
         base_src = f"{a.src('--vocab-size')} + 1 (NullTokenizer's end-of-document token)"
     elif tok in (None, "TikTokenizer") and a.given("--vocab-size"):
         base, base_src = a.int("--vocab-size", hi=100_000_000), a.src("--vocab-size")
+    elif known_vocab(a, opts) is not None:
+        base, base_src = known_vocab(a, opts)
     else:
         what = f"--tokenizer-type {tok} reads it from a file" if tok else \
             "no --vocab-size, --padded-vocab-size or --tokenizer-type GPT2BPETokenizer"
@@ -660,7 +924,62 @@ def vocabulary(a, tp, opts):
     return padded, src
 
 
-def mixture_of_experts(a, ffn, ep, dp, cp, sources):
+def known_vocab(a, opts):
+    """(entries, source) of a tokenizer file the model family fixes, or None."""
+    paths = [v.text for f in ("--tokenizer-model", "--tokenizer-name-or-path", "--vocab-file")
+             if f in a.flags for v in a.flags[f].values if not v.unknown]
+    for where, text in [("the model's name", opts.model_name)] + \
+            [("the tokenizer's path", p) for p in paths]:
+        for pattern, entries, whose in KNOWN_VOCABS:
+            if re.search(pattern, text.lower()):
+                return entries, (f"{whose} ({entries}), the family named by {where} "
+                                 f"{shorten(text)}")
+    return None
+
+
+def moe_layer_freq(a, layers, dense):
+    """(dense_layers, source): the layers before the first MoE layer, from
+    --first-k-dense-replace and --moe-layer-freq. Megatron's frequency N puts
+    experts in layer i when i % N == 0 (N = 1, or MindSpeed's -1: every
+    layer); a pattern "[0]*k+[1]*m" in layers k on. Experts in a pattern
+    with dense layers after the first MoE one are refused."""
+    src = a.src("--first-k-dense-replace") if dense else ""
+    t = a.text("--moe-layer-freq")
+    if t is None:
+        return dense, src
+    t = t.strip()
+    if re.fullmatch(r"-?\d+", t):
+        if int(t) not in (1, -1):
+            raise InputError(f"--moe-layer-freq {t}: experts in every {t}th layer only are not "
+                             "modelled by npusim (experts in every layer after the first k)")
+        return dense, src
+    pattern = layer_pattern(t)
+    if pattern is None or len(pattern) != layers:
+        raise InputError(f"--moe-layer-freq {shorten(t)}: expected an integer or a pattern such "
+                         f"as [0]*3+[1]*{max(layers - 3, 1)} of {layers} entries")
+    k = pattern.index(1) if 1 in pattern else layers
+    if any(v != 1 for v in pattern[k:]):
+        raise InputError(f"--moe-layer-freq {shorten(t)}: dense layers after the first MoE layer "
+                         "are not modelled by npusim (experts in every layer after the first k)")
+    k = max(k, dense)
+    return k, (src + ", " if src else "") + a.src("--moe-layer-freq")
+
+
+def layer_pattern(text):
+    """Megatron's --moe-layer-freq pattern ("[1,0,1]", "[0]*3+[1]*58") as a
+    list of 0/1, or None: read as a sum of lists times counts, never run."""
+    out = []
+    for term in text.replace(" ", "").strip("()").split("+"):
+        m = re.fullmatch(r"\[([01](?:,[01])*)\](?:\*(\d{1,6}))?", term)
+        if not m:
+            return None
+        out += [int(v) for v in m.group(1).split(",")] * int(m.group(2) or 1)
+        if len(out) > 1_000_000:
+            return None
+    return out
+
+
+def mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, sources):
     if not a.given("--num-experts"):
         if ep > 1:
             raise InputError(f"--expert-model-parallel-size {ep}: no --num-experts")
@@ -674,7 +993,13 @@ def mixture_of_experts(a, ffn, ep, dp, cp, sources):
         raise InputError(f"--expert-model-parallel-size {ep}: does not divide --num-experts "
                          f"{experts}")
     if (dp * cp) % ep:
-        raise InputError(f"--expert-model-parallel-size {ep}: does not divide dp {dp} x cp {cp}")
+        etp = a.int("--expert-tensor-parallel-size", tp, hi=100000)
+        if (tp * dp * cp) % (ep * etp):
+            raise InputError(f"--expert-model-parallel-size {ep} x expert tp {etp} does not "
+                             f"divide tp {tp} x dp {dp} x cp {cp} (Megatron refuses it too; a "
+                             "world size set outside the script? give --world-size)")
+        raise InputError(f"--expert-model-parallel-size {ep}: does not divide dp {dp} x cp {cp}; "
+                         "experts spread over tensor-parallel ranks are not modelled by npusim")
     eflag = next((f for f in ("--moe-ffn-hidden-size", "--moe-intermediate-size") if a.given(f)),
                  None)
     if eflag:
@@ -692,11 +1017,13 @@ def mixture_of_experts(a, ffn, ep, dp, cp, sources):
     elif a.given("--n-shared-experts"):
         shared = a.int("--n-shared-experts", 0, 0, 1_000_000)
         sh_src = a.src("--n-shared-experts")
-    for f, ok in (("--moe-layer-freq", "1"), ("--expert-interval", "1"),
-                  ("--first-k-dense-replace", "0")):
-        t = a.text(f)
-        if t is not None and t.strip() != ok:
-            raise InputError(f"{f} {t}: npusim puts the experts in every layer")
+    t = a.text("--expert-interval")
+    if t is not None and t.strip() != "1":
+        raise InputError(f"--expert-interval {t}: experts in only some layers (other than the "
+                         "first k) are not modelled by npusim")
+    # MindSpeed's -1 makes no layer dense (layer i >= -1 is always MoE)
+    dense = a.int("--first-k-dense-replace", 0, -1, 100000)
+    dense, dense_src = moe_layer_freq(a, layers, max(dense, 0))
     if a.given("--moe-expert-capacity-factor"):
         cap = a.float("--moe-expert-capacity-factor", None, 0.01, 1000.0)
         cap_src = a.src("--moe-expert-capacity-factor")
@@ -707,4 +1034,6 @@ def mixture_of_experts(a, ffn, ep, dp, cp, sources):
     out.set("expert_ffn_hidden", effn, effn_src)
     out.set("capacity_factor", cap, cap_src)
     out.set("shared_experts", shared, sh_src)
+    if dense:
+        out.set("dense_layers", dense, dense_src)
     return out.d

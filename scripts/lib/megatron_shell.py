@@ -694,9 +694,12 @@ def assignment(word):
     return m.group(1), m.group(2) == "+", value
 
 
-def training_commands(text):
+def training_commands(text, programs=None):
     """The expanded words of every command that carries --num-layers, with
-    their lines, after following the script's assignments in order."""
+    their lines, after following the script's assignments in order. A list
+    given as programs gets the Python programs (words ending in .py) every
+    other command runs, so a script with no training command can be told
+    from one whose model is read from elsewhere."""
     env, depth, found = {}, 0, []
     lexer = Lexer(text)
     commands = lexer.commands()
@@ -749,6 +752,8 @@ def training_commands(text):
             fields = [f for w in words[k:] for f in expand_word(w, env)]
             if any(f.text == "--num-layers" or f.text.startswith("--num-layers=") for f in fields):
                 found.append((cmd.line, fields))
+            elif programs is not None:
+                programs.extend(f.text for f in fields if f.text.endswith(".py"))
             continue
         for a in pending:
             if a[0] == "array":

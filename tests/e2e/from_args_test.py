@@ -27,15 +27,27 @@ arrays, arithmetic, quotes, continuations, comments) and those it refuses
 (a value set inside if, $1, two training commands), -o written whole or not
 at all, a MoE plan.
 
+Modern models (issue #29), in small scripts written here in the layout of
+MindSpeed-LLM's and Megatron-LM's (the real ones are not stored; the count
+over them is scripts/bench/from_args_corpus.py): --kv-channels as
+model.head_dim, --first-k-dense-replace and --moe-layer-freq as
+model.moe.dense_layers, --num-layer-list as parallel.stage_layers, msrun
+--worker_num as the world size, a tokenizer file's vocabulary by the model's
+name, and npusim validate accepting the result; the refusals, one line each,
+of what npusim does not model (MLA, MTP, a linear-attention --spec, Ulysses
+and hybrid context parallelism, experts in some layers only) and of scripts
+that do not train (text generation, evaluation, checkpoint conversion) or
+train what is not a decoder (BERT, T5) or read the model from a file.
+
 Hostile input (issue #26): a variable or an array that doubles itself line
 after line, a word of a megabyte, defaults nested deep, arithmetic past
 bash's 64 bits, a FIFO: each ends within a time limit and an address-space
 limit of 256 MiB, with one line naming the file (and the line) and exit 2,
 or (the long word) the conversion; never a traceback.
 
-Finally the test shows it can fail: each of MUTATIONS breaks one mapping in a
-copy of the converter and its modules (scripts/lib/megatron_*.py), and the
-checks above must then fail.
+Finally the test shows it can fail: each of MUTATIONS (and MODERN_MUTATIONS)
+breaks one mapping in a copy of the converter and its modules
+(scripts/lib/megatron_*.py), and the checks above must then fail.
 
 Exit 0 when everything passed, 1 otherwise (each failure on a FAIL line).
 """
@@ -77,20 +89,16 @@ BUCKET = ("training.grad_bucket_MiB", 40e6 * 4 / (1 << 20), 80,
 
 CASES = [
     {"script": "llama2-7b-mindspeed.sh", "config": "llama2-7b.json",
-     "not_in_args": {"model.name": ["--model-name", "llama2-7b"],
-                     "model.vocab": ["--tokenizer-vocab", "32000"]},
+     "not_in_args": {"model.name": ["--model-name", "llama2-7b"]},
      "ignored": MINDSPEED_IGNORED, "disagree": [BUCKET]},
     {"script": "llama2-13b-mindspeed.sh", "config": "llama2-13b.json",
-     "not_in_args": {"model.name": ["--model-name", "llama2-13b"],
-                     "model.vocab": ["--tokenizer-vocab", "32000"]},
+     "not_in_args": {"model.name": ["--model-name", "llama2-13b"]},
      "ignored": MINDSPEED_IGNORED, "disagree": [NO_OVERLAP_GRAD]},
     {"script": "llama2-70b-mindspeed.sh", "config": "llama2-70b.json",
-     "not_in_args": {"model.name": ["--model-name", "llama2-70b"],
-                     "model.vocab": ["--tokenizer-vocab", "32000"]},
+     "not_in_args": {"model.name": ["--model-name", "llama2-70b"]},
      "ignored": MINDSPEED_IGNORED, "disagree": [NO_OVERLAP_GRAD, P2P]},
     {"script": "llama3-8b-mindspeed.sh", "config": "llama3-8b.json",
-     "not_in_args": {"model.name": ["--model-name", "llama3-8b"],
-                     "model.vocab": ["--tokenizer-vocab", "128256"]},
+     "not_in_args": {"model.name": ["--model-name", "llama3-8b"]},
      "ignored": MINDSPEED_IGNORED, "disagree": [NO_OVERLAP_GRAD]},
     {"script": "qwen2-72b-mindspeed.sh", "config": "qwen2-72b.json",
      "not_in_args": {"model.name": ["--model-name", "qwen2-72b"]},
@@ -130,6 +138,19 @@ MUTATIONS = [
     ("an unknown flag dropped without a line",
      'say(f"ignored {name} (not modelled)")', "pass"),
     ("fp16 read as bf16", 'prec, prec_src = "fp16", "--fp16"', 'prec, prec_src = "bf16", "--fp16"'),
+]
+# Broken the same way, caught by the modern-model checks (modern_checks).
+MODERN_MUTATIONS = [
+    ("--kv-channels dropped", 'model.set("head_dim", head_dim,', 'model.set("head_dim", 0,'),
+    ("an architecture flag not refused", 'raise InputError(f"{a.src(name)}: {what} is not modelled',
+     'a.ignore(name)  # ('),
+    ("--first-k-dense-replace dropped", "if dense:\n        out.set(", "if False:\n        out.set("),
+    ("msrun's --worker_num read as one node's", 'world = a.launcher_count("--worker-num")',
+     'world = a.launcher_count("--local-worker-num")'),
+    ("a text generation script converted", "            return False, what\n",
+     "            pass\n"),
+    ("--num-layer-list dropped", 'par.set("stage_layers", stage_layers,',
+     'par.set("stage_layers", None,'),
 ]
 
 failures = []
@@ -433,7 +454,7 @@ torchrun --nproc_per_node=$GPUS --nnodes $NNODES --node_rank $NODE_RANK \\
              "--nnodes", "an unset variable in torchrun's options"),
             (f"{run8} --num-layers 4 {rest}\n{run8} --num-layers 8 {rest}\n", "2 commands",
              "two training commands"),
-            ("echo --num-layers 4\n", "no command with --num-layers", "no training command")):
+            ("echo --num-layers 4\n", "no command carries --num-layers", "no training command")):
         path = os.path.join(tmp, "refuse.sh")
         with open(path, "w") as f:
             f.write(text)
@@ -467,6 +488,155 @@ torchrun --nproc_per_node=$GPUS --nnodes $NNODES --node_rank $NODE_RANK \\
             code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", path])
             if code != 0:
                 fail(f"MoE plan: npusim validate: {err.strip()}")
+
+
+# ---- modern models (issue #29): small scripts in the layout of MindSpeed-LLM's
+# and Megatron-LM's, written here (the real ones are not stored) ----
+
+MS_BODY = """
+GPT_ARGS="
+    --tensor-model-parallel-size 2 \\
+    --pipeline-model-parallel-size 2 \\
+    --num-layer-list 1,3 \\
+    --num-layers 4 \\
+    --hidden-size 512 \\
+    --num-attention-heads 8 \\
+    --kv-channels 128 \\
+    --group-query-attention \\
+    --num-query-groups 2 \\
+    --seq-length 1024 \\
+    --micro-batch-size 1 \\
+    --global-batch-size 8 \\
+    --num-experts 8 \\
+    --moe-router-topk 2 \\
+    --moe-ffn-hidden-size 256 \\
+    --first-k-dense-replace 1 \\
+    --moe-layer-freq -1 \\
+    --expert-model-parallel-size 2 \\
+    --spec mindspeed_llm.tasks.models.spec.qwen3_spec layer_spec \\
+    --tokenizer-type PretrainedFromHF \\
+    --tokenizer-name-or-path ./model_from_hf/tok \\
+    --padded-vocab-size 32000 \\
+    --swiglu --normalization RMSNorm --position-embedding-type rope \\
+    --use-distributed-optimizer \\
+    --bf16
+"
+"""
+
+
+def ms_script(tmp, name, launcher, extra=""):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/bash\nNPUS_PER_NODE=8\nNNODES=2\nWORLD_SIZE=$(($NPUS_PER_NODE*$NNODES))\n"
+                + MS_BODY + launcher + " pretrain_gpt.py $GPT_ARGS " + extra +
+                " --distributed-backend nccl | tee logs/x.log\n")
+    return path
+
+
+def modern_checks(converter, npusim, tmp, report=fail):
+    def error(args, flag, what):
+        code, out, err = convert(converter, args)
+        lines = err.strip().splitlines()
+        if code != 2 or out or len(lines) != 1 or flag not in lines[-1]:
+            report(f"{what}: expected exit 2 and one line naming {flag!r}, got exit {code}, "
+                   f"stderr {lines[-2:]}")
+
+    msrun = ("msrun --worker_num $WORLD_SIZE --local_worker_num $NPUS_PER_NODE --master_addr "
+             "localhost --master_port 6000 --node_rank 0 --log_dir=msrun_log --join=False "
+             "--cluster_time_out=300 --bind_core=True")
+    torchrun = "torchrun --nproc_per_node $NPUS_PER_NODE --nnodes $NNODES --node_rank 0"
+    for launcher, what in ((msrun, "msrun --worker_num"), (torchrun, "torchrun")):
+        path = ms_script(tmp, "pretrain_qwen3_moe.sh", launcher)
+        code, out, err = convert(converter, [path])
+        if code != 0:
+            report(f"modern model ({what}): exit {code}: {err.strip()[-300:]}")
+            continue
+        got = flat(json.loads(out))
+        want = {"model.head_dim": 128, "model.kv_heads": 2, "model.moe.dense_layers": 1,
+                "model.moe.experts": 8, "parallel.stage_layers": [1, 3], "parallel.dp": 4,
+                "parallel.tp": 2, "parallel.pp": 2, "parallel.ep": 2, "model.vocab": 32000}
+        for k, v in want.items():
+            if got.get(k) != v:
+                report(f"modern model ({what}): {k} is {got.get(k)!r}, expected {v!r}")
+        if "ignored --master" in err or "ignored --worker" in err or "ignored --log" in err:
+            report(f"modern model ({what}): a launcher option listed as not modelled: {err}")
+        if npusim is not None:
+            wl = os.path.join(tmp, "modern.json")
+            with open(wl, "w") as f:
+                f.write(out)
+            code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", wl])
+            if code != 0:
+                report(f"modern model ({what}): npusim validate: {err.strip()}")
+    # a MoE layer pattern as Megatron writes it: the dense first layers
+    path = ms_script(tmp, "pattern.sh", torchrun, "--moe-layer-freq '([0]*2+[1]*2)'")
+    code, out, err = convert(converter, [path])
+    dense = flat(json.loads(out)).get("model.moe.dense_layers") if code == 0 else None
+    if dense != 2:
+        report(f"--moe-layer-freq [0]*2+[1]*2: expected dense_layers 2, got exit {code} "
+               f"{err.strip()[-200:] if code else dense}")
+
+    # MindSpeed's no-op layers: fewer real layers, on the stages that hold them
+    path = ms_script(tmp, "noop.sh", torchrun, "--noop-layers 3")
+    code, out, err = convert(converter, [path])
+    got = flat(json.loads(out)) if code == 0 else {}
+    found = (got.get("model.layers"), got.get("parallel.stage_layers"))
+    if found != (3, [1, 2]):
+        report(f"--noop-layers 3: expected 3 layers on stages [1, 2], got exit {code} "
+               f"{err.strip()[-200:] if code else found}")
+
+    # refused in one line naming what is not modelled
+    for extra, flag, what in (
+            ("--multi-latent-attention --q-lora-rank 64", "--multi-latent-attention", "MLA"),
+            ("--mtp-num-layers 1", "--mtp-num-layers", "MTP"),
+            ("--spec mindspeed_llm.tasks.models.spec.qwen3_next_spec layer_spec",
+             "linear attention", "a linear-attention --spec"),
+            ("--spec my.own.spec layer_spec", "--spec my.own.spec", "an unknown --spec"),
+            ("--context-parallel-size 2 --context-parallel-algo ulysses_cp_algo",
+             "ulysses_cp_algo", "Ulysses context parallelism"),
+            ("--context-parallel-size 2 --context-parallel-algo hybrid_cp_algo",
+             "hybrid_cp_algo", "hybrid context parallelism"),
+            ("--moe-layer-freq 2", "--moe-layer-freq 2", "experts in every other layer"),
+            ("--moe-layer-freq '[1,0,1,1]'", "--moe-layer-freq", "a dense layer after MoE"),
+            ("--num-layer-list 2,3", "--num-layer-list", "stage layers not adding up"),
+            ("--noop-layers 0", "--noop-layers", "a stage left with no layer"),
+            ("--interleave-sliding-window 512", "sliding-window", "a window under the sequence"),
+            ("--tp-2d --tp-x 2 --tp-y 1", "--tp-2d", "2-D tensor parallelism")):
+        error([ms_script(tmp, "refuse.sh", torchrun, extra)], flag, what)
+    error([ms_script(tmp, "refuse.sh", "msrun --worker_num 12 --local_worker_num 8")],
+          "--local_worker_num", "msrun's nodes not dividing its workers")
+
+    # the vocabulary of a tokenizer read from a file: the model family's, by name
+    llama = os.path.join(tmp, "pretrain_llama2_7b_ptd.sh")
+    with open(llama, "w") as f:
+        f.write("torchrun --nproc_per_node 8 pretrain_gpt.py " + " ".join(MINIMAL[:-2]) +
+                " --tokenizer-type PretrainedFromHF --tokenizer-name-or-path ./tok\n")
+    code, out, err = convert(converter, [llama])
+    if code != 0 or flat(json.loads(out)).get("model.vocab") != 32000:
+        report(f"Llama 2 by its name: expected vocab 32000, got exit {code} {err.strip()[-200:]}")
+    error(["--world-size", "8", "--"] + MINIMAL[:-2] + ["--tokenizer-type", "PretrainedFromHF"],
+          "--tokenizer-vocab", "an unnamed tokenizer file")
+
+    # scripts that do not train, and models that are not decoders
+    rest = " ".join(MINIMAL)
+    for text, flag, what in (
+            (f"torchrun --nproc_per_node 8 tools/run_text_generation_server.py {rest}\n",
+             "not a training script: text generation", "a text generation server"),
+            (f"python -m examples.inference.gpt.gpt_static_inference {rest}\n",
+             "not a training script: text generation", "python -m of an inference module"),
+            (f"python -m torch.distributed.launch --nproc_per_node 8 tasks/main.py "
+             f"--task MSDP-EVAL-F1 {rest}\n", "not a training script: evaluation",
+             "an evaluation task"),
+            (f"torchrun --nproc_per_node 8 pretrain_bert.py {rest}\n", "BERT", "BERT"),
+            ("torchrun --nproc_per_node 8 pretrain_t5.py --encoder-num-layers 12\n", "T5", "T5"),
+            ("torchrun --nproc_per_node 8 train_fsdp2.py model.yaml\n", "configuration file",
+             "a model in a YAML file"),
+            ("python tools/checkpoint/convert.py --model-type GPT\n",
+             "not a training script: checkpoint", "checkpoint conversion"),
+            ("MODEL_ARGS=\"--num-layers 4\"\n", "not a training script", "a fragment")):
+        path = os.path.join(tmp, "notrain.sh")
+        with open(path, "w") as f:
+            f.write(text)
+        error([path], flag, what)
 
 
 HOSTILE_AS_BYTES = 256 << 20   # address space a conversion may take
@@ -563,9 +733,13 @@ def converter_sources(converter):
     return sources
 
 
+class Caught(Exception):
+    """A mutation made a check fail: the rest need not run."""
+
+
 def mutation_checks(converter, npusim, tmp):
     sources = converter_sources(converter)
-    for what, old, new in MUTATIONS:
+    for what, old, new in MUTATIONS + MODERN_MUTATIONS:
         if "npusim validate" in what and npusim is None:
             continue
         if sum(text.count(old) for text in sources.values()) != 1:
@@ -583,7 +757,16 @@ def mutation_checks(converter, npusim, tmp):
                 f.write(text.replace(old, new))
         broken = os.path.join(root, "tools", "broken-npusim-from-args")
         caught = []
-        for case in CASES:
+
+        def first(msg):   # the first failure is enough: stop there
+            caught.append(msg)
+            raise Caught()
+        if (what, old, new) in MODERN_MUTATIONS:
+            try:
+                modern_checks(broken, npusim, tmp, report=first)
+            except Caught:
+                pass
+        for case in CASES if not caught else ():
             check_case(broken, npusim, case, tmp, report=caught.append)
             if caught:
                 break
@@ -612,6 +795,10 @@ def main():
         cli_checks(converter, npusim, tmp)
         if len(failures) == before:
             print("ok   command line")
+        before = len(failures)
+        modern_checks(converter, npusim, tmp)
+        if len(failures) == before:
+            print("ok   modern models (head_dim, dense layers, stage layers, msrun, refusals)")
         hostile_checks(converter, tmp)
         if not args.no_mutations:
             mutation_checks(converter, npusim, tmp)
