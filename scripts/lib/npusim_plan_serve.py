@@ -302,25 +302,9 @@ def max_rate(npusim, base, sets, slo_text, attain, window_s, timeout):
     def meets(res):
         return attainment(res) >= attain
 
-    res, err = at(RATE_START)
-    if err:
-        return None, err
-    lo, lo_res, hi = (RATE_START, res, None) if meets(res) else (None, None, RATE_START)
-    while lo is None or hi is None:  # bracket: double up, or halve down
-        rate = lo * 2 if hi is None else hi / 2
-        if not RATE_LIMITS[0] <= rate <= RATE_LIMITS[1] or count(rate) > MAX_RATE_COUNT:
-            break
-        res, err = at(rate)
-        if err:
-            return None, err
-        if meets(res):
-            lo, lo_res = rate, res
-        else:
-            hi, hi_res = rate, res
-    if lo is None:  # misses even at the least rate: sustains nothing
-        return dict(hi_res if hi is not None else res, max_rate_per_s=0.0, rate_runs=runs), None
-    while hi is not None and hi / lo > 1 + RATE_TOLERANCE:
-        rate = math.sqrt(lo * hi)
+    lo = hi = lo_res = None
+    rate = RATE_START
+    while True:
         res, err = at(rate)
         if err:
             return None, err
@@ -328,6 +312,16 @@ def max_rate(npusim, base, sets, slo_text, attain, window_s, timeout):
             lo, lo_res = rate, res
         else:
             hi = rate
+        if lo is None or hi is None:  # bracket: double up, or halve down
+            rate = lo * 2 if hi is None else hi / 2
+            if not RATE_LIMITS[0] <= rate <= RATE_LIMITS[1] or count(rate) > MAX_RATE_COUNT:
+                break
+        elif hi / lo > 1 + RATE_TOLERANCE:  # bisect, geometrically
+            rate = math.sqrt(lo * hi)
+        else:
+            break
+    if lo is None:  # misses even at the least rate: sustains nothing (its last run shown)
+        return dict(res, max_rate_per_s=0.0, rate_runs=runs), None
     return dict(lo_res, max_rate_per_s=lo, rate_runs=runs), None
 
 
