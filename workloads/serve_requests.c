@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "jsonfile.h"
+#include "npu_int.h"
 
 #define NPU_JSONL_ERR 512
 
@@ -21,10 +22,7 @@ typedef struct {
 } rng_t;
 
 static uint64_t rng_next(rng_t *r) {
-  uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return npu_splitmix64(&r->state);
 }
 
 /* Uniform in (0, 1): 53 random bits, never 0. */

@@ -33,6 +33,16 @@ static inline uint64_t npu_hash_u64(uint64_t h, uint64_t word) {
   return h ^ (h >> 29);
 }
 
+/* The next number of the splitmix64 sequence whose state is *state (Steele,
+ * Lea and Flood 2014): the same numbers on every platform, for the seeded
+ * draws (the request generator, the routing skew). */
+static inline uint64_t npu_splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 /* Folds the bytes of NUL-terminated s into hash h: plain FNV-1a. */
 static inline uint64_t npu_hash_str(uint64_t h, const char *s) {
   for (; *s; s++)

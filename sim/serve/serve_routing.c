@@ -10,13 +10,6 @@
 
 #define SKEW_DRAWS 64 /* seeded placements averaged for the expected busiest rank */
 
-static uint64_t splitmix(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Zipf shares of n experts with exponent s, largest first, each capped at
  * 1 / top_k (a token picks an expert once) with the excess spread over the
  * others in proportion. */
@@ -83,7 +76,7 @@ double serve_routing_skew(const serving_cfg_t *s, const moe_cfg_t *x, int ep) {
     for (int i = 0; i < n; i++)
       order[i] = i;
     for (int i = n - 1; i > 0; i--) { /* Fisher-Yates: expert order[i] gets popularity i */
-      int j = (int)(splitmix(&state) % (uint64_t)(i + 1)), t = order[i];
+      int j = (int)(npu_splitmix64(&state) % (uint64_t)(i + 1)), t = order[i];
       order[i] = order[j], order[j] = t;
     }
     memset(load, 0, (size_t)ep * sizeof *load);

@@ -15,6 +15,15 @@ static void one_us(const void *ctx, int rank, int op, double *ran_s, double *nom
   *ran_s = *nominal_s = 1e-6;
 }
 
+/* Removes PREFIX.0.et .. PREFIX.(n-1).et, a test's exported ranks. */
+static void remove_ranks(const char *prefix, int n) {
+  for (int r = 0; r < n; r++) {
+    char f[256];
+    snprintf(f, sizeof f, "%s.%d.et", prefix, r);
+    remove(f);
+  }
+}
+
 /* A trace written as Chakra reads back with its streams, its dependencies and
  * its events: a wait depends on the op that records its event (a ctrl_dep). */
 static void test_chakra_keeps_streams_deps_and_events(void) {
@@ -45,11 +54,7 @@ static void test_chakra_keeps_streams_deps_and_events(void) {
   CU_ASSERT_EQUAL(p->ops[6].type, TRACE_OP_COLL); /* the tp allreduce */
   trace_free(&back);
   trace_free(&t);
-  for (int r = 0; r < 16; r++) {
-    char f[96];
-    snprintf(f, sizeof f, "%s.%d.et", prefix, r);
-    remove(f);
-  }
+  remove_ranks(prefix, 16);
   remove(groups);
   remove(dir);
 }
@@ -102,11 +107,7 @@ static void test_chakra_allgather_sizes(void) {
   CU_ASSERT_EQUAL(chakra_allgather_parse("total"), CHAKRA_ALLGATHER_TOTAL);
   CU_ASSERT_EQUAL(chakra_allgather_parse("output"), -1);
   trace_free(&t);
-  for (int r = 0; r < 8; r++) {
-    char fn[128];
-    snprintf(fn, sizeof fn, "%s.%d.et", prefix, r);
-    remove(fn);
-  }
+  remove_ranks(prefix, 8);
   remove(groups);
   remove(in);
   remove(dir);
