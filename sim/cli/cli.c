@@ -11,8 +11,6 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
-#include <xbt/base.h>
-#include <simgrid/version.h> /* needs xbt/base.h first */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,6 +21,7 @@
 #include "config_schema.h"
 #include "jsonfile.h"
 #include "outfile.h"
+#include "simgrid_dl.h"
 #include "time_limit.h"
 
 const char *const cli_format_names[FORMAT_COUNT] = {"table", "json", "csv"};
@@ -197,8 +196,12 @@ static void print_command_help(FILE *f, const command_t *c) {
 }
 
 static void print_version(FILE *f) {
-  int major, minor, patch;
-  sg_version_get(&major, &minor, &patch);
+  int major = 0, minor = 0, patch = 0;
+  npu_err_t err = {0};
+  if (simgrid_dl_open(&err) == 0)
+    sg_version_get(&major, &minor, &patch);
+  else
+    fprintf(stderr, "npusim: %s\n", err.msg);
   fprintf(f, "npusim %s (SimGrid %d.%d.%d, cJSON %s, zlib %s)\n", NPUSIM_VERSION, major, minor,
           patch, cJSON_Version(), zlibVersion());
 }

@@ -19,18 +19,13 @@
  * crawls on the dead link, platform.c) and post it again from their shadow
  * hosts. */
 #include <math.h>
-#include <simgrid/actor.h>
-#include <simgrid/barrier.h>
-#include <simgrid/comm.h>
-#include <simgrid/engine.h>
-#include <simgrid/host.h>
-#include <simgrid/mailbox.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "coll_engine.h"
+#include "simgrid_dl.h"
 
 typedef struct {
   int src, dst;
@@ -85,6 +80,8 @@ int coll_flow_start(const topo_t *topo, int endpoints, const pair_set_t *pairs, 
     return -1;
   }
   simgrid_used = true;
+  if (simgrid_dl_open(err))
+    return -1;
   char path[PLATFORM_PATH_MAX];
   if (platform_write(topo, endpoints, pairs, path, sizeof path, err))
     return -1;

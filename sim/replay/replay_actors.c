@@ -9,20 +9,13 @@
  * replay that includes SimGrid. Not modelled here: anything the plan did not
  * decide (costs, modes, which ranks run). */
 #include <math.h>
-#include <simgrid/actor.h>
-#include <simgrid/barrier.h>
-#include <simgrid/comm.h>
-#include <simgrid/cond.h>
-#include <simgrid/engine.h>
-#include <simgrid/host.h>
-#include <simgrid/mailbox.h>
-#include <simgrid/mutex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "replay_engine.h"
+#include "simgrid_dl.h"
 
 /* A rank's progress: which ops are done, who waits, its buffers. */
 typedef struct {

@@ -1,0 +1,36 @@
+/* simgrid_dl.c - SimGrid opened at first use; see simgrid_dl.h. */
+#define SIMGRID_DL_TABLE
+#include "simgrid_dl.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <string.h>
+
+simgrid_dl_t simgrid_dl;
+
+int simgrid_dl_open(npu_err_t *err) {
+  static bool opened = false;
+  if (opened)
+    return 0;
+  /* RTLD_GLOBAL: SimGrid's plugins and ns-3 resolve against it */
+  void *lib = dlopen(NPUSIM_SIMGRID_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) {
+    npu_err_set(err, "SimGrid: expected the library %s (the flow fidelity and the actors engine "
+                "run on it), found: %s", NPUSIM_SIMGRID_LIBRARY, dlerror());
+    return -1;
+  }
+#define SIMGRID_DL_FILL(name)                                                              \
+  {                                                                                        \
+    void *symbol = dlsym(lib, #name);                                                      \
+    if (!symbol) {                                                                         \
+      npu_err_set(err, "SimGrid: expected the function %s in %s, found none", #name,       \
+                  NPUSIM_SIMGRID_LIBRARY);                                                 \
+      return -1;                                                                           \
+    }                                                                                      \
+    memcpy(&simgrid_dl.name, &symbol, sizeof symbol); /* ISO C has no object-to-function cast */ \
+  }
+  SIMGRID_DL_FUNCTIONS(SIMGRID_DL_FILL)
+#undef SIMGRID_DL_FILL
+  opened = true;
+  return 0;
+}
