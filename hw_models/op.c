@@ -10,7 +10,7 @@
 const char *const op_kind_names[OP_KIND_COUNT] = {
     "matmul", "attention_fwd", "attention_bwd", "add", "mul", "gelu", "swiglu", "softmax",
     "layernorm", "rmsnorm", "rope", "cross_entropy", "adam", "cast", "copy", "reduce_sum",
-    "attention_decode"};
+    "attention_decode", "geglu"};
 
 const char *const op_form_names[OP_FORM_COUNT] = {"fused", "unfused"};
 

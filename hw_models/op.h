@@ -36,6 +36,7 @@ typedef enum {
   OP_REDUCE_SUM,    /* rows reduced to one row */
   OP_ATTN_DECODE,   /* one new query token per sequence over its cached keys and values (paged,
                      * split-KV): dims batch, heads, context, head_dim (+kv heads) */
+  OP_GEGLU,         /* GeLU-gated: input rows x 2 cols, output rows x cols */
   OP_KIND_COUNT
 } op_kind_t;
 

@@ -68,6 +68,7 @@ static const vec_profile_t profiles[OP_KIND_COUNT] = {
     [OP_MUL] = {2, 0, 1, 0, 1, false, false, 0, 1},
     [OP_GELU] = {1, 0, 1, 0, 14, true, false, 1, 1},  /* tanh form: ~7 ops, fp32 and casts */
     [OP_SWIGLU] = {2, 0, 1, 0, 8, true, false, 1, 1}, /* per output: exp, add, div, 2 mul, casts */
+    [OP_GEGLU] = {2, 0, 1, 0, 15, true, false, 1, 1}, /* gelu's tanh form, then a mul */
     [OP_SOFTMAX] = {1, 0, 1, 0, 6, true, true, 1, 1}, /* max, sub, exp, sum, mul, cast */
     [OP_LAYERNORM] = {1, 0, 1, 0, 8, true, true, 0, 1},
     [OP_RMSNORM] = {1, 0, 1, 0, 5, true, true, 0, 1},
@@ -109,6 +110,10 @@ static int op_kernels(const op_desc_t *op, kernel_t k[2]) {
     k[0] = (kernel_t){{1, 0, 1, 0, 6, true, false, 1, 1}, rows, cols, 1, false};
     k[1] = (kernel_t){{2, 0, 1, 0, 1, false, false, 0, 1}, rows, cols, 1, false};
     return 2;
+  case OP_GEGLU: /* a, b = x.chunk(2, -1); gelu(a) * b: the same two kernels, gelu's first */
+    k[0] = (kernel_t){profiles[OP_GELU], rows, cols, 1, false};
+    k[1] = (kernel_t){{2, 0, 1, 0, 1, false, false, 0, 1}, rows, cols, 1, false};
+    return 2;
   case OP_CROSS_ENTROPY: /* log-softmax writes log-probabilities; NLL gathers one per row
                           * (an int64 target: two 4-byte words) and takes the mean */
     k[0] = (kernel_t){{1, 0, 1, 0, 5, true, true, 1, 1}, rows, cols, 0, looped_softmax(op)};
@@ -136,7 +141,7 @@ static int op_kernels(const op_desc_t *op, kernel_t k[2]) {
  * (F.layer_norm, F.rms_norm, F.silu, F.cross_entropy); F.gelu and torch.softmax
  * bind straight to C++, as x + y does. */
 static bool functional_wrapper(op_kind_t kind) {
-  return kind == OP_SWIGLU || kind == OP_LAYERNORM || kind == OP_RMSNORM ||
+  return kind == OP_SWIGLU || kind == OP_GEGLU || kind == OP_LAYERNORM || kind == OP_RMSNORM ||
          kind == OP_CROSS_ENTROPY;
 }
 

@@ -30,6 +30,7 @@ typedef enum {
   GEN_RMSNORM,
   GEN_GELU,
   GEN_SWIGLU,
+  GEN_GEGLU,
   GEN_CROSS_ENTROPY,
   GEN_REDUCE_SUM,
   GEN_ADAM,
@@ -50,6 +51,7 @@ static const char *const gen_compute_names[GEN_COMPUTE_COUNT] = {
     [GEN_RMSNORM] = "rmsnorm",
     [GEN_GELU] = "gelu",
     [GEN_SWIGLU] = "swiglu",
+    [GEN_GEGLU] = "geglu",
     [GEN_CROSS_ENTROPY] = "cross_entropy",
     [GEN_REDUCE_SUM] = "reduce_sum",
     [GEN_ADAM] = "adam",
@@ -221,7 +223,8 @@ static int mm(gen_t *g, double m, double n, double k, int dep) {
 static int vec(gen_t *g, gen_compute_t kind, double rows, double cols, int dep) {
   int i = shaped(g, kind, rows, cols, 0, 0, 0, dep);
   const training_cfg_t *t = &g->w->training;
-  g->p->ops[i].unfused = (kind == GEN_SWIGLU && t->swiglu_kernels == KERNELS_UNFUSED) ||
+  g->p->ops[i].unfused = ((kind == GEN_SWIGLU || kind == GEN_GEGLU) &&
+                          t->swiglu_kernels == KERNELS_UNFUSED) ||
                          (kind == GEN_CROSS_ENTROPY && t->cross_entropy_kernels == KERNELS_UNFUSED);
   return i;
 }
@@ -302,16 +305,19 @@ static int attention(gen_t *g, bool bwd, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
   double b = g->w->training.micro_batch, s = (double)m->seq_len / par->cp, t = par->tp;
-  double heads = m->heads / t, kv = m->kv_heads / t, d = xf_head_dim(m);
+  xf_attention_widths_t wd = xf_attention_widths(m);
+  /* the fused kernel takes one head width: the mean of the query/key and value
+   * widths keeps its FLOPs (MLA: 192 and 128 -> 160) */
+  double heads = m->heads / t, kv = wd.kv_heads / t, d = (wd.qk + wd.v) / 2;
   gen_compute_t kind = bwd ? GEN_ATTENTION_BWD : GEN_ATTENTION_FWD;
   if (!g->w->training.flash_attention) { /* unfused: scores materialised, softmax apart */
     int x = dep;
     for (int pass = 0; pass < (bwd ? 2 : 1); pass++) { /* backward: dgrad and wgrad */
-      x = shaped(g, GEN_MATMUL, s, s, d, b * heads, 0, x);
+      x = shaped(g, GEN_MATMUL, s, s, wd.qk, b * heads, 0, x);
       x = vec(g, GEN_SOFTMAX, b * heads * s, s, x);
       if (pass == 0)
         x = dropout(g, b * heads * s, s, x);
-      x = shaped(g, GEN_MATMUL, s, d, s, b * heads, 0, x);
+      x = shaped(g, GEN_MATMUL, s, wd.v, s, b * heads, 0, x);
     }
     return x;
   }
@@ -319,7 +325,7 @@ static int attention(gen_t *g, bool bwd, int dep) {
    * previous one while passing it on */
   int x = shaped(g, kind, b, heads, s, d, kv, dep), block = dep;
   /* keys and values; the backward also passes their gradients around */
-  double kv_bytes = (bwd ? 4 : 2) * b * s * kv * d * g->e;
+  double kv_bytes = (bwd ? 2 : 1) * b * s * kv * (wd.qk + wd.v) * g->e;
   for (int step = 1; step < par->cp; step++) {
     beside(g, x, p2p(g, TRACE_OP_SEND, TRAIN_PART_CP, g->cp_send, g->cp_next, g->tag_cp,
                      kv_bytes, block));
@@ -360,8 +366,10 @@ static int ffn(gen_t *g, double tokens, double f, double batch, bool column, boo
                int dep) {
   const model_cfg_t *m = &g->w->model;
   double h = m->hidden;
-  bool gated = m->activation == ACTIVATION_SWIGLU;
-  gen_compute_t act = gated ? GEN_SWIGLU : GEN_GELU;
+  bool gated = xf_gated(m);
+  gen_compute_t act = m->activation == ACTIVATION_SWIGLU  ? GEN_SWIGLU
+                      : m->activation == ACTIVATION_GEGLU ? GEN_GEGLU
+                                                          : GEN_GELU;
   double up = gated ? 2 * f : f, rows = tokens * batch;
   if (!bwd) {
     int x = shaped(g, GEN_MATMUL, tokens, up, h, batch, 0, dep);
@@ -408,23 +416,84 @@ static int mlp(gen_t *g, bool bwd, int dep) {
  * learned position table). */
 static int rotary(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
+  double t = g->w->parallel.tp;
+  if (m->has_mla) /* the queries' rotary parts and the key's one, shared by all heads */
+    return vec(g, GEN_ROPE, g->tokens, (m->heads / t + 1) * m->mla.qk_rope_head_dim, dep);
   if (m->position != POSITION_ROPE)
     return dep;
   double d = xf_head_dim(m);
-  return vec(g, GEN_ROPE, g->tokens, (m->heads + m->kv_heads) * d / g->w->parallel.tp, dep);
+  return vec(g, GEN_ROPE, g->tokens, (m->heads + m->kv_heads) * d / t, dep);
+}
+
+/* The query, key and value projections of one rank. Grouped-query attention:
+ * one fused column-parallel matmul. Multi-head latent attention as
+ * Megatron-Core trains it (not absorbed): the queries through their low-rank
+ * pair (or directly), the latent and the shared rotary key from one down
+ * projection, the latents normed, then every local head's no-rope key and
+ * value rebuilt from the latent. The down projections are whole on every rank
+ * (transformer.h), the up projections split by heads. */
+static int qkv_forward(gen_t *g, int x) {
+  const model_cfg_t *m = &g->w->model;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
+  if (!m->has_mla)
+    return mm(g, tk, (m->heads + 2.0 * m->kv_heads) * xf_head_dim(m) / t, h, x);
+  const mla_cfg_t *a = &m->mla;
+  double hl = m->heads / t, qk = (double)a->qk_nope_head_dim + a->qk_rope_head_dim;
+  if (a->q_lora_rank) {
+    x = mm(g, tk, a->q_lora_rank, h, x);
+    x = vec(g, norm_kind(m), tk, a->q_lora_rank, x);
+    x = mm(g, tk, hl * qk, a->q_lora_rank, x);
+  } else {
+    x = mm(g, tk, hl * qk, h, x);
+  }
+  x = mm(g, tk, (double)a->kv_lora_rank + a->qk_rope_head_dim, h, x);
+  x = vec(g, norm_kind(m), tk, a->kv_lora_rank, x);
+  return mm(g, tk, hl * ((double)a->qk_nope_head_dim + a->v_head_dim), a->kv_lora_rank, x);
+}
+
+/* The backward of qkv_forward: MLA's up projections (dgrad, wgrad) and their
+ * norms, then the projections from the hidden state as one column-parallel
+ * linear, whose input gradient is reduced over the tensor-parallel group [A:
+ * Megatron-Core reduces the latents' gradients instead; the same order of
+ * bytes]. */
+static int qkv_backward(gen_t *g, int x) {
+  const model_cfg_t *m = &g->w->model;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
+  if (!m->has_mla)
+    return column_backward(g, tk, (m->heads + 2.0 * m->kv_heads) * xf_head_dim(m) / t, h, x);
+  const mla_cfg_t *a = &m->mla;
+  double hl = m->heads / t, qk = (double)a->qk_nope_head_dim + a->qk_rope_head_dim;
+  double kv_up = hl * ((double)a->qk_nope_head_dim + a->v_head_dim);
+  x = mm(g, tk, a->kv_lora_rank, kv_up, x);
+  x = mm(g, a->kv_lora_rank, kv_up, tk, x);
+  x = vec(g, norm_kind(m), tk, a->kv_lora_rank, x);
+  double down = (double)a->kv_lora_rank + a->qk_rope_head_dim;
+  if (a->q_lora_rank) {
+    x = mm(g, tk, a->q_lora_rank, hl * qk, x);
+    x = mm(g, a->q_lora_rank, hl * qk, tk, x);
+    x = vec(g, norm_kind(m), tk, a->q_lora_rank, x);
+    down += a->q_lora_rank;
+  } else {
+    down += hl * qk;
+  }
+  return column_backward(g, tk, down, h, x);
+}
+
+/* The output projection's input width on one rank: the local heads' values. */
+static double out_proj_width(const model_cfg_t *m, int tp) {
+  return (double)m->heads * xf_attention_widths(m).v / tp;
 }
 
 static int layer_forward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, d = xf_head_dim(m);
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
   double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
-  double qkv = (m->heads + 2.0 * m->kv_heads) * d / t;
   int x = vec(g, norm_kind(m), rows, h, dep);
   x = tp_enter(g, x);
-  x = mm(g, tk, qkv, h, x);
+  x = qkv_forward(g, x);
   x = rotary(g, x);
   x = attention(g, false, x);
-  x = mm(g, tk, h, m->heads * d / t, x);
+  x = mm(g, tk, h, out_proj_width(m, g->w->parallel.tp), x);
   x = tp_exit(g, x);
   x = vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
   x = vec(g, norm_kind(m), rows, h, x);
@@ -437,9 +506,8 @@ static int layer_forward(gen_t *g, int dep) {
 static int layer_backward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
-  double tk = g->tokens, h = m->hidden, t = par->tp, d = xf_head_dim(m);
-  double rows = par->sequence_parallel ? tk / t : tk;
-  double qkv = (m->heads + 2.0 * m->kv_heads) * d / t, o = m->heads * d / t;
+  double tk = g->tokens, h = m->hidden, t = par->tp;
+  double rows = par->sequence_parallel ? tk / t : tk, o = out_proj_width(m, par->tp);
   int x = dep;
   if (par->recompute == RECOMPUTE_FULL)
     x = layer_forward(g, x);
@@ -456,7 +524,7 @@ static int layer_backward(gen_t *g, int dep) {
     x = attention(g, false, x);
   x = attention(g, true, x);
   x = rotary(g, x);
-  x = column_backward(g, tk, qkv, h, x);
+  x = qkv_backward(g, x);
   x = vec(g, norm_kind(m), rows, h, x);
   return vec(g, GEN_ADD, rows, h, x); /* the residual's gradient joins */
 }
@@ -586,13 +654,79 @@ static int sent_wait(gen_t *g, int last_compute, int send) {
 }
 
 /* Forward or backward of one chunk of layers for one micro-batch. */
+/* The final norm, the LM head and the loss of the last stage. */
+static int head_forward(gen_t *g, int x) {
+  const model_cfg_t *m = &g->w->model;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, vocab = (double)m->vocab / t;
+  x = vec(g, norm_kind(m), g->w->parallel.sequence_parallel ? tk / t : tk, h, x);
+  x = tp_enter(g, x);
+  x = mm(g, tk, vocab, h, x);
+  return vec(g, GEN_CROSS_ENTROPY, tk, vocab, x);
+}
+
+/* The loss's and the LM head's backward (dgrad, wgrad), the final norm's. */
+static int head_backward(gen_t *g, int x) {
+  const model_cfg_t *m = &g->w->model;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, vocab = (double)m->vocab / t;
+  if (g->w->training.cross_entropy_kernels == KERNELS_UNFUSED) {
+    /* log-softmax's backward: reads its output and the gradient, writes the input
+     * gradient - a mul's bytes (NLL's backward scatter into zeros not counted) */
+    x = vec(g, GEN_MUL, tk, vocab, x);
+    g->p->ops[x].unfused = true;
+  }
+  x = column_backward(g, tk, vocab, h, x);
+  return vec(g, norm_kind(m), g->w->parallel.sequence_parallel ? tk / t : tk, h, x);
+}
+
+/* Multi-token prediction module k (transformer.h), after the main head on the
+ * last stage: the hidden state and the next token's embedding (looked up
+ * again) each normed, projected together (2 hidden -> hidden, column-parallel,
+ * its output gathered over the tensor-parallel group), one layer, then the
+ * shared final norm, LM head and loss. Its layer counts as layer layers + k. */
+static int mtp_forward(gen_t *g, int k, int x) {
+  const model_cfg_t *m = &g->w->model;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
+  double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
+  g->at.layer = m->layers + k;
+  x = vec(g, GEN_COPY, tk, h, x); /* the shifted tokens' embedding */
+  x = vec(g, norm_kind(m), rows, h, x);
+  x = vec(g, norm_kind(m), rows, h, x);
+  x = tp_enter(g, x);
+  x = mm(g, tk, h / t, 2 * h, x);
+  if (t > 1)
+    x = coll(g, GEN_ALLGATHER, g->tp, COMM_TP, tk * h * g->e, x);
+  x = layer_forward(g, x);
+  return head_forward(g, x);
+}
+
+/* The backward of mtp_forward; the module's own weights' gradients are ready
+ * after it (the LM head's add to the main head's). */
+static int mtp_backward(gen_t *g, int k, bool last_mb, int x) {
+  const model_cfg_t *m = &g->w->model;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
+  double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
+  double grad_bytes = workload_grad_bytes(g->w);
+  g->at.layer = m->layers + k;
+  x = head_backward(g, x);
+  x = layer_backward(g, x);
+  bool moe = xf_mtp_is_moe(m);
+  double expert_grad = routed_expert_params(g->w, moe) * grad_bytes;
+  grads_ready(g, layer_params(g->w, moe) * grad_bytes - expert_grad, expert_grad, x, last_mb);
+  x = mm(g, tk, 2 * h, h / t, x); /* the projection: dgrad, wgrad */
+  x = mm(g, 2 * h, h / t, tk, x);
+  x = tp_exit(g, x);
+  x = vec(g, norm_kind(m), rows, h, x);
+  x = vec(g, norm_kind(m), rows, h, x);
+  grads_ready(g, xf_mtp_extra_params(m, g->w->parallel.tp) * grad_bytes, 0, x, last_mb);
+  return x;
+}
+
 static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd, int last_op) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
   bool first_virtual = st->stage == 0 && chunk == 0;
   bool last_virtual = st->stage == st->pp - 1 && chunk == st->vpp - 1;
   double tk = g->tokens, h = m->hidden, t = par->tp, vocab = (double)m->vocab / t;
-  double rows = par->sequence_parallel ? tk / t : tk; /* norms run on the sequence shard */
   double grad_bytes = workload_grad_bytes(g->w);
   bool last_mb = mb == st->microbatches - 1;
   int x = last_op;
@@ -625,11 +759,11 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
       x = layer_forward(g, gather_params(g, &prefetch, x));
     }
     g->at.layer = -1;
-    if (last_virtual) { /* final norm, LM head, loss */
-      x = vec(g, norm_kind(m), rows, h, x);
-      x = tp_enter(g, x);
-      x = mm(g, tk, vocab, h, x);
-      x = vec(g, GEN_CROSS_ENTROPY, tk, vocab, x);
+    if (last_virtual) {
+      x = head_forward(g, x);
+      for (int k = 0; k < m->mtp_layers; k++)
+        x = mtp_forward(g, k, x);
+      g->at.layer = -1;
     } else {
       int sent = p2p(g, TRACE_OP_SEND, TRAIN_PART_PP, g->send_next, pp_next(g, st), g->tag_fwd,
                      st->act_bytes, x);
@@ -637,15 +771,11 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     }
     return x;
   }
-  if (last_virtual) { /* LM head backward (dgrad, wgrad), final norm backward */
-    if (g->w->training.cross_entropy_kernels == KERNELS_UNFUSED) {
-      /* log-softmax's backward: reads its output and the gradient, writes the input
-       * gradient - a mul's bytes (NLL's backward scatter into zeros not counted) */
-      x = vec(g, GEN_MUL, tk, vocab, x);
-      g->p->ops[x].unfused = true;
-    }
-    x = column_backward(g, tk, vocab, h, x);
-    x = vec(g, norm_kind(m), rows, h, x);
+  if (last_virtual) {
+    for (int k = m->mtp_layers - 1; k >= 0; k--)
+      x = mtp_backward(g, k, last_mb, x);
+    g->at.layer = -1;
+    x = head_backward(g, x);
     grads_ready(g, h * vocab * grad_bytes, 0, x, last_mb);
   } else {
     x = join(g, x, gathered(g, in));
@@ -821,26 +951,37 @@ static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double pa
 
 /* ---- the whole job ---- */
 
-/* Model FLOPs per token of a step: forward and backward (twice the forward)
- * of every layer's matmuls and attention core, and the LM head; with
- * recomputation, the forward again (full) or its attention core (selective). */
+/* FLOPs per token of one layer: forward and backward (twice the forward) of
+ * its matmuls and attention core; with recomputation, the forward again (full)
+ * or its attention core (selective). */
+static double layer_flops(const workload_cfg_t *w, bool moe, bool with_recompute) {
+  const model_cfg_t *m = &w->model;
+  double core = xf_attention_flops(m, m->seq_len);
+  double fwd_layer = xf_layer_matmul_flops(m, moe) + core;
+  double layer = 3 * fwd_layer;
+  if (with_recompute && w->parallel.recompute == RECOMPUTE_FULL)
+    layer += fwd_layer;
+  else if (with_recompute && w->parallel.recompute == RECOMPUTE_SELECTIVE)
+    layer += core;
+  return layer;
+}
+
+/* Model FLOPs per token of a step: every layer's, the LM head's, and the
+ * multi-token-prediction modules'. */
 static double flops_per_token(const workload_cfg_t *w, bool with_recompute) {
   const model_cfg_t *m = &w->model;
-  double core = xf_attention_flops(m, m->seq_len), total = 0;
+  double h = m->hidden, total = 0;
   int moe_layers = xf_moe_layers(m);
   for (int moe = 0; moe < 2; moe++) {
     int n = moe ? moe_layers : m->layers - moe_layers;
-    if (n == 0)
-      continue;
-    double fwd_layer = xf_layer_matmul_flops(m, moe) + core;
-    double layer = 3 * fwd_layer;
-    if (with_recompute && w->parallel.recompute == RECOMPUTE_FULL)
-      layer += fwd_layer;
-    else if (with_recompute && w->parallel.recompute == RECOMPUTE_SELECTIVE)
-      layer += core;
-    total += n * layer;
+    if (n > 0)
+      total += n * layer_flops(w, moe, with_recompute);
   }
-  return total + 6.0 * m->hidden * m->vocab;
+  /* each multi-token-prediction module: its projection (2h -> h), its layer, the LM head */
+  if (m->mtp_layers > 0)
+    total += m->mtp_layers * (layer_flops(w, xf_mtp_is_moe(m), with_recompute) +
+                              3 * 2 * (2 * h * h) + 6.0 * h * m->vocab);
+  return total + 6.0 * h * m->vocab;
 }
 
 /* Ranks along each parallel dimension, indexed by par_dim_t. */
@@ -971,11 +1112,9 @@ static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id)
 }
 
 const char *train_refusal(const workload_cfg_t *w) {
-  return !w->has_training   ? "training: expected a training section (a serving workload runs "
-                              "with npusim serve)"
-         : w->model.has_mla ? "model.mla: expected no such section (the training generator "
-                              "has no latent attention)"
-                            : NULL;
+  return !w->has_training ? "training: expected a training section (a serving workload runs "
+                            "with npusim serve)"
+                          : NULL;
 }
 
 int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int ranks_per_node,
@@ -1066,6 +1205,13 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     double params =
         xf_stage_params(m, &split, mix.dense, mix.moe, stage == 0, stage == par->pp - 1, true);
     double experts = mix.moe ? routed_expert_params(w, true) * mix.moe : 0;
+    double mtp_layers = stage == par->pp - 1 ? m->mtp_layers : 0; /* the MTP modules */
+    if (mtp_layers > 0) {
+      bool moe = xf_mtp_is_moe(m);
+      params += mtp_layers * (layer_params(w, moe) + xf_mtp_extra_params(m, par->tp));
+      experts += mtp_layers * routed_expert_params(w, moe);
+      *(moe ? &mix.moe : &mix.dense) += m->mtp_layers;
+    }
     if (w->training.overlap_param_gather && g.dp >= 0)
       gather_beside_forward(&g, par->vpp, params, experts);
     stage_program(&g, &st);
@@ -1077,7 +1223,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
                                                                   : mbs * par->vpp;
     if (cpi == 0)
       info->memory[stage] =
-          stage_memory(w, stage, params, experts, mix, (double)st.layers_per_chunk, in_flight);
+          stage_memory(w, stage, params, experts, mix, st.layers_per_chunk + mtp_layers, in_flight);
   }
   info->world = world;
   info->microbatches = mbs;

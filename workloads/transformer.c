@@ -23,8 +23,12 @@ int xf_head_dim(const model_cfg_t *m) {
   return m->head_dim > 0 ? m->head_dim : m->hidden / m->heads;
 }
 
+bool xf_gated(const model_cfg_t *m) {
+  return m->activation == ACTIVATION_SWIGLU || m->activation == ACTIVATION_GEGLU;
+}
+
 double xf_mlp_mats(const model_cfg_t *m) {
-  return m->activation == ACTIVATION_SWIGLU ? 3 : 2;
+  return xf_gated(m) ? 3 : 2;
 }
 
 /* Query/key width of one MLA head: its no-rope and rotary parts. */
@@ -51,6 +55,22 @@ static double routed_params(const model_cfg_t *m, const xf_split_t *s) {
   const moe_cfg_t *x = &m->moe;
   double local = ceil((double)x->experts / s->ep);
   return local * xf_mlp_mats(m) * m->hidden * x->expert_ffn_hidden * s->ep / s->expert_ranks;
+}
+
+xf_attention_widths_t xf_attention_widths(const model_cfg_t *m) {
+  if (m->has_mla)
+    return (xf_attention_widths_t){mla_qk(&m->mla), m->mla.v_head_dim, m->heads};
+  double d = xf_head_dim(m);
+  return (xf_attention_widths_t){d, d, m->kv_heads};
+}
+
+double xf_mtp_extra_params(const model_cfg_t *m, int tp) {
+  double h = m->hidden;
+  return 2 * h * h / tp + 2 * h;
+}
+
+bool xf_mtp_is_moe(const model_cfg_t *m) {
+  return xf_layer_is_moe(m, m->layers);
 }
 
 xf_params_t xf_layer_params(const model_cfg_t *m, const xf_split_t *s, bool moe) {
@@ -155,7 +175,7 @@ static int mlp_matmuls(const model_cfg_t *m, double width, xf_mm_t up, double ba
                        double per_token, xf_matmul_t *out, int n) {
   if (width < 1)
     return n;
-  double gated = m->activation == ACTIVATION_SWIGLU ? 2 : 1;
+  double gated = xf_gated(m) ? 2 : 1;
   n = push(out, n, up, gated * width, m->hidden, batch, per_token);
   return push(out, n, (xf_mm_t)(up + 1), m->hidden, width, batch, per_token);
 }
@@ -197,17 +217,17 @@ double xf_layer_matmul_flops(const model_cfg_t *m, bool moe) {
 
 double xf_attention_flops(const model_cfg_t *m, double ctx) {
   /* scores (q . k) and the weighted values, 2 FLOPs per multiply-add */
-  if (m->has_mla)
-    return 2.0 * ctx * m->heads * (mla_qk(&m->mla) + m->mla.v_head_dim);
-  return 4.0 * ctx * m->heads * xf_head_dim(m);
+  xf_attention_widths_t w = xf_attention_widths(m);
+  return 2.0 * ctx * m->heads * (w.qk + w.v);
 }
 
 /* ---- activations ---- */
 
 xf_act_bytes_t xf_layer_activation_bytes(const model_cfg_t *m, bool moe, bool scores_kept,
                                          double seq) {
-  /* q: the heads' width (hidden unless head_dim sets it); kv: the key/value share of it */
-  double h = m->hidden, q = (double)m->heads * xf_head_dim(m), kv = (double)m->kv_heads / m->heads;
+  /* per head widths of queries and keys (qk) and values (v), the key/value heads */
+  xf_attention_widths_t w = xf_attention_widths(m);
+  double h = m->hidden, heads = m->heads;
   double f = moe ? (double)(m->moe.top_k + m->moe.shared_experts) * m->moe.expert_ffn_hidden
                  : m->ffn_hidden;
   bool dropout = m->dropout > 0;
@@ -215,10 +235,17 @@ xf_act_bytes_t xf_layer_activation_bytes(const model_cfg_t *m, bool moe, bool sc
   /* the norms' inputs (2 x 2h), the QKV and first MLP linear's inputs (2h
    * each), the two dropout masks (1 byte per element each) */
   a.sequence = 4 * h + 2 * h + 2 * h + (dropout ? 2 * h : 0);
-  /* queries 2q, keys and values 2q each per key/value head share, the output
-   * projection's input 2q; the MLP's activation inputs and outputs (GeLU: 4f,
-   * SwiGLU: its two inputs and its output, 6f) */
-  a.tp_split = 2 * q + 4 * q * kv + 2 * q + (m->activation == ACTIVATION_SWIGLU ? 6 : 4) * f;
+  /* MLA: its latents' norm inputs and the up projections' inputs (2 bytes each
+   * of q_lora_rank and kv_lora_rank); counted with the sequence part [A]: the
+   * down projections run on every rank of the tensor-parallel group */
+  if (m->has_mla)
+    a.sequence += 4.0 * (m->mla.q_lora_rank + m->mla.kv_lora_rank);
+  /* queries and keys 2 qk each per head (keys per key/value head), values 2 v
+   * per key/value head, the output projection's input 2 v per head; the MLP's
+   * activation inputs and outputs (GeLU: 4f, gated: its two inputs and its
+   * output, 6f) */
+  a.tp_split = 2 * heads * w.qk + 2 * (double)w.kv_heads * (w.qk + w.v) + 2 * heads * w.v +
+               (xf_gated(m) ? 6 : 4) * f;
   /* the attention scores unless fused or recomputed: softmax output (2 bytes
    * per score), with dropout also its mask and output (5 in all) */
   if (scores_kept)

@@ -8,17 +8,20 @@
  * or a serving workload gives it. What is modelled: a layer is a norm,
  * attention (grouped-query, or DeepSeek's multi-head latent attention with its
  * low-rank query and key/value projections), a norm, and an MLP (GeLU, or a
- * gated SwiGLU with three matrices) or a MoE block (router, routed experts,
- * shared experts every token passes); the first moe.dense_layers layers of a
- * MoE model keep a dense MLP of ffn_hidden. Around the layers: the embedding,
- * the LM head (one matrix when tied) and a learned position table where the
- * model has one.
+ * gated SwiGLU or GeGLU with three matrices) or a MoE block (router, routed
+ * experts, shared experts every token passes); the first moe.dense_layers
+ * layers of a MoE model keep a dense MLP of ffn_hidden. Around the layers: the
+ * embedding, the LM head (one matrix when tied) and a learned position table
+ * where the model has one. Multi-token prediction (model.mtp_layers, DeepSeek-V3)
+ * adds modules after the last layer, each a norm of the hidden state and of the
+ * next token's embedding, a projection of the two (2 hidden -> hidden), one
+ * layer of the model's last kind and the shared LM head; a model's total
+ * (xf_model_params: DeepSeek-V3's 671B) leaves them out, as its report does.
  *
  * Not modelled: biases, the final norm's scale in per-rank weights (a model's
- * total counts it), multi-token-prediction modules (DeepSeek-V3's MTP layer:
- * its 671B excludes them), vision or other encoders, expert load imbalance
- * (FLOPs take routing as even), attention FLOPs below the matmuls (softmax,
- * masks). Nothing here knows about the chip, the trace or SimGrid. */
+ * total counts it), vision or other encoders, expert load imbalance (FLOPs take
+ * routing as even), attention FLOPs below the matmuls (softmax, masks).
+ * Nothing here knows about the chip, the trace or SimGrid. */
 #ifndef NPUSIM_TRANSFORMER_H
 #define NPUSIM_TRANSFORMER_H
 
@@ -102,8 +105,22 @@ int xf_heads(const model_cfg_t *m, int tp);
 int xf_kv_heads(const model_cfg_t *m, int tp);
 int xf_head_dim(const model_cfg_t *m);
 
-/* Matrices of the MLP: 3 gated (SwiGLU: gate, up, down), 2 otherwise. */
+/* Whether the MLP is gated (SwiGLU, GeGLU: gate and up, then down). */
+bool xf_gated(const model_cfg_t *m);
+
+/* Matrices of the MLP: 3 gated, 2 otherwise. */
 double xf_mlp_mats(const model_cfg_t *m);
+
+/* Per-head widths of the attention core as training runs it: queries and keys
+ * `qk` wide, values `v` wide, over `kv_heads` key/value heads of the model.
+ * MLA is not absorbed in training (Megatron-Core rebuilds every head's key
+ * and value from the latent): qk_nope + qk_rope and v_head_dim, a key/value
+ * head per query head; otherwise the head width for both. */
+typedef struct {
+  double qk, v;
+  int kv_heads;
+} xf_attention_widths_t;
+xf_attention_widths_t xf_attention_widths(const model_cfg_t *m);
 
 /* One layer's parameters on one rank of the split, and their sum. */
 xf_params_t xf_layer_params(const model_cfg_t *m, const xf_split_t *s, bool moe);
@@ -111,6 +128,15 @@ double xf_params_total(const xf_params_t *p);
 
 /* The embedding or the LM head on one rank of tp. */
 double xf_vocab_params(const model_cfg_t *m, int tp);
+
+/* One multi-token-prediction module's parameters on one rank of the split
+ * beside its layer's: the projection (2 hidden -> hidden, split over tp [A]:
+ * Megatron-Core's eh_proj is column-parallel) and the two norms' scales. */
+double xf_mtp_extra_params(const model_cfg_t *m, int tp);
+
+/* Whether the multi-token-prediction modules' layer has a MoE block (it does
+ * where the model's last layer does: DeepSeek-V3's MTP layer is a MoE layer). */
+bool xf_mtp_is_moe(const model_cfg_t *m);
 
 /* Parameters a pipeline stage's rank holds: `dense` dense-MLP and `moe` MoE
  * layers (with their norms when `norms`: serving's weights leave the scales

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu"};
+const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu", "geglu"};
 const char *const workload_norm_names[NORM_COUNT] = {"layernorm", "rmsnorm"};
 const char *const workload_position_names[POSITION_COUNT] = {"rope", "learned"};
 const char *const workload_recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};

@@ -17,7 +17,8 @@
 /* Pipeline stages parallel.stage_layers can list. */
 #define WORKLOAD_STAGES_MAX 1024
 
-typedef enum { ACTIVATION_GELU, ACTIVATION_SWIGLU, ACTIVATION_COUNT } activation_t;
+/* GeLU, or a gated MLP (three matrices): SiLU-gated (SwiGLU) or GeLU-gated (GeGLU) */
+typedef enum { ACTIVATION_GELU, ACTIVATION_SWIGLU, ACTIVATION_GEGLU, ACTIVATION_COUNT } activation_t;
 typedef enum { NORM_LAYERNORM, NORM_RMSNORM, NORM_COUNT } norm_t;
 typedef enum { POSITION_ROPE, POSITION_LEARNED, POSITION_COUNT } position_t;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT } recompute_t;
@@ -70,6 +71,9 @@ typedef struct {
   moe_cfg_t moe;
   bool has_mla;
   mla_cfg_t mla;
+  int mtp_layers;           /* multi-token prediction depth (DeepSeek-V3: 1): modules after
+                             * the last layer, each a projection, one layer and the shared
+                             * LM head predicting one more token ahead */
 } model_cfg_t;
 
 typedef struct {

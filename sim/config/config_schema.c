@@ -496,7 +496,8 @@ static const cfg_key_t workload_keys[] = {
     INT("model.vocab", WL(model.vocab), 1, 1e8, NULL, "Vocabulary size."),
     INT("model.seq_len", WL(model.seq_len), 1, 1e8, NULL, "Tokens per sample."),
     ENUM("model.activation", workload_activation_names, ACTIVATION_COUNT, WL(model.activation),
-         "\"gelu\"", "MLP activation; swiglu has a gated MLP (three weight matrices)."),
+         "\"gelu\"", "MLP activation; swiglu (SiLU-gated) and geglu (GeLU-gated, Gemma, "
+         "Grok-1) have a gated MLP (three weight matrices)."),
     ENUM("model.norm", workload_norm_names, NORM_COUNT, WL(model.norm), "\"layernorm\"",
          "Normalisation layer."),
     ENUM("model.position_embedding", workload_position_names, POSITION_COUNT, WL(model.position),
@@ -528,7 +529,10 @@ static const cfg_key_t workload_keys[] = {
         "The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3)."),
     SECTION("model.mla", WL(model.has_mla),
             "Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds one latent of "
-            "kv_lora_rank + qk_rope_head_dim per token and layer; serving only."),
+            "kv_lora_rank + qk_rope_head_dim per token and layer. Serving runs it absorbed "
+            "(attention over the latent); training as Megatron-Core does, rebuilding every "
+            "head's key and value from the latent, the down projections whole on every TP "
+            "rank."),
     INT("model.mla.q_lora_rank", WL(model.mla.q_lora_rank), 0, 1e6, "0",
         "Query compression rank; 0 projects queries directly."),
     INT("model.mla.kv_lora_rank", WL(model.mla.kv_lora_rank), 1, 1e6, NULL,
@@ -539,6 +543,12 @@ static const cfg_key_t workload_keys[] = {
         "Per head, the rotary part; its key is shared by all heads (DeepSeek-V3: 64)."),
     INT("model.mla.v_head_dim", WL(model.mla.v_head_dim), 1, 1e5, NULL,
         "Per head, the value width (DeepSeek-V3: 128)."),
+    INT("model.mtp_layers", WL(model.mtp_layers), 0, 100, "0",
+        "Multi-token prediction depth (DeepSeek-V3: 1; Megatron's --mtp-num-layers): modules "
+        "after the last layer on the last pipeline stage, each two norms, a projection of 2 x "
+        "hidden to hidden, one layer (a MoE layer where the last layer is) and the shared LM "
+        "head with its loss. Training only (serving drafts with them through "
+        "serving.speculative); not in the model's parameter total."),
 
     OBJ("parallel", "How the model is split over NPUs."),
     INT("parallel.dp", WL(parallel.dp), 1, 1e7, "1", "Data-parallel replicas."),
@@ -614,7 +624,8 @@ static const cfg_key_t workload_keys[] = {
     ENUM("training.kernels.swiglu", workload_kernels_names, KERNELS_COUNT,
          WL(training.swiglu_kernels), "\"fused\"",
          "fused: one kernel (Megatron's bias_swiglu fusion, MindSpeed's npu_swiglu, Liger); "
-         "unfused: silu on the strided first half, then mul (plain PyTorch)."),
+         "unfused: silu on the strided first half, then mul (plain PyTorch). The same for "
+         "geglu (gelu for silu)."),
     ENUM("training.kernels.cross_entropy", workload_kernels_names, KERNELS_COUNT,
          WL(training.cross_entropy_kernels), "\"fused\"",
          "fused: loss and gradient in one kernel (Megatron --cross-entropy-loss-fusion, "

@@ -139,6 +139,13 @@ static double mm(serve_cost_t *c, double M, double N, double K, double batch) {
                              .dims = {(int64_t)M, (int64_t)N, (int64_t)K, (int64_t)batch}});
 }
 
+/* The MLP's activation kernel: GeLU, or its gated form (SwiGLU, GeGLU). */
+static op_kind_t activation_op(const model_cfg_t *m) {
+  return m->activation == ACTIVATION_SWIGLU ? OP_SWIGLU
+         : m->activation == ACTIVATION_GEGLU ? OP_GEGLU
+                                             : OP_GELU;
+}
+
 static double vec(serve_cost_t *c, op_kind_t kind, double rows, double cols) {
   if (rows < 1 || cols < 1)
     return 0;
@@ -235,8 +242,7 @@ static void group_layer(serve_cost_t *c, double T, bool moe, serve_parts_t *p) {
   int n = xf_layer_matmuls(m, &c->split, moe, XF_BLOCK_MLP, mms);
   if (n >= 2 && mms[0].kind == XF_MM_UP) {
     p->s[SERVE_PART_MATMUL] += mm(c, T, mms[0].n, mms[0].k, 1) + mm(c, T, mms[1].n, mms[1].k, 1);
-    bool gated = m->activation == ACTIVATION_SWIGLU;
-    p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, T, mms[1].k);
+    p->s[SERVE_PART_OTHER] += vec(c, activation_op(m), T, mms[1].k);
   }
   if (moe)
     p->s[SERVE_PART_MATMUL] += mm(c, T, mms[n - 1].n, mms[n - 1].k, 1); /* router */
@@ -347,10 +353,9 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   double local = mms[0].batch, width = mms[1].k;
   /* tokens per expert: even routing, or the busiest rank's */
   double rows = ceil(skewed(c, T * x->top_k) / x->experts);
-  bool gated = m->activation == ACTIVATION_SWIGLU;
   p->s[SERVE_PART_MATMUL] +=
       mm(c, rows, mms[0].n, mms[0].k, local) + mm(c, rows, mms[1].n, width, local);
-  p->s[SERVE_PART_OTHER] += vec(c, gated ? OP_SWIGLU : OP_GELU, rows * local, width);
+  p->s[SERVE_PART_OTHER] += vec(c, activation_op(m), rows * local, width);
 }
 
 static serve_parts_t moe_memo(serve_cost_t *c, long T) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train_e2e.sh NPUSIM - end-to-end checks of `npusim train`, one process per
 # simulation (SimGrid runs once per process):
-#   - every parallel plan (dp, tp+sp, pp+vpp, cp, ep, ZeRO 0-3, recompute,
+#   - every parallel plan (dp, tp+sp, pp+vpp, cp, ep, latent attention with
+#     multi-token prediction, ZeRO 0-3, recompute,
 #     Megatron's and a custom rank order) replays to the end in both
 #     fidelities, with the documented JSON fields and a breakdown that adds up
 #     to the step;
@@ -22,6 +23,7 @@ npusim=$1
 sys=configs/systems/ascend-910b.json
 tiny=tests/data/train/tiny.json
 moe=tests/data/train/tiny-moe.json
+mla=tests/data/train/tiny-mla.json
 source "$(dirname "$0")/e2e_lib.sh"
 # train OUT WORKLOAD FIDELITY [--set ...]: JSON result in $tmp/OUT.json
 train() {
@@ -42,6 +44,7 @@ plans=(
   "zero1_nooverlap:$tiny:parallel.zero=1 training.overlap_grad_reduce=false"
   "order:$tiny:parallel.order=tp-pp-dp-cp"
   "ep:$moe:"
+  "mla_mtp:$mla:parallel.tp=2 parallel.sequence_parallel=true"
 )
 for plan in "${plans[@]}"; do
   IFS=: read -r name wl sets <<<"$plan"

@@ -345,9 +345,18 @@ static void test_unfused_vector_ops_are_the_kernels_eager_runs(void) {
   /* fused: a, b in, out; unfused: a in, silu out; silu, b in, out */
   CU_ASSERT_DOUBLE_EQUAL(unfused.hbm_bytes / fused.hbm_bytes, 5.0 / 3.0, 1e-9);
   CU_ASSERT_EQUAL(cost_form(c, OP_CROSS_ENTROPY, OP_FORM_UNFUSED, 4096, 4000).kernels, 2);
-  for (op_kind_t k = OP_ADD; k <= OP_REDUCE_SUM; k++)
-    CU_ASSERT(cost_form(c, k, OP_FORM_UNFUSED, 8192, 8192).time_s >=
-              cost_form(c, k, OP_FORM_FUSED, 8192, 8192).time_s * (1 - 1e-12));
+  /* GeGLU: SwiGLU's bytes, in both forms; gelu's tanh costs more instructions, so
+   * never faster; unfused, gelu on the strided half then the mul */
+  op_result_t ge = cost_form(c, OP_GEGLU, OP_FORM_FUSED, 4096, 14336);
+  op_result_t ge_unfused = cost_form(c, OP_GEGLU, OP_FORM_UNFUSED, 4096, 14336);
+  CU_ASSERT_DOUBLE_EQUAL(ge.hbm_bytes, fused.hbm_bytes, 1e-6);
+  CU_ASSERT_DOUBLE_EQUAL(ge_unfused.hbm_bytes, unfused.hbm_bytes, 1e-6);
+  CU_ASSERT_EQUAL(ge_unfused.kernels, 2);
+  CU_ASSERT(ge.time_s >= fused.time_s && ge_unfused.time_s >= ge.time_s);
+  for (op_kind_t k = OP_ADD; k < OP_KIND_COUNT; k++)
+    if (k != OP_ATTN_DECODE)
+      CU_ASSERT(cost_form(c, k, OP_FORM_UNFUSED, 8192, 8192).time_s >=
+                cost_form(c, k, OP_FORM_FUSED, 8192, 8192).time_s * (1 - 1e-12));
   for (op_form_t f = 0; f < OP_FORM_COUNT; f++) {
     op_result_t cast = cost_form(c, OP_CAST, f, 4096, 8192);
     CU_ASSERT_DOUBLE_EQUAL(cast.hbm_bytes, 6.0 * 4096 * 8192, 1e-6);

@@ -13,6 +13,7 @@
 #include "suites.h"
 #include "test_util.h"
 #include "train_gen.h"
+#include "transformer.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -27,6 +28,16 @@ static const char *const small_moe =
     "\"ffn_hidden\": 2816, \"vocab\": 32000, \"seq_len\": 1024, \"activation\": \"swiglu\", "
     "\"moe\": {\"experts\": 8, \"top_k\": 2, \"expert_ffn_hidden\": 1408, "
     "\"shared_experts\": 1}}";
+
+/* small_moe shaped as DeepSeek-V3 is: latent attention (low-rank queries, a
+ * key/value latent), a dense first layer, a multi-token-prediction module. */
+static const char *const small_mla =
+    "\"model\": {\"name\": \"tiny-mla\", \"layers\": 4, \"hidden\": 1024, \"heads\": 8, "
+    "\"ffn_hidden\": 2816, \"vocab\": 32000, \"seq_len\": 1024, \"activation\": \"swiglu\", "
+    "\"norm\": \"rmsnorm\", \"moe\": {\"experts\": 8, \"top_k\": 2, \"expert_ffn_hidden\": 1408, "
+    "\"shared_experts\": 1, \"dense_layers\": 1}, \"mla\": {\"q_lora_rank\": 384, "
+    "\"kv_lora_rank\": 128, \"qk_nope_head_dim\": 64, \"qk_rope_head_dim\": 32, "
+    "\"v_head_dim\": 64}, \"mtp_layers\": 1}";
 
 static workload_cfg_t load_workload(const char *model, const char *parallel,
                                     const char *training) {
@@ -107,9 +118,13 @@ static void test_every_plan_checks(void) {
       {"\"tp\": 2, \"pp\": 2, \"dp\": 2, \"order\": \"tp-pp-dp-cp\"",
        "\"micro_batch\": 1, \"global_batch\": 4, \"overlap_grad_reduce\": false", false},
   };
-  for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
-    workload_cfg_t w =
-        load_workload(plans[i].moe ? small_moe : small_model, plans[i].parallel, plans[i].training);
+  size_t nplans = sizeof plans / sizeof plans[0];
+  for (size_t i = 0; i < 2 * nplans; i++) { /* then every MoE plan with latent attention */
+    if (i >= nplans && !plans[i - nplans].moe)
+      continue;
+    size_t k = i % nplans;
+    workload_cfg_t w = load_workload(i >= nplans ? small_mla : plans[k].moe ? small_moe : small_model,
+                                     plans[k].parallel, plans[k].training);
     train_info_t info;
     int programs = generate_and_check(&w, &info);
     /* one shared program per (pipeline stage, context position) */
@@ -118,6 +133,94 @@ static void test_every_plan_checks(void) {
     CU_ASSERT(info.microbatches == w.training.global_batch / (w.training.micro_batch * w.parallel.dp));
     train_info_free(&info);
   }
+}
+
+/* Multi-head latent attention in training, term by term on a dense model
+ * (tp 2, sequence parallel, one sample): the model FLOPs per token are the
+ * projections' (q_a, q_b, kv_a, kv_b, o), the MLP's and the attention core's
+ * over query/key width nope + rope and value width v, three times, and the
+ * LM head's; a layer keeps 8h + 4 (q_lora + kv_lora) on the sequence and
+ * queries, keys, values and the output projection's input per head. */
+static void test_latent_attention_in_training(void) {
+  workload_cfg_t w =
+      load_workload(small_mla, "\"tp\": 2, \"sequence_parallel\": true", "\"global_batch\": 1");
+  w.model.has_moe = false;
+  w.model.mtp_layers = 0;
+  train_info_t info;
+  generate_and_check(&w, &info);
+  double h = 1024, f = 2816, s = 1024, H = 8, V = 32000, layers = 4;
+  double qr = 384, kvr = 128, nope = 64, rope = 32, v = 64, qk = nope + rope;
+  double proj = h * qr + qr * H * qk + h * (kvr + rope) + kvr * H * (nope + v) + H * v * h;
+  double layer = 2 * proj + 2 * 3 * h * f + 2 * s * H * (qk + v);
+  double want = s * (3 * layers * layer + 6 * h * V);
+  CU_ASSERT_DOUBLE_EQUAL(info.model_flops, want, want * 1e-12);
+  double seq = 8 * h + 4 * (qr + kvr), split = 2 * H * qk + 2 * H * (qk + v) + 2 * H * v + 6 * f;
+  double act = s * (seq + split) / 2 * layers;
+  CU_ASSERT_DOUBLE_EQUAL(info.memory[0].activations, act, act * 1e-12);
+  train_info_free(&info);
+}
+
+/* Multi-token prediction: the last stage alone holds the module (its layer,
+ * MoE as the last layer is, its projection and two norms: weights 2 bytes
+ * each), and the step's FLOPs grow by its layer, projection and LM head. */
+static void test_multi_token_prediction_on_the_last_stage(void) {
+  workload_cfg_t with = load_workload(small_mla, "\"pp\": 2, \"dp\": 2, \"ep\": 2",
+                                      "\"global_batch\": 4");
+  workload_cfg_t without = with;
+  without.model.mtp_layers = 0;
+  train_info_t a, b;
+  generate_and_check(&with, &a);
+  generate_and_check(&without, &b);
+  xf_split_t split = {1, 2, 2};
+  double h = 1024, V = 32000, s = 1024;
+  xf_params_t p = xf_layer_params(&with.model, &split, true);
+  double module = xf_params_total(&p) + 2 * h * h + 2 * h;
+  CU_ASSERT_DOUBLE_EQUAL(a.memory[0].weights, b.memory[0].weights, 0);
+  CU_ASSERT_DOUBLE_EQUAL(a.memory[1].weights - b.memory[1].weights, 2 * module, 1e-6);
+  double layer = 3 * (xf_layer_matmul_flops(&with.model, true) + xf_attention_flops(&with.model, s));
+  double more = a.tokens * (layer + 12 * h * h + 6 * h * V);
+  CU_ASSERT_DOUBLE_EQUAL(a.model_flops - b.model_flops, more, more * 1e-9);
+  train_info_free(&a);
+  train_info_free(&b);
+}
+
+/* GeGLU: the same weights as SwiGLU (a gated MLP), its own kernel in every
+ * place SwiGLU's runs. */
+static void test_geglu_is_a_gated_mlp(void) {
+  workload_cfg_t sw = load_workload(small_model, "\"pp\": 2", "\"global_batch\": 4");
+  workload_cfg_t ge = sw;
+  ge.model.activation = ACTIVATION_GEGLU;
+  train_info_t a, b;
+  generate(&sw, &a);
+  generate(&ge, &b);
+  CU_ASSERT_DOUBLE_EQUAL(a.model_flops, b.model_flops, 0);
+  CU_ASSERT_DOUBLE_EQUAL(a.memory[0].weights, b.memory[0].weights, 0);
+  train_info_free(&a);
+  train_info_free(&b);
+  int counts[2][OP_KIND_COUNT];
+  const workload_cfg_t *ws[2] = {&sw, &ge};
+  for (int k = 0; k < 2; k++) {
+    trace_t t;
+    npu_err_t err = {""};
+    train_info_t info;
+    CU_ASSERT_FATAL(train_generate(ws[k], &replay_vocab, 8, &t, &info, &err) == 0);
+    memset(counts[k], 0, sizeof counts[k]);
+    for (int p = 0; p < t.nprograms; p++)
+      for (int i = 0; i < t.programs[p].nops; i++) {
+        const trace_op_t *op = &t.programs[p].ops[i];
+        if (op->type != TRACE_OP_SHAPED)
+          continue;
+        op_desc_t d;
+        replay_op_desc(op, &d);
+        counts[k][d.kind]++;
+      }
+    trace_free(&t);
+    train_info_free(&info);
+  }
+  CU_ASSERT(counts[0][OP_SWIGLU] >= 2 * 8);
+  CU_ASSERT_EQUAL(counts[1][OP_GEGLU], counts[0][OP_SWIGLU]);
+  CU_ASSERT_EQUAL(counts[1][OP_SWIGLU], 0);
+  CU_ASSERT_EQUAL(counts[0][OP_GEGLU], 0);
 }
 
 static void test_model_flops_follow_the_published_formula(void) {
@@ -742,6 +845,9 @@ CU_TestInfo train_tests[] = {
     {"uneven stages hold their layers", test_uneven_stages_hold_their_layers},
     {"a per-stage layer list holds its layers", test_stage_list_holds_its_layers},
     {"model.head_dim widens FLOPs and activations", test_head_dim_in_training},
+    {"latent attention in training", test_latent_attention_in_training},
+    {"multi-token prediction on the last stage", test_multi_token_prediction_on_the_last_stage},
+    {"GeGLU is a gated MLP", test_geglu_is_a_gated_mlp},
     {"activation memory counts what the layer keeps",
      test_activation_memory_counts_what_the_layer_keeps},
     {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},
