@@ -59,6 +59,10 @@ USED = {
     "--noop-layers": True, "--interleave-sliding-window": True, "--sliding-window-size": True,
     "--window-size": True, "--tp-2d": False,
     "--expert-tensor-parallel-size": True,
+    "--multi-latent-attention": False, "--multi-head-latent-attention": False,
+    "--q-lora-rank": True, "--kv-lora-rank": True, "--qk-head-dim": True,
+    "--qk-pos-emb-head-dim": True, "--v-head-dim": True, "--qk-nope-head-dim": True,
+    "--qk-rope-head-dim": True, "--mtp-num-layers": True, "--geglu": False,
     "--spec": True,
     "--sequence-parallel": False,
     "--recompute-activations": False, "--recompute-granularity": True,
@@ -131,8 +135,6 @@ LAUNCHER = {
 # given (and not off), the conversion stops with one line naming the flag,
 # never drops it. The value is what the flag makes the model.
 ARCH_UNMODELLED = {
-    "--multi-latent-attention": "multi-head latent attention (MLA) in training",
-    "--mtp-num-layers": "multi-token prediction layers (MTP)",
     "--hybrid-override-pattern": "a hybrid Mamba / attention layer pattern",
     "--is-hybrid-model": "a hybrid Mamba / attention model",
     "--linear-attention-type": "linear attention",
@@ -167,8 +169,11 @@ SPECS_UNMODELLED = {
     "longcat_spec": "LongCat-Flash's zero-computation experts and shortcut MoE",
     "minimax_spec": "MiniMax's lightning (linear) attention",
     "hybrid_layer_specs": "a hybrid Mamba / attention stack",
-    "plm_spec": "PLM's multi-head latent attention",
-    "deepseek_spec": "DeepSeek's multi-head latent attention",
+}
+# Layer modules whose attention is latent: they need the MLA flags.
+SPECS_LATENT = {
+    "deepseek_spec": "DeepSeek: latent attention and MoE layers",
+    "plm_spec": "PLM: latent attention",
 }
 
 # Programs a launch script runs, by file name: (pattern, what it does) for
@@ -430,11 +435,52 @@ def check_architecture(a):
         if module in SPECS_UNMODELLED:
             raise InputError(f"{a.src('--spec')}: {SPECS_UNMODELLED[module]} is not modelled by "
                              "npusim")
+        if module in SPECS_LATENT:
+            if latent_flag(a) is None:
+                raise InputError(f"{a.src('--spec')}: {SPECS_LATENT[module]}, but neither "
+                                 "--multi-latent-attention nor --multi-head-latent-attention "
+                                 "is given (its widths would be guesses)")
+            a.note(f"--spec {module}: modelled as Megatron-Core's layer with latent attention "
+                   f"({SPECS_LATENT[module]})")
+            return
         if module not in SPECS_MODELLED:
             raise InputError(f"{a.src('--spec')}: a layer module npusim-from-args does not know "
                              "(it may change the architecture)")
         a.note(f"--spec {module}: modelled as Megatron's GPT layer"
                + (f" ({SPECS_MODELLED[module]})" if SPECS_MODELLED[module] else ""))
+
+
+def latent_flag(a):
+    """The flag that turns latent attention on (Megatron's, or MindSpeed's
+    older name), or None."""
+    return next((f for f in ("--multi-latent-attention", "--multi-head-latent-attention")
+                 if a.given(f)), None)
+
+
+def latent_attention(a, sources):
+    """model.mla from Megatron-Core's MLA flags (its defaults where not given;
+    MindSpeed's older --qk-nope-head-dim / --qk-rope-head-dim read too), or
+    None without latent attention."""
+    on = latent_flag(a)
+    if on is None:
+        return None
+    out = Out(sources)
+    q = a.int("--q-lora-rank", 0, 0, 1_000_000)
+    out.set("q_lora_rank", q, a.src("--q-lora-rank") if a.given("--q-lora-rank") else
+            "Megatron default: none (queries projected directly)")
+    for key, flags, default in (("kv_lora_rank", ("--kv-lora-rank",), 32),
+                                ("qk_nope_head_dim", ("--qk-head-dim", "--qk-nope-head-dim"), 128),
+                                ("qk_rope_head_dim", ("--qk-pos-emb-head-dim",
+                                                      "--qk-rope-head-dim"), 64),
+                                ("v_head_dim", ("--v-head-dim",), 128)):
+        given = [f for f in flags if a.given(f)]
+        if len(given) > 1:
+            raise InputError(f"{a.src(given[1])}: given with {given[0]} (the same width)")
+        if given:
+            out.set(key, a.int(given[0], None, 1, 100000), a.src(given[0]))
+        else:
+            out.set(key, default, f"Megatron default with {on}: {default}")
+    return out.d
 
 
 def flag_or(a, name, default_text):
@@ -474,7 +520,16 @@ def convert(a, opts):
                          "(and no --kv-channels)")
     head_dim = kv_channels if kv_channels is not None and (hidden % heads or
                                                            kv_channels != hidden // heads) else 0
-    if a.given("--group-query-attention"):
+    if latent_flag(a) is not None and kv_channels is not None:
+        head_dim = 0
+        a.note(f"{a.src('--kv-channels')}: not read with latent attention (its head widths are "
+               "--qk-head-dim, --qk-pos-emb-head-dim and --v-head-dim)")
+    if latent_flag(a) is not None:   # Megatron-Core's MLA has a key and value per head
+        kv, kv_src = heads, f"{latent_flag(a)} (a key and value per head)"
+        if a.given("--num-query-groups"):
+            a.text("--num-query-groups")
+            a.note("--num-query-groups has no effect with latent attention (as in Megatron-Core)")
+    elif a.given("--group-query-attention"):
         if not a.given("--num-query-groups"):
             raise InputError("--group-query-attention: --num-query-groups is not given")
         kv = a.int("--num-query-groups", hi=100000)
@@ -657,8 +712,12 @@ def convert(a, opts):
     else:
         pos, pos_src = "learned", "Megatron default: learned_absolute"
 
+    if swiglu and a.given("--geglu"):
+        raise InputError("--geglu: given with --swiglu")
     if swiglu:
         act, act_src = "swiglu", "--swiglu"
+    elif a.given("--geglu"):
+        act, act_src = "geglu", "--geglu"
     elif a.given("--squared-relu"):
         act, act_src = "gelu", "--squared-relu, as the two-matrix gelu MLP (same shapes)"
         a.note("--squared-relu is modelled as the gelu MLP (same shapes and FLOPs of its matmuls)")
@@ -714,6 +773,12 @@ def convert(a, opts):
     model.set("dropout", dropout, drop_src)
     if moe is not None:
         model.d["moe"] = moe
+    mla = latent_attention(a, opts.sources)
+    if mla is not None:
+        model.d["mla"] = mla
+    mtp = a.int("--mtp-num-layers", 0, 0, 100)
+    if mtp:
+        model.set("mtp_layers", mtp, a.src("--mtp-num-layers"))
 
     # ---- plan ----
     par.set("dp", dp, f"world size {world} ({world_src}) / (tp {tp} x pp {pp} x cp {cp})")

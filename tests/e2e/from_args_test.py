@@ -33,8 +33,10 @@ over them is scripts/bench/from_args_corpus.py): --kv-channels as
 model.head_dim, --first-k-dense-replace and --moe-layer-freq as
 model.moe.dense_layers, --num-layer-list as parallel.stage_layers, msrun
 --worker_num as the world size, a tokenizer file's vocabulary by the model's
-name, and npusim validate accepting the result; the refusals, one line each,
-of what npusim does not model (MLA, MTP, a linear-attention --spec, Ulysses
+name, latent attention (Megatron-Core's and MindSpeed's older flag names)
+with multi-token prediction and --geglu, and npusim validate accepting the
+result; the refusals, one line each, of what npusim does not model (a
+latent-attention --spec without its widths, a linear-attention --spec, Ulysses
 and hybrid context parallelism, experts in some layers only) and of scripts
 that do not train (text generation, evaluation, checkpoint conversion) or
 train what is not a decoder (BERT, T5) or read the model from a file.
@@ -151,6 +153,10 @@ MODERN_MUTATIONS = [
      "            pass\n"),
     ("--num-layer-list dropped", 'par.set("stage_layers", stage_layers,',
      'par.set("stage_layers", None,'),
+    ("--mtp-num-layers dropped", 'model.set("mtp_layers", mtp,', 'model.set("mtp_layers", 0,'),
+    ("MLA's rope and no-rope widths swapped", '("--qk-head-dim", "--qk-nope-head-dim"), 128)',
+     '("--qk-pos-emb-head-dim", "--qk-rope-head-dim"), 128)'),
+    ("--geglu read as gelu", 'act, act_src = "geglu", "--geglu"', 'act, act_src = "gelu", "--geglu"'),
 ]
 
 failures = []
@@ -584,10 +590,48 @@ def modern_checks(converter, npusim, tmp, report=fail):
         report(f"--noop-layers 3: expected 3 layers on stages [1, 2], got exit {code} "
                f"{err.strip()[-200:] if code else found}")
 
+    # DeepSeek-V3's layer in MindSpeed's flags: latent attention (Megatron-Core's
+    # names, --qk-head-dim the no-rope part), multi-token prediction, GeGLU elsewhere
+    mla = ("--spec mindspeed_llm.tasks.models.spec.deepseek_spec layer_spec "
+           "--multi-latent-attention --q-lora-rank 384 --kv-lora-rank 128 --qk-head-dim 64 "
+           "--qk-pos-emb-head-dim 32 --v-head-dim 64 --mtp-num-layers 1")
+    for extra, want, what in (
+            (mla, {"model.mla.q_lora_rank": 384, "model.mla.kv_lora_rank": 128,
+                   "model.mla.qk_nope_head_dim": 64, "model.mla.qk_rope_head_dim": 32,
+                   "model.mla.v_head_dim": 64, "model.mtp_layers": 1, "model.head_dim": None,
+                   "model.kv_heads": 8},
+             "DeepSeek's latent attention and MTP"),
+            ("--multi-head-latent-attention --kv-lora-rank 128 --qk-nope-head-dim 64 "
+             "--qk-rope-head-dim 32", {"model.mla.q_lora_rank": 0, "model.mla.v_head_dim": 128,
+                                       "model.mla.qk_nope_head_dim": 64},
+             "MindSpeed's older MLA names, Megatron's defaults"),
+            ("--geglu", {"model.activation": "geglu"}, "GeGLU")):
+        path = ms_script(tmp, "pretrain_deepseek3.sh", torchrun, extra)
+        if "--geglu" in extra:  # in place of the body's --swiglu
+            with open(path) as fh:
+                text = fh.read()
+            with open(path, "w") as fh:
+                fh.write(text.replace("--swiglu", ""))
+        code, out, err = convert(converter, [path])
+        got = flat(json.loads(out)) if code == 0 else {}
+        for k, v in want.items():
+            if got.get(k) != v:
+                report(f"{what}: {k} is {got.get(k)!r} (exit {code} {err.strip()[-200:]}), "
+                       f"expected {v!r}")
+        if code == 0 and npusim is not None:
+            wl = os.path.join(tmp, "mla.json")
+            with open(wl, "w") as fh:
+                fh.write(out)
+            code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", wl])
+            if code != 0:
+                report(f"{what}: npusim validate: {err.strip()}")
+
     # refused in one line naming what is not modelled
     for extra, flag, what in (
-            ("--multi-latent-attention --q-lora-rank 64", "--multi-latent-attention", "MLA"),
-            ("--mtp-num-layers 1", "--mtp-num-layers", "MTP"),
+            ("--spec mindspeed_llm.tasks.models.spec.deepseek_spec layer_spec", "deepseek_spec",
+             "a latent-attention --spec without its widths"),
+            ("--multi-latent-attention --qk-head-dim 64 --qk-nope-head-dim 64", "--qk-nope-head-dim",
+             "one MLA width given twice"),
             ("--spec mindspeed_llm.tasks.models.spec.qwen3_next_spec layer_spec",
              "linear attention", "a linear-attention --spec"),
             ("--spec my.own.spec layer_spec", "--spec my.own.spec", "an unknown --spec"),
