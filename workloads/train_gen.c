@@ -385,6 +385,43 @@ static int ffn(gen_t *g, double tokens, double f, double batch, bool column, boo
   return shaped(g, GEN_MATMUL, h, up, tokens, batch, 0, x);
 }
 
+/* Whether the experts are folded over the tensor-parallel ranks (etp 1 under
+ * tp > 1, parallel.etp). */
+static bool ep_folded(const parallel_cfg_t *par) {
+  return par->etp != par->tp;
+}
+
+/* A MoE block with its experts folded over the tensor-parallel ranks
+ * (Megatron-Core's MoE parallel folding, expert tensor parallelism 1): each
+ * rank routes its own sequence shard (sequence parallelism, tk / tp tokens)
+ * and dispatches it over the EP group, which may span TP ranks; its local
+ * experts are whole. The shared experts stay a TP-split MLP on the gathered
+ * sequence. The backward runs the same in reverse. */
+static int moe_folded(gen_t *g, bool bwd, int x) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  const moe_cfg_t *moe = &m->moe;
+  double t = par->tp, rows = g->tokens / t, h = m->hidden;
+  double local = (double)moe->experts / par->ep, routed = rows * moe->top_k * moe->capacity_factor;
+  double a2a = par->ep > 1 ? routed * h * g->e : 0;
+  if (bwd && moe->shared_experts)
+    x = tp_exit(g, ffn(g, g->tokens, moe->shared_experts * moe->expert_ffn_hidden / t, 1, false,
+                       true, tp_enter(g, x)));
+  if (!bwd)
+    x = mm(g, rows, moe->experts, h, x); /* router */
+  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+  x = ffn(g, routed / local, moe->expert_ffn_hidden, local, false, bwd, x);
+  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+  if (bwd) { /* router: dgrad, wgrad */
+    x = mm(g, rows, h, moe->experts, x);
+    return mm(g, h, moe->experts, rows, x);
+  }
+  if (moe->shared_experts)
+    x = tp_exit(g, ffn(g, g->tokens, moe->shared_experts * moe->expert_ffn_hidden / t, 1, false,
+                       false, tp_enter(g, x)));
+  return x;
+}
+
 /* The MLP, or the router, the routed experts between their all-to-alls
  * (dispatch and combine, reversed in the backward) and the shared experts. */
 static int mlp(gen_t *g, bool bwd, int dep) {
@@ -497,9 +534,10 @@ static int layer_forward(gen_t *g, int dep) {
   x = tp_exit(g, x);
   x = vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
   x = vec(g, norm_kind(m), rows, h, x);
-  x = tp_enter(g, x);
-  x = mlp(g, false, x);
-  x = tp_exit(g, x);
+  if (layer_moe(g) && ep_folded(&g->w->parallel))
+    x = moe_folded(g, false, x);
+  else
+    x = tp_exit(g, mlp(g, false, tp_enter(g, x)));
   return vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
 }
 
@@ -512,8 +550,10 @@ static int layer_backward(gen_t *g, int dep) {
   if (par->recompute == RECOMPUTE_FULL)
     x = layer_forward(g, x);
   x = dropout(g, rows, h, x);
-  x = tp_enter(g, x); /* the mirror of the forward's exit */
-  x = mlp(g, true, x); /* leaves the tensor-parallel region */
+  if (layer_moe(g) && ep_folded(par))
+    x = moe_folded(g, true, x);
+  else /* the mirror of the forward's exit; leaves the tensor-parallel region */
+    x = mlp(g, true, tp_enter(g, x));
   x = vec(g, norm_kind(m), rows, h, x);
   x = vec(g, GEN_ADD, rows, h, x); /* the residual's gradient joins */
   x = dropout(g, rows, h, x);
@@ -535,7 +575,7 @@ static int layer_backward(gen_t *g, int dep) {
  * over the tensor-parallel group, as Megatron splits them. */
 static xf_split_t train_split(const workload_cfg_t *w) {
   const parallel_cfg_t *par = &w->parallel;
-  return (xf_split_t){par->tp, par->ep, par->ep * par->tp};
+  return (xf_split_t){par->tp, par->ep, par->ep * par->etp};
 }
 
 /* Parameters of one layer on one rank, and of its routed experts. */
@@ -559,7 +599,7 @@ static double dense_shards(const parallel_cfg_t *par) {
   return par->zero_shard_size > 0 ? par->zero_shard_size : dense_replicas(par);
 }
 static double expert_replicas(const parallel_cfg_t *par) {
-  return (double)par->dp * par->cp / par->ep;
+  return (double)par->tp * par->dp * par->cp / ((double)par->ep * par->etp);
 }
 
 /* A gradient reduction over the replicas of its parameters (COMM_DP, or
@@ -815,13 +855,12 @@ static void stage_program(gen_t *g, const stage_t *st) {
 
 /* Bytes of `per_param` for dense and routed-expert parameters, sharded when
  * the ZeRO stage covers them: dense over the dp x cp replicas, experts over
- * their expert-data-parallel replicas (dp x cp / ep). */
+ * their expert-data-parallel replicas (expert_replicas). */
 static double zero_bytes(const parallel_cfg_t *par, double dense, double experts, double per_param,
                          bool sharded) {
-  double dpc = (double)par->dp * par->cp;
   if (!sharded)
     return (dense + experts) * per_param;
-  return (dense / dense_shards(par) + experts / (dpc / par->ep)) * per_param;
+  return (dense / dense_shards(par) + experts / expert_replicas(par)) * per_param;
 }
 
 /* An op of the optimizer step: fp32 (master weights, moments, main gradients),
@@ -1149,11 +1188,16 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   /* hybrid sharding: the DP groups are the shard groups, replicated across */
   int shard = par->zero_shard_size > 0 ? par->zero_shard_size : par->dp * par->cp;
   make_comm(out, par, COMM_DP, 2, dp_dims, shard, false);
-  make_comm(out, par, COMM_EP, 2, dp_dims, par->ep, false);
-  make_comm(out, par, COMM_EDP, 2, dp_dims, par->ep, true);
+  /* experts: EP carved out of dp x cp, or folded over tp x cp x dp (the EP
+   * group innermost, Megatron-Core's expert rank order with etp 1) */
+  static const par_dim_t folded_dims[] = {PAR_DIM_TP, PAR_DIM_CP, PAR_DIM_DP};
+  int edims = ep_folded(par) ? 3 : 2;
+  const par_dim_t *expert_dims = ep_folded(par) ? folded_dims : dp_dims;
+  make_comm(out, par, COMM_EP, edims, expert_dims, par->ep, false);
+  make_comm(out, par, COMM_EDP, edims, expert_dims, par->ep, true);
   make_comm(out, par, COMM_DP_PARAMS, 2, dp_dims, shard, false);
   make_comm(out, par, COMM_DP_REPLICAS, 2, dp_dims, shard, true);
-  make_comm(out, par, COMM_EDP_PARAMS, 2, dp_dims, par->ep, true);
+  make_comm(out, par, COMM_EDP_PARAMS, edims, expert_dims, par->ep, true);
   make_ends_comm(out, par, COMM_EMBD);
   /* one program per pipeline stage (and context-parallel position: its ring wraps) */
   int nprog = par->pp * par->cp;

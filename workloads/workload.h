@@ -78,6 +78,9 @@ typedef struct {
 
 typedef struct {
   int dp, tp, pp, vpp, cp, ep;
+  int etp;                  /* expert tensor parallelism: tp (each expert split over the TP
+                             * group, EP carved out of dp x cp), or 1 (experts whole, EP
+                             * folded over tp x cp x dp: Megatron-Core's MoE parallel folding) */
   int first_stage_layers;   /* layers on pipeline stage 0; 0: an even share */
   int last_stage_layers;    /* layers on the last stage; 0: an even share */
   int stage_layers[WORKLOAD_STAGES_MAX]; /* layers on each stage (Megatron/MindSpeed's

@@ -58,7 +58,7 @@ USED = {
     "--first-k-dense-replace": True, "--expert-interval": True, "--num-layer-list": True,
     "--noop-layers": True, "--interleave-sliding-window": True, "--sliding-window-size": True,
     "--window-size": True, "--tp-2d": False,
-    "--expert-tensor-parallel-size": True,
+    "--expert-tensor-parallel-size": True, "--moe-tp-extend-ep": False,
     "--multi-latent-attention": False, "--multi-head-latent-attention": False,
     "--q-lora-rank": True, "--kv-lora-rank": True, "--qk-head-dim": True,
     "--qk-pos-emb-head-dim": True, "--v-head-dim": True, "--qk-nope-head-dim": True,
@@ -741,6 +741,7 @@ def convert(a, opts):
 
     layers_src = a.src("--num-layers")
     moe = mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, opts.sources)
+    etp = moe.pop("_etp") if moe is not None else (tp, "")
     if a.given("--noop-layers"):
         noops = noop_layers(a, layers, pp, vpp, stage_layers, first, last)
         layers -= len(noops)
@@ -795,6 +796,8 @@ def convert(a, opts):
             a.src(f) for f in ("--num-layer-list", "--noop-layers") if a.given(f)))
     par.set("cp", cp, flag_or(a, "--context-parallel-size", "Megatron default: 1"))
     par.set("ep", ep, flag_or(a, "--expert-model-parallel-size", "Megatron default: 1"))
+    if etp[0] != tp:
+        par.set("etp", etp[0], etp[1])
     par.set("zero", zero, zero_src)
     par.set("recompute", recompute, rc_src)
     if a.given("--use-tp-pp-dp-mapping"):
@@ -1057,14 +1060,22 @@ def mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, sources):
     if experts % ep:
         raise InputError(f"--expert-model-parallel-size {ep}: does not divide --num-experts "
                          f"{experts}")
-    if (dp * cp) % ep:
-        etp = a.int("--expert-tensor-parallel-size", tp, hi=100000)
-        if (tp * dp * cp) % (ep * etp):
-            raise InputError(f"--expert-model-parallel-size {ep} x expert tp {etp} does not "
-                             f"divide tp {tp} x dp {dp} x cp {cp} (Megatron refuses it too; a "
-                             "world size set outside the script? give --world-size)")
-        raise InputError(f"--expert-model-parallel-size {ep}: does not divide dp {dp} x cp {cp}; "
-                         "experts spread over tensor-parallel ranks are not modelled by npusim")
+    etp = a.int("--expert-tensor-parallel-size", tp, hi=100000)
+    etp_src = flag_or(a, "--expert-tensor-parallel-size", "Megatron default: tp")
+    if a.given("--moe-tp-extend-ep"):   # MindSpeed: EP extended over the TP ranks
+        if a.given("--expert-tensor-parallel-size") and etp != 1:
+            raise InputError(f"--moe-tp-extend-ep: given with {a.src('--expert-tensor-parallel-size')}")
+        etp, etp_src = 1, "--moe-tp-extend-ep (experts whole, EP over the TP ranks)"
+    if (tp * dp * cp) % (ep * etp):
+        raise InputError(f"--expert-model-parallel-size {ep} x expert tp {etp} does not "
+                         f"divide tp {tp} x dp {dp} x cp {cp} (Megatron refuses it too; a "
+                         "world size set outside the script? give --world-size)")
+    if etp not in (1, tp):
+        raise InputError(f"--expert-tensor-parallel-size {etp}: experts split over {etp} of the "
+                         f"{tp} tensor-parallel ranks are not modelled by npusim (1 or tp are)")
+    if etp == tp and (dp * cp) % ep:
+        raise InputError(f"--expert-model-parallel-size {ep}: does not divide dp {dp} x cp {cp} "
+                         f"with experts split over tp {tp} (Megatron refuses it too)")
     eflag = next((f for f in ("--moe-ffn-hidden-size", "--moe-intermediate-size") if a.given(f)),
                  None)
     if eflag:
@@ -1101,4 +1112,5 @@ def mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, sources):
     out.set("shared_experts", shared, sh_src)
     if dense:
         out.set("dense_layers", dense, dense_src)
+    out.d["_etp"] = (etp, etp_src)   # the plan's, taken out by convert()
     return out.d

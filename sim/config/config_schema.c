@@ -572,7 +572,14 @@ static const cfg_key_t workload_keys[] = {
          "even share. Not with those two, nor with vpp > 1."),
     INT("parallel.cp", WL(parallel.cp), 1, 1e5, "1", "Context-parallel size (ring attention)."),
     INT("parallel.ep", WL(parallel.ep), 1, 1e5, "1",
-        "Expert-parallel size, carved out of dp x cp; divides experts."),
+        "Expert-parallel size; divides experts. With etp = tp it is carved out of dp x cp; "
+        "with etp 1 folded over tp x cp x dp (ep divides tp x cp x dp)."),
+    INT("parallel.etp", WL(parallel.etp), 1, 1e5, "=parallel.tp",
+        "Expert tensor parallelism (Megatron's --expert-tensor-parallel-size): tp splits each "
+        "expert over the TP group and reduces it there; 1 keeps experts whole and folds EP over "
+        "the TP ranks (Megatron-Core's MoE parallel folding, MindSpeed's --moe-tp-extend-ep): "
+        "each rank routes its own sequence shard (needs sequence_parallel when tp > 1) and the "
+        "dispatch all-to-all spans TP ranks. Other values are not modelled."),
     INT("parallel.zero", WL(parallel.zero), 0, 3, "0",
         "ZeRO stage: 1 shards optimizer states (distributed optimizer), 2 also gradients, 3 "
         "also weights."),

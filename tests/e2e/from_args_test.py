@@ -34,7 +34,9 @@ model.head_dim, --first-k-dense-replace and --moe-layer-freq as
 model.moe.dense_layers, --num-layer-list as parallel.stage_layers, msrun
 --worker_num as the world size, a tokenizer file's vocabulary by the model's
 name, latent attention (Megatron-Core's and MindSpeed's older flag names)
-with multi-token prediction and --geglu, and npusim validate accepting the
+with multi-token prediction and --geglu, experts folded over the TP ranks
+(--expert-tensor-parallel-size 1, MindSpeed's --moe-tp-extend-ep), and npusim
+validate accepting the
 result; the refusals, one line each, of what npusim does not model (a
 latent-attention --spec without its widths, a linear-attention --spec, Ulysses
 and hybrid context parallelism, experts in some layers only) and of scripts
@@ -157,6 +159,7 @@ MODERN_MUTATIONS = [
     ("MLA's rope and no-rope widths swapped", '("--qk-head-dim", "--qk-nope-head-dim"), 128)',
      '("--qk-pos-emb-head-dim", "--qk-rope-head-dim"), 128)'),
     ("--geglu read as gelu", 'act, act_src = "geglu", "--geglu"', 'act, act_src = "gelu", "--geglu"'),
+    ("--moe-tp-extend-ep dropped", 'etp, etp_src = 1, "--moe-tp-extend-ep', 'etp_src = "--moe-tp-extend-ep'),
 ]
 
 failures = []
@@ -605,7 +608,13 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "--qk-rope-head-dim 32", {"model.mla.q_lora_rank": 0, "model.mla.v_head_dim": 128,
                                        "model.mla.qk_nope_head_dim": 64},
              "MindSpeed's older MLA names, Megatron's defaults"),
-            ("--geglu", {"model.activation": "geglu"}, "GeGLU")):
+            ("--geglu", {"model.activation": "geglu"}, "GeGLU"),
+            ("--sequence-parallel --expert-model-parallel-size 8 --moe-tp-extend-ep",
+             {"parallel.ep": 8, "parallel.etp": 1}, "MindSpeed's EP extended over TP"),
+            ("--sequence-parallel --expert-model-parallel-size 8 --expert-tensor-parallel-size 1",
+             {"parallel.ep": 8, "parallel.etp": 1}, "Megatron-Core's MoE parallel folding"),
+            ("--expert-tensor-parallel-size 2", {"parallel.ep": 2, "parallel.etp": None},
+             "expert tensor parallelism equal to tp (the default)")):
         path = ms_script(tmp, "pretrain_deepseek3.sh", torchrun, extra)
         if "--geglu" in extra:  # in place of the body's --swiglu
             with open(path) as fh:
@@ -632,6 +641,9 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "a latent-attention --spec without its widths"),
             ("--multi-latent-attention --qk-head-dim 64 --qk-nope-head-dim 64", "--qk-nope-head-dim",
              "one MLA width given twice"),
+            ("--tensor-model-parallel-size 4 --num-attention-heads 8 --num-query-groups 4 "
+             "--expert-tensor-parallel-size 2", "--expert-tensor-parallel-size 2",
+             "experts over some of the TP ranks"),
             ("--spec mindspeed_llm.tasks.models.spec.qwen3_next_spec layer_spec",
              "linear attention", "a linear-attention --spec"),
             ("--spec my.own.spec layer_spec", "--spec my.own.spec", "an unknown --spec"),

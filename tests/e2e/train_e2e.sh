@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # train_e2e.sh NPUSIM - end-to-end checks of `npusim train`, one process per
 # simulation (SimGrid runs once per process):
-#   - every parallel plan (dp, tp+sp, pp+vpp, cp, ep, latent attention with
-#     multi-token prediction, ZeRO 0-3, recompute,
+#   - every parallel plan (dp, tp+sp, pp+vpp, cp, ep, ep folded over tp,
+#     latent attention with multi-token prediction, ZeRO 0-3, recompute,
 #     Megatron's and a custom rank order) replays to the end in both
 #     fidelities, with the documented JSON fields and a breakdown that adds up
 #     to the step;
@@ -45,6 +45,7 @@ plans=(
   "order:$tiny:parallel.order=tp-pp-dp-cp"
   "ep:$moe:"
   "mla_mtp:$mla:parallel.tp=2 parallel.sequence_parallel=true"
+  "ep_folded:$moe:parallel.sequence_parallel=true parallel.ep=8 parallel.etp=1"
 )
 for plan in "${plans[@]}"; do
   IFS=: read -r name wl sets <<<"$plan"

@@ -435,6 +435,52 @@ static int count_colls(const workload_cfg_t *w, const char *kind, const char *st
   return n;
 }
 
+/* The all-to-alls of rank 0's program: how many, and the bytes of the first. */
+static int alltoalls(const trace_t *t, double *bytes) {
+  const trace_program_t *p = &t->programs[t->program_of[0]];
+  int n = 0;
+  for (int i = 0; i < p->nops; i++)
+    if (p->ops[i].type == TRACE_OP_COLL &&
+        strcmp(replay_vocab.colls[p->ops[i].kind], "alltoall") == 0 && n++ == 0)
+      *bytes = p->ops[i].bytes;
+  return n;
+}
+
+/* MoE parallel folding (parallel.etp 1): on tp 2 x dp 4, EP 8 spans both TP
+ * ranks of every DP replica, each rank dispatching its own sequence shard
+ * (half the tokens, so half the bytes of EP 4 with experts split over TP),
+ * one whole expert per rank (the weights of two half experts: equal), and
+ * no expert replicas to reduce over. */
+static void test_experts_folded_over_tensor_parallel_ranks(void) {
+  const char *plan = "\"tp\": 2, \"sequence_parallel\": true, \"dp\": 4, \"ep\": 4";
+  workload_cfg_t split = load_workload(small_moe, plan, "\"global_batch\": 4");
+  workload_cfg_t folded = split;
+  folded.parallel.ep = 8;
+  folded.parallel.etp = 1;
+  trace_t a, b;
+  generate_trace(&split, &a);
+  generate_trace(&folded, &b);
+  const trace_comm_t *ep = &b.comms[comm_named(&b, "ep")];
+  CU_ASSERT_EQUAL(ep->sizes[ep->group_of[0]], 8);
+  for (int m = 0; m < 8; m++) /* tp 2 x dp 4: ranks 0-7 of the first stage */
+    CU_ASSERT_EQUAL(ep->groups[ep->group_of[0]][m], m);
+  const trace_comm_t *edp = &b.comms[comm_named(&b, "edp")];
+  CU_ASSERT_EQUAL(edp->sizes[edp->group_of[0]], 1);
+  double bytes_split = 0, bytes_folded = 0;
+  int n_split = alltoalls(&a, &bytes_split), n_folded = alltoalls(&b, &bytes_folded);
+  CU_ASSERT_EQUAL(n_split, n_folded);
+  CU_ASSERT_DOUBLE_EQUAL(bytes_split, 1024 * 2 * 1024 * 2.0, 0);
+  CU_ASSERT_DOUBLE_EQUAL(bytes_folded, bytes_split / 2, 0);
+  trace_free(&a);
+  trace_free(&b);
+  train_info_t ia, ib;
+  generate(&split, &ia);
+  generate(&folded, &ib);
+  CU_ASSERT_DOUBLE_EQUAL(ia.memory[0].weights, ib.memory[0].weights, 1e-6);
+  train_info_free(&ia);
+  train_info_free(&ib);
+}
+
 /* ZeRO-1 reduces the accumulated gradients once; ZeRO-2 and 3 keep only their
  * shard, so each micro-batch's gradients are reduced; ZeRO-3 gathers every
  * layer's parameters before its forward and its backward instead of all of
@@ -848,6 +894,7 @@ CU_TestInfo train_tests[] = {
     {"latent attention in training", test_latent_attention_in_training},
     {"multi-token prediction on the last stage", test_multi_token_prediction_on_the_last_stage},
     {"GeGLU is a gated MLP", test_geglu_is_a_gated_mlp},
+    {"experts folded over tensor-parallel ranks", test_experts_folded_over_tensor_parallel_ranks},
     {"activation memory counts what the layer keeps",
      test_activation_memory_counts_what_the_layer_keeps},
     {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},

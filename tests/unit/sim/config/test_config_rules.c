@@ -173,8 +173,11 @@ static void test_moe_plan_must_fit_the_experts(void) {
          "--set: parallel.ep: expected a divisor of model.moe.experts = 8, found 3");
   expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=2", "parallel.ep=4",
                                  "training.global_batch=1024"),
-         "--set: parallel.ep: expected a divisor of dp x cp = 2 (EP is carved out of them), "
-         "found 4");
+         "--set: parallel.ep: expected a divisor of dp x cp = 2 (EP is carved out of them; "
+         "parallel.etp 1 folds it over tp x cp x dp), found 4");
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=2", "parallel.etp=3"),
+         "--set: parallel.etp: expected 1 or parallel.tp = 8 (experts whole, or split over the "
+         "TP group), found 3");
   expect(CONFIG_WORKLOAD, b, SET(moe[0], "model.moe.top_k=9", moe[2]),
          "--set: model.moe.top_k: expected at most model.moe.experts = 8, found 9");
 }
