@@ -92,6 +92,8 @@ typedef enum {
   COMM_EDP_PARAMS,
   COMM_EMBD,       /* first and last stage: tied embeddings */
   COMM_DP_REPLICAS, /* hybrid sharding: the same shard in every shard group */
+  COMM_CP_ULYSSES, /* context parallelism's all-to-alls (Ulysses) */
+  COMM_CP_GATHER,  /* its key/value all-gathers (allgather) */
   COMM_COUNT
 } gen_comm_t;
 
@@ -107,6 +109,8 @@ static const struct {
     [COMM_EDP_PARAMS] = {"edp_params", TRAIN_PART_DP},
     [COMM_EMBD] = {"embd", TRAIN_PART_DP},
     [COMM_DP_REPLICAS] = {"dp_replicas", TRAIN_PART_DP},
+    [COMM_CP_ULYSSES] = {"cp_ulysses", TRAIN_PART_CP},
+    [COMM_CP_GATHER] = {"cp_gather", TRAIN_PART_CP},
 };
 
 typedef struct {
@@ -117,6 +121,7 @@ typedef struct {
   int cap;
   /* streams */
   int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
+  int cp_coll; /* context parallelism's collectives (Ulysses, allgather) */
   int optimizer, zero;
   int tag_fwd, tag_bwd, tag_cp;
   int stride_pp;
@@ -299,8 +304,21 @@ static int dropout(gen_t *g, double rows, double cols, int dep) {
   return g->w->model.dropout > 0 ? vec(g, GEN_MUL, rows, cols, dep) : dep;
 }
 
+/* Ulysses' all-to-all of `width` columns (of this TP rank) per token of its
+ * sequence shard over its Ulysses group (none without Ulysses). */
+static int ulysses_exchange(gen_t *g, double width, int dep) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (workload_cp_ulysses(par) == 1)
+    return dep;
+  return coll(g, GEN_ALLTOALL, g->cp_coll, COMM_CP_ULYSSES, g->tokens * width * g->e, dep);
+}
+
 /* Attention core; context parallelism passes key/value blocks around its ring
- * while each block is attended. */
+ * while each block is attended (ring), or swaps the sequence split for a head
+ * split with all-to-alls first (Ulysses: queries, keys and values in, the
+ * output back; the backward the reverse), or gathers every key and value
+ * first and reduces their gradients after (allgather); hybrid runs Ulysses in
+ * groups of cp_ulysses and the ring across them. */
 static int attention(gen_t *g, bool bwd, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
@@ -321,19 +339,39 @@ static int attention(gen_t *g, bool bwd, int dep) {
     }
     return x;
   }
+  int u = workload_cp_ulysses(par), ring = par->cp / u;
+  /* Ulysses with fewer key/value heads than its degree repeats them up to it
+   * (as MindSpeed and DeepSpeed do) */
+  kv = fmax(kv, u);
+  double qkv = heads * wd.qk + kv * (wd.qk + wd.v), out = heads * wd.v;
+  int x = ulysses_exchange(g, bwd ? out : qkv, dep);
+  heads /= u, kv /= u, s *= u; /* after Ulysses: fewer heads over a longer sequence block */
+  /* allgather: every rank's keys and values first; the backward reduces their
+   * gradients back after the blocks */
+  double kv_all = b * (double)m->seq_len * kv * (wd.qk + wd.v) * g->e;
+  bool gather = par->cp_algo == CP_ALLGATHER;
+  if (gather)
+    x = coll(g, GEN_ALLGATHER, g->cp_coll, COMM_CP_GATHER, kv_all, x);
   /* ring attention: each step attends the key/value block received in the
    * previous one while passing it on */
-  int x = shaped(g, kind, b, heads, s, d, kv, dep), block = dep;
+  int block = x; /* this rank's own keys and values are ready */
+  x = shaped(g, kind, b, heads, s, d, kv, x);
   /* keys and values; the backward also passes their gradients around */
   double kv_bytes = (bwd ? 2 : 1) * b * s * kv * (wd.qk + wd.v) * g->e;
-  for (int step = 1; step < par->cp; step++) {
+  for (int step = 1; step < ring; step++) {
+    if (gather) {
+      x = shaped(g, kind, b, heads, s, d, kv, x);
+      continue;
+    }
     beside(g, x, p2p(g, TRACE_OP_SEND, TRAIN_PART_CP, g->cp_send, g->cp_next, g->tag_cp,
                      kv_bytes, block));
     block = p2p(g, TRACE_OP_RECV, TRAIN_PART_CP, g->cp_recv, g->cp_prev, g->tag_cp, kv_bytes, -1);
     int joined = join(g, x, block);
     x = shaped(g, kind, b, heads, s, d, kv, joined);
   }
-  return x;
+  if (gather && bwd)
+    x = coll(g, GEN_REDUCESCATTER, g->cp_coll, COMM_CP_GATHER, kv_all, x);
+  return ulysses_exchange(g, bwd ? qkv : out, x);
 }
 
 /* Backward of a column-parallel linear (QKV, MLP up, LM head) of `tokens` rows
@@ -1118,6 +1156,7 @@ static void add_streams(gen_t *g) {
   g->recv_next = pipeline ? stream_of(p, "pp_recv_next") : -1;
   g->cp_send = par->cp > 1 ? stream_of(p, "cp_send") : -1;
   g->cp_recv = par->cp > 1 ? stream_of(p, "cp_recv") : -1;
+  g->cp_coll = par->cp > 1 && par->cp_algo != CP_RING ? stream_of(p, "cp") : -1;
   g->optimizer = stream_of(p, "optimizer");
   g->zero = par->zero >= 3 && replicas ? stream_of(p, "zero") : -1;
 }
@@ -1199,6 +1238,15 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   make_comm(out, par, COMM_DP_REPLICAS, 2, dp_dims, shard, true);
   make_comm(out, par, COMM_EDP_PARAMS, edims, expert_dims, par->ep, true);
   make_ends_comm(out, par, COMM_EMBD);
+  /* context parallelism's groups: Ulysses' consecutive positions, all of them
+   * to gather; traces of ring attention keep the communicators they had */
+  static const par_dim_t cp_dims[] = {PAR_DIM_CP};
+  if (par->cp_algo != CP_RING) {
+    make_comm(out, par, COMM_CP_ULYSSES, 1, cp_dims, workload_cp_ulysses(par), false);
+    make_comm(out, par, COMM_CP_GATHER, 1, cp_dims, 0, false);
+  } else {
+    out->ncomms = COMM_CP_ULYSSES;
+  }
   /* one program per pipeline stage (and context-parallel position: its ring wraps) */
   int nprog = par->pp * par->cp;
   out->programs = calloc((size_t)nprog, sizeof *out->programs);
@@ -1227,9 +1275,10 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.tokens = (double)w->training.micro_batch * m->seq_len / par->cp;
     g.stride_pp = stride_of(par, PAR_DIM_PP);
     /* the ring of context parallelism wraps at its last position */
-    int stride_cp = stride_of(par, PAR_DIM_CP);
-    g.cp_next = cpi == par->cp - 1 ? -(par->cp - 1) * stride_cp : stride_cp;
-    g.cp_prev = cpi == 0 ? (par->cp - 1) * stride_cp : -stride_cp;
+    int u = workload_cp_ulysses(par), ring = par->cp / u, pos = cpi / u;
+    int stride_ring = stride_of(par, PAR_DIM_CP) * u; /* the ring across Ulysses groups */
+    g.cp_next = pos == ring - 1 ? -(ring - 1) * stride_ring : stride_ring;
+    g.cp_prev = pos == 0 ? (ring - 1) * stride_ring : -stride_ring;
     trace_intern(&p->tags, &p->ntags, ""); /* tag 0: untagged */
     add_streams(&g);
     g.tag_fwd = trace_intern(&p->tags, &p->ntags, "fwd");

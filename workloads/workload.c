@@ -7,6 +7,8 @@
 
 const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu", "geglu"};
 const char *const workload_norm_names[NORM_COUNT] = {"layernorm", "rmsnorm"};
+const char *const workload_cp_algo_names[CP_ALGO_COUNT] = {"ring", "ulysses", "allgather",
+                                                           "hybrid"};
 const char *const workload_position_names[POSITION_COUNT] = {"rope", "learned"};
 const char *const workload_recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 const char *const workload_precision_names[PRECISION_COUNT] = {"bf16", "fp16", "fp8"};
@@ -122,4 +124,8 @@ int workload_parse_order(const char *text, par_dim_t order[PAR_DIM_COUNT]) {
       return -1;
   }
   return *p == '\0' ? 0 : -1;
+}
+
+int workload_cp_ulysses(const parallel_cfg_t *p) {
+  return p->cp_algo == CP_ULYSSES ? p->cp : p->cp_algo == CP_HYBRID ? p->cp_ulysses : 1;
 }

@@ -28,6 +28,12 @@ typedef enum { OPTIMIZER_ADAM, OPTIMIZER_COUNT } optimizer_t;
  * kernel, or its stock (eager PyTorch) kernels; the order of op_form_t (op.h). */
 typedef enum { KERNELS_FUSED, KERNELS_UNFUSED, KERNELS_COUNT } kernels_form_t;
 
+/* How context parallelism splits attention: ring attention (key/value blocks
+ * passed around the CP ring), Ulysses (all-to-alls swap the sequence split
+ * for a head split), an all-gather of keys and values (MindSpeed's
+ * kvallgather), or Ulysses inside groups with rings across them (hybrid). */
+typedef enum { CP_RING, CP_ULYSSES, CP_ALLGATHER, CP_HYBRID, CP_ALGO_COUNT } cp_algo_t;
+
 /* Parallel dimensions in the order ranks are laid out, innermost first. */
 typedef enum { PAR_DIM_TP, PAR_DIM_CP, PAR_DIM_DP, PAR_DIM_PP, PAR_DIM_COUNT } par_dim_t;
 
@@ -78,6 +84,8 @@ typedef struct {
 
 typedef struct {
   int dp, tp, pp, vpp, cp, ep;
+  cp_algo_t cp_algo;
+  int cp_ulysses;           /* CP_HYBRID: the Ulysses degree inside cp (1 < it < cp) */
   int etp;                  /* expert tensor parallelism: tp (each expert split over the TP
                              * group, EP carved out of dp x cp), or 1 (experts whole, EP
                              * folded over tp x cp x dp: Megatron-Core's MoE parallel folding) */
@@ -125,6 +133,7 @@ typedef struct {
 extern const char *const workload_activation_names[ACTIVATION_COUNT];
 extern const char *const workload_position_names[POSITION_COUNT];
 extern const char *const workload_norm_names[NORM_COUNT];
+extern const char *const workload_cp_algo_names[CP_ALGO_COUNT];
 extern const char *const workload_recompute_names[RECOMPUTE_COUNT];
 extern const char *const workload_precision_names[PRECISION_COUNT];
 extern const char *const workload_kernels_names[KERNELS_COUNT];
@@ -142,6 +151,10 @@ long workload_grad_accum_steps(const workload_cfg_t *w);
  * (Megatron's decoder_first/last_pipeline_num_layers), the rest shared evenly
  * by the other stages. */
 int workload_stage_layers(const workload_cfg_t *w, int stage);
+
+/* The Ulysses degree of context parallelism: cp with Ulysses, cp_ulysses in a
+ * hybrid, else 1; the ring (or all-gather) spans cp / it positions. */
+int workload_cp_ulysses(const parallel_cfg_t *p);
 
 /* Bytes per parameter of the gradient buffers and of their reduction. */
 double workload_grad_bytes(const workload_cfg_t *w);

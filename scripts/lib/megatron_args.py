@@ -51,6 +51,7 @@ USED = {
     "--decoder-first-pipeline-num-layers": True, "--decoder-last-pipeline-num-layers": True,
     "--num-layers-in-first-pipeline-stage": True, "--num-layers-in-last-pipeline-stage": True,
     "--context-parallel-size": True, "--context-parallel-algo": True,
+    "--ulysses-degree-in-cp": True,
     "--expert-model-parallel-size": True, "--num-experts": True, "--moe-router-topk": True,
     "--moe-ffn-hidden-size": True, "--moe-intermediate-size": True,
     "--moe-shared-expert-intermediate-size": True, "--n-shared-experts": True,
@@ -146,6 +147,10 @@ ARCH_UNMODELLED = {
     "--vision-model-type": "a vision encoder (multimodal model)",
     "--tp-2d": "2-D tensor parallelism",
 }
+
+# MindSpeed's --context-parallel-algo values, as parallel.cp_algo.
+CP_ALGOS = {"megatron_cp_algo": "ring", "ulysses_cp_algo": "ulysses",
+            "kvallgather_cp_algo": "allgather", "hybrid_cp_algo": "hybrid"}
 
 # Sliding-window attention: modelled as full attention only when the window
 # covers the sequence (then it changes nothing); else refused.
@@ -593,17 +598,30 @@ def convert(a, opts):
     dp = world // (tp * pp * cp)
     stage_layers = layer_list(a, layers, pp)
 
+    cp_algo, cp_ulysses, cp_src = "ring", 0, "Megatron: ring attention"
     if cp > 1:
         algo = a.text("--context-parallel-algo")
         if algo is None and mindspeed:
-            raise InputError(f"--context-parallel-size {cp}: MindSpeed's default "
-                             "--context-parallel-algo is ulysses_cp_algo, which npusim does not "
-                             "model (ring attention: megatron_cp_algo)")
-        if algo not in (None, "megatron_cp_algo"):
-            raise InputError(f"--context-parallel-algo {algo}: npusim models ring attention "
-                             "(megatron_cp_algo) only")
-    elif a.given("--context-parallel-algo"):
+            algo, cp_src = "ulysses_cp_algo", "MindSpeed's default --context-parallel-algo " \
+                "ulysses_cp_algo"
+        elif algo is not None:
+            cp_src = a.src("--context-parallel-algo")
+        cp_algo = CP_ALGOS.get(algo or "megatron_cp_algo")
+        if cp_algo is None:
+            raise InputError(f"--context-parallel-algo {algo}: expected one of "
+                             f"{', '.join(CP_ALGOS)}")
+        if cp_algo == "hybrid":
+            cp_ulysses = a.int("--ulysses-degree-in-cp", None, 2, 100000)
+            if cp_ulysses is None:
+                raise InputError("--context-parallel-algo hybrid_cp_algo: --ulysses-degree-in-cp "
+                                 "is not given")
+            if cp % cp_ulysses or cp_ulysses >= cp:
+                raise InputError(f"--ulysses-degree-in-cp {cp_ulysses}: expected a divisor of "
+                                 f"--context-parallel-size {cp} below it")
+            cp_src += " with " + a.src("--ulysses-degree-in-cp")
+    else:
         a.text("--context-parallel-algo")
+        a.text("--ulysses-degree-in-cp")
 
     first = a.int("--decoder-first-pipeline-num-layers", None, 0, 100000)
     first_flag = "--decoder-first-pipeline-num-layers"
@@ -795,6 +813,10 @@ def convert(a, opts):
         par.set("stage_layers", stage_layers, " with ".join(
             a.src(f) for f in ("--num-layer-list", "--noop-layers") if a.given(f)))
     par.set("cp", cp, flag_or(a, "--context-parallel-size", "Megatron default: 1"))
+    if cp_algo != "ring":
+        par.set("cp_algo", cp_algo, cp_src)
+        if cp_ulysses:
+            par.set("cp_ulysses", cp_ulysses, cp_src)
     par.set("ep", ep, flag_or(a, "--expert-model-parallel-size", "Megatron default: 1"))
     if etp[0] != tp:
         par.set("etp", etp[0], etp[1])

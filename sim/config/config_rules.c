@@ -245,6 +245,20 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
     return fail(doc, "parallel.cp", err,
                 "2 x cp to divide model.seq_len = %d (load-balanced ring attention), found "
                 "cp = %d", m->seq_len, p->cp);
+  if (p->cp_algo == CP_HYBRID &&
+      (p->cp_ulysses < 2 || p->cp_ulysses >= p->cp || p->cp % p->cp_ulysses))
+    return fail(doc, "parallel.cp_ulysses", err,
+                "a divisor of parallel.cp = %d between 2 and cp / 2 with cp_algo hybrid, found %d",
+                p->cp, p->cp_ulysses);
+  if (p->cp_algo != CP_HYBRID && p->cp_ulysses)
+    return fail(doc, "parallel.cp_ulysses", err, "0 unless parallel.cp_algo is hybrid, found %d",
+                p->cp_ulysses);
+  int u = workload_cp_ulysses(p), kv = (m->has_mla ? m->heads : m->kv_heads) / p->tp;
+  if ((m->heads / p->tp) % u || (kv % u && u % kv))
+    return fail(doc, "parallel.cp_algo", err,
+                "heads per TP rank (%d) divisible by the Ulysses degree %d and key/value heads "
+                "per TP rank (%d) a multiple or a divisor of it (then repeated up to it), found %s",
+                m->heads / p->tp, u, kv, workload_cp_algo_names[p->cp_algo]);
   if (p->cp > 1 && !w->training.flash_attention)
     return fail(doc, "training.flash_attention", err,
                 "true when parallel.cp > 1 (ring attention is a fused kernel), found false");

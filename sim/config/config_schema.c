@@ -571,6 +571,19 @@ static const cfg_key_t workload_keys[] = {
          "entries summing to model.layers; empty: first_stage_layers / last_stage_layers or an "
          "even share. Not with those two, nor with vpp > 1."),
     INT("parallel.cp", WL(parallel.cp), 1, 1e5, "1", "Context-parallel size (ring attention)."),
+    ENUM("parallel.cp_algo", workload_cp_algo_names, CP_ALGO_COUNT, WL(parallel.cp_algo),
+         "\"ring\"",
+         "How context parallelism splits attention: ring (key/value blocks passed around the CP "
+         "ring beside the blocks' attention; Megatron's and MindSpeed's megatron_cp_algo), "
+         "ulysses (DeepSpeed-Ulysses, MindSpeed's ulysses_cp_algo: all-to-alls swap the sequence "
+         "split for a head split, queries, keys and values in and the output back; heads and "
+         "key/value heads per TP rank divisible by cp), allgather (MindSpeed's "
+         "kvallgather_cp_algo: every key and value gathered first, their gradients "
+         "reduce-scattered after) or hybrid (Ulysses in groups of cp_ulysses positions, the "
+         "ring across them; MindSpeed's hybrid_cp_algo)."),
+    INT("parallel.cp_ulysses", WL(parallel.cp_ulysses), 0, 1e5, "0",
+        "With cp_algo hybrid: the Ulysses degree inside cp (MindSpeed's "
+        "--ulysses-degree-in-cp), a divisor of cp between 2 and cp / 2."),
     INT("parallel.ep", WL(parallel.ep), 1, 1e5, "1",
         "Expert-parallel size; divides experts. With etp = tp it is carved out of dp x cp; "
         "with etp 1 folded over tp x cp x dp (ep divides tp x cp x dp)."),

@@ -35,11 +35,12 @@ model.moe.dense_layers, --num-layer-list as parallel.stage_layers, msrun
 --worker_num as the world size, a tokenizer file's vocabulary by the model's
 name, latent attention (Megatron-Core's and MindSpeed's older flag names)
 with multi-token prediction and --geglu, experts folded over the TP ranks
-(--expert-tensor-parallel-size 1, MindSpeed's --moe-tp-extend-ep), and npusim
+(--expert-tensor-parallel-size 1, MindSpeed's --moe-tp-extend-ep), MindSpeed's
+context-parallel algorithms (Ulysses its default, kvallgather, hybrid), and npusim
 validate accepting the
 result; the refusals, one line each, of what npusim does not model (a
-latent-attention --spec without its widths, a linear-attention --spec, Ulysses
-and hybrid context parallelism, experts in some layers only) and of scripts
+latent-attention --spec without its widths, a linear-attention --spec, an
+unknown context-parallel algorithm, experts in some layers only) and of scripts
 that do not train (text generation, evaluation, checkpoint conversion) or
 train what is not a decoder (BERT, T5) or read the model from a file.
 
@@ -159,6 +160,7 @@ MODERN_MUTATIONS = [
     ("MLA's rope and no-rope widths swapped", '("--qk-head-dim", "--qk-nope-head-dim"), 128)',
      '("--qk-pos-emb-head-dim", "--qk-rope-head-dim"), 128)'),
     ("--geglu read as gelu", 'act, act_src = "geglu", "--geglu"', 'act, act_src = "gelu", "--geglu"'),
+    ("Ulysses read as ring", '"ulysses_cp_algo": "ulysses"', '"ulysses_cp_algo": "ring"'),
     ("--moe-tp-extend-ep dropped", 'etp, etp_src = 1, "--moe-tp-extend-ep', 'etp_src = "--moe-tp-extend-ep'),
 ]
 
@@ -614,7 +616,16 @@ def modern_checks(converter, npusim, tmp, report=fail):
             ("--sequence-parallel --expert-model-parallel-size 8 --expert-tensor-parallel-size 1",
              {"parallel.ep": 8, "parallel.etp": 1}, "Megatron-Core's MoE parallel folding"),
             ("--expert-tensor-parallel-size 2", {"parallel.ep": 2, "parallel.etp": None},
-             "expert tensor parallelism equal to tp (the default)")):
+             "expert tensor parallelism equal to tp (the default)"),
+            ("--num-query-groups 8 --context-parallel-size 2", {"parallel.cp_algo": "ulysses"},
+             "MindSpeed's default context-parallel algorithm"),
+            ("--context-parallel-size 2 --context-parallel-algo megatron_cp_algo",
+             {"parallel.cp": 2, "parallel.cp_algo": None}, "ring attention"),
+            ("--context-parallel-size 2 --context-parallel-algo kvallgather_cp_algo",
+             {"parallel.cp_algo": "allgather"}, "MindSpeed's key/value all-gather"),
+            ("--num-query-groups 8 --context-parallel-size 4 --context-parallel-algo "
+             "hybrid_cp_algo --ulysses-degree-in-cp 2",
+             {"parallel.cp_algo": "hybrid", "parallel.cp_ulysses": 2}, "hybrid Ulysses and ring")):
         path = ms_script(tmp, "pretrain_deepseek3.sh", torchrun, extra)
         if "--geglu" in extra:  # in place of the body's --swiglu
             with open(path) as fh:
@@ -647,10 +658,10 @@ def modern_checks(converter, npusim, tmp, report=fail):
             ("--spec mindspeed_llm.tasks.models.spec.qwen3_next_spec layer_spec",
              "linear attention", "a linear-attention --spec"),
             ("--spec my.own.spec layer_spec", "--spec my.own.spec", "an unknown --spec"),
-            ("--context-parallel-size 2 --context-parallel-algo ulysses_cp_algo",
-             "ulysses_cp_algo", "Ulysses context parallelism"),
+            ("--context-parallel-size 2 --context-parallel-algo my_cp_algo",
+             "my_cp_algo", "an unknown context-parallel algorithm"),
             ("--context-parallel-size 2 --context-parallel-algo hybrid_cp_algo",
-             "hybrid_cp_algo", "hybrid context parallelism"),
+             "--ulysses-degree-in-cp", "hybrid context parallelism without its Ulysses degree"),
             ("--moe-layer-freq 2", "--moe-layer-freq 2", "experts in every other layer"),
             ("--moe-layer-freq '[1,0,1,1]'", "--moe-layer-freq", "a dense layer after MoE"),
             ("--num-layer-list 2,3", "--num-layer-list", "stage layers not adding up"),

@@ -481,6 +481,69 @@ static void test_experts_folded_over_tensor_parallel_ranks(void) {
   train_info_free(&ib);
 }
 
+/* The ops of one kind (compute or collective name) in rank 0's program, and
+ * the bytes of the first collective of that kind. */
+static int ops_of(const trace_t *t, const char *kind, double *bytes) {
+  const trace_program_t *p = &t->programs[t->program_of[0]];
+  int n = 0;
+  for (int i = 0; i < p->nops; i++) {
+    const trace_op_t *op = &p->ops[i];
+    const char *name = op->type == TRACE_OP_COLL     ? replay_vocab.colls[op->kind]
+                       : op->type == TRACE_OP_SHAPED ? replay_vocab.compute[op->kind]
+                       : op->type == TRACE_OP_SEND   ? "send"
+                                                     : "";
+    if (strcmp(name, kind) == 0 && n++ == 0 && bytes)
+      *bytes = op->bytes;
+  }
+  return n;
+}
+
+/* Context parallelism's algorithms on cp 2 (4 with hybrid), 8 layers, one
+ * micro-batch: ring attention attends cp blocks per layer and pass, passing
+ * cp - 1 blocks; Ulysses one block of all the sequence with two all-to-alls
+ * per pass (queries, keys and values of this rank's 512 tokens in: 8 heads +
+ * 2 x 4 key/value heads of 128; the output back); allgather gathers all 1024
+ * tokens' keys and values once per pass and reduce-scatters their gradients
+ * in the backward; hybrid (Ulysses 2 in a cp of 4) both, its ring of 2;
+ * Ulysses over 8 repeats the 4 key/value heads to 8. */
+static void test_context_parallel_algorithms(void) {
+  static const struct {
+    const char *plan;
+    int attention, sends, alltoalls, gathers, scatters;
+    int kv_sent; /* key/value heads in Ulysses' all-to-all */
+  } rows[] = {
+      {"\"cp\": 2", 2 * 8 * 2, 1 * 8 * 2, 0, 0, 0, 0},
+      {"\"cp\": 2, \"cp_algo\": \"ulysses\"", 1 * 8 * 2, 0, 2 * 8 * 2, 0, 0, 4},
+      {"\"cp\": 2, \"cp_algo\": \"allgather\"", 2 * 8 * 2, 0, 0, 8 * 2, 8, 0},
+      {"\"cp\": 4, \"cp_algo\": \"hybrid\", \"cp_ulysses\": 2", 2 * 8 * 2, 1 * 8 * 2,
+       2 * 8 * 2, 0, 0, 4},
+      /* 4 key/value heads repeated up to the Ulysses degree 8 */
+      {"\"cp\": 8, \"cp_algo\": \"ulysses\"", 1 * 8 * 2, 0, 2 * 8 * 2, 0, 0, 8},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    workload_cfg_t w = load_workload(small_model, rows[i].plan,
+                                     "\"global_batch\": 1, \"flash_attention\": true");
+    trace_t t;
+    generate_trace(&w, &t);
+    double a2a = 0, gather = 0;
+    CU_ASSERT_EQUAL(ops_of(&t, "attention_fwd", NULL) + ops_of(&t, "attention_bwd", NULL),
+                    rows[i].attention);
+    CU_ASSERT_EQUAL(ops_of(&t, "send", NULL), rows[i].sends);
+    CU_ASSERT_EQUAL(ops_of(&t, "alltoall", &a2a), rows[i].alltoalls);
+    CU_ASSERT_EQUAL(ops_of(&t, "allgather", &gather), rows[i].gathers);
+    CU_ASSERT_EQUAL(ops_of(&t, "reducescatter", NULL), rows[i].scatters);
+    if (rows[i].alltoalls)
+      CU_ASSERT_DOUBLE_EQUAL(a2a, 1024.0 / w.parallel.cp * (8 + 2 * rows[i].kv_sent) * 128 * 2,
+                             0);
+    if (rows[i].gathers)
+      CU_ASSERT_DOUBLE_EQUAL(gather, 1024.0 * 4 * 2 * 128 * 2, 0);
+    trace_free(&t);
+    train_info_t info;
+    CU_ASSERT_EQUAL(generate_and_check(&w, &info), w.parallel.cp);
+    train_info_free(&info);
+  }
+}
+
 /* ZeRO-1 reduces the accumulated gradients once; ZeRO-2 and 3 keep only their
  * shard, so each micro-batch's gradients are reduced; ZeRO-3 gathers every
  * layer's parameters before its forward and its backward instead of all of
@@ -895,6 +958,7 @@ CU_TestInfo train_tests[] = {
     {"multi-token prediction on the last stage", test_multi_token_prediction_on_the_last_stage},
     {"GeGLU is a gated MLP", test_geglu_is_a_gated_mlp},
     {"experts folded over tensor-parallel ranks", test_experts_folded_over_tensor_parallel_ranks},
+    {"context-parallel algorithms", test_context_parallel_algorithms},
     {"activation memory counts what the layer keeps",
      test_activation_memory_counts_what_the_layer_keeps},
     {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},
