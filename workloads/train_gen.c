@@ -881,12 +881,144 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   return x;
 }
 
-/* A stage's passes in Megatron's order (pipeline.c). */
+/* ---- 1F1B with the all-to-alls overlapped (training.overlap_moe_a2a) ---- */
+
+static bool is_ep_alltoall(const gen_t *g, int i) {
+  return g->p->ops[i].type == TRACE_OP_COLL && g->p->ops[i].comm == COMM_EP;
+}
+
+/* Splits ops [from, to) into segments: a new one where the layer changes and
+ * after each EP all-to-all. Returns how many; starts[k] is segment k's first
+ * op, starts[n] = to. */
+static int pass_segments(const gen_t *g, int from, int to, int *starts) {
+  int n = 0;
+  for (int i = from; i < to; i++)
+    if (i == from || g->info->where[i].layer != g->info->where[i - 1].layer ||
+        is_ep_alltoall(g, i - 1))
+      starts[n++] = i;
+  starts[n] = to;
+  return n;
+}
+
+/* A kernel's size, to find a segment's largest: the product of its dims. */
+static double kernel_size(const trace_op_t *op) {
+  double size = 1;
+  for (int d = 0; d < 4; d++)
+    size *= op->dims[d] > 0 ? (double)op->dims[d] : 1;
+  return op->type == TRACE_OP_SHAPED ? size : 0;
+}
+
+/* Moves ops [start, end) of the program to `order` (old indices, in their new
+ * order), with their parts and places; remaps every index into the range (deps,
+ * overlaps, ids, the gradient state); new_of[i - start] gets op i's new index. */
+static void reorder_ops(gen_t *g, int start, int end, const int *order, int *new_of) {
+  int n = end - start;
+  trace_op_t *ops = malloc((size_t)n * sizeof *ops);
+  train_part_t *parts = malloc((size_t)n * sizeof *parts);
+  train_where_t *where = malloc((size_t)n * sizeof *where);
+  for (int k = 0; k < n; k++) {
+    new_of[order[k] - start] = start + k;
+    ops[k] = g->p->ops[order[k]];
+    parts[k] = g->info->parts[order[k]];
+    where[k] = g->info->where[order[k]];
+  }
+#define REMAP(i) ((i) >= start && (i) < end ? new_of[(i) - start] : (i))
+  for (int k = 0; k < n; k++) {
+    trace_op_t *op = &ops[k];
+    op->id = start + k;
+    for (int d = 0; d < op->ndeps; d++)
+      op->deps[d] = REMAP(op->deps[d]);
+    if (op->overlapping)
+      op->overlaps = REMAP(op->overlaps);
+  }
+  g->last_grad_op = REMAP(g->last_grad_op);
+  g->last_bucket_op = REMAP(g->last_bucket_op);
+#undef REMAP
+  memcpy(&g->p->ops[start], ops, (size_t)n * sizeof *ops);
+  memcpy(&g->info->parts[start], parts, (size_t)n * sizeof *parts);
+  memcpy(&g->info->where[start], where, (size_t)n * sizeof *where);
+  free(ops);
+  free(parts);
+  free(where);
+}
+
+/* A forward and a backward of two micro-batches as one merged pass, as
+ * Megatron-Core's 1F1B all-to-all overlap runs them: both generated from the
+ * same predecessor, then their segments (pass_segments) taken in turn, the
+ * backward's first, so that each one's dispatch or combine runs on the EP
+ * stream while the other's next segment computes: per MoE layer, the
+ * backward's combine beside the forward's attention, the forward's dispatch
+ * beside the backward's experts, the backward's dispatch beside the forward's
+ * experts, the forward's combine beside the backward's attention. The largest kernel of a segment that follows the
+ * other's all-to-all runs beside it (collectives.compute_slowdown: the
+ * transfer's kernels take cores). Returns the op that ends both. */
+static int merged_pass(gen_t *g, const stage_t *st, pipeline_step_t fwd, pipeline_step_t bwd,
+                       int x) {
+  int start = g->p->nops;
+  int xf = chunk_pass(g, st, fwd.chunk, fwd.microbatch, false, x);
+  int mid = g->p->nops;
+  int xb = chunk_pass(g, st, bwd.chunk, bwd.microbatch, true, x);
+  int end = g->p->nops, n = end - start;
+  int *sf = malloc((size_t)(mid - start + 1) * sizeof *sf);
+  int *sb = malloc((size_t)(end - mid + 1) * sizeof *sb);
+  int nf = pass_segments(g, start, mid, sf), nb = pass_segments(g, mid, end, sb);
+  int *order = malloc((size_t)n * sizeof *order), *new_of = malloc((size_t)n * sizeof *new_of);
+  int *beside_of = malloc((size_t)n * sizeof *beside_of); /* per new index: the a2a, or -1 */
+  int k = 0, after_a2a = -1;
+  for (int seg = 0; seg < nf || seg < nb; seg++)
+    for (int side = 1; side >= 0; side--) { /* the backward's segment first */
+      const int *starts = side ? sb : sf;
+      if (seg >= (side ? nb : nf))
+        continue;
+      int largest = -1;
+      for (int i = starts[seg]; i < starts[seg + 1]; i++) {
+        beside_of[k] = -1;
+        if (largest < 0 || kernel_size(&g->p->ops[i]) > kernel_size(&g->p->ops[order[largest]]))
+          largest = k;
+        order[k++] = i;
+      }
+      if (after_a2a >= 0 && kernel_size(&g->p->ops[order[largest]]) > 0)
+        beside_of[largest] = after_a2a;
+      after_a2a = is_ep_alltoall(g, starts[seg + 1] - 1) ? starts[seg + 1] - 1 : -1;
+    }
+  reorder_ops(g, start, end, order, new_of);
+  for (k = 0; k < n; k++)
+    if (beside_of[k] >= 0 && !g->p->ops[start + k].overlapping)
+      beside(g, start + k, new_of[beside_of[k] - start]);
+  int done = join(g, new_of[xf - start], new_of[xb - start]);
+  free(sf);
+  free(sb);
+  free(order);
+  free(new_of);
+  free(beside_of);
+  return done;
+}
+
+/* A stage's passes in Megatron's order (pipeline.c). With the all-to-alls
+ * overlapped, each forward followed by a backward of another micro-batch runs
+ * merged with it (the steady state of 1F1B); without a pipeline, the
+ * micro-batches go F0, F1+B0, F2+B1, ..., B(n-1), two in flight. */
 static void stage_program(gen_t *g, const stage_t *st) {
   pipeline_t order = {st->stage, st->pp, st->vpp, st->microbatches};
+  bool overlap = g->w->training.overlap_moe_a2a;
+  long steps = pipeline_steps(&order);
   int x = -1;
-  for (long k = 0; k < pipeline_steps(&order); k++) {
+  if (overlap && st->pp == 1 && st->vpp == 1) {
+    x = chunk_pass(g, st, 0, 0, false, x);
+    for (long mb = 1; mb < st->microbatches; mb++)
+      x = merged_pass(g, st, (pipeline_step_t){false, mb, 0}, (pipeline_step_t){true, mb - 1, 0},
+                      x);
+    chunk_pass(g, st, 0, st->microbatches - 1, true, x);
+    return;
+  }
+  for (long k = 0; k < steps; k++) {
     pipeline_step_t step = pipeline_step(&order, k);
+    pipeline_step_t next = k + 1 < steps ? pipeline_step(&order, k + 1) : step;
+    if (overlap && !step.backward && next.backward && next.microbatch != step.microbatch) {
+      x = merged_pass(g, st, step, next, x);
+      k++;
+      continue;
+    }
     x = chunk_pass(g, st, step.chunk, step.microbatch, step.backward, x);
   }
 }
@@ -1314,6 +1446,8 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     pipeline_t order = {stage, par->pp, par->vpp, mbs};
     long in_flight = pipeline_warmup(&order) + 1 < mbs * par->vpp ? pipeline_warmup(&order) + 1
                                                                   : mbs * par->vpp;
+    if (w->training.overlap_moe_a2a && par->pp == 1 && par->vpp == 1 && mbs > 1)
+      in_flight = 2; /* F(i + 1) runs beside B(i) */
     if (cpi == 0)
       info->memory[stage] =
           stage_memory(w, stage, params, experts, mix, st.layers_per_chunk + mtp_layers, in_flight);

@@ -114,6 +114,8 @@ typedef struct {
   bool grad_reduce_in_fp32; /* fp32 gradient buffers and reduction (Megatron with bf16) */
   bool overlap_param_gather; /* distributed optimizer: parameter gather beside the forward */
   bool overlap_tp_comm;     /* TP communication overlapped with compute */
+  bool overlap_moe_a2a;     /* 1F1B's forward and backward of two micro-batches merged layer by
+                             * layer, each one's all-to-alls beside the other's compute */
   kernels_form_t swiglu_kernels;        /* fused, or silu + mul over strided halves */
   kernels_form_t cross_entropy_kernels; /* fused loss + gradient, or log-softmax + NLL and
                                          * their backward */

@@ -85,6 +85,7 @@ USED = {
     "--accumulate-allreduce-grads-in-fp32": False, "--grad-reduce-in-bf16": False,
     "--overlap-param-gather": False, "--overlap-p2p-communication": False,
     "--no-overlap-p2p-communication": False, "--tp-comm-overlap": False,
+    "--overlap-moe-expert-parallel-comm": False, "--moe-fb-overlap": False,
     "--use-tp-pp-dp-mapping": False,
 }
 
@@ -915,6 +916,15 @@ def convert(a, opts):
     tr.set("overlap_p2p_comm", op2p, op2p_src)
     tr.set("overlap_tp_comm", False, "--tp-comm-overlap is not modelled" if a.given(
         "--tp-comm-overlap") else "Megatron default: no --tp-comm-overlap")
+    a2a = next((f for f in ("--overlap-moe-expert-parallel-comm", "--moe-fb-overlap")
+                if a.given(f)), None)
+    if a2a is not None and model.d.get("moe") is None:
+        a.note(f"{a2a}: no experts to overlap; not read")
+    elif a2a is not None and pp > 1 and vpp == 1:
+        a.note(f"{a2a}: the merged 1F1B is modelled on the interleaved schedule only "
+               f"(pp {pp}, vpp 1: taken as plain 1F1B)")
+    elif a2a is not None:
+        tr.set("overlap_moe_a2a", True, a.src(a2a))
 
     name = opts.name or f"{opts.model_name}-{world}npu"
     if len(name) > MAX_NAME_CHARS:

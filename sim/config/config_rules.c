@@ -274,6 +274,15 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
     return fail(doc, "training.overlap_tp_comm", err,
                 "false (overlapping TP communication with compute is not modelled yet), "
                 "found true");
+  if (w->training.overlap_moe_a2a && !m->has_moe)
+    return fail(doc, "training.overlap_moe_a2a", err,
+                "false for a dense model (no all-to-all to overlap), found true");
+  if (w->training.overlap_moe_a2a && p->pp > 1 && p->vpp == 1)
+    return fail(doc, "training.overlap_moe_a2a", err,
+                "parallel.vpp > 1 with pp = %d (merged passes of one model chunk would wait for "
+                "the next stage's gradient of the same step, halving the pipeline's rate; "
+                "Megatron-Core's merged 1F1B runs on the interleaved schedule), found vpp 1",
+                p->pp);
   if (p->ep > 1 && !m->has_moe)
     return fail(doc, "parallel.ep", err, "1 for a dense model (no model.moe), found %d", p->ep);
   if (m->has_moe && m->moe.experts % p->ep)

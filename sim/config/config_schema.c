@@ -637,6 +637,13 @@ static const cfg_key_t workload_keys[] = {
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
          "Overlap tensor-parallel communication with compute; not modelled yet, so only "
          "false is accepted."),
+    BOOL("training.overlap_moe_a2a", WL(training.overlap_moe_a2a), "false",
+         "1F1B with the MoE all-to-alls overlapped (Megatron-Core's "
+         "--overlap-moe-expert-parallel-comm, MindSpeed's --moe-fb-overlap): in the steady "
+         "state a forward and a backward of two micro-batches run merged, layer by layer, each "
+         "one's dispatch and combine beside the other's compute (its largest kernel there slowed "
+         "by collectives.compute_slowdown); without a pipeline the micro-batches go F0, F1+B0, "
+         "..., two in flight. MoE models only."),
     OBJ("training.kernels",
         "Which kernels the framework runs where frameworks differ "
         "(docs/chip-model.md, \"Vector ops\"): fused (one kernel) or unfused (eager "

@@ -160,6 +160,7 @@ MODERN_MUTATIONS = [
     ("MLA's rope and no-rope widths swapped", '("--qk-head-dim", "--qk-nope-head-dim"), 128)',
      '("--qk-pos-emb-head-dim", "--qk-rope-head-dim"), 128)'),
     ("--geglu read as gelu", 'act, act_src = "geglu", "--geglu"', 'act, act_src = "gelu", "--geglu"'),
+    ("--moe-fb-overlap dropped", 'tr.set("overlap_moe_a2a", True,', 'tr.set("overlap_moe_a2a", False,'),
     ("Ulysses read as ring", '"ulysses_cp_algo": "ulysses"', '"ulysses_cp_algo": "ring"'),
     ("--moe-tp-extend-ep dropped", 'etp, etp_src = 1, "--moe-tp-extend-ep', 'etp_src = "--moe-tp-extend-ep'),
 ]
@@ -617,6 +618,10 @@ def modern_checks(converter, npusim, tmp, report=fail):
              {"parallel.ep": 8, "parallel.etp": 1}, "Megatron-Core's MoE parallel folding"),
             ("--expert-tensor-parallel-size 2", {"parallel.ep": 2, "parallel.etp": None},
              "expert tensor parallelism equal to tp (the default)"),
+            ("--moe-fb-overlap --pipeline-model-parallel-size 1 --num-layer-list 4",
+             {"training.overlap_moe_a2a": True}, "MindSpeed's overlapped all-to-alls"),
+            ("--moe-fb-overlap", {"training.overlap_moe_a2a": None},
+             "overlapped all-to-alls on plain 1F1B (noted, not read)"),
             ("--num-query-groups 8 --context-parallel-size 2", {"parallel.cp_algo": "ulysses"},
              "MindSpeed's default context-parallel algorithm"),
             ("--context-parallel-size 2 --context-parallel-algo megatron_cp_algo",

@@ -13,6 +13,8 @@
 #     rank; flow only adds contention; recompute none < selective < full;
 #     1F1B's bubble shrinks with micro-batches as (m + p - 1) / m says and
 #     interleaving shortens it; faster scale-up links never slow a TP step;
+#   - overlapped all-to-alls (1F1B merged passes) hide all the EP time of
+#     the merged passes;
 #   - a plan that does not fit HBM says so with its overshoot;
 #   - the same inputs give byte-identical JSON and Chrome traces;
 #   - the analytic sweep gives the bytes of the SimGrid actors it replaces;
@@ -77,6 +79,28 @@ for f in sys.argv[1:]:
     "$tmp/$name.analytic.json" "$tmp/$name.flow.json"
   check "$name: flow only adds contention" holds "$(step "$name.flow")" '>=' "$(step "$name.analytic") * 0.97"
 done
+
+# 1F1B with the all-to-alls overlapped (no pipeline, 16 micro-batches, the
+# all-to-alls shorter than the compute beside them): every pass but the first
+# forward and the last backward is merged, so the step is the one without
+# overlap less all its exposed EP time but those two passes' share (1/16)
+a2a_sets=(--set parallel.pp=1 --set parallel.tp=1 --set parallel.dp=16 --set training.global_batch=256)
+train a2a_plain "$moe" analytic "${a2a_sets[@]}"
+train a2a_overlap "$moe" analytic "${a2a_sets[@]}" --set training.overlap_moe_a2a=true
+train a2a_overlap_flow "$moe" flow "${a2a_sets[@]}" --set training.overlap_moe_a2a=true
+check "overlapped all-to-alls: the step less the hidden EP time" python3 -c 'import json,sys
+plain, over, flow = (json.load(open(f)) for f in sys.argv[1:])
+ep = plain["breakdown"]["exposed_ep_comm"]
+want = plain["step_time_s"] - ep * (1 - 1 / 16)
+assert abs(over["step_time_s"] - want) <= 0.01 * want, (over["step_time_s"], want)
+assert over["breakdown"]["exposed_ep_comm"] <= ep / 8, over["breakdown"]
+assert over["breakdown"]["compute"] == plain["breakdown"]["compute"]
+assert abs(flow["step_time_s"] - over["step_time_s"]) <= 0.01 * over["step_time_s"]' \
+  "$tmp/a2a_plain.json" "$tmp/a2a_overlap.json" "$tmp/a2a_overlap_flow.json"
+train a2a_interleaved "$moe" analytic --set parallel.pp=2 --set parallel.vpp=2 \
+  --set training.global_batch=16 --set training.overlap_moe_a2a=true
+check "overlapped all-to-alls on the interleaved pipeline" python3 -c 'import json,sys
+r = json.load(open(sys.argv[1])); assert r["step_time_s"] > 0' "$tmp/a2a_interleaved.json"
 
 # analytic representatives against flow: with contention-free placement (one
 # server) they must agree closely

@@ -115,6 +115,10 @@ static void test_every_plan_checks(void) {
        "\"micro_batch\": 1, \"global_batch\": 8", false},
       {"\"pp\": 2, \"stage_layers\": [1, 3], \"ep\": 2, \"dp\": 2",
        "\"micro_batch\": 1, \"global_batch\": 8", true},
+      {"\"dp\": 4, \"ep\": 4", "\"micro_batch\": 1, \"global_batch\": 16, "
+       "\"overlap_moe_a2a\": true", true},
+      {"\"tp\": 2, \"pp\": 2, \"vpp\": 2, \"dp\": 4, \"ep\": 4",
+       "\"micro_batch\": 1, \"global_batch\": 16, \"overlap_moe_a2a\": true", true},
       {"\"tp\": 2, \"pp\": 2, \"dp\": 2, \"order\": \"tp-pp-dp-cp\"",
        "\"micro_batch\": 1, \"global_batch\": 4, \"overlap_grad_reduce\": false", false},
   };

@@ -178,6 +178,15 @@ static void test_moe_plan_must_fit_the_experts(void) {
   expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=2", "parallel.etp=3"),
          "--set: parallel.etp: expected 1 or parallel.tp = 8 (experts whole, or split over the "
          "TP group), found 3");
+  expect(CONFIG_WORKLOAD, b, SET("training.overlap_moe_a2a=true"),
+         "--set: training.overlap_moe_a2a: expected false for a dense model (no all-to-all to "
+         "overlap), found true");
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.vpp=1",
+                                 "training.overlap_moe_a2a=true"),
+         "--set: training.overlap_moe_a2a: expected parallel.vpp > 1 with pp = 4 (merged passes "
+         "of one model chunk would wait for the next stage's gradient of the same step, halving "
+         "the pipeline's rate; Megatron-Core's merged 1F1B runs on the interleaved schedule), "
+         "found vpp 1");
   expect(CONFIG_WORKLOAD, b, SET(moe[0], "model.moe.top_k=9", moe[2]),
          "--set: model.moe.top_k: expected at most model.moe.experts = 8, found 9");
 }
