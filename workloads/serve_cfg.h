@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "moe_routing.h"
+
 #define SERVE_PATH_MAX 1024
 /* A node type's name: its chip's chip.name (CHIP_NAME_MAX). */
 #define SERVE_NODE_TYPE_MAX 64
@@ -73,22 +75,6 @@ typedef enum {
  * has them (vLLM's custom one-shot/two-shot all-reduce on NVLink GPUs). */
 typedef enum { SERVE_AR_COLLECTIVE, SERVE_AR_ENGINE, SERVE_AR_COUNT } serve_allreduce_t;
 
-/* How a MoE router spreads tokens over the experts: evenly, or with the
- * expert of popularity rank r getting a share proportional to r^-s (Zipf). */
-typedef enum {
-  SERVE_ROUTE_UNIFORM,
-  SERVE_ROUTE_ZIPF,
-  SERVE_ROUTE_MEASURED, /* serving.moe.expert_load: a measured load per expert */
-  SERVE_ROUTE_COUNT
-} serve_routing_t;
-
-/* A measured load per routed expert, in expert order (relative: token counts
- * or shares). */
-#define SERVE_MAX_EXPERT_LOADS 512
-typedef struct {
-  int n;
-  float w[SERVE_MAX_EXPERT_LOADS];
-} serve_expert_load_t;
 
 typedef struct {
   int instances;
@@ -148,9 +134,7 @@ typedef struct {
   double iteration_overhead_s; /* host time per iteration: scheduling, input prep, sampling glue */
   serve_allreduce_t allreduce; /* who runs the TP all-reduces */
   /* MoE: the router's skew and the rate dispatch/combine kernels reach */
-  serve_routing_t moe_routing;
-  double moe_zipf_s;              /* Zipf exponent (moe_routing zipf) */
-  serve_expert_load_t moe_expert_load; /* moe_routing measured */
+  moe_routing_t moe_route;        /* how unevenly the router loads the EP ranks */
   double moe_dispatch_rdma_Bps;   /* per rank between servers; 0: the links' rate */
   double moe_dispatch_nvlink_Bps; /* per rank inside a server; 0: the links' rate */
   int cuda_graph_max_batch;    /* decode batches up to this padded to captured sizes; 0: off */
@@ -176,11 +160,6 @@ extern const char *const serve_dtype_names[SERVE_DTYPE_COUNT];
 extern const char *const serve_len_dist_names[SERVE_LEN_COUNT];
 extern const char *const serve_dispatch_names[SERVE_DISPATCH_COUNT];
 extern const char *const serve_allreduce_names[SERVE_AR_COUNT];
-extern const char *const serve_routing_names[SERVE_ROUTE_COUNT];
-
-/* Parses "w0,w1,..." (non-negative numbers, at least one positive, at most
- * SERVE_MAX_EXPERT_LOADS) into out; "" is an empty list. 0, or -1. */
-int serve_parse_expert_load(const char *text, serve_expert_load_t *out);
 
 extern const char *const serve_spec_names[SERVE_SPEC_COUNT];
 

@@ -20,26 +20,6 @@ const char *const serve_dtype_names[SERVE_DTYPE_COUNT] = {"bf16", "fp16", "fp8",
 const char *const serve_len_dist_names[SERVE_LEN_COUNT] = {"fixed", "uniform", "lognormal"};
 const char *const serve_dispatch_names[SERVE_DISPATCH_COUNT] = {"direct", "server_dedup"};
 const char *const serve_allreduce_names[SERVE_AR_COUNT] = {"collective", "engine"};
-const char *const serve_routing_names[SERVE_ROUTE_COUNT] = {"uniform", "zipf", "measured"};
-
-int serve_parse_expert_load(const char *text, serve_expert_load_t *out) {
-  out->n = 0;
-  bool positive = false;
-  for (const char *p = text; *p;) {
-    char *end;
-    double w = strtod(p, &end);
-    if (end == p || !(w >= 0) || w > 1e30 || out->n == SERVE_MAX_EXPERT_LOADS)
-      return -1;
-    positive |= w > 0;
-    out->w[out->n++] = (float)w;
-    p = end;
-    if (*p == ',' && p[1])
-      p++;
-    else if (*p)
-      return -1;
-  }
-  return out->n == 0 || positive ? 0 : -1;
-}
 
 const char *const serve_spec_names[SERVE_SPEC_COUNT] = {"mtp", "draft"};
 

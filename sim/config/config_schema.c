@@ -148,10 +148,10 @@
 
 
 static int convert_expert_load(const char *text, void *field) {
-  return serve_parse_expert_load(text, (serve_expert_load_t *)field);
+  return moe_parse_expert_load(text, (moe_expert_load_t *)field);
 }
 
-_Static_assert(sizeof(serve_expert_load_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
+_Static_assert(sizeof(moe_expert_load_t) <= CFG_CONVERT_MAX_BYTES, "scratch for convert");
 
 static int convert_order(const char *text, void *field) {
   return workload_parse_order(text, (par_dim_t *)field);
@@ -711,16 +711,16 @@ static const cfg_key_t workload_keys[] = {
          "below 8 MiB, one-shot or two-shot by size; elsewhere the library)."),
     OBJ("serving.moe", "How a MoE layer's tokens spread over the experts and how fast the "
         "dispatch/combine kernels move them."),
-    ENUM("serving.moe.routing", serve_routing_names, SERVE_ROUTE_COUNT, WL(serving.moe_routing),
+    ENUM("serving.moe.routing", moe_routing_names, MOE_ROUTE_COUNT, WL(serving.moe_route.kind),
          "\"uniform\"",
          "uniform: every expert gets top_k / experts of the tokens; zipf: the expert of "
          "popularity rank r gets a share proportional to r^-zipf_s (at most 1 / top_k), which "
          "expert is how popular drawn at random (seeded by requests.seed); measured: "
          "expert_load. The experts sit in contiguous blocks on the EP ranks; the expected "
          "busiest rank's tokens set the expert matmuls and the dispatch/combine bytes."),
-    NUM("serving.moe.zipf_s", "", 1, WL(serving.moe_zipf_s), 0, 10, "1",
+    NUM("serving.moe.zipf_s", "", 1, WL(serving.moe_route.zipf_s), 0, 10, "1",
         "Zipf exponent of serving.moe.routing zipf (0 is uniform)."),
-    PARSED("serving.moe.expert_load", workload_cfg_t, serving.moe_expert_load, 0, 8191, "\"\"",
+    PARSED("serving.moe.expert_load", workload_cfg_t, serving.moe_route.load, 0, 8191, "\"\"",
            convert_expert_load, "non-negative numbers joined by ',' (at most 512)",
            "For serving.moe.routing measured: the load of each routed expert in expert order "
            "(token counts or shares, as an engine's expert distribution recorder writes them; "

@@ -8,7 +8,7 @@
 
 #include "coll_engine.h"
 #include "power.h"
-#include "serve_routing.h"
+#include "moe_routing.h"
 #include "transformer.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -290,7 +290,7 @@ static double distinct_holders(double n, double items, double k) {
   return n * (1 - miss);
 }
 
-/* ---- the dispatch kernels' rate (the routing's skew: serve_routing.c) ---- */
+/* ---- the dispatch kernels' rate (the routing's skew: moe_routing.c) ---- */
 
 /* An all-to-all of bytes per rank (nccl-tests' size: all its slices) over
  * members, no faster than the dispatch kernels' measured rate when one is set
@@ -751,16 +751,18 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
     serve_cost_free(c);
     return NULL;
   }
-  if (m->has_moe && wl->serving.moe_routing == SERVE_ROUTE_MEASURED &&
-      wl->serving.moe_expert_load.n != m->moe.experts) {
+  if (m->has_moe && wl->serving.moe_route.kind == MOE_ROUTE_MEASURED &&
+      wl->serving.moe_route.load.n != m->moe.experts) {
     npu_err_set(err,
                 "%s: serving.moe.expert_load: expected a load for each of the %d routed "
                 "experts (model.moe.experts) with serving.moe.routing measured, found %d",
-                wl_path, m->moe.experts, wl->serving.moe_expert_load.n);
+                wl_path, m->moe.experts, wl->serving.moe_route.load.n);
     serve_cost_free(c);
     return NULL;
   }
-  c->moe_skew = m->has_moe ? serve_routing_skew(&wl->serving, &m->moe, pool->ep) : 1;
+  c->moe_skew = m->has_moe ? moe_routing_skew(&wl->serving.moe_route, (uint64_t)wl->serving.seed,
+                                               m->moe.experts, m->moe.top_k, pool->ep)
+                            : 1;
   if (fill_memory(c, wl_path, pool_path, err)) {
     serve_cost_free(c);
     return NULL;

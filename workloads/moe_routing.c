@@ -1,8 +1,9 @@
-/* serve_routing.c - the busiest EP rank's share under a skewed routing; see
- * serve_routing.h. */
-#include "serve_routing.h"
+/* moe_routing.c - the busiest EP rank's share under a skewed routing; see
+ * moe_routing.h. */
+#include "moe_routing.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,9 +38,9 @@ static void zipf_shares(double *p, int n, double s, int top_k) {
   }
 }
 
-/* serving.moe.routing measured: the busiest EP rank's share of the measured
- * loads over its even share. */
-static double measured_skew(const serve_expert_load_t *l, int ep) {
+/* Measured routing: the busiest EP rank's share of the measured loads over its
+ * even share. */
+static double measured_skew(const moe_expert_load_t *l, int ep) {
   int n = l->n, local = ep <= n ? (int)npu_ceil_div(n, ep) : 1;
   double total = 0, most = 0;
   for (int i = 0; i < n; i++)
@@ -56,11 +57,11 @@ static double measured_skew(const serve_expert_load_t *l, int ep) {
   return total > 0 ? fmax(most / total / even, 1) : 1;
 }
 
-double serve_routing_skew(const serving_cfg_t *s, const moe_cfg_t *x, int ep) {
-  int n = x->experts;
-  if (s->moe_routing == SERVE_ROUTE_MEASURED && ep >= 2)
-    return measured_skew(&s->moe_expert_load, ep);
-  if (s->moe_routing != SERVE_ROUTE_ZIPF || ep < 2 || n < 2)
+double moe_routing_skew(const moe_routing_t *r, uint64_t seed, int experts, int top_k, int ep) {
+  int n = experts;
+  if (r->kind == MOE_ROUTE_MEASURED && ep >= 2)
+    return measured_skew(&r->load, ep);
+  if (r->kind != MOE_ROUTE_ZIPF || ep < 2 || n < 2)
     return 1;
   double *p = malloc((size_t)n * sizeof *p), *load = calloc((size_t)ep, sizeof *load);
   int *order = malloc((size_t)n * sizeof *order);
@@ -68,10 +69,10 @@ double serve_routing_skew(const serving_cfg_t *s, const moe_cfg_t *x, int ep) {
     free(p), free(load), free(order);
     return 1;
   }
-  zipf_shares(p, n, s->moe_zipf_s, x->top_k);
+  zipf_shares(p, n, r->zipf_s, top_k);
   int local = ep <= n ? (int)npu_ceil_div(n, ep) : 1;
   double copies = ep > n ? (double)ep / n : 1, busiest = 0;
-  uint64_t state = npu_hash_u64(0x6d6f65, (uint64_t)s->seed);
+  uint64_t state = npu_hash_u64(0x6d6f65, seed);
   for (int d = 0; d < SKEW_DRAWS; d++) {
     for (int i = 0; i < n; i++)
       order[i] = i;
@@ -92,4 +93,25 @@ double serve_routing_skew(const serving_cfg_t *s, const moe_cfg_t *x, int ep) {
   free(p), free(load), free(order);
   double even = ep <= n ? (double)local / n : 1.0 / ep;
   return fmax(busiest / SKEW_DRAWS / even, 1);
+}
+
+const char *const moe_routing_names[MOE_ROUTE_COUNT] = {"uniform", "zipf", "measured"};
+
+int moe_parse_expert_load(const char *text, moe_expert_load_t *out) {
+  out->n = 0;
+  bool positive = false;
+  for (const char *p = text; *p;) {
+    char *end;
+    double w = strtod(p, &end);
+    if (end == p || !(w >= 0) || w > 1e30 || out->n == MOE_MAX_EXPERT_LOADS)
+      return -1;
+    positive |= w > 0;
+    out->w[out->n++] = (float)w;
+    p = end;
+    if (*p == ',' && p[1])
+      p++;
+    else if (*p)
+      return -1;
+  }
+  return out->n == 0 || positive ? 0 : -1;
 }
