@@ -13,6 +13,9 @@
 /* The largest step generated: micro-batches per replica x layers x cp, 3 times the
  * largest published run we validate against (GPT 1T: 512 x 128); about 2.5 GiB. */
 #define TRAIN_MAX_PASSES (1 << 18)
+/* Zipf routing's placements in training (training.moe.routing zipf): drawn from
+ * this seed, so a step is the same in every run. */
+#define TRAIN_ROUTING_SEED 1
 
 /* The compute ops and collectives the generator emits. Their names are looked
  * up in the caller's vocabulary once per step (resolve_kinds): a name it lacks
@@ -127,6 +130,7 @@ typedef struct {
   int stride_pp;
   int cp_next, cp_prev; /* rank offsets of the context-parallel ring's neighbours */
   double e;        /* bytes per activation element */
+  double moe_skew; /* the busiest EP rank's tokens over an even share (moe_routing.h) */
   double tokens;   /* per rank per micro-batch: b * s / cp */
   double grad_pending;   /* dense gradient bytes not yet handed to a bucket */
   double expert_pending; /* the same of routed experts (reduced over their replicas) */
@@ -440,7 +444,8 @@ static int moe_folded(gen_t *g, bool bwd, int x) {
   const parallel_cfg_t *par = &g->w->parallel;
   const moe_cfg_t *moe = &m->moe;
   double t = par->tp, rows = g->tokens / t, h = m->hidden;
-  double local = (double)moe->experts / par->ep, routed = rows * moe->top_k * moe->capacity_factor;
+  double local = (double)moe->experts / par->ep;
+  double routed = rows * moe->top_k * moe->capacity_factor * g->moe_skew;
   double a2a = par->ep > 1 ? routed * h * g->e : 0;
   if (bwd && moe->shared_experts)
     x = tp_exit(g, ffn(g, g->tokens, moe->shared_experts * moe->expert_ffn_hidden / t, 1, false,
@@ -470,7 +475,8 @@ static int mlp(gen_t *g, bool bwd, int dep) {
     return ffn(g, tk, m->ffn_hidden / t, 1, true, bwd, dep);
   const moe_cfg_t *moe = &m->moe;
   double local = (double)moe->experts / par->ep, fe = moe->expert_ffn_hidden / t;
-  double routed = tk * moe->top_k * moe->capacity_factor; /* tokens this rank's experts see */
+  /* tokens this rank's experts see: the busiest rank's */
+  double routed = tk * moe->top_k * moe->capacity_factor * g->moe_skew;
   double a2a = par->ep > 1 ? routed * h * g->e : 0;
   int x = dep;
   if (!bwd)
@@ -1349,6 +1355,9 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   gen_kinds_t kinds;
   if (resolve_kinds(vocab, w->training.precision, &kinds, err))
     return -1;
+  double skew = m->has_moe ? moe_routing_skew(&w->training.moe_route, TRAIN_ROUTING_SEED,
+                                               m->moe.experts, m->moe.top_k, par->ep)
+                           : 1;
   out->name = strdup(m->name);
   out->ranks = (int)world;
   out->ranks_per_node = ranks_per_node;
@@ -1402,7 +1411,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     trace_program_t *p = &out->programs[pi];
     info->programs[pi].stage = stage;
     info->programs[pi].cp_pos = cpi;
-    gen_t g = {.w = w, .k = &kinds, .p = p, .info = &info->programs[pi], .e = 2,
+    gen_t g = {.w = w, .k = &kinds, .p = p, .info = &info->programs[pi], .e = 2, .moe_skew = skew,
                .last_grad_op = -1, .last_bucket_op = -1, .at = {-1, -1, TRAIN_PASS_NONE}};
     g.tokens = (double)w->training.micro_batch * m->seq_len / par->cp;
     g.stride_pp = stride_of(par, PAR_DIM_PP);

@@ -116,6 +116,7 @@ typedef struct {
   bool overlap_tp_comm;     /* TP communication overlapped with compute */
   bool overlap_moe_a2a;     /* 1F1B's forward and backward of two micro-batches merged layer by
                              * layer, each one's all-to-alls beside the other's compute */
+  moe_routing_t moe_route;  /* how unevenly the router loads the EP ranks (moe_routing.h) */
   kernels_form_t swiglu_kernels;        /* fused, or silu + mul over strided halves */
   kernels_form_t cross_entropy_kernels; /* fused loss + gradient, or log-softmax + NLL and
                                          * their backward */

@@ -274,6 +274,15 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
     return fail(doc, "training.overlap_tp_comm", err,
                 "false (overlapping TP communication with compute is not modelled yet), "
                 "found true");
+  const moe_routing_t *route = &w->training.moe_route;
+  if (route->kind != MOE_ROUTE_UNIFORM && !m->has_moe)
+    return fail(doc, "training.moe.routing", err, "uniform for a dense model (no experts), found %s",
+                moe_routing_names[route->kind]);
+  if (route->kind == MOE_ROUTE_MEASURED && route->load.n != m->moe.experts)
+    return fail(doc, "training.moe.expert_load", err,
+                "a load for each of the %d routed experts (model.moe.experts) with "
+                "training.moe.routing measured, found %d",
+                m->moe.experts, route->load.n);
   if (w->training.overlap_moe_a2a && !m->has_moe)
     return fail(doc, "training.overlap_moe_a2a", err,
                 "false for a dense model (no all-to-all to overlap), found true");

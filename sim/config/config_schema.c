@@ -644,6 +644,20 @@ static const cfg_key_t workload_keys[] = {
          "one's dispatch and combine beside the other's compute (its largest kernel there slowed "
          "by collectives.compute_slowdown); without a pipeline the micro-batches go F0, F1+B0, "
          "..., two in flight. MoE models only."),
+    OBJ("training.moe", "How a MoE layer's tokens spread over the experts in training."),
+    ENUM("training.moe.routing", moe_routing_names, MOE_ROUTE_COUNT, WL(training.moe_route.kind),
+         "\"uniform\"",
+         "As serving.moe.routing (workloads/moe_routing.h): uniform, zipf (placements seeded "
+         "with 1) or measured (expert_load). Every rank of a stage computes and receives the "
+         "expected busiest EP rank's tokens, since the all-to-alls hold the others until it is "
+         "done. [A] uniform: a load-balancing loss or bias keeps a training run's loads near "
+         "even; set zipf or measured from the run's router statistics."),
+    NUM("training.moe.zipf_s", "", 1, WL(training.moe_route.zipf_s), 0, 10, "1",
+        "Zipf exponent of training.moe.routing zipf (0 is uniform)."),
+    PARSED("training.moe.expert_load", workload_cfg_t, training.moe_route.load, 0, 8191, "\"\"",
+           convert_expert_load, "non-negative numbers joined by ',' (at most 512)",
+           "For training.moe.routing measured: the load of each routed expert in expert order "
+           "(model.moe.experts of them)."),
     OBJ("training.kernels",
         "Which kernels the framework runs where frameworks differ "
         "(docs/chip-model.md, \"Vector ops\"): fused (one kernel) or unfused (eager "

@@ -485,6 +485,32 @@ static void test_experts_folded_over_tensor_parallel_ranks(void) {
   train_info_free(&ib);
 }
 
+/* Expert load imbalance in training: measured loads 4,4,1,...,1 over 8
+ * experts on EP 4 put 8 of 14 on the first rank, whose even share is 2 of 8:
+ * every rank's dispatch carries 16/7 of the even bytes, and its experts as
+ * many rows; uniform routing changes nothing. */
+static void test_expert_imbalance_in_training(void) {
+  const char *plan = "\"tp\": 2, \"dp\": 4, \"ep\": 4";
+  workload_cfg_t even = load_workload(small_moe, plan, "\"global_batch\": 4");
+  workload_cfg_t skewed = load_workload(small_moe, plan,
+                                        "\"global_batch\": 4, \"moe\": {\"routing\": \"measured\", "
+                                        "\"expert_load\": \"4,4,1,1,1,1,1,1\"}");
+  trace_t a, b;
+  generate_trace(&even, &a);
+  generate_trace(&skewed, &b);
+  double bytes_even = 0, bytes_skewed = 0;
+  CU_ASSERT_EQUAL(alltoalls(&a, &bytes_even), alltoalls(&b, &bytes_skewed));
+  CU_ASSERT_DOUBLE_EQUAL(bytes_skewed, 4194304 * 16.0 / 7.0, 1); /* whole bytes */
+  trace_free(&a);
+  trace_free(&b);
+  train_info_t ia, ib;
+  generate(&even, &ia);
+  generate(&skewed, &ib);
+  CU_ASSERT_DOUBLE_EQUAL(ia.model_flops, ib.model_flops, 0); /* the model's FLOPs: even */
+  train_info_free(&ia);
+  train_info_free(&ib);
+}
+
 /* The ops of one kind (compute or collective name) in rank 0's program, and
  * the bytes of the first collective of that kind. */
 static int ops_of(const trace_t *t, const char *kind, double *bytes) {
@@ -963,6 +989,7 @@ CU_TestInfo train_tests[] = {
     {"GeGLU is a gated MLP", test_geglu_is_a_gated_mlp},
     {"experts folded over tensor-parallel ranks", test_experts_folded_over_tensor_parallel_ranks},
     {"context-parallel algorithms", test_context_parallel_algorithms},
+    {"expert imbalance in training", test_expert_imbalance_in_training},
     {"activation memory counts what the layer keeps",
      test_activation_memory_counts_what_the_layer_keeps},
     {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},

@@ -178,6 +178,12 @@ static void test_moe_plan_must_fit_the_experts(void) {
   expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=2", "parallel.etp=3"),
          "--set: parallel.etp: expected 1 or parallel.tp = 8 (experts whole, or split over the "
          "TP group), found 3");
+  expect(CONFIG_WORKLOAD, b, SET("training.moe.routing=zipf"),
+         "--set: training.moe.routing: expected uniform for a dense model (no experts), found zipf");
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "training.moe.routing=measured",
+                                 "training.moe.expert_load=1,2"),
+         "--set: training.moe.expert_load: expected a load for each of the 8 routed experts "
+         "(model.moe.experts) with training.moe.routing measured, found 2");
   expect(CONFIG_WORKLOAD, b, SET("training.overlap_moe_a2a=true"),
          "--set: training.overlap_moe_a2a: expected false for a dense model (no all-to-all to "
          "overlap), found true");
