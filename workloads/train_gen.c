@@ -131,6 +131,8 @@ typedef struct {
   int cp_next, cp_prev; /* rank offsets of the context-parallel ring's neighbours */
   double e;        /* bytes per activation element */
   double moe_skew; /* the busiest EP rank's tokens over an even share (moe_routing.h) */
+  bool gather_pending; /* overlap_tp_comm: tp_enter left its gather to the next op */
+  int gather_src;      /* ...of this op's output */
   double tokens;   /* per rank per micro-batch: b * s / cp */
   double grad_pending;   /* dense gradient bytes not yet handed to a bucket */
   double expert_pending; /* the same of routed experts (reduced over their replicas) */
@@ -177,9 +179,16 @@ static int stream_of(trace_program_t *p, const char *name) {
 
 /* Appends an op, a part of the step, on stream after the given dependencies
  * (-1 = none). */
+static int tp_gather(gen_t *g, int dep);
+
 static int add(gen_t *g, trace_op_type_t type, train_part_t part, int stream, int dep1,
                int dep2) {
   trace_program_t *p = g->p;
+  if (g->gather_pending) { /* the gather tp_enter left, before whatever comes next */
+    int src = g->gather_src, gathered = tp_gather(g, src);
+    dep1 = dep1 == src ? gathered : dep1;
+    dep2 = dep2 == src ? gathered : dep2;
+  }
   if (p->nops == g->cap) {
     g->cap = g->cap ? 2 * g->cap : 1024;
     p->ops = realloc(p->ops, (size_t)g->cap * sizeof *p->ops);
@@ -210,7 +219,7 @@ static int join(gen_t *g, int dep1, int dep2) {
   return add(g, TRACE_OP_DELAY, TRAIN_PART_NONE, g->compute, dep1, dep2);
 }
 
-static int shaped(gen_t *g, gen_compute_t kind, double d0, double d1, double d2, double d3,
+static int kernel(gen_t *g, gen_compute_t kind, double d0, double d1, double d2, double d3,
                   double d4, int dep) {
   int i = add(g, TRACE_OP_SHAPED, TRAIN_PART_COMPUTE, g->compute, dep, -1);
   trace_op_t *op = &g->p->ops[i];
@@ -221,6 +230,49 @@ static int shaped(gen_t *g, gen_compute_t kind, double d0, double d1, double d2,
     op->dims[k] = (int64_t)ceil(d[k]);
   op->causal = kind == GEN_ATTENTION_FWD || kind == GEN_ATTENTION_BWD;
   return i;
+}
+
+static int coll(gen_t *g, gen_coll_t kind, int stream, gen_comm_t comm, double bytes, int dep);
+static void beside(gen_t *g, int c, int x);
+
+/* ---- TP communication fused with its matmuls (training.overlap_tp_comm) ----
+ * Megatron's userbuffer overlap and Ascend's MC2 kernels split the gather
+ * before a column-parallel matmul, and the reduction after a row-parallel one,
+ * into tp chunks pipelined with the matmul's: each chunk's transfer runs beside
+ * a neighbouring chunk's matmul (slowed by collectives.compute_slowdown), and
+ * only the first gather chunk or the last reduction chunk stays exposed. */
+
+static bool tp_fused(const gen_t *g) {
+  return g->w->training.overlap_tp_comm && g->w->parallel.tp > 1;
+}
+
+/* The all-gather of the [tokens, hidden] activation over TP after `dep`. */
+static int tp_gather(gen_t *g, int dep) {
+  g->gather_pending = false;
+  return coll(g, GEN_ALLGATHER, g->tp, COMM_TP, g->tokens * g->w->model.hidden * g->e, dep);
+}
+
+/* A matmul on the gathered activation, fused: its rows in tp chunks, chunk c
+ * waiting for its gather chunk, beside chunk c + 1's. */
+static int gathered_matmul(gen_t *g, const double d[5], int dep) {
+  int chunks = g->w->parallel.tp, first = g->p->nops, x = dep;
+  g->gather_pending = false;
+  double bytes = g->tokens * g->w->model.hidden * g->e / chunks;
+  for (int c = 0; c < chunks; c++) /* the gathers, in order on the TP stream */
+    coll(g, GEN_ALLGATHER, g->tp, COMM_TP, bytes, dep);
+  for (int c = 0; c < chunks; c++) {
+    x = kernel(g, GEN_MATMUL, d[0] / chunks, d[1], d[2], d[3], d[4], first + c);
+    if (c + 1 < chunks)
+      beside(g, x, first + c + 1);
+  }
+  return x;
+}
+
+static int shaped(gen_t *g, gen_compute_t kind, double d0, double d1, double d2, double d3,
+                  double d4, int dep) {
+  if (kind == GEN_MATMUL && g->gather_pending && dep == g->gather_src)
+    return gathered_matmul(g, (double[5]){d0, d1, d2, d3, d4}, dep);
+  return kernel(g, kind, d0, d1, d2, d3, d4, dep);
 }
 
 static int mm(gen_t *g, double m, double n, double k, int dep) {
@@ -290,7 +342,12 @@ static int tp_enter(gen_t *g, int dep) {
   const parallel_cfg_t *par = &g->w->parallel;
   if (par->tp == 1 || !par->sequence_parallel)
     return dep;
-  return coll(g, GEN_ALLGATHER, g->tp, COMM_TP, g->tokens * g->w->model.hidden * g->e, dep);
+  if (tp_fused(g)) { /* the next matmul gathers chunk by chunk (any other op: at once) */
+    g->gather_pending = true;
+    g->gather_src = dep;
+    return dep;
+  }
+  return tp_gather(g, dep);
 }
 
 static int tp_exit(gen_t *g, int dep) {
@@ -300,6 +357,30 @@ static int tp_exit(gen_t *g, int dep) {
   double bytes = g->tokens * g->w->model.hidden * g->e;
   return coll(g, par->sequence_parallel ? GEN_REDUCESCATTER : GEN_ALLREDUCE, g->tp, COMM_TP,
               bytes, dep);
+}
+
+/* tp_exit after a row-parallel matmul (`dep`, the last op): fused, the matmul
+ * again in tp chunks of rows, each chunk's reduction beside the next chunk's
+ * matmul. */
+static int tp_exit_fused(gen_t *g, int dep) {
+  trace_program_t *p = g->p;
+  const parallel_cfg_t *par = &g->w->parallel;
+  if (!tp_fused(g) || dep != p->nops - 1 || p->ops[dep].type != TRACE_OP_SHAPED ||
+      p->ops[dep].kind != g->k->compute[GEN_MATMUL] || p->ops[dep].overlapping)
+    return tp_exit(g, dep);
+  trace_op_t op = p->ops[--p->nops]; /* taken back, to be issued in chunks */
+  int before = op.ndeps ? op.deps[0] : -1, chunks = par->tp, x = before;
+  free(op.deps);
+  double bytes = g->tokens * g->w->model.hidden * g->e / chunks;
+  for (int c = 0; c < chunks; c++) {
+    int m = kernel(g, GEN_MATMUL, (double)op.dims[0] / chunks, (double)op.dims[1],
+                   (double)op.dims[2], (double)op.dims[3], (double)op.dims[4], before);
+    if (c > 0)
+      beside(g, m, x);
+    x = coll(g, par->sequence_parallel ? GEN_REDUCESCATTER : GEN_ALLREDUCE, g->tp, COMM_TP, bytes,
+             m);
+  }
+  return x;
 }
 
 /* Dropout's mask multiply (forward, and again on the gradient in backward);
@@ -575,13 +656,13 @@ static int layer_forward(gen_t *g, int dep) {
   x = rotary(g, x);
   x = attention(g, false, x);
   x = mm(g, tk, h, out_proj_width(m, g->w->parallel.tp), x);
-  x = tp_exit(g, x);
+  x = tp_exit_fused(g, x);
   x = vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
   x = vec(g, norm_kind(m), rows, h, x);
   if (layer_moe(g) && ep_folded(&g->w->parallel))
     x = moe_folded(g, false, x);
   else
-    x = tp_exit(g, mlp(g, false, tp_enter(g, x)));
+    x = tp_exit_fused(g, mlp(g, false, tp_enter(g, x)));
   return vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
 }
 

@@ -84,7 +84,7 @@ USED = {
     "--overlap-grad-reduce": False, "--ddp-bucket-size": True,
     "--accumulate-allreduce-grads-in-fp32": False, "--grad-reduce-in-bf16": False,
     "--overlap-param-gather": False, "--overlap-p2p-communication": False,
-    "--no-overlap-p2p-communication": False, "--tp-comm-overlap": False,
+    "--no-overlap-p2p-communication": False, "--tp-comm-overlap": False, "--use-mc2": False,
     "--overlap-moe-expert-parallel-comm": False, "--moe-fb-overlap": False,
     "--use-tp-pp-dp-mapping": False,
 }
@@ -889,8 +889,6 @@ def convert(a, opts):
     else:
         op2p, op2p_src = False, "Megatron: not overlapped without interleaving"
         a.given("--overlap-p2p-communication")
-    if a.given("--tp-comm-overlap"):
-        a.ignore("--tp-comm-overlap")
 
     tr.set("micro_batch", mb, a.src("--micro-batch-size"))
     tr.set("global_batch", gb, gb_src)
@@ -914,8 +912,12 @@ def convert(a, opts):
     tr.set("overlap_param_gather", opg, "--overlap-param-gather" if opg else
            "Megatron default: no --overlap-param-gather")
     tr.set("overlap_p2p_comm", op2p, op2p_src)
-    tr.set("overlap_tp_comm", False, "--tp-comm-overlap is not modelled" if a.given(
-        "--tp-comm-overlap") else "Megatron default: no --tp-comm-overlap")
+    fuse = next((f for f in ("--tp-comm-overlap", "--use-mc2") if a.given(f)), None)
+    if fuse is not None and tp > 1:
+        tr.set("overlap_tp_comm", True, a.src(fuse))
+    else:
+        tr.set("overlap_tp_comm", False, f"{fuse}: nothing to fuse with tp 1" if fuse else
+               "Megatron default: no --tp-comm-overlap")
     a2a = next((f for f in ("--overlap-moe-expert-parallel-comm", "--moe-fb-overlap")
                 if a.given(f)), None)
     if a2a is not None and model.d.get("moe") is None:

@@ -270,10 +270,6 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
     return fail(doc, "training.overlap_param_gather", err,
                 "false unless parallel.zero is 1 or 2 (a gather after the optimizer to "
                 "overlap), found true with zero %d", p->zero);
-  if (w->training.overlap_tp_comm)
-    return fail(doc, "training.overlap_tp_comm", err,
-                "false (overlapping TP communication with compute is not modelled yet), "
-                "found true");
   const moe_routing_t *route = &w->training.moe_route;
   if (route->kind != MOE_ROUTE_UNIFORM && !m->has_moe)
     return fail(doc, "training.moe.routing", err, "uniform for a dense model (no experts), found %s",

@@ -635,8 +635,12 @@ static const cfg_key_t workload_keys[] = {
          "stream wait for each send (Megatron's default without interleaving; with "
          "interleaving Megatron overlaps them unless --no-overlap-p2p-communication)."),
     BOOL("training.overlap_tp_comm", WL(training.overlap_tp_comm), "false",
-         "Overlap tensor-parallel communication with compute; not modelled yet, so only "
-         "false is accepted."),
+         "TP communication fused with its matmuls (Megatron's --tp-comm-overlap, Ascend's MC2 "
+         "--use-mc2): the gather before a column-parallel matmul (sequence parallelism) and the "
+         "reduction after the attention output and MLP down projections split into tp chunks "
+         "pipelined with the matmul's, each transfer beside a neighbouring chunk's matmul "
+         "(collectives.compute_slowdown); the first gather chunk and the last reduction chunk "
+         "stay exposed."),
     BOOL("training.overlap_moe_a2a", WL(training.overlap_moe_a2a), "false",
          "1F1B with the MoE all-to-alls overlapped (Megatron-Core's "
          "--overlap-moe-expert-parallel-comm, MindSpeed's --moe-fb-overlap): in the steady "

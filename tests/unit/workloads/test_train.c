@@ -574,6 +574,47 @@ static void test_context_parallel_algorithms(void) {
   }
 }
 
+/* TP communication fused with its matmuls on tp 4 with sequence parallelism
+ * (one layer's forward): the gather before the QKV matmul becomes 4 gathers
+ * of a quarter, the matmul 4 of a quarter of the rows, each but the last
+ * beside the next gather; the output projection's 4 row chunks each followed
+ * by a reduce-scatter of a quarter, each but the first beside the previous
+ * one's; the step's FLOPs stay. */
+static void test_tp_comm_fused_with_matmuls(void) {
+  workload_cfg_t plain = load_workload(small_model, "\"tp\": 4, \"sequence_parallel\": true",
+                                       "\"global_batch\": 1");
+  workload_cfg_t fused = plain;
+  fused.training.overlap_tp_comm = true;
+  trace_t a, b;
+  generate_trace(&plain, &a);
+  generate_trace(&fused, &b);
+  const trace_program_t *p = &b.programs[0];
+  int i = 0; /* the first layer's gathers: after the embedding's reduce-scatter and the norm */
+  while (i < p->nops && !(p->ops[i].type == TRACE_OP_COLL &&
+                          strcmp(replay_vocab.colls[p->ops[i].kind], "allgather") == 0))
+    i++;
+  CU_ASSERT_FATAL(i + 8 <= p->nops);
+  for (int c = 0; c < 4; c++) {
+    CU_ASSERT_DOUBLE_EQUAL(p->ops[i + c].bytes, 1024 * 1024 * 2 / 4.0, 0);
+    const trace_op_t *m = &p->ops[i + 4 + c];
+    CU_ASSERT_EQUAL(m->dims[0], 1024 / 4);
+    CU_ASSERT_EQUAL(m->deps[0], i + c);
+    CU_ASSERT_EQUAL(m->overlapping, c < 3);
+    if (c < 3)
+      CU_ASSERT_EQUAL(m->overlaps, i + c + 1);
+  }
+  /* the forward's two reductions per layer, 8 layers, each in 4 */
+  CU_ASSERT_EQUAL(ops_of(&b, "reducescatter", NULL), ops_of(&a, "reducescatter", NULL) + 3 * 2 * 8);
+  trace_free(&a);
+  trace_free(&b);
+  train_info_t ia, ib;
+  generate(&plain, &ia);
+  generate(&fused, &ib);
+  CU_ASSERT_DOUBLE_EQUAL(ia.model_flops, ib.model_flops, 0);
+  train_info_free(&ia);
+  train_info_free(&ib);
+}
+
 /* ZeRO-1 reduces the accumulated gradients once; ZeRO-2 and 3 keep only their
  * shard, so each micro-batch's gradients are reduced; ZeRO-3 gathers every
  * layer's parameters before its forward and its backward instead of all of
@@ -990,6 +1031,7 @@ CU_TestInfo train_tests[] = {
     {"experts folded over tensor-parallel ranks", test_experts_folded_over_tensor_parallel_ranks},
     {"context-parallel algorithms", test_context_parallel_algorithms},
     {"expert imbalance in training", test_expert_imbalance_in_training},
+    {"TP communication fused with its matmuls", test_tp_comm_fused_with_matmuls},
     {"activation memory counts what the layer keeps",
      test_activation_memory_counts_what_the_layer_keeps},
     {"gradient precision sizes buffers", test_gradient_precision_sizes_buffers},
