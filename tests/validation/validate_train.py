@@ -9,6 +9,9 @@
   tests/data/validation/atscale_h100.csv          GPT-3 175B, Llama 3.1 70B and
       405B, Nemotron-4 340B on 256-2304 H100 (h100-dgx), NVIDIA's DGX Cloud
       benchmarks: step time, and its drift with scale
+  tests/data/validation/moe_train_h100.csv        Mixtral 8x7B and 8x22B,
+      Qwen2-57B-A14B on 64-1024 H100 (h100-dgx), with and without MoE parallel
+      folding: model TFLOP/s per GPU (issue #33)
 
 Each row runs the shipped workload configs/workloads/<model>.json (gpt-<size>
 for the paper, the model name for MindSpeed). Prints every row's measured and
@@ -19,7 +22,9 @@ Usage: tests/validation/validate_train.py [--npusim PATH] [--fidelity analytic|f
 With --check, exits 1 unless the iteration-time MAPE is <= 5% (Korthikanti)
 and the tokens/s MAPE is <= 10% (MindSpeed), the bounds of issue #6, and the
 at-scale table holds issue #13's bounds over all its rows: MAPE <= 8%, max <= 15%,
-and per model the error at the largest scale within 3 points of the smallest.
+and per model the error at the largest scale within 3 points of the smallest; the
+MoE table's MAPE and worst row no worse than pinned (PIN_MOE_PCT), with issue
+#33's target (10%/20%) reported, met or not.
 No end-to-end row is fitted: the GPU chips are calibrated on kernels only (issue
 #27: H100 on ops_h100_calib.csv, A100 on ops_a100.csv); the 910B keeps an assumed
 chip.sustained_clock_fraction [A].
@@ -41,6 +46,12 @@ BOUND_MINDSPEED_PCT = 10.0
 # the drift with scale.
 BOUND_ATSCALE_PCT = (8.0, 15.0)
 BOUND_DRIFT_POINTS = 3.0
+# MoE training: issue #33's target (MAPE, max), none of the rows fitted; not met
+# yet (MAPE 10.24%), so --check holds the table to where it stands (PIN_MOE_PCT,
+# the errors of 2026-11-27 rounded up to 0.1 point): a model change that makes
+# it worse fails, one that meets the target says so.
+BOUND_MOE_PCT = (10.0, 20.0)
+PIN_MOE_PCT = (10.3, 18.8)
 
 
 def read_csv(name):
@@ -170,6 +181,36 @@ def atscale(args):
     return ok
 
 
+def moe(args):
+    print("\nMoE training on h100-dgx (BF16): model TFLOP/s per GPU")
+    print("%-4s %-20s %5s %4s %4s %9s %9s %8s" %
+          ("id", "workload", "gpus", "ep", "etp", "measured", "npusim", "error"))
+    errors = []
+    for row in read_csv("moe_train_h100.csv"):
+        sets = ["parallel.%s=%s" % (k, row[k]) for k in ("dp", "tp", "pp", "vpp", "ep", "etp")]
+        sets.append("training.global_batch=" + row["global_batch"])
+        r = train(args, "h100-dgx.json", row["workload"], sets)
+        if r["npus"] != int(row["gpus"]):
+            sys.exit("validate_train: %s: the plan gives %d NPUs, the row %s"
+                     % (row["id"], r["npus"], row["gpus"]))
+        meas = float(row["measured_tflops"])
+        err = pct(r["model_tflops_per_npu"], meas)
+        errors.append(err)
+        print("%-4s %-20s %5s %4s %4s %9.1f %9.1f %+7.1f%%" %
+              (row["id"], row["workload"], row["gpus"], row["ep"], row["etp"], meas,
+               r["model_tflops_per_npu"], err))
+    mape = sum(abs(e) for e in errors) / len(errors)
+    worst = max(abs(e) for e in errors)
+    met = mape <= BOUND_MOE_PCT[0] and worst <= BOUND_MOE_PCT[1]
+    held = mape <= PIN_MOE_PCT[0] and worst <= PIN_MOE_PCT[1]
+    print("MoE TFLOP/s per GPU, %d rows, none fitted: MAPE %.2f%%, max %.2f%% (issue #33's target "
+          "%.0f%%/%.0f%%: %s; held to %.1f%%/%.1f%%: %s)"
+          % (len(errors), mape, worst, BOUND_MOE_PCT[0], BOUND_MOE_PCT[1],
+             "met" if met else "NOT MET", PIN_MOE_PCT[0], PIN_MOE_PCT[1],
+             "ok" if held else "WORSE than pinned"))
+    return held
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--npusim", default=os.path.join(ROOT, "build", "npusim"))
@@ -177,7 +218,7 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="override a config key in every run (to see what a parameter does to the fit)")
-    ap.add_argument("--only", choices=["korthikanti", "mindspeed", "atscale"],
+    ap.add_argument("--only", choices=["korthikanti", "mindspeed", "atscale", "moe"],
                     help="run one table")
     args = ap.parse_args()
     ok = True
@@ -187,6 +228,8 @@ def main():
         ok = mindspeed(args) and ok
     if args.only in (None, "atscale"):
         ok = atscale(args) and ok
+    if args.only in (None, "moe"):
+        ok = moe(args) and ok
     if args.check and not ok:
         sys.exit(1)
 
