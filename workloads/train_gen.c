@@ -783,8 +783,8 @@ static void grads_ready(gen_t *g, double dense, double experts, int dep, bool la
 /* ---- a pipeline stage ---- */
 
 typedef struct {
-  int stage, pp, vpp, layers_per_chunk;
-  int first_layer; /* of the model, this stage's first (without interleaving) */
+  int stage, pp, vpp;
+  int most_layers;  /* of its model chunks, the one with the most layers: that many */
   long microbatches;
   double act_bytes; /* activation or gradient passed between stages */
 } stage_t;
@@ -897,8 +897,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   int x = last_op;
   /* the model's layer l of this chunk (Megatron's interleaving: virtual stage
    * chunk * pp + stage) */
-  int layer0 = st->vpp > 1 ? (chunk * st->pp + st->stage) * st->layers_per_chunk
-                           : st->first_layer;
+  int layer0, nlayers = workload_chunk_layers(g->w, st->stage, chunk, &layer0);
   g->at = (train_where_t){-1, (int)mb, bwd ? TRAIN_PASS_BWD : TRAIN_PASS_FWD};
   /* input: from the previous virtual stage, or the embedding */
   int in = -1;
@@ -919,7 +918,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     }
     if (g->chunk_gather && mb == 0) /* the chunk's parameters, gathered beside the step */
       x = join(g, x, g->chunk_gather[chunk]);
-    for (int l = 0, prefetch = x; l < st->layers_per_chunk; l++) {
+    for (int l = 0, prefetch = x; l < nlayers; l++) {
       g->at.layer = layer0 + l;
       x = layer_forward(g, gather_params(g, &prefetch, x));
     }
@@ -945,7 +944,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   } else {
     x = join(g, x, gathered(g, in));
   }
-  for (int l = st->layers_per_chunk - 1, prefetch = x; l >= 0; l--) { /* last layer first */
+  for (int l = nlayers - 1, prefetch = x; l >= 0; l--) { /* last layer first */
     g->at.layer = layer0 + l;
     x = layer_backward(g, gather_params(g, &prefetch, x));
     double expert_grad = routed_expert_params(g->w, layer_moe(g)) * grad_bytes;
@@ -1194,9 +1193,8 @@ typedef struct {
 static stage_mix_t stage_mix(const workload_cfg_t *w, const stage_t *st) {
   stage_mix_t k = {0, 0};
   for (int chunk = 0; chunk < st->vpp; chunk++) {
-    int layer0 = st->vpp > 1 ? (chunk * st->pp + st->stage) * st->layers_per_chunk
-                             : st->first_layer; /* as chunk_pass numbers them */
-    for (int l = layer0; l < layer0 + st->layers_per_chunk; l++)
+    int layer0, n = workload_chunk_layers(w, st->stage, chunk, &layer0);
+    for (int l = layer0; l < layer0 + n; l++)
       *(xf_layer_is_moe(&w->model, l) ? &k.moe : &k.dense) += 1;
   }
   return k;
@@ -1507,12 +1505,12 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
     g.tag_bwd = trace_intern(&p->tags, &p->ntags, "bwd");
     g.tag_cp = trace_intern(&p->tags, &p->ntags, "cp");
     double act = g.tokens * m->hidden * g.e / par->tp; /* scatter/gather: see gathered() */
-    double layers_per_stage = workload_stage_layers(w, stage);
-    int first_layer = 0;
-    for (int s = 0; s < stage; s++)
-      first_layer += workload_stage_layers(w, s);
-    stage_t st = {stage, par->pp, par->vpp, (int)layers_per_stage / par->vpp, first_layer, mbs,
-                  act};
+    int most = 0, first;
+    for (int chunk = 0; chunk < par->vpp; chunk++) {
+      int n = workload_chunk_layers(w, stage, chunk, &first);
+      most = n > most ? n : most;
+    }
+    stage_t st = {stage, par->pp, par->vpp, most, mbs, act};
     /* the stage's layers, the embedding on the first stage, the LM head on the
      * last (Megatron keeps a copy per stage when tied) */
     stage_mix_t mix = stage_mix(w, &st);
@@ -1540,7 +1538,7 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
       in_flight = 2; /* F(i + 1) runs beside B(i) */
     if (cpi == 0)
       info->memory[stage] =
-          stage_memory(w, stage, params, experts, mix, st.layers_per_chunk + mtp_layers, in_flight);
+          stage_memory(w, stage, params, experts, mix, st.most_layers + mtp_layers, in_flight);
   }
   info->world = world;
   info->microbatches = mbs;

@@ -64,9 +64,20 @@ long workload_grad_accum_steps(const workload_cfg_t *w) {
   return per_step > 0 ? w->training.global_batch / per_step : 0;
 }
 
+/* Whether parallel.stage_layers lists every virtual stage. */
+static bool per_virtual_stage(const parallel_cfg_t *p) {
+  return p->vpp > 1 && p->stage_count == p->pp * p->vpp;
+}
+
 int workload_stage_layers(const workload_cfg_t *w, int stage) {
   const parallel_cfg_t *p = &w->parallel;
   int first = p->first_stage_layers, last = p->last_stage_layers;
+  if (per_virtual_stage(p)) {
+    int sum = 0;
+    for (int c = 0; c < p->vpp; c++)
+      sum += p->stage_layers[c * p->pp + stage];
+    return sum;
+  }
   if (p->stage_count > 0)
     return p->stage_layers[stage];
   if (p->pp == 1)
@@ -108,4 +119,23 @@ int workload_parse_order(const char *text, par_dim_t order[PAR_DIM_COUNT]) {
 
 int workload_cp_ulysses(const parallel_cfg_t *p) {
   return p->cp_algo == CP_ULYSSES ? p->cp : p->cp_algo == CP_HYBRID ? p->cp_ulysses : 1;
+}
+
+int workload_chunk_layers(const workload_cfg_t *w, int stage, int chunk, int *first) {
+  const parallel_cfg_t *p = &w->parallel;
+  *first = 0;
+  if (per_virtual_stage(p)) {
+    int v = chunk * p->pp + stage;
+    for (int u = 0; u < v; u++)
+      *first += p->stage_layers[u];
+    return p->stage_layers[v];
+  }
+  int per = workload_stage_layers(w, stage) / p->vpp;
+  if (p->vpp > 1) { /* an even split: every virtual stage holds per layers */
+    *first = (chunk * p->pp + stage) * per;
+    return per;
+  }
+  for (int s = 0; s < stage; s++)
+    *first += workload_stage_layers(w, s);
+  return per;
 }

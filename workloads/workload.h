@@ -92,7 +92,8 @@ typedef struct {
   int first_stage_layers;   /* layers on pipeline stage 0; 0: an even share */
   int last_stage_layers;    /* layers on the last stage; 0: an even share */
   int stage_layers[WORKLOAD_STAGES_MAX]; /* layers on each stage (Megatron/MindSpeed's
-                                          * --num-layer-list), stage_count of them */
+                                          * --num-layer-list), stage_count of them; with
+                                          * vpp > 1 on each virtual stage, chunk-major */
   int stage_count;          /* 0: stage_layers not given */
   bool sequence_parallel;
   int zero;                 /* 0..3; 1 = distributed optimizer */
@@ -154,6 +155,12 @@ long workload_grad_accum_steps(const workload_cfg_t *w);
  * (Megatron's decoder_first/last_pipeline_num_layers), the rest shared evenly
  * by the other stages. */
 int workload_stage_layers(const workload_cfg_t *w, int stage);
+
+/* Layers of model chunk `chunk` of pipeline stage `stage` (the virtual stage
+ * chunk x pp + stage in Megatron's interleaving; chunk 0 without it), and in
+ * *first the model's index of its first layer: parallel.stage_layers with one
+ * entry per virtual stage, else an even split of the stage's layers. */
+int workload_chunk_layers(const workload_cfg_t *w, int stage, int chunk, int *first);
 
 /* The Ulysses degree of context parallelism: cp with Ulysses, cp_ulysses in a
  * hybrid, else 1; the ring (or all-gather) spans cp / it positions. */

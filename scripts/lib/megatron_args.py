@@ -765,9 +765,14 @@ def convert(a, opts):
         noops = noop_layers(a, layers, pp, vpp, stage_layers, first, last)
         layers -= len(noops)
         layers_src += f" less the {len(noops)} of {a.src('--noop-layers')}"
-        stage_layers = [c - sum(1 for k in noops if start <= k < start + c)
-                        for start, c in zip(stage_starts(stage_layers, layers + len(noops), pp),
-                                        stage_layers or [(layers + len(noops)) // pp] * pp)]
+        if vpp > 1:   # Megatron's virtual stage v holds layers v x per .. (v + 1) x per - 1
+            per = (layers + len(noops)) // (pp * vpp)
+            stage_layers = [per - sum(1 for k in noops if v * per <= k < (v + 1) * per)
+                            for v in range(pp * vpp)]
+        else:
+            stage_layers = [c - sum(1 for k in noops if start <= k < start + c)
+                            for start, c in zip(stage_starts(stage_layers, layers + len(noops), pp),
+                                            stage_layers or [(layers + len(noops)) // pp] * pp)]
         if min(stage_layers) < 1:
             raise InputError(f"{a.src('--noop-layers')}: leaves a pipeline stage with no layer")
         if len(set(stage_layers)) == 1 and not a.given("--num-layer-list"):
@@ -964,8 +969,8 @@ def layer_list(a, layers, pp):
 def noop_layers(a, layers, pp, vpp, stage_layers, first, last):
     """The layer numbers of MindSpeed's --noop-layers (layers that pass
     their input through: no compute, no weights), checked; the stages then
-    hold fewer real layers, which parallel.stage_layers says (not with
-    interleaving, whose chunks would be uneven)."""
+    hold fewer real layers, which parallel.stage_layers says (with
+    interleaving, one count per virtual stage)."""
     t = a.text("--noop-layers")
     if not re.fullmatch(r"\d{1,6}(,\d{1,6})*", t.replace(" ", "")):
         raise InputError(f"--noop-layers: expected layer numbers separated by commas, found "
@@ -973,9 +978,9 @@ def noop_layers(a, layers, pp, vpp, stage_layers, first, last):
     noops = sorted({int(v) for v in t.replace(" ", "").split(",")})
     if noops[-1] >= layers:
         raise InputError(f"--noop-layers: layer {noops[-1]} is past --num-layers {layers}")
-    if vpp > 1:
-        raise InputError(f"--noop-layers {t}: no-op layers with interleaving (uneven virtual "
-                         "stages) are not modelled by npusim")
+    if vpp > 1 and layers % (pp * vpp):
+        raise InputError(f"--noop-layers {t}: --num-layers {layers} is not a multiple of "
+                         f"pp {pp} x vpp {vpp}")
     if first is not None or last is not None:
         raise InputError(f"--noop-layers {t}: npusim-from-args does not combine it with "
                          "--decoder-first/last-pipeline-num-layers")

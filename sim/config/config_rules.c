@@ -167,10 +167,9 @@ static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t 
   return 0;
 }
 
-/* A list of layers per stage: one entry per stage, all the model's layers, no
- * other way of setting them beside it, and no interleaving (MindSpeed refuses
- * --num-layer-list with a virtual pipeline too: a chunk's layers would need a
- * list per virtual stage). */
+/* A list of layers per stage: one entry per stage (per virtual stage with
+ * interleaving, chunk-major: Megatron-Core's pipeline layouts), all the
+ * model's layers, no other way of setting them beside it. */
 static int check_stage_list(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
   const parallel_cfg_t *p = &w->parallel;
   const char *key = "parallel.stage_layers";
@@ -179,20 +178,17 @@ static int check_stage_list(const config_doc_t *doc, const workload_cfg_t *w, np
                 "it alone (not beside parallel.first_stage_layers or last_stage_layers), found "
                 "first %d, last %d as well",
                 p->first_stage_layers, p->last_stage_layers);
-  if (p->stage_count != p->pp)
-    return fail(doc, key, err, "one entry per pipeline stage (parallel.pp = %d), found %d", p->pp,
-                p->stage_count);
+  if (p->stage_count != p->pp * p->vpp)
+    return fail(doc, key, err,
+                "one entry per pipeline stage and virtual stage (pp x vpp = %d, chunk-major), "
+                "found %d",
+                p->pp * p->vpp, p->stage_count);
   long sum = 0;
   for (int s = 0; s < p->stage_count; s++)
     sum += p->stage_layers[s];
   if (sum != w->model.layers)
     return fail(doc, key, err, "entries that sum to model.layers = %d, found %ld", w->model.layers,
                 sum);
-  if (p->vpp > 1)
-    return fail(doc, "parallel.vpp", err,
-                "1 with parallel.stage_layers (an interleaved pipeline with per-stage layer "
-                "counts is not modelled), found %d",
-                p->vpp);
   return 0;
 }
 

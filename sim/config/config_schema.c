@@ -568,8 +568,11 @@ static const cfg_key_t workload_keys[] = {
     INTS("parallel.stage_layers", WL(parallel.stage_layers), WL(parallel.stage_count),
          WORKLOAD_STAGES_MAX, 1, 1e5,
          "Layers on each pipeline stage, first to last (MindSpeed's --num-layer-list): pp "
-         "entries summing to model.layers; empty: first_stage_layers / last_stage_layers or an "
-         "even share. Not with those two, nor with vpp > 1."),
+         "entries summing to model.layers; with vpp > 1, pp x vpp entries, one per virtual "
+         "stage in Megatron's order (virtual stage chunk x pp + stage: all stages' first "
+         "chunks, then their second ones; Megatron-Core's --pipeline-model-parallel-layout, "
+         "MindSpeed's no-op layers with interleaving); empty: first_stage_layers / "
+         "last_stage_layers or an even share. Not with those two."),
     INT("parallel.cp", WL(parallel.cp), 1, 1e5, "1", "Context-parallel size (ring attention)."),
     ENUM("parallel.cp_algo", workload_cp_algo_names, CP_ALGO_COUNT, WL(parallel.cp_algo),
          "\"ring\"",

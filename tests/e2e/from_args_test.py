@@ -655,6 +655,20 @@ def modern_checks(converter, npusim, tmp, report=fail):
             if code != 0:
                 report(f"{what}: npusim validate: {err.strip()}")
 
+    # no-op layers with interleaving: one count per virtual stage, chunk-major
+    path = ms_script(tmp, "noop_vpp.sh", torchrun,
+                     "--num-layers 8 --num-layers-per-virtual-pipeline-stage 2 --noop-layers 7")
+    with open(path) as fh:
+        text = fh.read()
+    with open(path, "w") as fh:  # the body's --num-layer-list: not with interleaving
+        fh.write(text.replace("--num-layer-list 1,3", ""))
+    code, out, err = convert(converter, [path])
+    got = flat(json.loads(out)) if code == 0 else {}
+    found = (got.get("model.layers"), got.get("parallel.vpp"), got.get("parallel.stage_layers"))
+    if found != (7, 2, [2, 2, 2, 1]):
+        report(f"--noop-layers 7 with interleaving: expected 7 layers, vpp 2 on [2, 2, 2, 1], got "
+               f"exit {code} {err.strip()[-200:] if code else found}")
+
     # refused in one line naming what is not modelled
     for extra, flag, what in (
             ("--spec mindspeed_llm.tasks.models.spec.deepseek_spec layer_spec", "deepseek_spec",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train_e2e.sh NPUSIM - end-to-end checks of `npusim train`, one process per
 # simulation (SimGrid runs once per process):
-#   - every parallel plan (dp, tp+sp, pp+vpp, cp as ring, Ulysses, hybrid and
+#   - every parallel plan (dp, tp+sp, pp+vpp (even and per virtual stage), cp as ring, Ulysses, hybrid and
 #     all-gather, ep, ep folded over tp,
 #     latent attention with multi-token prediction, ZeRO 0-3, recompute,
 #     Megatron's and a custom rank order) replays to the end in both
@@ -45,6 +45,7 @@ plans=(
   "dp8:$tiny:parallel.dp=8 parallel.tp=1 parallel.pp=1 training.global_batch=16"
   "tp_sp:$tiny:parallel.tp=4 parallel.sequence_parallel=true parallel.dp=1 parallel.recompute=selective training.flash_attention=false"
   "vpp_full:$tiny:parallel.pp=4 parallel.vpp=2 parallel.tp=1 parallel.recompute=full training.global_batch=16"
+  "vpp_uneven:$tiny:parallel.pp=2 parallel.vpp=2 parallel.tp=1 parallel.stage_layers=1,3,3,1 training.global_batch=16"
   "cp_zero3:$tiny:parallel.cp=2 parallel.dp=1 parallel.zero=3"
   "cp_ulysses:$tiny:parallel.cp=2 parallel.dp=1 parallel.cp_algo=ulysses"
   "cp_hybrid:$tiny:parallel.cp=4 parallel.dp=1 parallel.tp=1 parallel.cp_algo=hybrid parallel.cp_ulysses=2"

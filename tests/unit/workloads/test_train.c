@@ -92,6 +92,13 @@ static int generate_and_check(const workload_cfg_t *w, train_info_t *info) {
   return programs;
 }
 
+static void generate_trace(const workload_cfg_t *w, trace_t *t) {
+  train_info_t info;
+  npu_err_t err = {""};
+  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, t, &info, &err) == 0);
+  train_info_free(&info);
+}
+
 static void test_every_plan_checks(void) {
   static const struct {
     const char *parallel, *training;
@@ -137,6 +144,49 @@ static void test_every_plan_checks(void) {
     CU_ASSERT(info.microbatches == w.training.global_batch / (w.training.micro_batch * w.parallel.dp));
     train_info_free(&info);
   }
+}
+
+/* A list per virtual stage with interleaving (pp 2 x vpp 2, 8 layers): an
+ * even one gives the even split's step exactly (the same trace: timings,
+ * memory, FLOPs); an uneven one puts each chunk's layers where the list says
+ * (stage 0's chunks 1 and 3 layers: its weights those of 4 layers, as the even
+ * split's; stage 1's 3 and 1). */
+static void test_virtual_stage_list_holds_its_layers(void) {
+  const char *training = "\"global_batch\": 8";
+  workload_cfg_t even = load_workload(small_model, "\"pp\": 2, \"vpp\": 2", training);
+  workload_cfg_t listed =
+      load_workload(small_model, "\"pp\": 2, \"vpp\": 2, \"stage_layers\": [2, 2, 2, 2]", training);
+  workload_cfg_t uneven =
+      load_workload(small_model, "\"pp\": 2, \"vpp\": 2, \"stage_layers\": [1, 3, 3, 1]", training);
+  int first, counts[2][2] = {{1, 3}, {3, 1}}, firsts[2][2] = {{0, 4}, {1, 7}};
+  for (int st = 0; st < 2; st++)
+    for (int c = 0; c < 2; c++) {
+      CU_ASSERT_EQUAL(workload_chunk_layers(&uneven, st, c, &first), counts[st][c]);
+      CU_ASSERT_EQUAL(first, firsts[st][c]);
+    }
+  trace_t a, b;
+  generate_trace(&even, &a);
+  generate_trace(&listed, &b);
+  CU_ASSERT_EQUAL(a.programs[0].nops, b.programs[0].nops);
+  CU_ASSERT_EQUAL(a.programs[1].nops, b.programs[1].nops);
+  trace_free(&a);
+  trace_free(&b);
+  train_info_t ia, ib, ic;
+  generate_and_check(&even, &ia);
+  generate_and_check(&listed, &ib);
+  generate_and_check(&uneven, &ic);
+  for (int st = 0; st < 2; st++) {
+    CU_ASSERT_EQUAL(ia.memory[st].weights, ib.memory[st].weights);
+    CU_ASSERT_EQUAL(ia.memory[st].activations, ib.memory[st].activations);
+  }
+  CU_ASSERT_DOUBLE_EQUAL(ic.memory[0].weights, ia.memory[0].weights, 1e-3);
+  /* the fullest chunk (3 layers where the even split has 2) sets the activations */
+  CU_ASSERT_DOUBLE_EQUAL(ic.memory[0].activations, ia.memory[0].activations * 3 / 2,
+                         ia.memory[0].activations * 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(ic.model_flops, ia.model_flops, ia.model_flops * 1e-12);
+  train_info_free(&ia);
+  train_info_free(&ib);
+  train_info_free(&ic);
 }
 
 /* Multi-head latent attention in training, term by term on a dense model
@@ -407,13 +457,6 @@ static void test_zero_shards_optimizer_states(void) {
 }
 
 /* Generates the programs of one step into t (the caller frees them). */
-static void generate_trace(const workload_cfg_t *w, trace_t *t) {
-  train_info_t info;
-  npu_err_t err = {""};
-  CU_ASSERT_FATAL(train_generate(w, &replay_vocab, 8, t, &info, &err) == 0);
-  train_info_free(&info);
-}
-
 /* The index of the communicator with that name; the test stops without one. */
 static int comm_named(const trace_t *t, const char *name) {
   int found = -1;
@@ -1024,6 +1067,7 @@ CU_TestInfo train_tests[] = {
     {"activation memory matches Korthikanti", test_activation_memory_matches_korthikanti},
     {"uneven stages hold their layers", test_uneven_stages_hold_their_layers},
     {"a per-stage layer list holds its layers", test_stage_list_holds_its_layers},
+    {"a per-virtual-stage layer list holds its layers", test_virtual_stage_list_holds_its_layers},
     {"model.head_dim widens FLOPs and activations", test_head_dim_in_training},
     {"latent attention in training", test_latent_attention_in_training},
     {"multi-token prediction on the last stage", test_multi_token_prediction_on_the_last_stage},

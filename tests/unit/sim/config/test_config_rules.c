@@ -124,8 +124,8 @@ static void test_model_and_plan_must_divide_evenly(void) {
   expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=[]"), "");
   CU_ASSERT_EQUAL(wl.parallel.stage_count, 0);
   expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=40,40"),
-         "--set: parallel.stage_layers: expected one entry per pipeline stage (parallel.pp = 4), "
-         "found 2");
+         "--set: parallel.stage_layers: expected one entry per pipeline stage and virtual stage "
+         "(pp x vpp = 4, chunk-major), found 2");
   expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=20,20,20,21"),
          "--set: parallel.stage_layers: expected entries that sum to model.layers = 80, found "
          "81");
@@ -139,12 +139,19 @@ static void test_model_and_plan_must_divide_evenly(void) {
       SET("parallel.vpp=1", "parallel.first_stage_layers=20", "parallel.stage_layers=20,20,20,20"),
       "--set: parallel.stage_layers: expected it alone (not beside "
       "parallel.first_stage_layers or last_stage_layers), found first 20, last 0 as well");
-  snprintf(want, sizeof want,
-           "%s/llama2-70b.json: parallel.vpp: expected 1 with "
-           "parallel.stage_layers (an interleaved pipeline with per-stage layer counts is not "
-           "modelled), found 4",
-           WORKLOADS_DIR);
-  expect(CONFIG_WORKLOAD, b, SET("parallel.stage_layers=20,20,20,20"), want);
+  /* with interleaving (vpp 4 over pp 4): one entry per virtual stage, chunk-major */
+  expect(CONFIG_WORKLOAD, b, SET("parallel.stage_layers=20,20,20,20"),
+         "--set: parallel.stage_layers: expected one entry per pipeline stage and virtual stage "
+         "(pp x vpp = 16, chunk-major), found 4");
+  expect(CONFIG_WORKLOAD, b,
+         SET("parallel.stage_layers=4,5,5,5, 5,5,5,5, 5,5,5,5, 5,5,5,6"), "");
+  int first;
+  CU_ASSERT_EQUAL(workload_stage_layers(&wl, 0), 4 + 5 + 5 + 5);
+  CU_ASSERT_EQUAL(workload_stage_layers(&wl, 3), 5 + 5 + 5 + 6);
+  CU_ASSERT_EQUAL(workload_chunk_layers(&wl, 1, 2, &first), 5); /* virtual stage 9 */
+  CU_ASSERT_EQUAL(first, 4 + 8 * 5);
+  CU_ASSERT_EQUAL(workload_chunk_layers(&wl, 3, 3, &first), 6);
+  CU_ASSERT_EQUAL(first, 74);
   expect(CONFIG_WORKLOAD, b, SET("parallel.zero_shard_size=2"),
          "--set: parallel.zero_shard_size: expected 0, or with parallel.zero >= 1 a divisor of "
          "dp x cp = 1, found 2 (zero 0)");
