@@ -773,7 +773,7 @@ def convert(a, opts):
             stage_layers = [c - sum(1 for k in noops if start <= k < start + c)
                             for start, c in zip(stage_starts(stage_layers, layers + len(noops), pp),
                                             stage_layers or [(layers + len(noops)) // pp] * pp)]
-        if min(stage_layers) < 1:
+        if min(sum(stage_layers[c * pp + st] for c in range(vpp)) for st in range(pp)) < 1:
             raise InputError(f"{a.src('--noop-layers')}: leaves a pipeline stage with no layer")
         if len(set(stage_layers)) == 1 and not a.given("--num-layer-list"):
             stage_layers = None

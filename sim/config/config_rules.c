@@ -189,6 +189,10 @@ static int check_stage_list(const config_doc_t *doc, const workload_cfg_t *w, np
   if (sum != w->model.layers)
     return fail(doc, key, err, "entries that sum to model.layers = %d, found %ld", w->model.layers,
                 sum);
+  for (int s = 0; s < p->pp; s++)
+    if (workload_stage_layers(w, s) == 0)
+      return fail(doc, key, err, "at least one layer on every pipeline stage, found none on "
+                  "stage %d", s);
   return 0;
 }
 

@@ -566,13 +566,14 @@ static const cfg_key_t workload_keys[] = {
         "Layers on the last pipeline stage (Megatron's decoder_last_pipeline_num_layers); "
         "0: an even share."),
     INTS("parallel.stage_layers", WL(parallel.stage_layers), WL(parallel.stage_count),
-         WORKLOAD_STAGES_MAX, 1, 1e5,
+         WORKLOAD_STAGES_MAX, 0, 1e5,
          "Layers on each pipeline stage, first to last (MindSpeed's --num-layer-list): pp "
          "entries summing to model.layers; with vpp > 1, pp x vpp entries, one per virtual "
          "stage in Megatron's order (virtual stage chunk x pp + stage: all stages' first "
          "chunks, then their second ones; Megatron-Core's --pipeline-model-parallel-layout, "
-         "MindSpeed's no-op layers with interleaving); empty: first_stage_layers / "
-         "last_stage_layers or an even share. Not with those two."),
+         "MindSpeed's no-op layers with interleaving: a virtual stage may hold none, a pipeline "
+         "stage at least one); empty: first_stage_layers / last_stage_layers or an even share. "
+         "Not with those two."),
     INT("parallel.cp", WL(parallel.cp), 1, 1e5, "1", "Context-parallel size (ring attention)."),
     ENUM("parallel.cp_algo", workload_cp_algo_names, CP_ALGO_COUNT, WL(parallel.cp_algo),
          "\"ring\"",

@@ -130,9 +130,12 @@ static void test_model_and_plan_must_divide_evenly(void) {
          "--set: parallel.stage_layers: expected entries that sum to model.layers = 80, found "
          "81");
   expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=20,0,40,20"),
-         "--set: parallel.stage_layers[1]: expected an integer in [1, 100000], found 0");
+         "--set: parallel.stage_layers: expected at least one layer on every pipeline stage, "
+         "found none on stage 1");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=20,-1,41,20"),
+         "--set: parallel.stage_layers[1]: expected an integer in [0, 100000], found -1");
   expect(CONFIG_WORKLOAD, b, SET("parallel.vpp=1", "parallel.stage_layers=20,,40"),
-         "--set: parallel.stage_layers: expected an array of at most 1024 integers in [1, "
+         "--set: parallel.stage_layers: expected an array of at most 1024 integers in [0, "
          "100000], found \"20,,40\"");
   expect(
       CONFIG_WORKLOAD, b,
@@ -143,8 +146,9 @@ static void test_model_and_plan_must_divide_evenly(void) {
   expect(CONFIG_WORKLOAD, b, SET("parallel.stage_layers=20,20,20,20"),
          "--set: parallel.stage_layers: expected one entry per pipeline stage and virtual stage "
          "(pp x vpp = 16, chunk-major), found 4");
-  expect(CONFIG_WORKLOAD, b,
-         SET("parallel.stage_layers=4,5,5,5, 5,5,5,5, 5,5,5,5, 5,5,5,6"), "");
+  expect(CONFIG_WORKLOAD, b, /* a virtual stage of no-op layers only: none */
+         SET("parallel.stage_layers=0,5,5,5, 5,5,5,5, 5,5,5,5, 5,5,5,10"), "");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.stage_layers=4,5,5,5, 5,5,5,5, 5,5,5,5, 5,5,5,6"), "");
   int first;
   CU_ASSERT_EQUAL(workload_stage_layers(&wl, 0), 4 + 5 + 5 + 5);
   CU_ASSERT_EQUAL(workload_stage_layers(&wl, 3), 5 + 5 + 5 + 6);
