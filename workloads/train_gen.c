@@ -177,10 +177,10 @@ static int stream_of(trace_program_t *p, const char *name) {
   return trace_intern(&p->streams, &p->nstreams, name);
 }
 
-/* Appends an op, a part of the step, on stream after the given dependencies
- * (-1 = none). */
 static int tp_gather(gen_t *g, int dep);
 
+/* Appends an op, a part of the step, on stream after the given dependencies
+ * (-1 = none); a gather tp_enter left pending goes first. */
 static int add(gen_t *g, trace_op_type_t type, train_part_t part, int stream, int dep1,
                int dep2) {
   trace_program_t *p = g->p;
@@ -508,6 +508,28 @@ static int ffn(gen_t *g, double tokens, double f, double batch, bool column, boo
   return shaped(g, GEN_MATMUL, h, up, tokens, batch, 0, x);
 }
 
+/* The router and the routed experts between their all-to-alls (dispatch and
+ * combine, reversed in the backward), for `rows` tokens of this rank whose
+ * experts are `width` wide on it; the experts see the busiest EP rank's tokens
+ * (moe_routing.h). */
+static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) {
+  const moe_cfg_t *moe = &g->w->model.moe;
+  const parallel_cfg_t *par = &g->w->parallel;
+  double h = g->w->model.hidden, local = (double)moe->experts / par->ep;
+  double routed = rows * moe->top_k * moe->capacity_factor * g->moe_skew;
+  double a2a = par->ep > 1 ? routed * h * g->e : 0;
+  if (!bwd)
+    x = mm(g, rows, moe->experts, h, x);
+  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+  x = ffn(g, routed / local, width, local, false, bwd, x);
+  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+  if (bwd) { /* router: dgrad, wgrad */
+    x = mm(g, rows, h, moe->experts, x);
+    x = mm(g, h, moe->experts, rows, x);
+  }
+  return x;
+}
+
 /* Whether the experts are folded over the tensor-parallel ranks (etp 1 under
  * tp > 1, parallel.etp). */
 static bool ep_folded(const parallel_cfg_t *par) {
@@ -519,56 +541,28 @@ static bool ep_folded(const parallel_cfg_t *par) {
  * rank routes its own sequence shard (sequence parallelism, tk / tp tokens)
  * and dispatches it over the EP group, which may span TP ranks; its local
  * experts are whole. The shared experts stay a TP-split MLP on the gathered
- * sequence. The backward runs the same in reverse. */
+ * sequence, after the routed ones (before them in the backward). */
 static int moe_folded(gen_t *g, bool bwd, int x) {
-  const model_cfg_t *m = &g->w->model;
-  const parallel_cfg_t *par = &g->w->parallel;
-  const moe_cfg_t *moe = &m->moe;
-  double t = par->tp, rows = g->tokens / t, h = m->hidden;
-  double local = (double)moe->experts / par->ep;
-  double routed = rows * moe->top_k * moe->capacity_factor * g->moe_skew;
-  double a2a = par->ep > 1 ? routed * h * g->e : 0;
-  if (bwd && moe->shared_experts)
-    x = tp_exit(g, ffn(g, g->tokens, moe->shared_experts * moe->expert_ffn_hidden / t, 1, false,
-                       true, tp_enter(g, x)));
-  if (!bwd)
-    x = mm(g, rows, moe->experts, h, x); /* router */
-  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
-  x = ffn(g, routed / local, moe->expert_ffn_hidden, local, false, bwd, x);
-  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
-  if (bwd) { /* router: dgrad, wgrad */
-    x = mm(g, rows, h, moe->experts, x);
-    return mm(g, h, moe->experts, rows, x);
-  }
-  if (moe->shared_experts)
-    x = tp_exit(g, ffn(g, g->tokens, moe->shared_experts * moe->expert_ffn_hidden / t, 1, false,
-                       false, tp_enter(g, x)));
+  const moe_cfg_t *moe = &g->w->model.moe;
+  double t = g->w->parallel.tp, shared = moe->shared_experts * moe->expert_ffn_hidden / t;
+  if (bwd && shared > 0)
+    x = tp_exit(g, ffn(g, g->tokens, shared, 1, false, true, tp_enter(g, x)));
+  x = routed_experts(g, g->tokens / t, moe->expert_ffn_hidden, bwd, x);
+  if (!bwd && shared > 0)
+    x = tp_exit(g, ffn(g, g->tokens, shared, 1, false, false, tp_enter(g, x)));
   return x;
 }
 
-/* The MLP, or the router, the routed experts between their all-to-alls
- * (dispatch and combine, reversed in the backward) and the shared experts. */
+/* The MLP, or the router, the routed experts between their all-to-alls and the
+ * shared experts, all on the TP group's tokens (each expert split over it). */
 static int mlp(gen_t *g, bool bwd, int dep) {
   const model_cfg_t *m = &g->w->model;
-  const parallel_cfg_t *par = &g->w->parallel;
-  double tk = g->tokens, h = m->hidden, t = par->tp;
+  double tk = g->tokens, t = g->w->parallel.tp;
   if (!layer_moe(g))
     return ffn(g, tk, m->ffn_hidden / t, 1, true, bwd, dep);
   const moe_cfg_t *moe = &m->moe;
-  double local = (double)moe->experts / par->ep, fe = moe->expert_ffn_hidden / t;
-  /* tokens this rank's experts see: the busiest rank's */
-  double routed = tk * moe->top_k * moe->capacity_factor * g->moe_skew;
-  double a2a = par->ep > 1 ? routed * h * g->e : 0;
-  int x = dep;
-  if (!bwd)
-    x = mm(g, tk, moe->experts, h, x); /* router */
-  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
-  x = ffn(g, routed / local, fe, local, false, bwd, x);
-  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
-  if (bwd) { /* router: dgrad, wgrad */
-    x = mm(g, tk, h, moe->experts, x);
-    x = mm(g, h, moe->experts, tk, x);
-  }
+  double fe = moe->expert_ffn_hidden / t;
+  int x = routed_experts(g, tk, fe, bwd, dep);
   if (moe->shared_experts)
     x = ffn(g, tk, moe->shared_experts * fe, 1, false, bwd, x);
   return bwd ? tp_exit(g, x) : x;
@@ -587,30 +581,48 @@ static int rotary(gen_t *g, int dep) {
   return vec(g, GEN_ROPE, g->tokens, (m->heads + m->kv_heads) * d / t, dep);
 }
 
-/* The query, key and value projections of one rank. Grouped-query attention:
- * one fused column-parallel matmul. Multi-head latent attention as
+/* The widths of one rank's query, key and value projections. Grouped-query
+ * attention: one fused matmul, `fused` wide. Multi-head latent attention: the
+ * queries' up projection (q_up, from q_lora_rank, or from hidden without it),
+ * the latent and shared rotary key's down projection (kv_down, whole on every
+ * rank: transformer.h), the keys' and values' up projection (kv_up). */
+typedef struct {
+  double fused, q_up, kv_down, kv_up;
+} qkv_widths_t;
+
+static qkv_widths_t qkv_widths(const model_cfg_t *m, double tp) {
+  if (!m->has_mla)
+    return (qkv_widths_t){.fused = (m->heads + 2.0 * m->kv_heads) * xf_head_dim(m) / tp};
+  const mla_cfg_t *a = &m->mla;
+  double hl = m->heads / tp;
+  return (qkv_widths_t){0, hl * ((double)a->qk_nope_head_dim + a->qk_rope_head_dim),
+                        (double)a->kv_lora_rank + a->qk_rope_head_dim,
+                        hl * ((double)a->qk_nope_head_dim + a->v_head_dim)};
+}
+
+/* The query, key and value projections of one rank: grouped-query attention's
+ * one fused column-parallel matmul, or multi-head latent attention as
  * Megatron-Core trains it (not absorbed): the queries through their low-rank
  * pair (or directly), the latent and the shared rotary key from one down
  * projection, the latents normed, then every local head's no-rope key and
- * value rebuilt from the latent. The down projections are whole on every rank
- * (transformer.h), the up projections split by heads. */
+ * value rebuilt from the latent. */
 static int qkv_forward(gen_t *g, int x) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
+  double tk = g->tokens, h = m->hidden;
+  qkv_widths_t w = qkv_widths(m, g->w->parallel.tp);
   if (!m->has_mla)
-    return mm(g, tk, (m->heads + 2.0 * m->kv_heads) * xf_head_dim(m) / t, h, x);
+    return mm(g, tk, w.fused, h, x);
   const mla_cfg_t *a = &m->mla;
-  double hl = m->heads / t, qk = (double)a->qk_nope_head_dim + a->qk_rope_head_dim;
   if (a->q_lora_rank) {
     x = mm(g, tk, a->q_lora_rank, h, x);
     x = vec(g, norm_kind(m), tk, a->q_lora_rank, x);
-    x = mm(g, tk, hl * qk, a->q_lora_rank, x);
+    x = mm(g, tk, w.q_up, a->q_lora_rank, x);
   } else {
-    x = mm(g, tk, hl * qk, h, x);
+    x = mm(g, tk, w.q_up, h, x);
   }
-  x = mm(g, tk, (double)a->kv_lora_rank + a->qk_rope_head_dim, h, x);
+  x = mm(g, tk, w.kv_down, h, x);
   x = vec(g, norm_kind(m), tk, a->kv_lora_rank, x);
-  return mm(g, tk, hl * ((double)a->qk_nope_head_dim + a->v_head_dim), a->kv_lora_rank, x);
+  return mm(g, tk, w.kv_up, a->kv_lora_rank, x);
 }
 
 /* The backward of qkv_forward: MLA's up projections (dgrad, wgrad) and their
@@ -620,23 +632,19 @@ static int qkv_forward(gen_t *g, int x) {
  * bytes]. */
 static int qkv_backward(gen_t *g, int x) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
+  double tk = g->tokens, h = m->hidden;
+  qkv_widths_t w = qkv_widths(m, g->w->parallel.tp);
   if (!m->has_mla)
-    return column_backward(g, tk, (m->heads + 2.0 * m->kv_heads) * xf_head_dim(m) / t, h, x);
+    return column_backward(g, tk, w.fused, h, x);
   const mla_cfg_t *a = &m->mla;
-  double hl = m->heads / t, qk = (double)a->qk_nope_head_dim + a->qk_rope_head_dim;
-  double kv_up = hl * ((double)a->qk_nope_head_dim + a->v_head_dim);
-  x = mm(g, tk, a->kv_lora_rank, kv_up, x);
-  x = mm(g, a->kv_lora_rank, kv_up, tk, x);
+  x = mm(g, tk, a->kv_lora_rank, w.kv_up, x);
+  x = mm(g, a->kv_lora_rank, w.kv_up, tk, x);
   x = vec(g, norm_kind(m), tk, a->kv_lora_rank, x);
-  double down = (double)a->kv_lora_rank + a->qk_rope_head_dim;
+  double down = w.kv_down + (a->q_lora_rank ? a->q_lora_rank : w.q_up);
   if (a->q_lora_rank) {
-    x = mm(g, tk, a->q_lora_rank, hl * qk, x);
-    x = mm(g, a->q_lora_rank, hl * qk, tk, x);
+    x = mm(g, tk, a->q_lora_rank, w.q_up, x);
+    x = mm(g, a->q_lora_rank, w.q_up, tk, x);
     x = vec(g, norm_kind(m), tk, a->q_lora_rank, x);
-    down += a->q_lora_rank;
-  } else {
-    down += hl * qk;
   }
   return column_backward(g, tk, down, h, x);
 }

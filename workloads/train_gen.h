@@ -5,16 +5,22 @@
  * pp); the ranks of one pipeline stage at one context-parallel position run
  * one shared program, so memory grows with pp x cp (and the micro-batches and
  * layers of a stage), not with the ranks. Per layer and
- * micro-batch: norms, QKV, rotary, attention (fused or not), output
- * projection, MLP or experts, residuals, with their exact per-rank shapes;
+ * micro-batch: norms, QKV (or latent attention's projections), rotary,
+ * attention (fused or not), output projection, MLP or experts, residuals,
+ * with their exact per-rank shapes; multi-token-prediction modules after the
+ * last stage's head;
  * tensor parallelism adds allreduces, or allgathers and reduce-scatters with
  * sequence parallelism, where Megatron puts them (a column-parallel linear's
  * backward gathers its input again and reduces its input gradient on the TP
- * stream, overlapping its two matmuls); context parallelism splits
- * the sequence and passes key/value blocks around its ring; expert parallelism
- * adds the all-to-all dispatch and combine; pipeline stages exchange
+ * stream, overlapping its two matmuls; training.overlap_tp_comm fuses the
+ * forward's with the matmuls in chunks); context parallelism splits
+ * the sequence and passes key/value blocks around its ring (or Ulysses'
+ * all-to-alls, or an all-gather); expert parallelism adds the all-to-all
+ * dispatch and combine, the experts split over TP or folded across it, each
+ * rank taking the busiest one's tokens; pipeline stages exchange
  * activations and gradients in 1F1B or Megatron's interleaved order
- * (pipeline.c);
+ * (pipeline.c), a forward and a backward merged layer by layer with
+ * training.overlap_moe_a2a;
  * recomputation repeats the forward (full) or the attention core (selective)
  * before the backward; gradients are reduced over data parallelism in buckets
  * during the last micro-batch's backward (or after it), then the optimizer

@@ -72,6 +72,17 @@
   { .path = p, .type = CFG_STR, .unit = "", .min = minlen, .max = maxlen,                     \
     .def = dflt, .convert = conv, .convert_expect = expect, .offset = offsetof(T, f),         \
     .doc = text }
+/* A MoE router's skew (workloads/moe_routing.h), the same keys under serving
+ * and training: the Zipf exponent and the measured loads of SECTION.routing,
+ * stored in `route` (a moe_routing_t). */
+#define MOE_ROUTING_LOADS(section, route)                                                     \
+  NUM(section ".zipf_s", "", 1, WL(route.zipf_s), 0, 10, "1",                                 \
+      "Zipf exponent of " section ".routing zipf (0 is uniform)."),                           \
+  PARSED(section ".expert_load", workload_cfg_t, route.load, 0, 8191, "\"\"",                \
+         convert_expert_load, "non-negative numbers joined by ',' (at most 512)",             \
+         "For " section ".routing measured: the load of each routed expert in expert order "  \
+         "(token counts or shares, as an engine's expert distribution recorder or a "        \
+         "training run's router statistics give them; model.moe.experts of them).")
 /* Free text kept in the document only (name, description). */
 #define NOTE(p, maxlen, text)                                                                 \
   { .path = p, .type = CFG_STR, .unit = "", .min = 0, .max = maxlen, .def = "\"\"",          \
@@ -660,12 +671,7 @@ static const cfg_key_t workload_keys[] = {
          "expected busiest EP rank's tokens, since the all-to-alls hold the others until it is "
          "done. [A] uniform: a load-balancing loss or bias keeps a training run's loads near "
          "even; set zipf or measured from the run's router statistics."),
-    NUM("training.moe.zipf_s", "", 1, WL(training.moe_route.zipf_s), 0, 10, "1",
-        "Zipf exponent of training.moe.routing zipf (0 is uniform)."),
-    PARSED("training.moe.expert_load", workload_cfg_t, training.moe_route.load, 0, 8191, "\"\"",
-           convert_expert_load, "non-negative numbers joined by ',' (at most 512)",
-           "For training.moe.routing measured: the load of each routed expert in expert order "
-           "(model.moe.experts of them)."),
+    MOE_ROUTING_LOADS("training.moe", training.moe_route),
     OBJ("training.kernels",
         "Which kernels the framework runs where frameworks differ "
         "(docs/chip-model.md, \"Vector ops\"): fused (one kernel) or unfused (eager "
@@ -740,13 +746,7 @@ static const cfg_key_t workload_keys[] = {
          "expert is how popular drawn at random (seeded by requests.seed); measured: "
          "expert_load. The experts sit in contiguous blocks on the EP ranks; the expected "
          "busiest rank's tokens set the expert matmuls and the dispatch/combine bytes."),
-    NUM("serving.moe.zipf_s", "", 1, WL(serving.moe_route.zipf_s), 0, 10, "1",
-        "Zipf exponent of serving.moe.routing zipf (0 is uniform)."),
-    PARSED("serving.moe.expert_load", workload_cfg_t, serving.moe_route.load, 0, 8191, "\"\"",
-           convert_expert_load, "non-negative numbers joined by ',' (at most 512)",
-           "For serving.moe.routing measured: the load of each routed expert in expert order "
-           "(token counts or shares, as an engine's expert distribution recorder writes them; "
-           "model.moe.experts of them)."),
+    MOE_ROUTING_LOADS("serving.moe", serving.moe_route),
     OFF("serving.moe.dispatch_rdma_GBps", "GB/s", GIGA, WL(serving.moe_dispatch_rdma_Bps), 0.01,
         1e5, "0",
         "Rate one rank's dispatch and combine kernels reach between servers (DeepEP's normal "

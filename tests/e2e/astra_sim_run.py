@@ -40,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "tools"))
 import chakra_et  # noqa: E402
+from checks import failures, fail, ok  # noqa: E402
 
 SKIP = 77
 NPUS = 8
@@ -59,16 +60,7 @@ MATCH = ["--set", "node.scale_up.link_bandwidth_GBps=%.10g" % (BW_GIBPS * (1 << 
          "--set", "collectives.step_latency_us=0",
          "--set", "collectives.level0_algorithm=ring"]
 
-failures = []
 
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL " + msg)
-
-
-def ok(msg):
-    print("ok   " + msg)
 
 
 def astra_configs(tmp):

@@ -84,6 +84,7 @@ SCHEMA_DIR = os.path.join(ROOT, "tests", "data", "formats", "chakra")
 SCHEMA = os.path.join(SCHEMA_DIR, "et_def.proto")
 sys.path.insert(0, os.path.join(ROOT, "scripts", "tools"))
 import chakra_et  # noqa: E402  (the Python writer under test)
+from checks import failures, fail, ok  # noqa: E402
 
 SYS = "configs/systems/ascend-910b.json"
 TINY = "tests/data/train/tiny.json"
@@ -106,16 +107,7 @@ CATEGORY_TYPE = {"shaped": "COMP_NODE", "compute": "COMP_NODE", "delay": "COMP_N
                  "collective": "COMM_COLL_NODE", "send": "COMM_SEND_NODE",
                  "recv": "COMM_RECV_NODE"}
 
-failures = []
 
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL " + msg)
-
-
-def ok(msg):
-    print("ok   " + msg)
 
 
 # ---- the schema ----

@@ -58,6 +58,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import failures, fail
+
 SYSTEM = "configs/systems/ascend-910b.json"
 SAMPLES = ["traces/aicb/microAllReduce.txt", "traces/aicb/moe_tp2_pp2_ep2.txt"]
 # Written out by hand from the sample files (see traces/aicb/README.md).
@@ -82,12 +84,6 @@ EXPECTED = {
     },
 }
 
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL " + msg)
 
 
 # ---- the file, recounted from its text -------------------------------------

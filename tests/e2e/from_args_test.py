@@ -66,6 +66,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import failures, fail
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEM = "configs/systems/ascend-910b.json"
 TRACES = "traces/megatron"
@@ -169,12 +171,6 @@ MODERN_MUTATIONS = [
     ("--moe-tp-extend-ep dropped", 'etp, etp_src = 1, "--moe-tp-extend-ep', 'etp_src = "--moe-tp-extend-ep'),
 ]
 
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL " + msg)
 
 
 def run(cmd, stdin=None):
@@ -557,6 +553,16 @@ def modern_checks(converter, npusim, tmp, report=fail):
             report(f"{what}: expected exit 2 and one line naming {flag!r}, got exit {code}, "
                    f"stderr {lines[-2:]}")
 
+    def validated(out, what):  # npusim validate accepts the converted workload
+        if npusim is None:
+            return
+        wl = os.path.join(tmp, "modern.json")
+        with open(wl, "w") as fh:
+            fh.write(out)
+        code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", wl])
+        if code != 0:
+            report(f"{what}: npusim validate: {err.strip()}")
+
     msrun = ("msrun --worker_num $WORLD_SIZE --local_worker_num $NPUS_PER_NODE --master_addr "
              "localhost --master_port 6000 --node_rank 0 --log_dir=msrun_log --join=False "
              "--cluster_time_out=300 --bind_core=True")
@@ -576,13 +582,7 @@ def modern_checks(converter, npusim, tmp, report=fail):
                 report(f"modern model ({what}): {k} is {got.get(k)!r}, expected {v!r}")
         if "ignored --master" in err or "ignored --worker" in err or "ignored --log" in err:
             report(f"modern model ({what}): a launcher option listed as not modelled: {err}")
-        if npusim is not None:
-            wl = os.path.join(tmp, "modern.json")
-            with open(wl, "w") as f:
-                f.write(out)
-            code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", wl])
-            if code != 0:
-                report(f"modern model ({what}): npusim validate: {err.strip()}")
+        validated(out, f"modern model ({what})")
     # a MoE layer pattern as Megatron writes it: the dense first layers
     path = ms_script(tmp, "pattern.sh", torchrun, "--moe-layer-freq '([0]*2+[1]*2)'")
     code, out, err = convert(converter, [path])
@@ -647,13 +647,8 @@ def modern_checks(converter, npusim, tmp, report=fail):
             if got.get(k) != v:
                 report(f"{what}: {k} is {got.get(k)!r} (exit {code} {err.strip()[-200:]}), "
                        f"expected {v!r}")
-        if code == 0 and npusim is not None:
-            wl = os.path.join(tmp, "mla.json")
-            with open(wl, "w") as fh:
-                fh.write(out)
-            code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", wl])
-            if code != 0:
-                report(f"{what}: npusim validate: {err.strip()}")
+        if code == 0:
+            validated(out, what)
 
     # no-op layers with interleaving: one count per virtual stage, chunk-major
     path = ms_script(tmp, "noop_vpp.sh", torchrun,

@@ -34,15 +34,11 @@ import subprocess
 import sys
 import tempfile
 
+from checks import failures, fail
+
 FORMATS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "formats")
 REAL_LOGS = ["nccl-tests_all_reduce_perf.log", "nccl-tests_alltoall_perf.log"]
 
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL " + msg)
 
 
 # AddressSanitizer's notes on SimGrid's stack switches ("==PID==WARNING: ASan is

@@ -72,7 +72,8 @@ def paper_memory_gib(name):
     return out
 
 
-def train(args, system, workload, sets=()):
+def train(args, system, workload, sets=(), gpus=None, name=None):
+    """npusim train's JSON; with gpus, the plan must give that many NPUs (the row's)."""
     cmd = [args.npusim, "train", "--system", os.path.join(SYSTEMS, system),
            "--workload", os.path.join(WORKLOADS, workload), "--fidelity", args.fidelity,
            "--format", "json"]
@@ -81,16 +82,24 @@ def train(args, system, workload, sets=()):
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit("validate_train: %s failed: %s" % (" ".join(cmd), run.stderr.strip()))
-    return json.loads(run.stdout)
+    r = json.loads(run.stdout)
+    if gpus is not None and r["npus"] != int(gpus):
+        sys.exit("validate_train: %s: the plan gives %d NPUs, the row %s"
+                 % (name or workload, r["npus"], gpus))
+    return r
 
 
 def pct(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
+def mape_max(errors):
+    """The mean absolute percentage error and the worst row's."""
+    return sum(abs(e) for e in errors) / len(errors), max(abs(e) for e in errors)
+
+
 def summary(label, errors, bound):
-    mape = sum(abs(e) for e in errors) / len(errors)
-    worst = max(abs(e) for e in errors)
+    mape, worst = mape_max(errors)
     verdict = "ok" if mape <= bound else "EXCEEDS the bound"
     print("%s: MAPE %.2f%%, max %.2f%% over %d rows (bound %.0f%%: %s)"
           % (label, mape, worst, len(errors), bound, verdict))
@@ -160,18 +169,14 @@ def atscale(args):
                  "parallel.zero=1"]
         if row["workload"] == "gpt-175b.json":  # Korthikanti's file: A100 recompute
             sets.append("parallel.recompute=none")
-        r = train(args, "h100-dgx.json", row["workload"], sets)
-        if r["npus"] != int(row["gpus"]):
-            sys.exit("validate_train: %s: the plan gives %d NPUs, the row %s"
-                     % (row["workload"], r["npus"], row["gpus"]))
+        r = train(args, "h100-dgx.json", row["workload"], sets, row["gpus"])
         meas = float(row["step_time_s"])
         err = pct(r["step_time_s"], meas)
         errors.append(err)
         by_model.setdefault(row["workload"], []).append((int(row["gpus"]), err))
         print("%-20s %5s %9.3f %9.3f %+7.1f%% %7.3f" %
               (row["workload"], row["gpus"], meas, r["step_time_s"], err, r["mfu"]))
-    mape = sum(abs(e) for e in errors) / len(errors)
-    worst = max(abs(e) for e in errors)
+    mape, worst = mape_max(errors)
     drift = max(abs(max(v)[1] - min(v)[1]) for v in by_model.values())
     ok = mape <= BOUND_ATSCALE_PCT[0] and worst <= BOUND_ATSCALE_PCT[1] and drift <= BOUND_DRIFT_POINTS
     print("At-scale step time, %d rows, none fitted: MAPE %.2f%%, max %.2f%% (bound %.0f%%/%.0f%%: "
@@ -189,18 +194,14 @@ def moe(args):
     for row in read_csv("moe_train_h100.csv"):
         sets = ["parallel.%s=%s" % (k, row[k]) for k in ("dp", "tp", "pp", "vpp", "ep", "etp")]
         sets.append("training.global_batch=" + row["global_batch"])
-        r = train(args, "h100-dgx.json", row["workload"], sets)
-        if r["npus"] != int(row["gpus"]):
-            sys.exit("validate_train: %s: the plan gives %d NPUs, the row %s"
-                     % (row["id"], r["npus"], row["gpus"]))
+        r = train(args, "h100-dgx.json", row["workload"], sets, row["gpus"], row["id"])
         meas = float(row["measured_tflops"])
         err = pct(r["model_tflops_per_npu"], meas)
         errors.append(err)
         print("%-4s %-20s %5s %4s %4s %9.1f %9.1f %+7.1f%%" %
               (row["id"], row["workload"], row["gpus"], row["ep"], row["etp"], meas,
                r["model_tflops_per_npu"], err))
-    mape = sum(abs(e) for e in errors) / len(errors)
-    worst = max(abs(e) for e in errors)
+    mape, worst = mape_max(errors)
     met = mape <= BOUND_MOE_PCT[0] and worst <= BOUND_MOE_PCT[1]
     held = mape <= PIN_MOE_PCT[0] and worst <= PIN_MOE_PCT[1]
     print("MoE TFLOP/s per GPU, %d rows, none fitted: MAPE %.2f%%, max %.2f%% (issue #33's target "
