@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "tools"))
 import chakra_et  # noqa: E402
-from checks import failures, fail, ok  # noqa: E402
+from checks import fail, finish, ok  # noqa: E402
 
 SKIP = 77
 NPUS = 8
@@ -276,10 +276,7 @@ def main():
         training_steps(npusim, binary, cfg, tmp)
     finally:
         shutil.rmtree(tmp)
-    if failures:
-        print("astra_sim_run: %d failed" % len(failures))
-        sys.exit(1)
-    print("astra_sim_run: all passed")
+    finish("astra_sim_run")
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ SCHEMA_DIR = os.path.join(ROOT, "tests", "data", "formats", "chakra")
 SCHEMA = os.path.join(SCHEMA_DIR, "et_def.proto")
 sys.path.insert(0, os.path.join(ROOT, "scripts", "tools"))
 import chakra_et  # noqa: E402  (the Python writer under test)
-from checks import failures, fail, ok  # noqa: E402
+from checks import fail, finish, ok  # noqa: E402
 
 SYS = "configs/systems/ascend-910b.json"
 TINY = "tests/data/train/tiny.json"
@@ -658,10 +658,7 @@ def main():
             negative_controls(tmp, first[0], first[1], schema, first[2])
     finally:
         shutil.rmtree(tmp)
-    if failures:
-        print("chakra_interop: %d failed" % len(failures))
-        sys.exit(1)
-    print("chakra_interop: all passed")
+    finish("chakra_interop")
 
 
 def all_gathers(tmp, prefix, ranks):
