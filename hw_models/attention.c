@@ -3,7 +3,10 @@
  * Forward: the work is cut into units of Br query rows of one (batch, head). A
  * unit loops over the Bc-row key/value blocks its rows see: all of them, or under
  * a causal mask those up to the diagonal (blocks above it are skipped; a block the
- * diagonal crosses runs whole and is masked). Per block (a step) the cube computes
+ * diagonal crosses runs whole and is masked), and with a sliding window of w keys
+ * (op window) only those from the block holding its first row's oldest key, w - 1
+ * before it (blocks wholly outside the window are skipped, as FlashAttention-2's
+ * window_size and Ascend's sparse_mode 4 skip them). Per block (a step) the cube computes
  * S = Q K^T and O += P V, 2 Br Bc d MACs, reading K and V from L1 (shared memory
  * on a GPU) through MTE1; the vector unit runs the online softmax on the Br x Bc
  * scores - scale and running max, exp, row sum, conversion to the matmul dtype -
@@ -13,7 +16,8 @@
  *  1. preprocess: D = rowsum(dO * O), and the fp32 dQ buffer cleared;
  *  2. the main kernel: units are Bc-row key/value blocks, each looping over the
  *     Br-row query blocks that see it (under a causal mask those at or below the
- *     diagonal). Per step the cube runs five matmuls (S again, dP = dO V^T,
+ *     diagonal, and with a window those up to the block holding the last row that
+ *     still sees its last key). Per step the cube runs five matmuls (S again, dP = dO V^T,
  *     dV += P^T dO, dK += dS^T Q, dQ += dS K), P and dS pass through L1 to be read
  *     transposed, the vector unit recomputes P = exp(S - LSE) and dS = P (dP - D),
  *     and the step's Br x d fp32 dQ block is added into the buffer in L2
@@ -88,6 +92,7 @@
 
 typedef struct {
   bool bwd, causal, separate;
+  double window;       /* causal: keys a query sees, its own included; the sequence when 0 */
   chip_dtype_t dtype;
   double batch, heads, kv_heads, seq, dim, e;
   double dpad;         /* head_dim as the kernel runs it (padded) */
@@ -115,6 +120,7 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
   a->batch = (double)op->dims[0];
   a->heads = (double)op->dims[1];
   a->seq = (double)op->dims[2];
+  a->window = op->window > 0 && (double)op->window < a->seq ? (double)op->window : a->seq;
   a->dim = (double)op->dims[3];
   double granule = cfg->head_dim_granule > 0 ? cfg->head_dim_granule : 1;
   a->dpad = ceil(a->dim / granule) * granule;
@@ -144,13 +150,20 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
 
 /* Steps of unit i of a (batch, head): the blocks it loops over. Under a causal
  * mask a forward query block sees the key blocks up to its last row, a backward
- * key block the query blocks from the one holding its first row on. */
+ * key block the query blocks from the one holding its first row on; with a
+ * window of w keys, a forward query block's first key block is the one holding
+ * its first row's oldest key (w - 1 back), a backward key block's last query
+ * block the one holding the last row that sees its last key (w - 1 on). */
 static double unit_steps(const attn_t *a, int64_t i) {
   if (!a->causal)
     return (double)a->loop_blocks;
-  if (!a->bwd)
-    return ceil(fmin(a->seq, (double)(i + 1) * a->br) / a->bc);
-  return (double)a->loop_blocks - floor((double)i * a->bc / a->br);
+  double first_row = (double)i * (a->bwd ? a->bc : a->br);
+  if (!a->bwd) {
+    double oldest = fmax(0, first_row - (a->window - 1));
+    return ceil(fmin(a->seq, first_row + a->br) / a->bc) - floor(oldest / a->bc);
+  }
+  double last_row = fmin(a->seq, first_row + a->bc + a->window - 1);
+  return ceil(last_row / a->br) - floor(first_row / a->br);
 }
 
 /* Min-heap of the cores' finish times: the earliest (the root) becomes t. */
@@ -321,8 +334,11 @@ void attention_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out)
   double memory = mem_time_s(chip, hbm, gm) * chip->freq_hz;
 
   memset(out, 0, sizeof *out);
-  out->flops = 2 * (a.bwd ? 5 : 2) * a.batch * a.heads * a.seq * a.seq * a.dim *
-               (a.causal ? 0.5 : 1);
+  /* query-key pairs: all; causal, half the square (the diagonal not added);
+   * with a window, less the triangle of pairs beyond it */
+  double per_pair = 2 * (a.bwd ? 5 : 2) * a.batch * a.heads, beyond = a.seq - a.window;
+  out->flops = per_pair * a.seq * a.seq * a.dim * (a.causal ? 0.5 : 1) -
+               per_pair * beyond * beyond * a.dim * 0.5;
   out->hbm_bytes = hbm + pass_bytes;
   out->cycles = fmax(core, memory) + (pass_s + fixed_s) * chip->freq_hz;
   out->util[PIPE_HBM] = memory + pass_s * chip->freq_hz;

@@ -62,6 +62,8 @@ typedef struct {
   int64_t dims[5];        /* see op_kind_t; unused dims are 0 */
   bool trans_a, trans_b;  /* matmul operand layouts */
   bool causal;            /* attention mask */
+  int64_t window;         /* causal attention: each query sees the `window` keys ending at its
+                           * own position (sliding-window attention); 0: all before it */
   bool latent_kv;         /* attention_decode: one cached latent per token serves as key and
                            * value (MLA, absorbed), not two tensors */
   op_form_t form;         /* vector ops: fused (the default) or the framework's unfused kernels */

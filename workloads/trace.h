@@ -64,6 +64,7 @@ typedef struct {
   int64_t dims[5];      /* SHAPED: the op's shape */
   int dtype;            /* SHAPED: vocabulary dtype */
   bool causal, trans_a, trans_b;
+  int64_t window;       /* SHAPED causal attention: keys a query sees (op_desc_t); 0: all */
   bool unfused;         /* SHAPED vector op: the framework's unfused kernels (op_form_t) */
   double duration_us;   /* COMPUTE, DELAY: as written, so traces round-trip exactly */
   double bytes;         /* COLL (as npusim coll counts them), SEND, RECV, ALLOC */

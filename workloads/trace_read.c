@@ -4,6 +4,7 @@
  * freed as soon as it is converted, so a large trace is never held twice.
  * Checks that need the whole job (communicators, matching across ranks,
  * cycles through collectives) are in trace_check.c. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -285,8 +286,8 @@ static const char *const common_fields[] = {"id", "kind", "stream", "deps", "lab
 
 /* Fields allowed for each op type, besides the common ones. */
 static const char *const *type_fields(trace_op_type_t type) {
-  static const char *const shaped[] = {"shape",   "dtype",    "causal", "trans_a",
-                                       "trans_b", "overlaps", "kernels", NULL};
+  static const char *const shaped[] = {"shape",    "dtype",   "causal", "window", "trans_a",
+                                       "trans_b",  "overlaps", "kernels", NULL};
   static const char *const duration[] = {"duration_us", NULL};
   static const char *const coll[] = {"comm", "bytes", "root", "algo", NULL};
   static const char *const p2p[] = {"peer", "peer_offset", "bytes", "tag", NULL};
@@ -380,6 +381,13 @@ static int parse_shape(trace_ctx_t *c, const cJSON *oj, trace_op_t *op, int rank
       get_bool(c, oj, "trans_a", &op->trans_a, rank, op->id) ||
       get_bool(c, oj, "trans_b", &op->trans_b, rank, op->id))
     return -1;
+  long window;
+  if (get_int(c, oj, "window", 1, LONG_MAX, 0, false, &window, rank, op->id))
+    return -1;
+  if (window && !op->causal)
+    return trace_fail(c, rank, op->id, "window: expected only with \"causal\": true (a sliding "
+                      "window of keys before each query), found %ld", window);
+  op->window = window;
   const char *kernels;
   if (get_string(c, oj, "kernels", false, &kernels, rank, op->id))
     return -1;

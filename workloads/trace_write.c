@@ -66,6 +66,8 @@ static void write_op(FILE *out, const trace_t *t, const trace_program_t *p, cons
     fprintf(out, "], \"dtype\": \"%s\"", v->dtypes[op->dtype]);
     if (op->causal)
       fputs(", \"causal\": true", out);
+    if (op->window > 0)
+      fprintf(out, ", \"window\": %lld", (long long)op->window);
     if (op->trans_a)
       fputs(", \"trans_a\": true", out);
     if (op->trans_b)

@@ -229,6 +229,8 @@ static int kernel(gen_t *g, gen_compute_t kind, double d0, double d1, double d2,
   for (int k = 0; k < 5; k++)
     op->dims[k] = (int64_t)ceil(d[k]);
   op->causal = kind == GEN_ATTENTION_FWD || kind == GEN_ATTENTION_BWD;
+  if (op->causal && xf_layer_windowed(&g->w->model, g->at.layer))
+    op->window = g->w->model.sliding_window_tokens;
   return i;
 }
 
@@ -1253,13 +1255,14 @@ static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double pa
 
 /* ---- the whole job ---- */
 
-/* FLOPs per token of one layer: forward and backward (twice the forward) of
- * its matmuls and attention core; with recomputation, the forward again (full)
- * or its attention core (selective). */
-static double layer_flops(const workload_cfg_t *w, bool moe, bool with_recompute) {
+/* FLOPs per token of layer `index`: forward and backward (twice the forward)
+ * of its matmuls and attention core (over its window's keys where it has
+ * one); with recomputation, the forward again (full) or its attention core
+ * (selective). */
+static double layer_flops(const workload_cfg_t *w, int index, bool with_recompute) {
   const model_cfg_t *m = &w->model;
-  double core = xf_attention_flops(m, m->seq_len);
-  double fwd_layer = xf_layer_matmul_flops(m, moe) + core;
+  double core = xf_attention_flops(m, xf_layer_context(m, index, m->seq_len));
+  double fwd_layer = xf_layer_matmul_flops(m, xf_layer_is_moe(m, index)) + core;
   double layer = 3 * fwd_layer;
   if (with_recompute && w->parallel.recompute == RECOMPUTE_FULL)
     layer += fwd_layer;
@@ -1273,15 +1276,20 @@ static double layer_flops(const workload_cfg_t *w, bool moe, bool with_recompute
 static double flops_per_token(const workload_cfg_t *w, bool with_recompute) {
   const model_cfg_t *m = &w->model;
   double h = m->hidden, total = 0;
-  int moe_layers = xf_moe_layers(m);
-  for (int moe = 0; moe < 2; moe++) {
-    int n = moe ? moe_layers : m->layers - moe_layers;
-    if (n > 0)
-      total += n * layer_flops(w, moe, with_recompute);
+  /* the layers by kind (MoE or dense, windowed or not): how many, and one of each */
+  int count[2][2] = {{0}}, example[2][2];
+  for (int l = 0; l < m->layers; l++) {
+    int moe = xf_layer_is_moe(m, l), win = xf_layer_windowed(m, l);
+    example[moe][win] = l;
+    count[moe][win]++;
   }
+  for (int moe = 0; moe < 2; moe++)
+    for (int win = 0; win < 2; win++)
+      if (count[moe][win] > 0)
+        total += count[moe][win] * layer_flops(w, example[moe][win], with_recompute);
   /* each multi-token-prediction module: its projection (2h -> h), its layer, the LM head */
   if (m->mtp_layers > 0)
-    total += m->mtp_layers * (layer_flops(w, xf_mtp_is_moe(m), with_recompute) +
+    total += m->mtp_layers * (layer_flops(w, m->layers, with_recompute) +
                               3 * 2 * (2 * h * h) + 6.0 * h * m->vocab);
   return total + 6.0 * h * m->vocab;
 }

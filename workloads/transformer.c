@@ -11,6 +11,16 @@ bool xf_layer_is_moe(const model_cfg_t *m, int layer) {
   return m->has_moe && layer >= m->moe.dense_layers;
 }
 
+bool xf_layer_windowed(const model_cfg_t *m, int layer) {
+  int n = (layer < m->layers ? layer : m->layers - 1) + 1; /* 1-based */
+  int every = m->full_attention_every;
+  return m->sliding_window_tokens > 0 && (every == 0 || n % every != 0);
+}
+
+double xf_layer_context(const model_cfg_t *m, int layer, double seq) {
+  return xf_layer_windowed(m, layer) ? fmin(seq, m->sliding_window_tokens) : seq;
+}
+
 int xf_heads(const model_cfg_t *m, int tp) {
   return m->heads / tp;
 }

@@ -18,6 +18,9 @@
  * layer of the model's last kind and the shared LM head; a model's total
  * (xf_model_params: DeepSeek-V3's 671B) leaves them out, as its report does.
  *
+ * Sliding-window attention (model.sliding_window_tokens) narrows what a query
+ * of the windowed layers sees; the weights are unchanged.
+ *
  * Not modelled: biases, the final norm's scale in per-rank weights (a model's
  * total counts it), vision or other encoders, expert load imbalance (FLOPs take
  * routing as even), attention FLOPs below the matmuls (softmax, masks).
@@ -95,6 +98,12 @@ typedef struct {
 
 /* Whether layer `layer` (0-based, of the whole model) has a MoE block. */
 bool xf_layer_is_moe(const model_cfg_t *m, int layer);
+
+/* Whether layer `layer` (0-based; past the last: the multi-token-prediction
+ * modules', of the last layer's kind) attends through a sliding window, and
+ * the keys one of its queries sees at most in a sequence of seq tokens. */
+bool xf_layer_windowed(const model_cfg_t *m, int layer);
+double xf_layer_context(const model_cfg_t *m, int layer, double seq);
 
 /* The model's MoE layers (the others keep a dense MLP). */
 int xf_moe_layers(const model_cfg_t *m);

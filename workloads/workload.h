@@ -77,6 +77,9 @@ typedef struct {
   moe_cfg_t moe;
   bool has_mla;
   mla_cfg_t mla;
+  int sliding_window_tokens; /* keys a query of a windowed layer sees, its own included; 0: all */
+  int full_attention_every; /* with a window: each such layer (1-based: the Nth, 2Nth, ...)
+                             * attends to the whole sequence; 0: every layer is windowed */
   int mtp_layers;           /* multi-token prediction depth (DeepSeek-V3: 1): modules after
                              * the last layer, each a projection, one layer and the shared
                              * LM head predicting one more token ahead */

@@ -58,12 +58,12 @@ USED = {
     "--moe-expert-capacity-factor": True, "--moe-layer-freq": True,
     "--first-k-dense-replace": True, "--expert-interval": True, "--num-layer-list": True,
     "--noop-layers": True, "--interleave-sliding-window": True, "--sliding-window-size": True,
-    "--window-size": True, "--tp-2d": False,
+    "--window-size": True, "--window-attn-skip-freq": True, "--tp-2d": False,
     "--expert-tensor-parallel-size": True, "--moe-tp-extend-ep": False,
     "--multi-latent-attention": False, "--multi-head-latent-attention": False,
     "--q-lora-rank": True, "--kv-lora-rank": True, "--qk-head-dim": True,
     "--qk-pos-emb-head-dim": True, "--v-head-dim": True, "--qk-nope-head-dim": True,
-    "--qk-rope-head-dim": True, "--mtp-num-layers": True, "--geglu": False,
+    "--qk-rope-head-dim": True, "--mtp-num-layers": True, "--geglu": False, "--gelu-tanh": False,
     "--spec": True,
     "--sequence-parallel": False,
     "--recompute-activations": False, "--recompute-granularity": True,
@@ -153,9 +153,37 @@ ARCH_UNMODELLED = {
 CP_ALGOS = {"megatron_cp_algo": "ring", "ulysses_cp_algo": "ulysses",
             "kvallgather_cp_algo": "allgather", "hybrid_cp_algo": "hybrid"}
 
-# Sliding-window attention: modelled as full attention only when the window
-# covers the sequence (then it changes nothing); else refused.
-WINDOW_FLAGS = ("--interleave-sliding-window", "--sliding-window-size", "--window-size")
+
+
+def sliding_window(a, seq):
+    """(model.sliding_window_tokens, model.full_attention_every, source) of the
+    window flags, or None. MindSpeed's --interleave-sliding-window W masks keys W
+    or more back in odd-numbered layers (Gemma 2: layer_number - 1 even), so W
+    keys and every 2nd layer whole; Megatron-Core's --window-size L,R sees L
+    keys back and R ahead (R 0: causal) in every layer, less each
+    --window-attn-skip-freq N-th (layer_number % N == 0). A window covering the
+    sequence changes nothing. DeepSeek-V4's --sliding-window-size is part of
+    its sparse attention, refused with it."""
+    if a.given("--interleave-sliding-window"):
+        w = a.int("--interleave-sliding-window", hi=1 << 30)
+        found = (w, 2, a.src("--interleave-sliding-window") + " (Gemma 2: every 2nd layer whole)")
+    elif a.given("--window-size"):
+        t = a.text("--window-size")
+        m = re.fullmatch(r"\(?\s*(-?\d{1,12})\s*,\s*(-?\d{1,12})\s*\)?", t or "")
+        if not m or int(m.group(2)) != 0 or int(m.group(1)) < -1:
+            raise InputError(f"{a.src('--window-size')}: expected LEFT,0 (a causal window of LEFT "
+                             f"keys back; -1: all), found {t!r}")
+        left = int(m.group(1))
+        every, src = 0, a.src("--window-size")
+        if a.given("--window-attn-skip-freq"):
+            every = a.int("--window-attn-skip-freq", hi=100000)
+            src += " and " + a.src("--window-attn-skip-freq")
+        found = (left + 1 if left >= 0 else 0, every, src)
+    else:
+        return None
+    if found[0] == 0 or found[0] >= seq:
+        return None       # the window covers the sequence: full attention
+    return found
 
 # MindSpeed-LLM's --spec layer modules npusim models: decoders whose layers are
 # Megatron's GPT layer up to details of no cost npusim counts (QK layer norms,
@@ -511,15 +539,7 @@ def convert(a, opts):
     if not a.given(seq_flag):
         raise InputError("--seq-length: not given (Megatron needs it)" + a.maybe_hidden())
     seq = a.int(seq_flag, hi=100_000_000)
-    for f in WINDOW_FLAGS:
-        fl = a.flags.get(f)
-        if fl is None:
-            continue
-        t = fl.values[0].text if len(fl.values) == 1 and not fl.values[0].unknown else ""
-        if re.fullmatch(r"\d{1,12}", t) and (int(t) == 0 or int(t) >= seq):
-            continue      # the window covers the sequence: full attention
-        raise InputError(f"{a.src(f)}: sliding-window attention narrower than {seq_flag} {seq} "
-                         "is not modelled by npusim")
+    window = sliding_window(a, seq)
     kv_channels = a.int("--kv-channels", None, hi=10_000_000)
     if kv_channels is None and hidden % heads:
         raise InputError(f"--hidden-size {hidden}: not a multiple of --num-attention-heads {heads} "
@@ -731,12 +751,17 @@ def convert(a, opts):
     else:
         pos, pos_src = "learned", "Megatron default: learned_absolute"
 
-    if swiglu and a.given("--geglu"):
-        raise InputError("--geglu: given with --swiglu")
+    geglu = "--geglu" if a.given("--geglu") else "--gelu-tanh" if a.given("--gelu-tanh") else None
+    if swiglu and geglu:
+        raise InputError(f"{geglu}: given with --swiglu")
     if swiglu:
         act, act_src = "swiglu", "--swiglu"
-    elif a.given("--geglu"):
+    elif geglu == "--geglu":
         act, act_src = "geglu", "--geglu"
+    elif geglu:   # MindSpeed: a gated MLP of the tanh-approximated GeLU (Gemma)
+        act, act_src = "geglu", "--gelu-tanh (MindSpeed: gated_linear_unit with GeLU's tanh form)"
+        a.note("--gelu-tanh: the tanh form is costed as GeGLU's kernel (MindSpeed runs it as "
+               "eager PyTorch element-wise ops)")
     elif a.given("--squared-relu"):
         act, act_src = "gelu", "--squared-relu, as the two-matrix gelu MLP (same shapes)"
         a.note("--squared-relu is modelled as the gelu MLP (same shapes and FLOPs of its matmuls)")
@@ -801,6 +826,10 @@ def convert(a, opts):
     mla = latent_attention(a, opts.sources)
     if mla is not None:
         model.d["mla"] = mla
+    if window is not None:
+        model.set("sliding_window_tokens", window[0], window[2])
+        if window[1]:
+            model.set("full_attention_every", window[1], window[2])
     mtp = a.int("--mtp-num-layers", 0, 0, 100)
     if mtp:
         model.set("mtp_layers", mtp, a.src("--mtp-num-layers"))

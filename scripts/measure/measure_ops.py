@@ -103,6 +103,10 @@ def read_ops(path):
         r.setdefault("out_dtype", r["dtype"])
         r["out_dtype"] = r["out_dtype"] or r["dtype"]
         r["causal"] = int(r.get("causal") or 0)
+        if int(r.get("window") or 0):
+            sys.exit("measure_ops: %s: row %d: window: PyTorch's scaled_dot_product_attention "
+                     "has no sliding-window kernel to time (a mask would run another kernel); "
+                     "remove the row" % (path, i + 2))
         r["layout"] = r.get("layout") or ""
     return rows
 

@@ -25,7 +25,9 @@ static int compare(const void *a, const void *b) {
       return x->dims[i] < y->dims[i] ? -1 : 1;
   int fx = x->trans_a | x->trans_b << 1 | x->causal << 2 | (int)x->out_dtype << 3;
   int fy = y->trans_a | y->trans_b << 1 | y->causal << 2 | (int)y->out_dtype << 3;
-  return (fx > fy) - (fx < fy);
+  if (fx != fy)
+    return fx < fy ? -1 : 1;
+  return (x->window > y->window) - (x->window < y->window);
 }
 
 static void write_row(FILE *f, const entry_t *e) {
@@ -39,9 +41,9 @@ static void write_row(FILE *f, const entry_t *e) {
   char layout[3] = "";
   if (op->kind == OP_MATMUL)
     snprintf(layout, sizeof layout, "%c%c", op->trans_a ? 't' : 'n', op->trans_b ? 't' : 'n');
-  fprintf(f, "%s,%s,%s,%s,%d,%s,%lld\n", op_kind_names[op->kind], shape,
+  fprintf(f, "%s,%s,%s,%s,%d,%s,%lld,%lld\n", op_kind_names[op->kind], shape,
           chip_dtype_name(op->dtype), chip_dtype_name(op->out_dtype), op->causal ? 1 : 0, layout,
-          e->calls);
+          e->calls, (long long)op->window);
 }
 
 /* The ops, sorted, with equal ones merged (calls summed); returns the count. */
@@ -79,7 +81,7 @@ int op_list_write(const char *path, const trace_t *t, npu_err_t *err) {
   }
   size_t m = collect(t, all, n);
   fprintf(f, "# distinct compute ops of one training step (npusim train --list-ops); time them "
-             "with scripts/measure_ops.py --ops\nop,shape,dtype,out_dtype,causal,layout,calls\n");
+             "with scripts/measure_ops.py --ops\nop,shape,dtype,out_dtype,causal,layout,calls,window\n");
   for (size_t i = 0; i < m; i++)
     write_row(f, &all[i]);
   fclose(f);

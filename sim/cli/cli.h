@@ -58,6 +58,7 @@ typedef struct {
   const char *shape;            /* --shape */
   const char *kernels;          /* --kernels fused|unfused (vector ops) */
   bool explain, sweep, causal, trans_a, trans_b;
+  const char *window;           /* --window N (op: causal attention's sliding window) */
   const char *trace;            /* --trace: the trace to replay */
   const char *chrome_trace;     /* --chrome-trace: timeline output */
   const char *trace_ranks;      /* --trace-ranks A-B */

@@ -3,6 +3,8 @@
  * The product lives in sim/calibrate/: op_run.c costs the op (or the sweep's
  * sizes), op_report.c prints them. This file parses --op, --shape, --dtype
  * and the op's flags, loads the configs and wires them into the product's. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -33,6 +35,15 @@ static int parse_op(const cli_opts_t *opts, op_desc_t *op, npu_err_t *err) {
                        opts->dtype);
   op->out_dtype = op_default_out_dtype(op->kind, op->dtype);
   op->causal = opts->causal;
+  if (opts->window) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(opts->window, &end, 10);
+    if (end == opts->window || *end || errno || v < 1 || !opts->causal)
+      return npu_err_set(err, "--window: expected a whole number of keys >= 1 with --causal, "
+                         "found \"%.40s\"%s", opts->window, opts->causal ? "" : " without --causal");
+    op->window = v;
+  }
   op->trans_a = opts->trans_a;
   op->trans_b = opts->trans_b;
   if (opts->kernels && op_form_parse(opts->kernels, &op->form))
@@ -68,6 +79,9 @@ const cli_option_t cmd_op_options[] = {
     CLI_FLAG("explain", explain, "tiling, per-pipe time and bound"),
     CLI_FLAG("sweep", sweep, "efficiency curve over sizes"),
     CLI_FLAG("causal", causal, "causal mask (attention)"),
+    CLI_STRING("window", "N", window,
+               "with --causal: each query sees the N keys ending at its own\n"
+               "(sliding-window attention, as Mistral, Gemma 2/3 and gpt-oss)"),
     CLI_FLAG("trans-a", trans_a, NULL), /* on --trans-b's line */
     CLI_FLAG("trans-b", trans_b, "transposed matmul operands"),
     CLI_STRING("kernels", "K", kernels,

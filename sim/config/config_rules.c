@@ -164,6 +164,10 @@ static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t 
   if (m->has_moe && m->moe.top_k > m->moe.experts)
     return fail(doc, "model.moe.top_k", err, "at most model.moe.experts = %d, found %d",
                 m->moe.experts, m->moe.top_k);
+  if (m->full_attention_every && !m->sliding_window_tokens)
+    return fail(doc, "model.full_attention_every", err,
+                "0 without model.sliding_window_tokens (no layer has a window), found %d",
+                m->full_attention_every);
   return 0;
 }
 
@@ -259,6 +263,11 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
                 "heads per TP rank (%d) divisible by the Ulysses degree %d and key/value heads "
                 "per TP rank (%d) a multiple or a divisor of it (then repeated up to it), found %s",
                 m->heads / p->tp, u, kv, workload_cp_algo_names[p->cp_algo]);
+  if (p->cp > 1 && m->sliding_window_tokens && p->cp_algo != CP_ULYSSES)
+    return fail(doc, "parallel.cp_algo", err,
+                "ulysses with model.sliding_window_tokens and cp > 1 (a ring or gathered "
+                "key/value blocks under a sliding window are not modelled), found %s",
+                workload_cp_algo_names[p->cp_algo]);
   if (p->cp > 1 && !w->training.flash_attention)
     return fail(doc, "training.flash_attention", err,
                 "true when parallel.cp > 1 (ring attention is a fused kernel), found false");
@@ -351,6 +360,11 @@ static int check_lengths(const config_doc_t *doc, const char *path, const serve_
 
 static int check_serving(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
   const serving_cfg_t *s = &w->serving;
+  if (w->model.sliding_window_tokens)
+    return fail(doc, "model.sliding_window_tokens", err,
+                "0 in a serving workload (a KV cache that keeps only the window and windowed "
+                "decode are not modelled; training only), found %d",
+                w->model.sliding_window_tokens);
   if (s->has_prefill != s->disaggregated)
     return fail(doc, s->has_prefill ? "serving.decode" : "serving.prefill", err,
                 "both serving.prefill and serving.decode (disaggregated) or neither, found only "

@@ -554,6 +554,15 @@ static const cfg_key_t workload_keys[] = {
         "Per head, the rotary part; its key is shared by all heads (DeepSeek-V3: 64)."),
     INT("model.mla.v_head_dim", WL(model.mla.v_head_dim), 1, 1e5, NULL,
         "Per head, the value width (DeepSeek-V3: 128)."),
+    INT("model.sliding_window_tokens", WL(model.sliding_window_tokens), 0, 1e9, "0",
+        "Sliding-window attention: each query of a windowed layer sees only the keys ending at "
+        "its own, this many (Mistral 7B: 4096, Gemma 2: 4096, gpt-oss: 128); 0: every key "
+        "before it. Fused attention skips the key blocks outside the window. Training only, "
+        "with cp 1 or cp_algo ulysses."),
+    INT("model.full_attention_every", WL(model.full_attention_every), 0, 1e5, "0",
+        "With sliding_window_tokens: every Nth layer (the Nth, 2Nth, ... counting from 1) "
+        "attends to the whole sequence (Gemma 2 and gpt-oss: 2, alternating; Gemma 3: 6); 0: "
+        "every layer is windowed."),
     INT("model.mtp_layers", WL(model.mtp_layers), 0, 100, "0",
         "Multi-token prediction depth (DeepSeek-V3: 1; Megatron's --mtp-num-layers): modules "
         "after the last layer on the last pipeline stage, each two norms, a projection of 2 x "

@@ -27,7 +27,7 @@ const trace_vocab_t replay_vocab = {
 
 void replay_op_desc(const trace_op_t *op, op_desc_t *d) {
   *d = (op_desc_t){.kind = (op_kind_t)op->kind, .dtype = (chip_dtype_t)op->dtype,
-                   .causal = op->causal, .trans_a = op->trans_a, .trans_b = op->trans_b,
+                   .causal = op->causal, .window = op->window, .trans_a = op->trans_a, .trans_b = op->trans_b,
                    .form = op->unfused ? OP_FORM_UNFUSED : OP_FORM_FUSED};
   d->out_dtype = op_default_out_dtype(d->kind, d->dtype);
   if (op_on_cube(d->kind)) {

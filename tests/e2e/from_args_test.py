@@ -166,6 +166,9 @@ MODERN_MUTATIONS = [
     ("MLA's rope and no-rope widths swapped", '("--qk-head-dim", "--qk-nope-head-dim"), 128)',
      '("--qk-pos-emb-head-dim", "--qk-rope-head-dim"), 128)'),
     ("--geglu read as gelu", 'act, act_src = "geglu", "--geglu"', 'act, act_src = "gelu", "--geglu"'),
+    ("Gemma 2's full layers dropped", 'found = (w, 2, a.src(', 'found = (w, 0, a.src('),
+    ("Megatron's window read without its own key", "found = (left + 1 if left >= 0",
+     "found = (left if left >= 0"),
     ("--moe-fb-overlap dropped", 'tr.set("overlap_moe_a2a", True,', 'tr.set("overlap_moe_a2a", False,'),
     ("Ulysses read as ring", '"ulysses_cp_algo": "ulysses"', '"ulysses_cp_algo": "ring"'),
     ("--moe-tp-extend-ep dropped", 'etp, etp_src = 1, "--moe-tp-extend-ep', 'etp_src = "--moe-tp-extend-ep'),
@@ -616,6 +619,15 @@ def modern_checks(converter, npusim, tmp, report=fail):
                                        "model.mla.qk_nope_head_dim": 64},
              "MindSpeed's older MLA names, Megatron's defaults"),
             ("--geglu", {"model.activation": "geglu"}, "GeGLU"),
+            ("--gelu-tanh", {"model.activation": "geglu"}, "MindSpeed's gated tanh GeLU (Gemma)"),
+            ("--interleave-sliding-window 512",
+             {"model.sliding_window_tokens": 512, "model.full_attention_every": 2},
+             "Gemma 2's windows in every other layer"),
+            ("--window-size 127,0 --window-attn-skip-freq 4",
+             {"model.sliding_window_tokens": 128, "model.full_attention_every": 4},
+             "Megatron-Core's window, every 4th layer whole"),
+            ("--window-size 1000000,0", {"model.sliding_window_tokens": None},
+             "a window covering the sequence"),
             ("--sequence-parallel --expert-model-parallel-size 8 --moe-tp-extend-ep",
              {"parallel.ep": 8, "parallel.etp": 1}, "MindSpeed's EP extended over TP"),
             ("--sequence-parallel --expert-model-parallel-size 8 --expert-tensor-parallel-size 1",
@@ -636,7 +648,7 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "hybrid_cp_algo --ulysses-degree-in-cp 2",
              {"parallel.cp_algo": "hybrid", "parallel.cp_ulysses": 2}, "hybrid Ulysses and ring")):
         path = ms_script(tmp, "pretrain_deepseek3.sh", torchrun, extra)
-        if "--geglu" in extra:  # in place of the body's --swiglu
+        if "--geglu" in extra or "--gelu-tanh" in extra:  # in place of the body's --swiglu
             with open(path) as fh:
                 text = fh.read()
             with open(path, "w") as fh:
@@ -684,7 +696,7 @@ def modern_checks(converter, npusim, tmp, report=fail):
             ("--moe-layer-freq '[1,0,1,1]'", "--moe-layer-freq", "a dense layer after MoE"),
             ("--num-layer-list 2,3", "--num-layer-list", "stage layers not adding up"),
             ("--noop-layers 0", "--noop-layers", "a stage left with no layer"),
-            ("--interleave-sliding-window 512", "sliding-window", "a window under the sequence"),
+            ("--window-size 127,8", "--window-size", "a window that looks ahead"),
             ("--tp-2d --tp-x 2 --tp-y 1", "--tp-2d", "2-D tensor parallelism")):
         error([ms_script(tmp, "refuse.sh", torchrun, extra)], flag, what)
     error([ms_script(tmp, "refuse.sh", "msrun --worker_num 12 --local_worker_num 8")],

@@ -490,6 +490,48 @@ static void test_attention_obeys_its_laws(void) {
   }
 }
 
+/* One attention op's result with a sliding window of `window` keys. */
+static op_result_t windowed(const chip_cfg_t *chip, op_kind_t kind, int64_t seq, int64_t window) {
+  op_desc_t op = {.kind = kind, .dtype = CHIP_DTYPE_BF16, .out_dtype = CHIP_DTYPE_BF16,
+                  .causal = true, .window = window, .dims = {1, 16, seq, 128, 0}};
+  op_result_t r;
+  op_model(chip, &op, &r);
+  return r;
+}
+
+/* Sliding-window attention: a window covering the sequence is the causal op
+ * exactly; the useful FLOPs are the causal square's half less the triangle of
+ * pairs beyond the window; a narrower window is never slower, and at 1024 of
+ * 16384 keys the kernel costs about its blocks: more than the pairs' share
+ * (the diagonal and window-edge blocks run whole), well under a fifth of the
+ * causal op. */
+static void test_attention_sliding_window(void) {
+  const char *systems[] = {"ascend-910b.json", "h100-dgx.json"};
+  for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
+    system_cfg_t s = load_system(systems[i], NULL);
+    for (int k = 0; k < 2; k++) {
+      op_kind_t kind = k ? OP_ATTN_BWD : OP_ATTN_FWD;
+      const double seq = 16384, per_pair = 2.0 * (k ? 5 : 2) * 16 * 128;
+      op_result_t causal = windowed(&s.chip, kind, 16384, 0);
+      CU_ASSERT_EQUAL(windowed(&s.chip, kind, 16384, 16384).time_s, causal.time_s);
+      CU_ASSERT_EQUAL(windowed(&s.chip, kind, 16384, 40000).time_s, causal.time_s);
+      double prev = causal.time_s;
+      for (int64_t w = 8192; w >= 256; w /= 2) {
+        op_result_t r = windowed(&s.chip, kind, 16384, w);
+        double beyond = seq - (double)w;
+        CU_ASSERT_DOUBLE_EQUAL(r.flops, per_pair * (seq * seq - beyond * beyond) / 2,
+                               1e-9 * r.flops);
+        CU_ASSERT(r.time_s <= prev);
+        prev = r.time_s;
+      }
+      op_result_t narrow = windowed(&s.chip, kind, 16384, 1024);
+      double share = (seq * seq - (seq - 1024) * (seq - 1024)) / (seq * seq);
+      CU_ASSERT(narrow.time_s > 0.9 * share * causal.time_s);
+      CU_ASSERT(narrow.time_s < 0.2 * causal.time_s);
+    }
+  }
+}
+
 /* Units run in waves over the cores: on the H100 (132 SMs, 128-row query
  * blocks), 33 heads of 8 blocks fill two waves exactly, one head more needs a
  * third that costs as much as a full one, and 49 heads fit in those three. */
@@ -552,6 +594,7 @@ CU_TestInfo op_tests[] = {
     {"identical ops are costed once", test_identical_ops_are_costed_once},
     {"bad shapes and types are refused", test_bad_shapes_and_types_are_refused},
     {"attention obeys its laws", test_attention_obeys_its_laws},
+    {"attention with a sliding window", test_attention_sliding_window},
     {"attention pays a partial wave in full", test_attention_pays_a_partial_wave_in_full},
     {"attention kernels and padding", test_attention_kernels_and_padding},
     CU_TEST_INFO_NULL,

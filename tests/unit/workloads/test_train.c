@@ -238,6 +238,50 @@ static void test_multi_token_prediction_on_the_last_stage(void) {
   train_info_free(&b);
 }
 
+/* Fused attention ops of program 0 by window: none, `narrow`, any other. */
+static void count_windows(const workload_cfg_t *w, int64_t narrow, int counts[3]) {
+  trace_t t;
+  generate_trace(w, &t);
+  counts[0] = counts[1] = counts[2] = 0;
+  for (int i = 0; i < t.programs[0].nops; i++) {
+    const trace_op_t *op = &t.programs[0].ops[i];
+    if (op->type == TRACE_OP_SHAPED && op->causal)
+      counts[op->window == 0 ? 0 : op->window == narrow ? 1 : 2]++;
+  }
+  trace_free(&t);
+}
+
+/* Sliding-window attention in Gemma 2's pattern (every second layer attends
+ * to the whole sequence): half the fused attention ops carry the window, the
+ * others none; the step's model FLOPs lose exactly the keys past the window in
+ * the windowed layers (forward and backward: 3 x 2 heads (qk + v) per key and
+ * token); a window as wide as the sequence costs what no window does. */
+static void test_sliding_window_attention(void) {
+  workload_cfg_t full = load_workload(small_model, "\"tp\": 2", "\"global_batch\": 2");
+  workload_cfg_t win = full, wide = full;
+  win.model.sliding_window_tokens = 256;
+  win.model.full_attention_every = 2;
+  wide.model.sliding_window_tokens = 1024;
+  train_info_t a, b, c;
+  generate_and_check(&full, &a);
+  generate_and_check(&win, &b);
+  generate(&wide, &c);
+  double heads = 8, d = 128, windowed_layers = 4;
+  double lost = b.tokens * windowed_layers * 3 * 2 * heads * 2 * d * (1024 - 256);
+  CU_ASSERT_DOUBLE_EQUAL(a.model_flops - b.model_flops, lost, lost * 1e-9);
+  CU_ASSERT_EQUAL(c.model_flops, a.model_flops);
+  int n[3];
+  count_windows(&win, 256, n);
+  CU_ASSERT(n[1] >= 2 * 4);
+  CU_ASSERT_EQUAL(n[0], n[1]);
+  CU_ASSERT_EQUAL(n[2], 0);
+  count_windows(&full, 256, n);
+  CU_ASSERT_EQUAL(n[1] + n[2], 0);
+  train_info_free(&a);
+  train_info_free(&b);
+  train_info_free(&c);
+}
+
 /* GeGLU: the same weights as SwiGLU (a gated MLP), its own kernel in every
  * place SwiGLU's runs. */
 static void test_geglu_is_a_gated_mlp(void) {
@@ -1072,6 +1116,7 @@ CU_TestInfo train_tests[] = {
     {"latent attention in training", test_latent_attention_in_training},
     {"multi-token prediction on the last stage", test_multi_token_prediction_on_the_last_stage},
     {"GeGLU is a gated MLP", test_geglu_is_a_gated_mlp},
+    {"sliding-window attention", test_sliding_window_attention},
     {"experts folded over tensor-parallel ranks", test_experts_folded_over_tensor_parallel_ranks},
     {"context-parallel algorithms", test_context_parallel_algorithms},
     {"expert imbalance in training", test_expert_imbalance_in_training},
