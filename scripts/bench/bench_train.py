@@ -7,7 +7,9 @@ process per run. Prints a table with the targets of issue #6 at 1024 NPUs:
 <= 2 s analytic and <= 60 s flow on one core. Flow runs stop at --flow-max NPUs
 or after --timeout seconds (reported as such). --oversubscription 1,2,4 runs
 each size on spines that oversubscribed (the what-if of issue #13: analytic
-sees it since it shares links between concurrent transfers). A benchmark: it
+sees it since it shares links between concurrent transfers). Past DP 1536 (or
+where DP does not divide 1536) the global batch is the next multiple of DP (one
+micro-batch per replica at 131,072 NPUs: DP 2048, batch 2048). A benchmark: it
 reports, it does not fail.
 Usage: scripts/bench/bench_train.py [--npusim PATH] [--npus 64,128,...] [--flow-max 1024]
                               [--oversubscription 1,2,4] [--fidelity analytic,flow]
@@ -25,8 +27,10 @@ TARGETS = {("analytic", 1024): "<= 2 s", ("flow", 1024): "<= 60 s"}
 
 def run(npusim, npus, fidelity, over, timeout):
     """(wall s, peak MiB, step s, mfu) of one run, or None past the timeout."""
+    dp = npus // 64
+    batch = -(-1536 // dp) * dp
     cmd = [npusim, "train", "--system", SYSTEM, "--workload", WORKLOAD, "--fidelity", fidelity,
-           "--format", "csv", "--set", f"parallel.dp={npus // 64}",
+           "--format", "csv", "--set", f"parallel.dp={dp}", "--set", f"training.global_batch={batch}",
            "--set", f"cluster.scale_out.oversubscription={over}"]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

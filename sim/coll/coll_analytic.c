@@ -1,14 +1,72 @@
 /* coll_analytic.c - alpha-beta-gamma cost of a schedule on the links it
  * crosses; see coll_engine.h. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll_engine.h"
 
+/* Bytes per key (a link direction, an endpoint) in one round, in a table
+ * sized by the round's transfers, not by the topology: a collective of a few
+ * ranks on a 100k-NPU cluster would otherwise clear an array of every link
+ * each time it is costed. */
 typedef struct {
-  double *load;     /* bytes per link slot (2 per link) in the current round */
-  double *recv;     /* bytes received per endpoint in the current round */
-  int *touched;     /* slots with load, to reset */
+  int *keys;        /* per bucket: key + 1; 0 empty */
+  double *vals;
+  int *used, nused; /* buckets in use, to clear */
+  unsigned mask;
+} tally_t;
+
+static void tally_init(tally_t *t, size_t most) {
+  size_t cap = 16;
+  while (cap < 2 * most + 2)
+    cap *= 2;
+  t->keys = calloc(cap, sizeof *t->keys);
+  t->vals = malloc(cap * sizeof *t->vals);
+  t->used = malloc(cap * sizeof *t->used);
+  t->nused = 0;
+  t->mask = (unsigned)cap - 1;
+}
+
+static void tally_free(tally_t *t) {
+  free(t->keys);
+  free(t->vals);
+  free(t->used);
+}
+
+static unsigned tally_bucket(const tally_t *t, int key) {
+  unsigned b = ((uint32_t)key * 2654435761u) & t->mask; /* Knuth's multiplicative hash */
+  while (t->keys[b] != 0 && t->keys[b] != key + 1)
+    b = (b + 1) & t->mask;
+  return b;
+}
+
+/* The value of key, added as 0 if absent. */
+static double *tally_at(tally_t *t, int key) {
+  unsigned b = tally_bucket(t, key);
+  if (t->keys[b] == 0) {
+    t->keys[b] = key + 1;
+    t->vals[b] = 0;
+    t->used[t->nused++] = (int)b;
+  }
+  return &t->vals[b];
+}
+
+static double tally_get(const tally_t *t, int key) {
+  unsigned b = tally_bucket(t, key);
+  return t->keys[b] ? t->vals[b] : 0;
+}
+
+static void tally_clear(tally_t *t) {
+  for (int k = 0; k < t->nused; k++)
+    t->keys[t->used[k]] = 0;
+  t->nused = 0;
+}
+
+typedef struct {
+  tally_t load;     /* bytes per link slot (2 per link) in the current round */
+  tally_t recv;     /* bytes received per endpoint in the current round */
+  int *touched;     /* slots as first loaded, in order */
   int ntouched;
   topo_hop_t *hops; /* route of each transfer of the phase */
   int *nhops;
@@ -26,27 +84,28 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
     sc->nhops[i] = topo_route(t, x->src, x->dst, h);
     for (int j = 0; j < sc->nhops[i]; j++) {
       int slot = 2 * h[j].link + h[j].dir;
-      if (sc->load[slot] == 0)
+      double *load = tally_at(&sc->load, slot);
+      if (*load == 0)
         sc->touched[sc->ntouched++] = slot;
-      sc->load[slot] += x->bytes * wire;
+      *load += x->bytes * wire;
     }
-    sc->recv[x->dst] += x->bytes;
+    *tally_at(&sc->recv, x->dst) += x->bytes;
   }
   double slowest = 0, most_received = 0;
   for (int i = 0; i < ph->nxfers; i++) {
     const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
     double busiest = 0;
     for (int j = 0; j < sc->nhops[i]; j++) {
-      double s = sc->load[2 * h[j].link + h[j].dir] / topo_link_bw(t, h[j].link);
+      double s = tally_get(&sc->load, 2 * h[j].link + h[j].dir) / topo_link_bw(t, h[j].link);
       if (s > busiest)
         busiest = s;
     }
     double time = topo_path_alpha_s(t, h, sc->nhops[i]) + busiest;
     if (time > slowest)
       slowest = time;
-    int dst = ph->xfers[i].dst;
-    if (sc->recv[dst] > most_received)
-      most_received = sc->recv[dst];
+    double received = tally_get(&sc->recv, ph->xfers[i].dst);
+    if (received > most_received)
+      most_received = received;
   }
   double total = slowest + cfg->step_latency_s + step_s;
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
@@ -57,47 +116,47 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
     cost->bytes = malloc(((size_t)sc->ntouched + 1) * sizeof *cost->bytes);
     for (int k = 0; k < sc->ntouched; k++) {
       int slot = sc->touched[k];
-      double busy = sc->load[slot] / topo_link_bw(t, slot / 2);
+      double load = tally_get(&sc->load, slot), busy = load / topo_link_bw(t, slot / 2);
       busiest = busy > busiest ? busy : busiest;
       cost->slots[k] = slot;
-      cost->bytes[k] = sc->load[slot] * ph->rounds;
+      cost->bytes[k] = load * ph->rounds;
     }
     cost->nloads = sc->ntouched;
     cost->link_s = busiest * ph->rounds;
     cost->fixed_s = (total - busiest) * ph->rounds;
   }
-  for (int k = 0; k < sc->ntouched; k++) {
+  for (int k = 0; k < sc->ntouched && stats; k++) {
     int slot = sc->touched[k];
-    double busy = sc->load[slot] / topo_link_bw(t, slot / 2);
-    if (stats)
-      linkstats_add(stats, slot / 2, slot % 2, sc->load[slot] * repeat, busy * repeat,
-                    total > 0 ? busy / total : 0);
-    sc->load[slot] = 0;
+    double *load = tally_at(&sc->load, slot), busy = *load / topo_link_bw(t, slot / 2);
+    linkstats_add(stats, slot / 2, slot % 2, *load * repeat, busy * repeat,
+                  total > 0 ? busy / total : 0);
+    *load = 0; /* a slot listed twice (first loaded with 0 bytes) records its load once */
   }
-  for (int i = 0; i < ph->nxfers; i++)
-    sc->recv[ph->xfers[i].dst] = 0;
+  tally_clear(&sc->load);
+  tally_clear(&sc->recv);
   return total;
 }
 
 /* Scratch for a schedule's rounds on the topology: loads per link direction,
  * bytes received per endpoint, the routes of a phase's transfers. */
-static scratch_t scratch_new(const topo_t *topo, const coll_sched_t *sched) {
+static scratch_t scratch_new(const coll_sched_t *sched) {
   int maxx = 0;
   for (int p = 0; p < sched->nphases; p++)
     if (sched->phases[p].nxfers > maxx)
       maxx = sched->phases[p].nxfers;
   scratch_t sc = {0};
-  sc.load = calloc((size_t)2 * topo->nlinks + 1, sizeof *sc.load);
-  sc.recv = calloc((size_t)sched->endpoints + 1, sizeof *sc.recv);
-  sc.touched = malloc(((size_t)2 * topo->nlinks + 1) * sizeof *sc.touched);
+  size_t loads = ((size_t)maxx + 1) * TOPO_MAX_HOPS;
+  tally_init(&sc.load, loads);
+  tally_init(&sc.recv, (size_t)maxx + 1);
+  sc.touched = malloc(loads * sizeof *sc.touched);
   sc.hops = malloc(((size_t)maxx + 1) * TOPO_MAX_HOPS * sizeof *sc.hops);
   sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);
   return sc;
 }
 
 static void scratch_free(scratch_t *sc) {
-  free(sc->load);
-  free(sc->recv);
+  tally_free(&sc->load);
+  tally_free(&sc->recv);
   free(sc->touched);
   free(sc->hops);
   free(sc->nhops);
@@ -107,7 +166,7 @@ static void scratch_free(scratch_t *sc) {
  * phase, zeroed, a phase without transfers left empty). */
 static double analytic(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                        linkstats_t *stats, double times, coll_phase_cost_t *costs) {
-  scratch_t sc = scratch_new(topo, sched);
+  scratch_t sc = scratch_new(sched);
   int loops = sched->loops > 0 ? sched->loops : 1;
   double per_loop = 0, wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
   for (int p = 0; p < sched->nphases; p++) {
@@ -142,11 +201,12 @@ static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
     double from = start_s + topo_path_alpha_s(t, h, sc->nhops[i]) + cfg->step_latency_s + step_s;
     double end = from;
     for (int j = 0; j < sc->nhops[i]; j++) {
-      double e = topo_link_drain_end_s(t, h[j].link, sc->load[2 * h[j].link + h[j].dir], from);
+      double e = topo_link_drain_end_s(t, h[j].link, tally_get(&sc->load, 2 * h[j].link + h[j].dir),
+                                       from);
       end = e > end ? e : end;
     }
     last = end > last ? end : last;
-    double r = sc->recv[ph->xfers[i].dst];
+    double r = tally_get(&sc->recv, ph->xfers[i].dst);
     most_received = r > most_received ? r : most_received;
   }
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
@@ -162,18 +222,14 @@ static void load_round(const topo_t *t, const coll_phase_t *ph, double wire, scr
     topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
     sc->nhops[i] = topo_route(t, x->src, x->dst, h);
     for (int j = 0; j < sc->nhops[i]; j++)
-      sc->load[2 * h[j].link + h[j].dir] += x->bytes * wire;
-    sc->recv[x->dst] += x->bytes;
+      *tally_at(&sc->load, 2 * h[j].link + h[j].dir) += x->bytes * wire;
+    *tally_at(&sc->recv, x->dst) += x->bytes;
   }
 }
 
-static void clear_round(const coll_phase_t *ph, scratch_t *sc) {
-  for (int i = 0; i < ph->nxfers; i++) {
-    const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
-    for (int j = 0; j < sc->nhops[i]; j++)
-      sc->load[2 * h[j].link + h[j].dir] = 0;
-    sc->recv[ph->xfers[i].dst] = 0;
-  }
+static void clear_round(scratch_t *sc) {
+  tally_clear(&sc->load);
+  tally_clear(&sc->recv);
 }
 
 /* The end of a round that starts before the links' death and would end after
@@ -246,7 +302,7 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
       e = d > e ? d : e;
     }
     last = e > last ? e : last;
-    double r = sc->recv[ph->xfers[i].dst];
+    double r = tally_get(&sc->recv, ph->xfers[i].dst);
     most_received = r > most_received ? r : most_received;
   }
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
@@ -267,7 +323,7 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
  * starting at or after the links' death runs on the topology after it. */
 static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *sched,
                     double start_s) {
-  scratch_t sc = scratch_new(topo, sched);
+  scratch_t sc = scratch_new(sched);
   int loops = sched->loops > 0 ? sched->loops : 1;
   double wire = sched->wire_factor >= 1 ? sched->wire_factor : 1;
   double now = start_s + coll_sched_launch_s(cfg, sched);
@@ -278,7 +334,7 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
       load_round(on, ph, wire, &sc);
       for (int r = 0; r < ph->rounds && ph->nxfers > 0; r++) {
         if (topo_at(topo, now) != on) { /* the links died: the next rounds go round them */
-          clear_round(ph, &sc);
+          clear_round(&sc);
           load_round(on = topo_at(topo, now), ph, wire, &sc);
         }
         double end = timed_round_end(on, cfg, ph, sched->step_s, &sc, now);
@@ -286,7 +342,7 @@ static double timed(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_
           end = death_round_end(topo, cfg, ph, wire, sched->step_s, &sc, now);
         now = end;
       }
-      clear_round(ph, &sc);
+      clear_round(&sc);
     }
   scratch_free(&sc);
   return now;

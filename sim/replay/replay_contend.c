@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A job's work: an optional fixed start (the collective's overhead), then
  * loops x phases, each a fixed part then a link part. */
@@ -19,6 +20,25 @@ typedef struct {
   double at_s;
   int id;
 } change_ref_t;
+
+/* A job's load on one link direction, in that direction's list of them. */
+typedef struct {
+  int job;
+  int load;        /* its index in the job's link part */
+  long seq;        /* the job's place in the active list */
+  double rate_Bps; /* bytes of the link part per second alone */
+} load_entry_t;
+
+/* The loads registered on one link direction (unordered), their count and
+ * their sum in extended precision (long double), kept as loads come and go. */
+typedef struct {
+  load_entry_t *e;
+  int n, cap;
+  long double demand;
+  int risky_at;    /* its place in the risky list, or -1 */
+  double level;    /* share()'s first level on it, as first_level() found it */
+  bool level_known; /* since the loads last changed */
+} slot_loads_t;
 
 /* One collective of a group, or one message, in flight. */
 typedef struct {
@@ -65,6 +85,16 @@ struct replay_contend {
   int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
   double now;
   bool dirty;            /* the rates need sharing again */
+  /* kept between shares (see no_link_full): per job id, the link part whose
+   * loads are registered, their slots and places in the slots' lists; per
+   * slot, the registered loads; the slots that may be full */
+  const coll_phase_cost_t **reg_link;
+  int **reg_slots, **reg_pos, *nreg;
+  long *seq, next_seq;
+  slot_loads_t *loads;
+  int *risky, nrisky;
+  load_entry_t *order;   /* scratch: a risky slot's loads in the active list's order */
+  int norder;
 };
 
 static void free_own(job_t *j);
@@ -176,6 +206,10 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
     c->changes[k] = (change_ref_t){pl->topo->changes[k].at_s, k};
   qsort(c->changes, (size_t)c->nchanges, sizeof *c->changes, cmp_change);
   c->touched = malloc(((size_t)c->nslots + 1) * sizeof *c->touched);
+  c->loads = calloc((size_t)c->nslots + 1, sizeof *c->loads);
+  c->risky = malloc(((size_t)c->nslots + 1) * sizeof *c->risky);
+  for (int s = 0; s < c->nslots; s++)
+    c->loads[s].risky_at = -1;
   return c;
 }
 
@@ -211,6 +245,20 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->touched);
   free(c->heap);
   free(c->ended);
+  for (int s = 0; s < c->nslots; s++)
+    free(c->loads[s].e);
+  for (int j = 0; j < c->capjobs; j++) {
+    free(c->reg_slots[j]);
+    free(c->reg_pos[j]);
+  }
+  free(c->loads);
+  free(c->risky);
+  free(c->order);
+  free(c->reg_link);
+  free(c->reg_slots);
+  free(c->reg_pos);
+  free(c->nreg);
+  free(c->seq);
   free(c);
 }
 
@@ -252,6 +300,18 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
       c->open = realloc(c->open, (size_t)c->capjobs * sizeof *c->open);
       c->heap = realloc(c->heap, (size_t)c->capjobs * sizeof *c->heap);
       c->ended = realloc(c->ended, (size_t)c->capjobs * sizeof *c->ended);
+      c->reg_link = realloc(c->reg_link, (size_t)c->capjobs * sizeof *c->reg_link);
+      c->reg_slots = realloc(c->reg_slots, (size_t)c->capjobs * sizeof *c->reg_slots);
+      c->reg_pos = realloc(c->reg_pos, (size_t)c->capjobs * sizeof *c->reg_pos);
+      c->nreg = realloc(c->nreg, (size_t)c->capjobs * sizeof *c->nreg);
+      c->seq = realloc(c->seq, (size_t)c->capjobs * sizeof *c->seq);
+      for (int k = c->njobs; k < c->capjobs; k++) {
+        c->reg_link[k] = NULL;
+        c->reg_slots[k] = NULL;
+        c->reg_pos[k] = NULL;
+        c->nreg[k] = 0;
+        c->seq[k] = 0;
+      }
     }
     id = c->njobs++;
   }
@@ -374,10 +434,141 @@ static const coll_phase_cost_t *job_link(job_t *j) {
   return link;
 }
 
+/* ---- which link directions could be full, kept between shares ----
+ * Most shares find no link direction full: every rate is 1. Finding that
+ * anew each time costs every load of every active job (a data-parallel ring
+ * over a thousand servers loads thousands of directions) at every event;
+ * instead each job's loads are registered per direction when its link part
+ * changes, each direction keeps their sum, and the directions whose sum may
+ * reach their capacity are listed. Only those are checked as share() would
+ * check them (its sum, in its order); only when one is full does share()
+ * run its progressive filling. The answers are share()'s, bit for bit. */
+
+/* Relative margin within which the extended-precision sum cannot tell
+ * whether share()'s double sum reaches the capacity (far above the error of
+ * either over thousands of loads). */
+#define RISK_MARGIN 1e-9
+
+/* Whether slot s may be full at rates of 1: one load decides exactly (share()
+ * adds it to 0); more are checked in share()'s order when near. */
+static bool slot_risky(const replay_contend_t *c, int s) {
+  const slot_loads_t *sl = &c->loads[s];
+  if (sl->n == 0 || sl->demand <= 0)
+    return false;
+  if (sl->n == 1)
+    return (c->cap[s] - 0.0) / sl->e[0].rate_Bps < 1;
+  return (long double)c->cap[s] / sl->demand < 1 + RISK_MARGIN;
+}
+
+static void update_risk(replay_contend_t *c, int s) {
+  slot_loads_t *sl = &c->loads[s];
+  sl->level_known = false;
+  bool risky = slot_risky(c, s);
+  if (risky && sl->risky_at < 0) {
+    sl->risky_at = c->nrisky;
+    c->risky[c->nrisky++] = s;
+  } else if (!risky && sl->risky_at >= 0) {
+    int last = c->risky[--c->nrisky];
+    c->risky[sl->risky_at] = last;
+    c->loads[last].risky_at = sl->risky_at;
+    sl->risky_at = -1;
+  }
+}
+
+static void register_loads(replay_contend_t *c, int id, const coll_phase_cost_t *link) {
+  size_t n = (size_t)link->nloads + 1;
+  c->reg_slots[id] = realloc(c->reg_slots[id], n * sizeof(int));
+  c->reg_pos[id] = realloc(c->reg_pos[id], n * sizeof(int));
+  for (int l = 0; l < link->nloads; l++) {
+    int s = link->slots[l];
+    slot_loads_t *sl = &c->loads[s];
+    if (sl->n == sl->cap) {
+      sl->cap = sl->cap ? 2 * sl->cap : 4;
+      sl->e = realloc(sl->e, (size_t)sl->cap * sizeof *sl->e);
+    }
+    double rate = link->bytes[l] / link->link_s;
+    sl->e[sl->n] = (load_entry_t){id, l, c->seq[id], rate};
+    c->reg_slots[id][l] = s;
+    c->reg_pos[id][l] = sl->n++;
+    sl->demand += rate;
+    update_risk(c, s);
+  }
+  c->nreg[id] = link->nloads;
+  c->reg_link[id] = link;
+}
+
+static void unregister_loads(replay_contend_t *c, int id) {
+  for (int k = 0; k < c->nreg[id]; k++) {
+    int s = c->reg_slots[id][k], at = c->reg_pos[id][k];
+    slot_loads_t *sl = &c->loads[s];
+    double rate = sl->e[at].rate_Bps;
+    sl->e[at] = sl->e[--sl->n];
+    if (at < sl->n) /* the last load moved into its place */
+      c->reg_pos[sl->e[at].job][sl->e[at].load] = at;
+    sl->demand = sl->n > 0 ? sl->demand - rate : 0;
+    update_risk(c, s);
+  }
+  c->nreg[id] = 0;
+  c->reg_link[id] = NULL;
+}
+
+static int cmp_order(const void *a, const void *b) {
+  const load_entry_t *x = a, *y = b;
+  if (x->seq != y->seq)
+    return x->seq < y->seq ? -1 : 1;
+  return (x->load > y->load) - (x->load < y->load);
+}
+
+/* share()'s first level on slot s, as it computes it: the loads summed in
+ * the active list's order, each job's in its own order. */
+static double first_level(replay_contend_t *c, int s) {
+  slot_loads_t *sl = &c->loads[s];
+  if (sl->level_known)
+    return sl->level;
+  if (sl->n > c->norder) {
+    c->norder = 2 * sl->n;
+    c->order = realloc(c->order, (size_t)c->norder * sizeof *c->order);
+  }
+  memcpy(c->order, sl->e, (size_t)sl->n * sizeof *sl->e);
+  qsort(c->order, (size_t)sl->n, sizeof *c->order, cmp_order);
+  double demand = 0;
+  for (int e = 0; e < sl->n; e++)
+    demand += c->order[e].rate_Bps;
+  sl->level = demand > 0 ? (c->cap[s] - 0.0) / demand : INFINITY;
+  sl->level_known = true;
+  return sl->level;
+}
+
+/* Whether no link direction is full at rates of 1, with every active job's
+ * current link part registered. A job between link parts keeps its last
+ * part's loads: more load can only make a direction seem full, never hide
+ * one (every sum only grows, in either precision), and then share() finds the
+ * rates from the jobs' current parts; a collective's next loop, the same
+ * part again, then costs nothing. */
+static bool no_link_full(replay_contend_t *c) {
+  for (int a = 0; a < c->nactive; a++) {
+    int id = c->active[a];
+    const coll_phase_cost_t *link = job_link(&c->jobs[id]);
+    if (!link || link == c->reg_link[id])
+      continue;
+    unregister_loads(c, id);
+    register_loads(c, id, link);
+  }
+  for (int k = 0; k < c->nrisky; k++)
+    if (first_level(c, c->risky[k]) < 1)
+      return false;
+  return true;
+}
+
 /* Max-min fair rates (fractions of alone speed, at most 1) of the active jobs
  * in a link part: every rate rises together until a link direction is full;
  * the jobs crossing it keep that rate, the others rise on. */
 static void share(replay_contend_t *c) {
+  if (no_link_full(c)) {
+    for (int a = 0; a < c->nactive; a++)
+      c->jobs[c->active[a]].rate = 1;
+    return;
+  }
   int nopen = 0, ntouched = 0;
   for (int a = 0; a < c->nactive; a++) {
     job_t *j = &c->jobs[c->active[a]];
@@ -447,6 +638,7 @@ static void share(replay_contend_t *c) {
 
 static void end_job(replay_contend_t *c, int id) {
   job_t *j = &c->jobs[id];
+  unregister_loads(c, id);
   if (j->owner) {
     c->ended[c->nended++] = id;
     return; /* freed once handed out */
@@ -496,6 +688,8 @@ static void catch_collective(replay_contend_t *c, job_t *j, const shape_t *pre,
  * clock (slowed), not by its time alone. */
 static void apply_death(replay_contend_t *c) {
   const topo_t *topo = c->topo;
+  for (int a = 0; a < c->nactive; a++) /* their loads change: registered again in share() */
+    unregister_loads(c, c->active[a]);
   for (int a = 0; a < c->nactive; a++) {
     int id = c->active[a];
     job_t *j = &c->jobs[id];
@@ -558,6 +752,8 @@ static void step(replay_contend_t *c) {
        c->next_change++) {
     const topo_change_t *ch = &c->topo->changes[c->changes[c->next_change].id];
     c->cap[2 * ch->link] = c->cap[2 * ch->link + 1] = topo_link_bw_at(c->topo, ch->link, ch->at_s);
+    update_risk(c, 2 * ch->link);
+    update_risk(c, 2 * ch->link + 1);
     c->dirty = true;
   }
   if (c->topo->after && !c->dead && c->now >= c->topo->death_s)
@@ -567,6 +763,7 @@ static void step(replay_contend_t *c) {
     job_t *j = &c->jobs[id];
     const coll_phase_cost_t *link;
     j->left_s = part_len(job_shape(j), 0, &link);
+    c->seq[id] = c->next_seq++;
     if (next_part(j))
       c->active[c->nactive++] = id;
     else

@@ -39,6 +39,12 @@
  * its phases after T from its next part. Every job in flight at T is timed by
  * the clock from then on.
  *
+ * Finding that no link direction is full, the usual case, does not cost the
+ * loads of every transfer in flight at each event: each transfer's loads are
+ * registered when its link part changes, and only link directions near their
+ * capacity are checked, in the arithmetic of the full sharing (the answers are
+ * the same, bit for bit).
+ *
  * Not modelled: how a real transport shares a link (congestion control, NCCL's
  * channels); a collective's rounds are averaged over its phase; collectives
  * whose links carry nothing else (replay_exclusive_insts: a TP group inside a
