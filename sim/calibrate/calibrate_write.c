@@ -39,33 +39,22 @@ static int relative_path(const char *from_file, const char *target, char *buf, s
   return 0;
 }
 
-/* The config as a JSON tree: extends, then one key per moved parameter. */
-static cJSON *config_tree(const char *extends, const cal_opts_t *o, const cal_result_t *r) {
-  int rows = 0;
-  double log_sum = 0;
-  for (int c = 0; c < MEAS_CLASS_COUNT; c++) {
-    rows += r->after.n[c][0];
-    log_sum += r->after.n[c][0] * log1p(r->after.geomean[c][0]);
-  }
-  char note[512];
-  snprintf(note, sizeof note, "[cal] fitted to %s (%d kernels, geomean %.1f%%)", o->measurements,
-           rows, rows ? 100 * expm1(log_sum / rows) : 0);
+/* The config as a JSON tree: extends, then one key per value, each with the
+ * note as its source. */
+static cJSON *config_tree(const char *extends, const cal_value_t *values, int n, const char *note) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "extends", extends);
-  for (int i = 0; i < r->nparams; i++) {
-    const cal_param_t *param = &r->params[i];
-    if (param->after == param->before)
-      continue; /* unchanged: the system's own value and note stand */
+  for (int i = 0; i < n; i++) {
     cJSON *node = root;
     char seg[128];
-    const char *p = param->path;
+    const char *p = values[i].path;
     for (const char *dot; (dot = strchr(p, '.')) != NULL; p = dot + 1) {
       snprintf(seg, sizeof seg, "%.*s", (int)(dot - p), p);
       cJSON *next = cJSON_GetObjectItemCaseSensitive(node, seg);
       node = next ? next : cJSON_AddObjectToObject(node, seg);
     }
     char num[64], key[160];
-    jsonfile_format_number(param->after, num, sizeof num);
+    jsonfile_format_number(values[i].value, num, sizeof num);
     cJSON_AddRawToObject(node, p, num);
     snprintf(key, sizeof key, "%s_source", p);
     cJSON_AddStringToObject(node, key, note);
@@ -75,10 +64,31 @@ static cJSON *config_tree(const char *extends, const cal_opts_t *o, const cal_re
 
 int cal_write_config(const char *path, const char *system_path, const cal_opts_t *o,
                      const cal_result_t *r, npu_err_t *err) {
+  int rows = 0;
+  double log_sum = 0;
+  for (int c = 0; c < MEAS_CLASS_COUNT; c++) {
+    rows += r->after.n[c][0];
+    log_sum += r->after.n[c][0] * log1p(r->after.geomean[c][0]);
+  }
+  char note[512];
+  snprintf(note, sizeof note, "[cal] fitted to %s (%d kernels, geomean %.1f%%)", o->measurements,
+           rows, rows ? 100 * expm1(log_sum / rows) : 0);
+  cal_value_t *values = calloc((size_t)r->nparams + 1, sizeof *values);
+  int n = 0;
+  for (int i = 0; i < r->nparams; i++) /* unchanged: the system's own value and note stand */
+    if (r->params[i].after != r->params[i].before)
+      values[n++] = (cal_value_t){r->params[i].path, r->params[i].after};
+  int rc = cal_write_values(path, system_path, values, n, note, err);
+  free(values);
+  return rc;
+}
+
+int cal_write_values(const char *path, const char *system_path, const cal_value_t *values, int n,
+                     const char *note, npu_err_t *err) {
   char extends[PATH_MAX * 2];
   if (relative_path(path, system_path, extends, sizeof extends, err))
     return -1;
-  cJSON *root = config_tree(extends, o, r);
+  cJSON *root = config_tree(extends, values, n, note);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text)

@@ -20,4 +20,15 @@
 int cal_write_config(const char *path, const char *system_path, const cal_opts_t *o,
                      const cal_result_t *r, npu_err_t *err);
 
+/* A key of the config (its dotted path) and its value. */
+typedef struct {
+  const char *path;
+  double value;
+} cal_value_t;
+
+/* The same for any fit: the config extending system_path with these values,
+ * each with note as its source ("[cal] fitted to ..."). */
+int cal_write_values(const char *path, const char *system_path, const cal_value_t *values, int n,
+                     const char *note, npu_err_t *err);
+
 #endif

@@ -38,6 +38,8 @@ typedef struct {
   bool own_output;         /* writes --output itself; its report goes to stdout */
   unsigned formats;        /* bit per out_format_t it prints; 0: every format */
   void (*help_tail)(FILE *f); /* prints more help after the options, or NULL */
+  int nargs;               /* arguments after the options it takes (check: 1, diff: 2) */
+  bool own_time_limit;     /* --time-limit is its own (check: each row's), not the run's */
 } command_t;
 
 static const command_t commands[] = {
@@ -60,7 +62,7 @@ static const command_t commands[] = {
      "check (#wrong N/A, check_result NULL), nccl-tests' in-place half\n"
      "repeating the out-of-place numbers (the model has no in-place difference); device\n"
      "lines name the simulated chip. Not with --format json or csv, nor with --links.\n",
-     cmd_coll_options, cmd_coll, FIDELITY_FLOW, false, 0, coll_algo_print_help},
+     cmd_coll_options, cmd_coll, FIDELITY_FLOW, false, 0, coll_algo_print_help, 0, false},
     {"op", "cost one op (matmul, attention, vector op) on the chip model",
      "--system S.json --op OP --shape DIMS [--dtype bf16] [--explain] [--sweep] [options]",
      "OP and DIMS: matmul M,N,K[,batch]; attention_fwd, attention_bwd\n"
@@ -71,7 +73,7 @@ static const command_t commands[] = {
      "or to bf16 from fp32), copy, reduce_sum. --explain prints the tiling, each pipe's\n"
      "busy time and the bound; --sweep costs sizes from small to large (matmul: square\n"
      "M=N=K; others: cols, with the rows of --shape) and prints the efficiency curve.\n",
-     cmd_op_options, cmd_op, FIDELITY_FLOW, false, 0, NULL},
+     cmd_op_options, cmd_op, FIDELITY_FLOW, false, 0, NULL, 0, false},
     {"replay", "replay a trace of per-rank programs on the simulated cluster",
      "--system S.json --trace T.json[.gz] [--fidelity flow|analytic] [--chrome-trace "
      "OUT.json.gz [--trace-ranks 0-7]] [options]",
@@ -82,7 +84,7 @@ static const command_t commands[] = {
      "Perfetto): a process per rank, a thread per stream, arrows from sends to receives.\n"
      "--trace also takes a Chakra execution trace (ASTRA-sim's): PREFIX, or one of its\n"
      "PREFIX.<rank>.et[.gz] files; the format is told by the content.\n",
-     cmd_replay_options, cmd_replay, FIDELITY_FLOW, false, 0, NULL},
+     cmd_replay_options, cmd_replay, FIDELITY_FLOW, false, 0, NULL, 0, false},
     {"train", "predict one training step: time, throughput, MFU, breakdown, memory",
      "--system S.json --workload W.json [--fidelity analytic|flow] [--chrome-trace OUT] "
      "[options]",
@@ -91,7 +93,7 @@ static const command_t commands[] = {
      "by symmetry) and suits sweeps; flow replays every rank with contention on shared\n"
      "links and takes seconds on the shipped workloads (llama2-70b on 32 NPUs: about 4 s,\n"
      "analytic about 2 s).\n",
-     cmd_train_options, cmd_train, FIDELITY_ANALYTIC, false, 0, NULL},
+     cmd_train_options, cmd_train, FIDELITY_ANALYTIC, false, 0, NULL, 0, false},
     {"serve", "simulate inference serving: TTFT, TPOT, throughput, goodput, KV cache",
      "--system S.json --workload W.json [--slo ttft_ms=T,tpot_ms=P] [--timeseries OUT.csv] "
      "[--requests-out OUT.csv] [--chrome-trace OUT] [options]",
@@ -102,7 +104,7 @@ static const command_t commands[] = {
      "token after the first) and end-to-end latency (mean, p50, p90, p99; JSON adds min\n"
      "and max), throughput per NPU and per instance, goodput under --slo, each pool's\n"
      "memory and KV cache, and the breakdown of a decode step.\n",
-     cmd_serve_options, cmd_serve, FIDELITY_ANALYTIC, false, 0, NULL},
+     cmd_serve_options, cmd_serve, FIDELITY_ANALYTIC, false, 0, NULL, 0, false},
     {"cluster", "run several jobs on one fabric: each one's step alone and together, shared links",
      "--system S.json --job W.json[@PLACEMENT] --job ... [--steps N] [--fidelity analytic|flow] "
      "[options]",
@@ -115,7 +117,7 @@ static const command_t commands[] = {
      "steps until the longest has run --steps (3). Prints each job's step time alone and\n"
      "together and its slowdown (over the steps it finished before the first job ran out\n"
      "of steps), and the links two or more jobs cross with their utilisation together.\n",
-     cmd_cluster_options, cmd_cluster, FIDELITY_ANALYTIC, false, 0, NULL},
+     cmd_cluster_options, cmd_cluster, FIDELITY_ANALYTIC, false, 0, NULL, 0, false},
     {"calibrate", "fit the chip's assumed parameters to measured kernel times",
      "--system S.json --measurements OPS.csv [--fit KEY,...] [--output FITTED.json] [options]",
      "OPS.csv: kernel times as scripts/measure_ops.py writes them (op, shape, dtype,\n"
@@ -127,18 +129,36 @@ static const command_t commands[] = {
      "geometric-mean |error| per class and half before and after, and each key before\n"
      "and after. --output writes a config that extends S.json with the\n"
      "fitted values, each with a \"[cal] fitted to ...\" source note.\n",
-     cmd_calibrate_options, cmd_calibrate, FIDELITY_FLOW, true, 0, NULL},
+     cmd_calibrate_options, cmd_calibrate, FIDELITY_FLOW, true, 0, NULL, 0, false},
     {"validate", "check configs and print them resolved (extends, --set and defaults applied)",
      "--system S.json [--workload W.json] [--set PATH=VALUE]... [--format table|json|csv]",
      "table and csv list every key with its value, unit, the file (or default, or --set)\n"
      "it came from and its source note; json prints the canonical resolved config, which\n"
      "loads back to the same config. With both configs, json prints\n"
      "{\"system\": ..., \"workload\": ...}.\n",
-     cmd_validate_options, cmd_validate, FIDELITY_FLOW, false, 0, NULL},
+     cmd_validate_options, cmd_validate, FIDELITY_FLOW, false, 0, NULL, 0, false},
+    {"check", "run an expectations file: each figure npusim predicts against its measured value",
+     "EXPECT.json [-j N] [--junit OUT.xml] [--time-limit S] [--format table|json|csv]",
+     "EXPECT.json lists rows (docs/check.md): a name, an npusim command line (args, without\n"
+     "--format), the figure of its JSON output to compare (rows[0].busbw_GBps), the expected\n"
+     "value, tolerance_pct (or tolerance_abs) and a source. Every row runs as its own npusim\n"
+     "process (-j N at once, each under --time-limit); a table gives predicted, expected,\n"
+     "error and verdict per row. Exit status 0 when every row is within tolerance, 1 when\n"
+     "one is not or did not run (never skipped; --junit writes JUnit XML for a CI server\n"
+     "either way), 2 for a bad expectations file.\n",
+     cmd_check_options, cmd_check, FIDELITY_FLOW, false, 0, NULL, 1, true},
+    {"diff", "the figures that moved between two JSON outputs of npusim",
+     "A.json B.json [--threshold PCT] [--format table|json|csv]",
+     "A.json and B.json are two outputs of one npusim command with --format json (before and\n"
+     "after an upgrade, or two configs). Prints every number whose change is over\n"
+     "--threshold percent (default 0: any change), every text that differs and every\n"
+     "figure only one has, largest change first. Exit status 0 when nothing moved, 1 when\n"
+     "something did, 2 on bad input.\n",
+     cmd_diff_options, cmd_diff, FIDELITY_FLOW, false, 0, NULL, 2, false},
     {"schema", "print the reference of every config key (docs/config.md)", "[--format table|json]",
      "table prints Markdown, the text of docs/config.md; json prints one object per key.\n",
      cmd_schema_options, cmd_schema, FIDELITY_FLOW, false, 1u << FORMAT_TABLE | 1u << FORMAT_JSON,
-     NULL},
+     NULL, 0, false},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -333,9 +353,20 @@ const cli_option_t cli_options_output[] = {{.kind = CLI_OPT_STRING,
                                                     "run succeeds)",
                                             .field = offsetof(cli_opts_t, output_path)},
                                            CLI_END};
-const cli_option_t cli_options_kind[] = {
-    CLI_STRING("op", "OP", op, "the collective or op"),
+const cli_option_t cli_options_op[] = {CLI_STRING("op", "OP", op, "the collective or op"),
+                                       CLI_END};
+const cli_option_t cli_options_dtype[] = {
     CLI_STRING("dtype", "T", dtype, "data type: fp16, bf16, fp32, int8, fp8"), CLI_END};
+const cli_option_t cli_options_algo[] = {
+    CLI_STRING("algo", "A[,A1[,A2]]", algo,
+               "force algorithms (coll --help lists them; calibrate: as the\n"
+               "logs ran, NCCL_ALGO=Ring: --algo ring)"),
+    CLI_END};
+const cli_option_t cli_options_ranks[] = {
+    CLI_STRING("ranks", "N", ranks, "ranks in the job"),
+    CLI_STRING("ranks-per-node", "K", ranks_per_node,
+               "NPUs used per server (default: all of node.npus)"),
+    CLI_END};
 const cli_option_t cli_options_timeline[] = {
     CLI_STRING("chrome-trace", "FILE", chrome_trace,
                "write a Chrome trace of the run (.json or .json.gz)"),
@@ -539,9 +570,15 @@ static int parse_options(const command_t *cmd, int argc, char **argv, cli_opts_t
     if (rc)
       return rc;
   }
+  while (optind < argc && opts->nargs < cmd->nargs)
+    opts->args[opts->nargs++] = argv[optind++];
   if (optind < argc)
     return npu_err_set(err, "npusim %s: unexpected argument \"%s\"; usage: npusim %s %s",
                        cmd->name, argv[optind], cmd->name, cmd->usage);
+  if (opts->nargs < cmd->nargs)
+    return npu_err_set(err, "npusim %s: expected %d file argument%s, found %d; usage: npusim %s "
+                       "%s", cmd->name, cmd->nargs, cmd->nargs > 1 ? "s" : "", opts->nargs,
+                       cmd->name, cmd->usage);
   return 0;
 }
 
@@ -653,13 +690,15 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
   FILE *out = open_memstream(&buf, &len);
   if (!out)
     return fail(EXIT_INTERNAL, "npusim: out of memory");
-  if (opts.time_limit_s > 0)
+  if (opts.time_limit_s > 0 && !cmd->own_time_limit)
     time_limit_start(cmd->name, opts.time_limit_s);
   /* Every file the command writes waits as a temporary file; all land
    * together below, or none. */
   outfile_stage_begin();
   int rc = cmd->run(&opts, out, &err);
   time_limit_off();
+  bool not_all_passed = rc == CMD_NOT_ALL_PASSED; /* written as any output, then status 1 */
+  rc = not_all_passed ? 0 : rc;
   int status = EXIT_OK;
   if (fclose(out) != 0 && rc == 0) {
     npu_err_set(&err, "npusim: out of memory");
@@ -697,6 +736,8 @@ static int run_command(const command_t *cmd, int argc, char **argv) {
   if (rc != 0) {
     npu_err_print(stderr, err.msg);
     status = rc == CMD_CANNOT_WRITE ? EXIT_INTERNAL : EXIT_BAD_INPUT;
+  } else if (not_all_passed) {
+    status = EXIT_NOT_ALL_PASSED;
   }
   free(buf);
   return status;
@@ -747,6 +788,29 @@ int cli_main(int argc, char **argv) {
                 first[0] == '-' ? "option" : "command", first, hint);
   }
   return run_command(cmd, argc - 1, argv + 1);
+}
+
+/* ---- values shared by the commands ---- */
+
+int cli_parse_int(const char *opt, const char *text, int lo, int hi, int *out, npu_err_t *err) {
+  char *end;
+  errno = 0;
+  long v = text ? strtol(text, &end, 10) : 0;
+  if (!text || end == text || *end || errno || v < lo || v > hi)
+    return npu_err_set(err, "--%s: expected an integer in [%d, %d], found \"%.40s\"", opt, lo, hi,
+                       text ? text : "");
+  *out = (int)v;
+  return 0;
+}
+
+int cli_parse_coll_op(const char *text, coll_op_t *op, npu_err_t *err) {
+  for (int i = 0; text && i < COLL_OP_COUNT; i++)
+    if (strcmp(text, coll_op_names[i]) == 0) {
+      *op = (coll_op_t)i;
+      return 0;
+    }
+  return npu_err_set(err, "--op: expected one of allreduce, allgather, reducescatter, broadcast, "
+                     "reduce, alltoall, alltoallv, sendrecv, found \"%.40s\"", text ? text : "");
 }
 
 /* ---- configs shared by the commands ---- */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "coll.h"
 #include "config.h"
 #include "out_format.h"
 #include "npu_err.h"
@@ -22,6 +23,7 @@
 #define EXIT_OK 0
 #define EXIT_INTERNAL 1 /* could not write the output, out of memory */
 #define EXIT_BAD_INPUT 2 /* bad option, config, trace or value */
+#define EXIT_NOT_ALL_PASSED 1 /* check: a row out of tolerance; diff: a figure moved */
 
 typedef enum { FIDELITY_FLOW, FIDELITY_ANALYTIC, FIDELITY_COUNT } cli_fidelity_t;
 
@@ -80,6 +82,13 @@ typedef struct {
   const char *jobs[CLI_MAX_JOBS]; /* --job FILE[@PLACEMENT] (cluster), in order */
   int njobs;
   const char *steps;            /* --steps N (cluster) */
+  const char *args[2];          /* the arguments after the options (check, diff) */
+  int nargs;
+  const char *junit;            /* --junit FILE (check) */
+  const char *parallel;         /* -j / --parallel N (check) */
+  const char *threshold;        /* --threshold PCT (diff) */
+  const char *coll_logs[64];    /* --collectives LOG, in order (calibrate) */
+  int ncoll_logs;
   const struct cli_env *env;    /* the environment, read once (cli_env.h) */
 } cli_opts_t;
 
@@ -147,12 +156,21 @@ typedef struct cli_option {
   { .kind = CLI_OPT_END }
 
 /* The groups commands share: --system, --workload, --set, --format,
- * --fidelity, --output, --op and --dtype, --chrome-trace and --trace-ranks,
+ * --fidelity, --output, --op, --dtype, --ranks and --ranks-per-node, --algo,
+ * --chrome-trace and --trace-ranks,
  * --links and --links-kind, --progress. */
 extern const cli_option_t cli_options_system[], cli_options_workload[], cli_options_set[],
-    cli_options_format[], cli_options_fidelity[], cli_options_output[], cli_options_kind[],
+    cli_options_format[], cli_options_fidelity[], cli_options_output[], cli_options_op[],
+    cli_options_dtype[], cli_options_ranks[], cli_options_algo[],
     cli_options_timeline[], cli_options_links[], cli_options_progress[];
 extern const cli_option_t cli_options_chakra_allgather[]; /* --chakra-allgather */
+
+/* An option's integer value in [lo, hi] (text may be NULL: not given, an
+ * error); -1 with "--OPT: expected an integer in [lo, hi], found ..." in err. */
+int cli_parse_int(const char *opt, const char *text, int lo, int hi, int *out, npu_err_t *err);
+
+/* --op's collective; -1 with the list of them in err. */
+int cli_parse_coll_op(const char *text, coll_op_t *op, npu_err_t *err);
 
 /* The most --time-limit accepts: a year. */
 #define CLI_MAX_TIME_LIMIT_S 31536000

@@ -18,27 +18,6 @@ typedef struct {
   coll_report_opts_t report;
 } coll_args_t;
 
-static int parse_int(const char *opt, const char *text, int lo, int hi, int *out, npu_err_t *err) {
-  char *end;
-  errno = 0;
-  long v = text ? strtol(text, &end, 10) : 0;
-  if (!text || end == text || *end || errno || v < lo || v > hi)
-    return npu_err_set(err, "--%s: expected an integer in [%d, %d], found \"%.40s\"", opt, lo, hi,
-                       text ? text : "");
-  *out = (int)v;
-  return 0;
-}
-
-static int parse_op(const char *text, coll_op_t *op, npu_err_t *err) {
-  for (int i = 0; text && i < COLL_OP_COUNT; i++)
-    if (strcmp(text, coll_op_names[i]) == 0) {
-      *op = (coll_op_t)i;
-      return 0;
-    }
-  return npu_err_set(err, "--op: expected one of allreduce, allgather, reducescatter, broadcast, "
-                     "reduce, alltoall, alltoallv, sendrecv, found \"%.40s\"", text ? text : "");
-}
-
 /* --style S: which table, and only where it can be printed (one line naming
  * the option otherwise). */
 static int parse_style(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
@@ -72,16 +51,16 @@ static int parse_args(const cli_opts_t *opts, coll_args_t *a, npu_err_t *err) {
     return -1;
   if (!opts->op)
     return npu_err_set(err, "npusim coll: expected --op OP, found none");
-  if (parse_op(opts->op, &a->m.op, err))
+  if (cli_parse_coll_op(opts->op, &a->m.op, err))
     return -1;
   if (!opts->ranks)
     return npu_err_set(err, "npusim coll: expected --ranks N, found none");
-  if (parse_int("ranks", opts->ranks, 1, 1 << 20, &a->m.ranks, err))
+  if (cli_parse_int("ranks", opts->ranks, 1, 1 << 20, &a->m.ranks, err))
     return -1;
   if (opts->ranks_per_node &&
-      parse_int("ranks-per-node", opts->ranks_per_node, 1, 1 << 20, &a->m.ranks_per_node, err))
+      cli_parse_int("ranks-per-node", opts->ranks_per_node, 1, 1 << 20, &a->m.ranks_per_node, err))
     return -1;
-  if (opts->root && parse_int("root", opts->root, 0, a->m.ranks - 1, &a->m.root, err))
+  if (opts->root && cli_parse_int("root", opts->root, 0, a->m.ranks - 1, &a->m.root, err))
     return -1;
   if (opts->dtype && chip_dtype_parse(opts->dtype, &a->m.dtype))
     return npu_err_set(err, "--dtype: expected one of fp16, bf16, fp32, int8, fp8, found \"%.20s\"",
@@ -135,13 +114,12 @@ const cli_option_t cmd_coll_options[] = {
     CLI_GROUP(cli_options_format),
     CLI_GROUP(cli_options_fidelity),
     CLI_GROUP(cli_options_output),
-    CLI_GROUP(cli_options_kind),
-    CLI_STRING("ranks", "N", ranks, "ranks in the job"),
-    CLI_STRING("ranks-per-node", "K", ranks_per_node,
-               "NPUs used per server (default: all of node.npus)"),
+    CLI_GROUP(cli_options_op),
+    CLI_GROUP(cli_options_dtype),
+    CLI_GROUP(cli_options_ranks),
     CLI_STRING("sizes", "MIN:MAX[:F]", sizes,
                "sizes from MIN to MAX, times F each (default 1K:1G:4)"),
-    CLI_STRING("algo", "A[,A1[,A2]]", algo, "force algorithms (see above)"),
+    CLI_GROUP(cli_options_algo),
     CLI_STRING("root", "R", root, "root rank of broadcast and reduce (default 0)"),
     CLI_STRING("matrix", "FILE", matrix, "alltoallv bytes, a JSON array of arrays"),
     CLI_STRING("style", "S", style, "print the table of nccl-tests or hccl-test (see above)"),

@@ -17,7 +17,7 @@
  * tables); each is declared beside the command that reads them. */
 extern const cli_option_t cmd_coll_options[], cmd_op_options[], cmd_replay_options[],
     cmd_train_options[], cmd_serve_options[], cmd_cluster_options[], cmd_calibrate_options[],
-    cmd_validate_options[], cmd_schema_options[];
+    cmd_validate_options[], cmd_schema_options[], cmd_check_options[], cmd_diff_options[];
 
 /* npusim validate: the resolved system (and workload) config. */
 int cmd_validate(const cli_opts_t *opts, FILE *out, npu_err_t *err);
@@ -43,6 +43,15 @@ int cmd_cluster(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 /* npusim calibrate: chip parameters fitted to measured kernels. Writes the
  * fitted config to opts->output_path itself; out gets the report. */
 int cmd_calibrate(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
+/* npusim check: the rows of an expectations file run and judged; exit status
+ * 1 (CMD_NOT_ALL_PASSED) when one is out of tolerance or did not run. */
+#define CMD_NOT_ALL_PASSED (-3)
+int cmd_check(const cli_opts_t *opts, FILE *out, npu_err_t *err);
+
+/* npusim diff: the figures that moved between two JSON outputs; exit status
+ * 1 (CMD_NOT_ALL_PASSED) when one did. */
+int cmd_diff(const cli_opts_t *opts, FILE *out, npu_err_t *err);
 
 /* npusim schema: the reference of every config key. */
 int cmd_schema(const cli_opts_t *opts, FILE *out, npu_err_t *err);

@@ -417,7 +417,7 @@ check "control characters in a command name are escaped" \
   one_line 2 'npusim: unknown command "x\ty\x1b[0m"; usage: npusim [--version] [--help] COMMAND [OPTIONS]' \
   "$npusim" $'x\ty\e[0m'
 check "a newline in help's argument stays on one line" \
-  one_line 2 'npusim help: expected one of coll, op, replay, train, serve, cluster, calibrate, validate, schema, found unknown command "a\nb"' \
+  one_line 2 'npusim help: expected one of coll, op, replay, train, serve, cluster, calibrate, validate, check, diff, schema, found unknown command "a\nb"' \
   "$npusim" help $'a\nb'
 check "a newline in an option value stays on one line" \
   one_line 2 '--set: name: expected printable UTF-8 text, found a control character (U+000A)' \
@@ -487,7 +487,7 @@ expect_line "a mistyped command" \
   'npusim: unknown command "trian" (did you mean "train"?); usage: npusim [--version] [--help] COMMAND [OPTIONS]' \
   "$npusim" trian
 expect_line "a mistyped command after help" \
-  'npusim help: expected one of coll, op, replay, train, serve, cluster, calibrate, validate, schema, found unknown command "valdiate" (did you mean "validate"?)' \
+  'npusim help: expected one of coll, op, replay, train, serve, cluster, calibrate, validate, check, diff, schema, found unknown command "valdiate" (did you mean "validate"?)' \
   "$npusim" help valdiate
 expect_line "a mistyped --set prefix" \
   '--set: worklaod: expected a key of the system or workload config, found unknown key "worklaod" (did you mean "workload"?)' \

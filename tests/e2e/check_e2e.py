@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""check_e2e.py - `npusim check`, `npusim diff` and `npusim calibrate
+--collectives` end to end (issue #32).
+
+  check: the shipped expectations (configs/expectations/published.json, the
+    validation tables as npusim check rows; make_expectations.py --check says
+    the file is what the tables give) pass, exit 0, and their JUnit XML, read
+    by Python's XML parser, counts every row and no failure; a copy with one
+    expected value changed exits 1 with exactly that testcase failed; a row
+    whose command fails is an error (exit 1), never a skip; -j 1 and -j 4
+    print the same bytes.
+  diff: two runs that differ in one key list exactly the figures that moved
+    (found here by flattening both outputs), a run against itself none (exit 0),
+    and the threshold leaves out exactly the smaller changes.
+  calibrate --collectives: logs written by `coll --style nccl-tests` /
+    `--style hccl-test` (its collective and ranks given) from a config with
+    known link efficiencies and
+    latencies give them back within 1% from another config; the fitted
+    config loads and predicts the logs; on a real public nccl-tests log
+    (tests/data/validation/coll_logs/) the held-out error is reported and
+    lower after the fit than before.
+Usage: tests/e2e/check_e2e.py NPUSIM   (from the repository root)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+from checks import fail, finish, ok
+
+NPUSIM = os.path.abspath(sys.argv[1])
+EXPECT = "configs/expectations/published.json"
+LOGS = "tests/data/validation/coll_logs"
+H100 = "configs/systems/h100-dgx.json"
+
+
+def run(args):
+    p = subprocess.run([NPUSIM] + args, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def junit(path):
+    suite = ET.parse(path).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    return suite, cases
+
+
+def check_shipped(tmp):
+    p = subprocess.run([sys.executable, "tests/validation/make_expectations.py", "--check"],
+                       capture_output=True, text=True)
+    if p.returncode:
+        fail("make_expectations --check: " + (p.stdout + p.stderr).strip())
+    rows = json.load(open(EXPECT))["expectations"]
+    xml = os.path.join(tmp, "published.xml")
+    rc, out, err = run(["check", EXPECT, "-j", "2", "--junit", xml])
+    if rc != 0:
+        fail("check %s: exit %d (want 0): %s%s" % (EXPECT, rc, out[-2000:], err))
+        return
+    suite, cases = junit(xml)
+    if int(suite.get("tests")) != len(rows) or suite.get("failures") != "0" or \
+            suite.get("errors") != "0" or len(cases) != len(rows):
+        fail("JUnit of the shipped expectations: %s" % suite.attrib)
+    else:
+        ok("check %s: %d rows within tolerance, exit 0, JUnit %s" % (EXPECT, len(rows),
+                                                                    suite.attrib))
+
+
+def check_fails(tmp):
+    rows = [r for r in json.load(open(EXPECT))["expectations"] if r["args"][0] == "coll"]
+    changed = json.loads(json.dumps(rows))
+    changed[2]["expected"] *= 1.5
+    broken = {"name": "a command that fails",
+              "args": ["coll", "--system", "no/such.json", "--op", "allreduce", "--ranks", "8"],
+              "figure": "[0].busbw_GBps", "expected": 1, "tolerance_pct": 5}
+    path = os.path.join(tmp, "changed.json")
+    json.dump({"expectations": changed}, open(path, "w"))
+    xml = os.path.join(tmp, "changed.xml")
+    rc, out, _ = run(["check", path, "--junit", xml])
+    suite, cases = junit(xml)
+    failed = [n for n, c in cases.items() if c.find("failure") is not None]
+    if rc != 1 or failed != [changed[2]["name"]] or suite.get("failures") != "1":
+        fail("one expected value changed: exit %d (want 1), failed %s" % (rc, failed))
+    else:
+        ok("one expected value changed: exit 1, exactly its testcase failed in the JUnit XML")
+    json.dump({"expectations": rows[:1] + [broken]}, open(path, "w"))
+    rc, out, _ = run(["check", path, "--junit", xml, "--format", "json"])
+    res = json.loads(out)["results"] if out else []
+    suite, cases = junit(xml)
+    if rc != 1 or [r["result"] for r in res] != ["pass", "error"] or \
+            "no/such.json" not in res[1].get("why", "") or suite.get("errors") != "1":
+        fail("a row whose command fails: exit %d, results %s" % (rc, res))
+    else:
+        ok("a row whose command fails: an error naming why (%s), exit 1" % res[1]["why"][:60])
+    json.dump({"expectations": rows}, open(path, "w"))
+    one = run(["check", path, "-j", "1"])[1]
+    four = run(["check", path, "-j", "4"])[1]
+    if one != four:
+        fail("check -j 1 and -j 4 print different tables")
+    else:
+        ok("check -j 1 and -j 4 print the same bytes")
+
+
+def flatten(doc, path=""):
+    if isinstance(doc, dict):
+        out = {}
+        for k, v in doc.items():
+            out.update(flatten(v, "%s.%s" % (path, k) if path else k))
+        return out
+    if isinstance(doc, list):
+        out = {}
+        for i, v in enumerate(doc):
+            out.update(flatten(v, "%s[%d]" % (path, i)))
+        return out
+    return {path: doc}
+
+
+def check_diff(tmp):
+    base = ["coll", "--system", H100, "--op", "allreduce", "--ranks", "16", "--sizes", "1M:1G:8",
+            "--fidelity", "analytic", "--format", "json"]
+    a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
+    open(a, "w").write(run(base)[1])
+    open(b, "w").write(run(base + ["--set", "cluster.scale_out.efficiency=0.5"])[1])
+    fa, fb = flatten(json.load(open(a))), flatten(json.load(open(b)))
+    want = sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
+    rc, out, err = run(["diff", a, b, "--format", "json"])
+    got = sorted(r["figure"] for r in json.loads(out)["moved"]) if out else []
+    if rc != 1 or got != want or not want:
+        fail("diff of two runs apart in one key: exit %d, listed %s, moved %s" % (rc, got, want))
+    else:
+        ok("diff of two runs apart in one key: exactly the %d figures that moved, exit 1"
+           % len(want))
+    rc, out, _ = run(["diff", a, a, "--format", "json"])
+    if rc != 0 or json.loads(out)["moved"]:
+        fail("diff of a run with itself: exit %d, %s" % (rc, out[:200]))
+    else:
+        ok("diff of a run with itself: nothing moved, exit 0")
+    changes = {k: abs(fb[k] - fa[k]) / abs(fa[k]) * 100 for k in want
+               if isinstance(fa.get(k), (int, float)) and isinstance(fb.get(k), (int, float))
+               and fa[k] != 0}
+    cut = sorted(changes.values())[len(changes) // 2]
+    rc, out, _ = run(["diff", a, b, "--format", "json", "--threshold", "%.17g" % cut])
+    got = sorted(r["figure"] for r in json.loads(out)["moved"])
+    over = sorted(k for k in want if k not in changes or changes[k] > cut)
+    if got != over:
+        fail("diff --threshold %.3g: listed %s, want %s" % (cut, got, over))
+    else:
+        ok("diff --threshold %.3g%%: exactly the %d larger changes" % (cut, len(over)))
+
+
+KNOWN = {"node.scale_up.efficiency": 0.7, "node.scale_up.latency_us": 2.5,
+         "cluster.scale_out.efficiency": 0.6, "cluster.scale_out.latency_us": 4.0}
+
+
+def check_calibrate(tmp):
+    sets = sum((["--set", "%s=%g" % kv] for kv in KNOWN.items()), [])
+    logs = []
+    for ranks, style in ((8, "nccl-tests"), (32, "nccl-tests"), (8, "hccl-test")):
+        path = os.path.join(tmp, "known_%d_%s.log" % (ranks, style))
+        rc, out, err = run(["coll", "--system", H100, "--op", "allreduce", "--ranks", str(ranks),
+                            "--sizes", "8:4G:2", "--fidelity", "analytic", "--style", style] + sets)
+        open(path, "w").write(out)
+        logs.append(path)
+    fitted = os.path.join(tmp, "fitted.json")
+    args = ["calibrate", "--system", H100, "--op", "allreduce", "--format", "json",
+            "--output", fitted]
+    for path in logs[:2]:
+        args += ["--collectives", path]
+    rc, out, err = run(args)
+    if rc != 0:
+        fail("calibrate --collectives on logs of a known config: exit %d: %s" % (rc, err))
+        return
+    params = {p["key"]: p["after"] for p in json.loads(out)["parameters"]}
+    off = {k: params.get(k, 0) / v - 1 for k, v in KNOWN.items()}
+    if any(abs(e) > 0.01 for e in off.values()):
+        fail("fitted parameters off the known ones: %s" % params)
+    else:
+        ok("nccl-tests logs of a known config: efficiencies and latencies within 1%% (%s)"
+           % ", ".join("%s %+.3f%%" % (k.split(".")[-1], 100 * e) for k, e in off.items()))
+    rc, out, err = run(["coll", "--system", fitted, "--op", "allreduce", "--ranks", "32",
+                        "--sizes", "1G", "--fidelity", "analytic", "--format", "json"])
+    rc2, out2, _ = run(["coll", "--system", H100, "--op", "allreduce", "--ranks", "32",
+                        "--sizes", "1G", "--fidelity", "analytic", "--format", "json"] + sets)
+    if rc or rc2 or abs(json.loads(out)[0]["time_us"] / json.loads(out2)[0]["time_us"] - 1) > 0.01:
+        fail("the fitted config (%s) does not predict the known config's 1 GiB: %s" % (fitted, err))
+    else:
+        ok("the written config extends the system and predicts the known config within 1%")
+    rc, out, err = run(["calibrate", "--system", H100, "--collectives", logs[2], "--op",
+                        "allreduce", "--ranks", "8", "--format", "json"])
+    params = {p["key"]: p["after"] for p in json.loads(out)["parameters"]} if rc == 0 else {}
+    if rc or abs(params.get("node.scale_up.efficiency", 0) / 0.7 - 1) > 0.01:
+        fail("an hccl_test log (--op, --ranks given): exit %d %s %s" % (rc, params, err))
+    else:
+        ok("an hccl_test log with --op and --ranks: scale-up efficiency within 1%")
+    real = os.path.join(LOGS, "h100_together_1node_8gpu_allreduce_ring.txt")
+    rc, out, err = run(["calibrate", "--system", H100, "--collectives", real, "--op",
+                        "allreduce", "--algo", "ring", "--format", "json"])
+    if rc:
+        fail("calibrate on %s: exit %d: %s" % (real, rc, err))
+        return
+    r = json.loads(out)
+    before, after = r["held_out_geomean_error_before_pct"], r["held_out_geomean_error_after_pct"]
+    if r["held_out_sizes"] < 10 or not after < before:
+        fail("real log: held-out error %.1f%% -> %.1f%% over %d sizes" % (before, after,
+                                                                           r["held_out_sizes"]))
+    else:
+        ok("real 8x H100 ring log: held-out geomean |error| %.1f%% -> %.1f%% over %d sizes"
+           % (before, after, r["held_out_sizes"]))
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        check_shipped(tmp)
+        check_fails(tmp)
+        check_diff(tmp)
+        check_calibrate(tmp)
+    finish("check_e2e")
+
+
+if __name__ == "__main__":
+    main()
