@@ -1330,3 +1330,64 @@ def number_or_text(v):
     if not math.isfinite(f):   # "nan", "inf": npusim never writes them; not an amount
         return v
     return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
+
+
+# Columns of a results table that say which row it is, not what it predicts.
+IDENTITY_COLUMNS = ("point", "key", "status", "error")
+
+
+def row_identity(row, names, seen):
+    """A row's place, the same in two runs of one spec: its axis values and
+    its ordinal among the rows of that point (coll prints one per size)."""
+    axes = tuple(fmt(row.get(n)) if not isinstance(row.get(n), str) else row.get(n)
+                 for n in names)
+    n = seen.get(axes, 0)
+    seen[axes] = n + 1
+    return axes + (n,)
+
+
+def compare_baseline(path, rows, names, threshold_pct):
+    """Rows of results against a baseline results.csv / .jsonl of the same
+    spec: (moved, unmatched), moved a list of (identity, column, old, new,
+    change_pct or None) for every number whose relative change passes the
+    threshold, or a text that differs; unmatched the rows one run lacks."""
+    old_rows = read_table(path)
+    old, seen = {}, {}
+    for r in old_rows:
+        old[row_identity(r, names, seen)] = r
+    moved, unmatched, seen = [], 0, {}
+    for r in rows:
+        ident = row_identity({n: number_or_text(csv_cell(r.get(n))) for n in names}, names, seen)
+        base = old.pop(ident, None)
+        if base is None:
+            unmatched += 1
+            continue
+        for col, v in r.items():
+            if col in IDENTITY_COLUMNS or col in names:
+                continue
+            new = number_or_text(csv_cell(v))
+            was = base.get(col)
+            if isinstance(new, (int, float)) and isinstance(was, (int, float)) and \
+                    not isinstance(new, bool) and not isinstance(was, bool):
+                if new == was:
+                    continue
+                change = 100.0 * (new - was) / abs(was) if was else None
+                if change is not None and abs(change) <= threshold_pct:
+                    continue
+                moved.append((ident, col, was, new, change))
+            elif csv_cell(new) != csv_cell(was) and not (col in ("links",) and was is None):
+                moved.append((ident, col, was, new, None))
+    return moved, unmatched + len(old)
+
+
+def write_moved(out_dir, moved, names):
+    """DIR/moved.csv: one row per figure that moved against the baseline."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(list(names) + ["row", "column", "baseline", "now", "change_pct"])
+    for ident, col, was, new, change in moved:
+        w.writerow([csv_cell(x) for x in ident[:-1]] + [ident[-1], col, csv_cell(was),
+                                                          csv_cell(new),
+                                                          "" if change is None else
+                                                          "%.6g" % change])
+    write_atomic(os.path.join(out_dir, "moved.csv"), buf.getvalue())

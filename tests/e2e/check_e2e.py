@@ -12,6 +12,9 @@
   diff: two runs that differ in one key list exactly the figures that moved
     (found here by flattening both outputs), a run against itself none (exit 0),
     and the threshold leaves out exactly the smaller changes.
+  npusim-sweep --baseline: a rerun against its own table flags nothing (exit
+    0); against a copy with one figure changed, exactly that row and column
+    (moved.csv, exit 1), and a threshold above the change none.
   calibrate --collectives: logs written by `coll --style nccl-tests` /
     `--style hccl-test` (its collective and ranks given) from a config with
     known link efficiencies and
@@ -19,9 +22,13 @@
     config loads and predicts the logs; on a real public nccl-tests log
     (tests/data/validation/coll_logs/) the held-out error is reported and
     lower after the fit than before.
-Usage: tests/e2e/check_e2e.py NPUSIM   (from the repository root)"""
+Usage: tests/e2e/check_e2e.py NPUSIM [--quick]   (from the repository root;
+--quick: of the shipped expectations only the collective rows, as the
+sanitizer build runs it)"""
+import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +37,7 @@ import xml.etree.ElementTree as ET
 from checks import fail, finish, ok
 
 NPUSIM = os.path.abspath(sys.argv[1])
+QUICK = "--quick" in sys.argv[2:]
 EXPECT = "configs/expectations/published.json"
 LOGS = "tests/data/validation/coll_logs"
 H100 = "configs/systems/h100-dgx.json"
@@ -52,8 +60,13 @@ def check_shipped(tmp):
     if p.returncode:
         fail("make_expectations --check: " + (p.stdout + p.stderr).strip())
     rows = json.load(open(EXPECT))["expectations"]
+    expect = EXPECT
+    if QUICK:
+        rows = [r for r in rows if r["args"][0] == "coll"]
+        expect = os.path.join(tmp, "published_coll.json")
+        json.dump({"expectations": rows}, open(expect, "w"))
     xml = os.path.join(tmp, "published.xml")
-    rc, out, err = run(["check", EXPECT, "-j", "2", "--junit", xml])
+    rc, out, err = run(["check", expect, "-j", "2", "--junit", xml])
     if rc != 0:
         fail("check %s: exit %d (want 0): %s%s" % (EXPECT, rc, out[-2000:], err))
         return
@@ -148,6 +161,50 @@ def check_diff(tmp):
         ok("diff --threshold %.3g%%: exactly the %d larger changes" % (cut, len(over)))
 
 
+def check_sweep_baseline(tmp):
+    spec = "configs/sweeps/llama2-70b-910b-bandwidth.json"
+    out = os.path.join(tmp, "sweep")
+    env = dict(os.environ, NPUSIM=NPUSIM)
+    sweep = lambda *extra: subprocess.run(
+        [sys.executable, "scripts/tools/npusim-sweep", spec, "--out", out, "-j", "2"] + list(extra),
+        capture_output=True, text=True, env=env)
+    first = sweep()
+    if first.returncode:
+        fail("npusim-sweep %s: %s" % (spec, first.stderr.strip()[-300:]))
+        return
+    with open(os.path.join(out, "results.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    base = os.path.join(tmp, "baseline.csv")
+    shutil.copy(os.path.join(out, "results.csv"), base)
+    same = sweep("--baseline", base)
+    moved = open(os.path.join(out, "moved.csv")).read().splitlines()
+    if same.returncode != 0 or len(moved) != 1:
+        fail("sweep --baseline of an unchanged run: exit %d, moved.csv %s" % (same.returncode,
+                                                                             moved))
+    else:
+        ok("sweep --baseline of an unchanged run: nothing moved, exit 0")
+    rows[4]["step_time_s"] = repr(float(rows[4]["step_time_s"]) * 1.05)
+    with open(base, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    changed = sweep("--baseline", base)
+    moved = list(csv.DictReader(open(os.path.join(out, "moved.csv"))))
+    if changed.returncode != 1 or len(moved) != 1 or moved[0]["column"] != "step_time_s" or \
+            (moved[0]["hccs_GBps"], moved[0]["roce_GBps"]) != (rows[4]["hccs_GBps"],
+                                                                rows[4]["roce_GBps"]):
+        fail("sweep --baseline with one figure changed: exit %d, moved %s" %
+             (changed.returncode, moved))
+    else:
+        ok("sweep --baseline with one figure changed: exactly that point's step_time_s "
+           "(%s%%), exit 1" % moved[0]["change_pct"])
+    quiet = sweep("--baseline", base, "--threshold", "5")
+    if quiet.returncode != 0:
+        fail("sweep --baseline --threshold 5 over a 4.8%% change: exit %d" % quiet.returncode)
+    else:
+        ok("sweep --baseline --threshold 5: the 4.8% change left out, exit 0")
+
+
 KNOWN = {"node.scale_up.efficiency": 0.7, "node.scale_up.latency_us": 2.5,
          "cluster.scale_out.efficiency": 0.6, "cluster.scale_out.latency_us": 4.0}
 
@@ -213,6 +270,7 @@ def main():
         check_shipped(tmp)
         check_fails(tmp)
         check_diff(tmp)
+        check_sweep_baseline(tmp)
         check_calibrate(tmp)
     finish("check_e2e")
 
