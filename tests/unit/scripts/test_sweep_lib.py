@@ -486,6 +486,9 @@ for argv in json.loads(sys.argv[2]):
         "top": float(max([p.get_y() + p.get_height() for p in ax.patches]
                          + [y for l in ax.get_lines() for y in l.get_ydata()])),
         "everything": box(ax.get_tightbbox(r)), "title_box": box(ax.title.get_window_extent(r)),
+        "panels": [a.get_title() for a in fig.axes if a.get_visible()],
+        "panel_ylims": [[float(v) for v in a.get_ylim()] for a in fig.axes if a.get_visible()],
+        "suptitle": fig._suptitle.get_text() if fig._suptitle else None,
         "legend": None if leg is None else {
             "title": leg.get_title().get_text(), "entries": [t.get_text() for t in leg.get_texts()],
             "box": box(leg.get_window_extent(r))}})
@@ -523,13 +526,13 @@ class Plots(unittest.TestCase):
         head = ["point", "key", "tp", "roce", "status", "error", "step_time_s",
                 "tokens_per_s_per_npu", "mfu", "breakdown.compute", "breakdown.exposed_tp_comm",
                 "breakdown.exposed_ep_comm", "breakdown.pipeline_bubble", "memory.peak_GiB",
-                "memory.fits", "size_bytes"]
+                "memory.fits", "size_bytes", "microbatches"]
         lines = [",".join(head)]
         for i, (tp, roce) in enumerate((t, r) for t in (1, 2, 4) for r in (12.5, 25)):
             step = 10.0 / tp + 50 / roce + (0 if tp == 1 else 1.0)
             lines.append(",".join(str(v) for v in (
                 i, f"k{i}", tp, roce, "ok", "", step, 1000 / step, 0.4 + 0.01 * tp, 10.0 / tp,
-                50 / roce, 0, 0 if tp == 1 else 1.0, 20.0 / tp, "true", 1024 ** tp)))
+                50 / roce, 0, 0 if tp == 1 else 1.0, 20.0 / tp, "true", 1024 ** tp, 100 + 8 * tp)))
         cls.table = os.path.join(cls.dir, "results.csv")
         with open(cls.table, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -605,6 +608,31 @@ class Plots(unittest.TestCase):
         self.assertEqual(titled["xscale"], "linear")
         self.assertEqual(sizes["xscale"], "log")  # 1 KiB to 1 TiB
         self.assertEqual(sizes["xlabel"], "size (bytes)")
+
+    def test_panels_where_ratios_and_counts(self):
+        """--col makes one panel per value, one y axis shared, the spec's
+        title above them all; --where is named in the title (not over an
+        explicit --title) and in the default file name; --slowdown over a rate
+        is a ratio, over a time a slowdown; an axis that counts starts at 0."""
+        panels, where, ratio, slow, counts = self.charts(
+            [self.dir, "--x", "roce", "--y", "step_time_s", "--col", "tp"],
+            [self.dir, "--x", "tp", "--y", "mfu", "--where", "roce=25"],
+            [self.dir, "--x", "roce", "--y", "tokens_per_s_per_npu", "--slowdown", "25",
+             "--where", "tp=2"],
+            [self.dir, "--x", "roce", "--y", "step_time_s", "--slowdown", "25", "--where", "tp=2"],
+            [self.dir, "--x", "tp", "--y", "microbatches", "--where", "roce=25"])
+        self.assertEqual(panels["panels"], ["tp=1", "tp=2", "tp=4"])
+        self.assertEqual(len({tuple(y) for y in panels["panel_ylims"]}), 1)  # one y axis
+        self.assertEqual(panels["suptitle"], DESCRIPTION)
+        self.assertTrue(where["title"].endswith("[roce=25]"), where["title"])
+        self.assertTrue(ratio["ylabel"].startswith("ratio: throughput per NPU"), ratio["ylabel"])
+        self.assertTrue(slow["ylabel"].startswith("slowdown: step time"), slow["ylabel"])
+        self.assertEqual(counts["ylim"][0], 0)  # 108 to 132 micro-batches, from 0
+        r = subprocess.run([self.python, PLOT, self.dir, "--x", "tp", "--y", "mfu", "--where",
+                            "roce=25"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), os.path.join(self.dir, "mfu-vs-tp-where-roce=25.png"))
+        self.assertTrue(os.path.isfile(r.stdout.strip()))
 
     def test_fields_of_two_units_or_not_numbers_are_refused_in_one_line(self):
         for y, found in (("step_time_s,mfu", "expected fields of one unit (one axis), found s: "
