@@ -240,7 +240,10 @@ static void command_hint(const char *name, char *buf, size_t len) {
   for (size_t i = 0; i < NCOMMANDS; i++)
     names[i] = commands[i].name;
   const char *hint = cfg_suggest_name(name, names, NCOMMANDS, NULL);
-  snprintf(buf, len, hint ? " (did you mean \"%s\"?)" : "", hint);
+  if (hint)
+    snprintf(buf, len, " (did you mean \"%s\"?)", hint);
+  else if (len > 0)
+    buf[0] = '\0';
 }
 
 static int parse_choice(const char *opt, const char *arg, const char *const *names, int n,
