@@ -510,21 +510,38 @@ static int ffn(gen_t *g, double tokens, double f, double batch, bool column, boo
   return shaped(g, GEN_MATMUL, h, up, tokens, batch, 0, x);
 }
 
+/* The tokens a rank's picks of zero-computation experts send (model.moe.
+ * zero_experts): as MindSpeed-LLM runs them, through their own dispatch and
+ * combine all-to-alls over the EP group, scaled by the router's weight on
+ * arrival. Returns what follows them. */
+static int zero_experts(gen_t *g, double rows, int x) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  double picks = rows * (m->moe.top_k - xf_routed_k(m));
+  if (m->moe.zero_experts == 0 || picks <= 0)
+    return x;
+  double a2a = par->ep > 1 ? picks * m->hidden * g->e : 0;
+  x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+  x = vec(g, GEN_MUL, picks, m->hidden, x);
+  return coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+}
+
 /* The router and the routed experts between their all-to-alls (dispatch and
  * combine, reversed in the backward), for `rows` tokens of this rank whose
  * experts are `width` wide on it; the experts see the busiest EP rank's tokens
- * (moe_routing.h). */
+ * (moe_routing.h); then the picks of zero-computation experts. */
 static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) {
   const moe_cfg_t *moe = &g->w->model.moe;
   const parallel_cfg_t *par = &g->w->parallel;
   double h = g->w->model.hidden, local = (double)moe->experts / par->ep;
-  double routed = rows * moe->top_k * moe->capacity_factor * g->moe_skew;
+  double routed = rows * xf_routed_k(&g->w->model) * moe->capacity_factor * g->moe_skew;
   double a2a = par->ep > 1 ? routed * h * g->e : 0;
   if (!bwd)
     x = mm(g, rows, moe->experts, h, x);
   x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
   x = ffn(g, routed / local, width, local, false, bwd, x);
   x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+  x = zero_experts(g, rows, x);
   if (bwd) { /* router: dgrad, wgrad */
     x = mm(g, rows, h, moe->experts, x);
     x = mm(g, h, moe->experts, rows, x);
@@ -555,12 +572,13 @@ static int moe_folded(gen_t *g, bool bwd, int x) {
   return x;
 }
 
-/* The MLP, or the router, the routed experts between their all-to-alls and the
- * shared experts, all on the TP group's tokens (each expert split over it). */
-static int mlp(gen_t *g, bool bwd, int dep) {
+/* The dense MLP (moe false), or the router, the routed experts between their
+ * all-to-alls and the shared experts, all on the TP group's tokens (each
+ * expert split over it). */
+static int mlp(gen_t *g, bool moe_block, bool bwd, int dep) {
   const model_cfg_t *m = &g->w->model;
   double tk = g->tokens, t = g->w->parallel.tp;
-  if (!layer_moe(g))
+  if (!moe_block)
     return ffn(g, tk, m->ffn_hidden / t, 1, true, bwd, dep);
   const moe_cfg_t *moe = &m->moe;
   double fe = moe->expert_ffn_hidden / t;
@@ -656,10 +674,17 @@ static double out_proj_width(const model_cfg_t *m, int tp) {
   return (double)m->heads * xf_attention_widths(m).v / tp;
 }
 
-static int layer_forward(gen_t *g, int dep) {
+/* Rows of the layer's activations on this rank (the sequence's shard with
+ * sequence parallelism). */
+static double layer_rows(const gen_t *g) {
+  const parallel_cfg_t *par = &g->w->parallel;
+  return par->sequence_parallel ? g->tokens / par->tp : g->tokens;
+}
+
+/* A norm, the attention block and its residual add. */
+static int attention_forward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
-  double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
+  double tk = g->tokens, h = m->hidden, rows = layer_rows(g);
   int x = vec(g, norm_kind(m), rows, h, dep);
   x = tp_enter(g, x);
   x = qkv_forward(g, x);
@@ -667,31 +692,53 @@ static int layer_forward(gen_t *g, int dep) {
   x = attention(g, false, x);
   x = mm(g, tk, h, out_proj_width(m, g->w->parallel.tp), x);
   x = tp_exit_fused(g, x);
-  x = vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
-  x = vec(g, norm_kind(m), rows, h, x);
-  if (layer_moe(g) && ep_folded(&g->w->parallel))
-    x = moe_folded(g, false, x);
-  else
-    x = tp_exit_fused(g, mlp(g, false, tp_enter(g, x)));
   return vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
 }
 
-static int layer_backward(gen_t *g, int dep) {
+/* A norm, the dense MLP or the MoE block, and its residual add. */
+static int mlp_forward(gen_t *g, bool moe_block, int dep) {
   const model_cfg_t *m = &g->w->model;
-  const parallel_cfg_t *par = &g->w->parallel;
-  double tk = g->tokens, h = m->hidden, t = par->tp;
-  double rows = par->sequence_parallel ? tk / t : tk, o = out_proj_width(m, par->tp);
-  int x = dep;
-  if (par->recompute == RECOMPUTE_FULL)
-    x = layer_forward(g, x);
-  x = dropout(g, rows, h, x);
-  if (layer_moe(g) && ep_folded(par))
+  double h = m->hidden, rows = layer_rows(g);
+  int x = vec(g, norm_kind(m), rows, h, dep);
+  if (moe_block && ep_folded(&g->w->parallel))
+    x = moe_folded(g, false, x);
+  else
+    x = tp_exit_fused(g, mlp(g, moe_block, false, tp_enter(g, x)));
+  return vec(g, GEN_ADD, rows, h, dropout(g, rows, h, x));
+}
+
+/* A layer: attention then its MLP or MoE block; LongCat-Flash's MoE layer
+ * (model.moe.shortcut) is an attention block, the MoE block and a dense MLP
+ * on its output, then a second attention block and dense MLP, run in turn as
+ * MindSpeed-LLM runs them (the dense MLP takes its own norm of the same
+ * input [A]: one norm more than the model has). */
+static int layer_forward(gen_t *g, int dep) {
+  bool moe = layer_moe(g);
+  int x = mlp_forward(g, moe, attention_forward(g, dep));
+  if (xf_attention_blocks(&g->w->model, moe) == 2)
+    x = mlp_forward(g, false, attention_forward(g, mlp_forward(g, false, x)));
+  return x;
+}
+
+/* The backward of mlp_forward: the residual's gradient joins after its norm. */
+static int mlp_backward(gen_t *g, bool moe_block, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  double h = m->hidden, rows = layer_rows(g);
+  int x = dropout(g, rows, h, dep);
+  if (moe_block && ep_folded(&g->w->parallel))
     x = moe_folded(g, true, x);
   else /* the mirror of the forward's exit; leaves the tensor-parallel region */
-    x = mlp(g, true, tp_enter(g, x));
+    x = mlp(g, moe_block, true, tp_enter(g, x));
   x = vec(g, norm_kind(m), rows, h, x);
-  x = vec(g, GEN_ADD, rows, h, x); /* the residual's gradient joins */
-  x = dropout(g, rows, h, x);
+  return vec(g, GEN_ADD, rows, h, x); /* the residual's gradient joins */
+}
+
+/* The backward of attention_forward. */
+static int attention_backward(gen_t *g, int dep) {
+  const model_cfg_t *m = &g->w->model;
+  const parallel_cfg_t *par = &g->w->parallel;
+  double tk = g->tokens, h = m->hidden, rows = layer_rows(g), o = out_proj_width(m, par->tp);
+  int x = dropout(g, rows, h, dep);
   x = tp_enter(g, x);
   x = mm(g, tk, o, h, x); /* output projection: dgrad, wgrad */
   x = mm(g, o, h, tk, x);
@@ -702,6 +749,16 @@ static int layer_backward(gen_t *g, int dep) {
   x = qkv_backward(g, x);
   x = vec(g, norm_kind(m), rows, h, x);
   return vec(g, GEN_ADD, rows, h, x); /* the residual's gradient joins */
+}
+
+static int layer_backward(gen_t *g, int dep) {
+  bool moe = layer_moe(g);
+  int x = dep;
+  if (g->w->parallel.recompute == RECOMPUTE_FULL)
+    x = layer_forward(g, x);
+  if (xf_attention_blocks(&g->w->model, moe) == 2)
+    x = mlp_backward(g, false, attention_backward(g, mlp_backward(g, false, x)));
+  return attention_backward(g, mlp_backward(g, moe, x));
 }
 
 /* ---- parameters, gradients, buckets ---- */
@@ -1261,8 +1318,10 @@ static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double pa
  * (selective). */
 static double layer_flops(const workload_cfg_t *w, int index, bool with_recompute) {
   const model_cfg_t *m = &w->model;
-  double core = xf_attention_flops(m, xf_layer_context(m, index, m->seq_len));
-  double fwd_layer = xf_layer_matmul_flops(m, xf_layer_is_moe(m, index)) + core;
+  bool moe = xf_layer_is_moe(m, index);
+  double core = xf_attention_blocks(m, moe) * xf_attention_flops(m, xf_layer_context(m, index,
+                                                                                     m->seq_len));
+  double fwd_layer = xf_layer_matmul_flops(m, moe) + core;
   double layer = 3 * fwd_layer;
   if (with_recompute && w->parallel.recompute == RECOMPUTE_FULL)
     layer += fwd_layer;

@@ -11,6 +11,17 @@ bool xf_layer_is_moe(const model_cfg_t *m, int layer) {
   return m->has_moe && layer >= m->moe.dense_layers;
 }
 
+double xf_routed_k(const model_cfg_t *m) {
+  const moe_cfg_t *x = &m->moe;
+  if (x->zero_experts == 0)
+    return x->top_k;
+  return (double)x->top_k * x->experts / (x->experts + x->zero_experts);
+}
+
+int xf_attention_blocks(const model_cfg_t *m, bool moe) {
+  return moe && m->has_moe && m->moe.shortcut ? 2 : 1;
+}
+
 bool xf_layer_windowed(const model_cfg_t *m, int layer) {
   int n = (layer < m->layers ? layer : m->layers - 1) + 1; /* 1-based */
   int every = m->full_attention_every;
@@ -98,6 +109,11 @@ xf_params_t xf_layer_params(const model_cfg_t *m, const xf_split_t *s, bool moe)
   p.experts = routed_params(m, s);
   p.router = h * x->experts;
   p.mlp = x->shared_experts * mats * h * x->expert_ffn_hidden / s->tp;
+  if (x->shortcut) { /* a second attention block; a dense MLP after each */
+    p.attention *= 2;
+    p.norms *= 2;
+    p.mlp += 2 * mats * h * m->ffn_hidden / s->tp;
+  }
   return p;
 }
 
@@ -144,7 +160,7 @@ double xf_active_params(const model_cfg_t *m) {
   if (!m->has_moe)
     return total;
   xf_params_t p = xf_layer_params(m, &XF_WHOLE, true);
-  double idle = p.experts * (m->moe.experts - m->moe.top_k) / m->moe.experts;
+  double idle = p.experts * (m->moe.experts - xf_routed_k(m)) / m->moe.experts;
   return total - xf_moe_layers(m) * idle;
 }
 
@@ -206,7 +222,7 @@ int xf_layer_matmuls(const model_cfg_t *m, const xf_split_t *s, bool moe, int bl
   if ((blocks & XF_BLOCK_EXPERTS) && moe) {
     double local = ceil((double)x->experts / s->ep);
     double width = ceil((double)x->expert_ffn_hidden * s->ep / s->expert_ranks);
-    n = mlp_matmuls(m, width, XF_MM_EXPERT_UP, local, local * x->top_k / x->experts, out, n);
+    n = mlp_matmuls(m, width, XF_MM_EXPERT_UP, local, local * xf_routed_k(m) / x->experts, out, n);
   }
   return n;
 }
@@ -215,13 +231,20 @@ double xf_matmul_flops(const xf_matmul_t *mm) {
   return 2 * mm->n * mm->k * mm->per_token;
 }
 
-double xf_layer_matmul_flops(const model_cfg_t *m, bool moe) {
+static double matmul_flops(const model_cfg_t *m, bool moe, int blocks) {
   xf_matmul_t mms[XF_MAX_MATMULS];
-  int n = xf_layer_matmuls(m, &XF_WHOLE, moe, XF_BLOCK_ATTENTION | XF_BLOCK_MLP | XF_BLOCK_EXPERTS,
-                           mms);
+  int n = xf_layer_matmuls(m, &XF_WHOLE, moe, blocks, mms);
   double flops = 0;
   for (int i = 0; i < n; i++)
     flops += xf_matmul_flops(&mms[i]);
+  return flops;
+}
+
+double xf_layer_matmul_flops(const model_cfg_t *m, bool moe) {
+  double flops = matmul_flops(m, moe, XF_BLOCK_ATTENTION | XF_BLOCK_MLP | XF_BLOCK_EXPERTS);
+  if (xf_attention_blocks(m, moe) == 2) /* a second attention block; a dense MLP after each */
+    flops += matmul_flops(m, false, XF_BLOCK_ATTENTION | XF_BLOCK_MLP) +
+             matmul_flops(m, false, XF_BLOCK_MLP);
   return flops;
 }
 
@@ -238,7 +261,7 @@ xf_act_bytes_t xf_layer_activation_bytes(const model_cfg_t *m, bool moe, bool sc
   /* per head widths of queries and keys (qk) and values (v), the key/value heads */
   xf_attention_widths_t w = xf_attention_widths(m);
   double h = m->hidden, heads = m->heads;
-  double f = moe ? (double)(m->moe.top_k + m->moe.shared_experts) * m->moe.expert_ffn_hidden
+  double f = moe ? (xf_routed_k(m) + m->moe.shared_experts) * m->moe.expert_ffn_hidden
                  : m->ffn_hidden;
   bool dropout = m->dropout > 0;
   xf_act_bytes_t a;
@@ -260,5 +283,10 @@ xf_act_bytes_t xf_layer_activation_bytes(const model_cfg_t *m, bool moe, bool sc
    * per score), with dropout also its mask and output (5 in all) */
   if (scores_kept)
     a.tp_split += (dropout ? 5.0 : 2.0) * m->heads * seq;
+  if (xf_attention_blocks(m, moe) == 2) { /* a second attention block; a dense MLP after each */
+    xf_act_bytes_t d = xf_layer_activation_bytes(m, false, scores_kept, seq);
+    a.sequence += d.sequence;
+    a.tp_split += d.tp_split + (xf_gated(m) ? 6 : 4) * m->ffn_hidden;
+  }
   return a;
 }

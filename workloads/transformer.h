@@ -18,6 +18,11 @@
  * layer of the model's last kind and the shared LM head; a model's total
  * (xf_model_params: DeepSeek-V3's 671B) leaves them out, as its report does.
  *
+ * LongCat-Flash's MoE layers (model.moe.shortcut) hold two attention blocks
+ * and two dense MLPs beside their MoE block; zero-computation experts
+ * (model.moe.zero_experts) take a share of each token's picks and cost
+ * nothing but their all-to-alls.
+ *
  * Sliding-window attention (model.sliding_window_tokens) narrows what a query
  * of the windowed layers sees; the weights are unchanged.
  *
@@ -104,6 +109,15 @@ bool xf_layer_is_moe(const model_cfg_t *m, int layer);
  * the keys one of its queries sees at most in a sequence of seq tokens. */
 bool xf_layer_windowed(const model_cfg_t *m, int layer);
 double xf_layer_context(const model_cfg_t *m, int layer, double seq);
+
+/* Routed experts one token reaches on average: top_k, less the share of its
+ * picks that go to zero-computation experts (model.moe.zero_experts, picked
+ * in proportion to their number [A]). */
+double xf_routed_k(const model_cfg_t *m);
+
+/* Attention blocks (each with its dense MLP after it where the layer is a
+ * shortcut MoE layer) of a layer: 2 in LongCat-Flash's MoE layers, else 1. */
+int xf_attention_blocks(const model_cfg_t *m, bool moe);
 
 /* The model's MoE layers (the others keep a dense MLP). */
 int xf_moe_layers(const model_cfg_t *m);

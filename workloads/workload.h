@@ -46,6 +46,12 @@ typedef struct {
   int dense_layers;         /* the first layers keep a dense MLP (DeepSeek-V3: 3) */
   int groups;               /* routing groups of experts; 0: none */
   int top_groups;           /* groups a token's experts may come from (DeepSeek-V3: 4 of 8) */
+  int zero_experts;         /* zero-computation experts beside the routed ones (LongCat-Flash:
+                             * 256): the router picks top_k of experts + zero_experts; a zero
+                             * expert returns its input, scaled */
+  bool shortcut;            /* LongCat-Flash's shortcut-connected MoE: each MoE layer holds two
+                             * attention blocks, each followed by a dense MLP of ffn_hidden, and
+                             * one MoE block fed from the first attention block's output */
 } moe_cfg_t;
 
 /* Multi-head latent attention (DeepSeek-V2/V3): keys and values are rebuilt

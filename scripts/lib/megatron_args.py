@@ -57,6 +57,7 @@ USED = {
     "--moe-shared-expert-intermediate-size": True, "--n-shared-experts": True,
     "--moe-expert-capacity-factor": True, "--moe-layer-freq": True,
     "--first-k-dense-replace": True, "--expert-interval": True, "--num-layer-list": True,
+    "--num-zero-experts": True,
     "--noop-layers": True, "--interleave-sliding-window": True, "--sliding-window-size": True,
     "--window-size": True, "--window-attn-skip-freq": True, "--tp-2d": False,
     "--expert-tensor-parallel-size": True, "--moe-tp-extend-ep": False,
@@ -195,12 +196,12 @@ SPECS_MODELLED = {
     "grok_spec": "Grok-1: GPT layers with MoE",
     "bailing_spec": "Ling (Bailing): GPT layers with MoE",
     "gemma2_spec": "Gemma 2: GPT layers with extra norms",
+    "longcat_spec": "LongCat-Flash: shortcut-connected MoE layers (model.moe.shortcut)",
     "layer_spec": "",
 }
 SPECS_UNMODELLED = {
     "qwen3_next_spec": "Qwen3-Next's gated DeltaNet linear attention",
     "deepseek4_spec": "DeepSeek-V4's sparse attention",
-    "longcat_spec": "LongCat-Flash's zero-computation experts and shortcut MoE",
     "minimax_spec": "MiniMax's lightning (linear) attention",
     "hybrid_layer_specs": "a hybrid Mamba / attention stack",
 }
@@ -462,10 +463,11 @@ def check_architecture(a):
                                                                               "false", "none"):
             continue
         raise InputError(f"{a.src(name)}: {what} is not modelled by npusim")
-    fl = a.flags.get("--spec")
-    if fl is not None:
-        words = [v.text for v in fl.values]
-        module = words[0].rsplit(".", 1)[-1] if words else ""
+    module = spec_module(a)
+    if module is not None:
+        if module == "longcat_spec" and not a.given("--num-experts"):
+            raise InputError(f"{a.src('--spec')}: LongCat-Flash's shortcut layers without "
+                             "--num-experts (their MoE block's experts)")
         if module in SPECS_UNMODELLED:
             raise InputError(f"{a.src('--spec')}: {SPECS_UNMODELLED[module]} is not modelled by "
                              "npusim")
@@ -482,6 +484,15 @@ def check_architecture(a):
                              "(it may change the architecture)")
         a.note(f"--spec {module}: modelled as Megatron's GPT layer"
                + (f" ({SPECS_MODELLED[module]})" if SPECS_MODELLED[module] else ""))
+
+
+def spec_module(a):
+    """The --spec layer module's name (longcat_spec), or None."""
+    fl = a.flags.get("--spec")
+    if fl is None:
+        return None
+    words = [v.text for v in fl.values]
+    return words[0].rsplit(".", 1)[-1] if words else ""
 
 
 def latent_flag(a):
@@ -1180,5 +1191,11 @@ def mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, sources):
     out.set("shared_experts", shared, sh_src)
     if dense:
         out.set("dense_layers", dense, dense_src)
+    zero = a.int("--num-zero-experts", 0, 0, 1_000_000)
+    if zero:
+        out.set("zero_experts", zero, a.src("--num-zero-experts"))
+    if spec_module(a) == "longcat_spec":
+        out.set("shortcut", True, a.src("--spec") + " (LongCat-Flash's shortcut-connected MoE "
+                "layers: two attention blocks and dense MLPs beside the MoE block)")
     out.d["_etp"] = (etp, etp_src)   # the plan's, taken out by convert()
     return out.d

@@ -164,6 +164,10 @@ static int check_model(const config_doc_t *doc, const model_cfg_t *m, npu_err_t 
   if (m->has_moe && m->moe.top_k > m->moe.experts)
     return fail(doc, "model.moe.top_k", err, "at most model.moe.experts = %d, found %d",
                 m->moe.experts, m->moe.top_k);
+  if (m->has_moe && m->moe.zero_experts && m->moe.groups)
+    return fail(doc, "model.moe.zero_experts", err, "0 with model.moe.groups (group-limited "
+                "routing over zero-computation experts is not modelled), found %d",
+                m->moe.zero_experts);
   if (m->full_attention_every && !m->sliding_window_tokens)
     return fail(doc, "model.full_attention_every", err,
                 "0 without model.sliding_window_tokens (no layer has a window), found %d",
@@ -360,6 +364,11 @@ static int check_lengths(const config_doc_t *doc, const char *path, const serve_
 
 static int check_serving(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
   const serving_cfg_t *s = &w->serving;
+  if (w->model.has_moe && (w->model.moe.zero_experts || w->model.moe.shortcut))
+    return fail(doc, w->model.moe.shortcut ? "model.moe.shortcut" : "model.moe.zero_experts", err,
+                "%s in a serving workload (LongCat-Flash's layers are modelled in training "
+                "only), found %s", w->model.moe.shortcut ? "false" : "0",
+                w->model.moe.shortcut ? "true" : "a count");
   if (w->model.sliding_window_tokens)
     return fail(doc, "model.sliding_window_tokens", err,
                 "0 in a serving workload (a KV cache that keeps only the window and windowed "

@@ -538,6 +538,17 @@ static const cfg_key_t workload_keys[] = {
         "placed by group, this caps the servers a token is sent to."),
     INT("model.moe.dense_layers", WL(model.moe.dense_layers), 0, 1e5, "0",
         "The first layers keep a dense MLP of ffn_hidden (DeepSeek-V3: 3)."),
+    INT("model.moe.zero_experts", WL(model.moe.zero_experts), 0, 1e6, "0",
+        "Zero-computation experts (LongCat-Flash: 256 beside 512): the router picks top_k of "
+        "experts + zero_experts, a zero expert returns its input scaled. Taken as picked in "
+        "proportion to their number [A] (LongCat balances them by expert bias to about 8 of "
+        "12), so top_k x experts / (experts + zero_experts) routed experts per token; the "
+        "zero experts' tokens cross their own all-to-alls, as MindSpeed-LLM dispatches them. "
+        "Training only."),
+    BOOL("model.moe.shortcut", WL(model.moe.shortcut), "false",
+         "LongCat-Flash's shortcut-connected MoE: each MoE layer is two attention blocks, each "
+         "followed by a dense MLP of ffn_hidden, and one MoE block fed from the first attention "
+         "block's output (run in turn, as MindSpeed-LLM runs it). Training only."),
     SECTION("model.mla", WL(model.has_mla),
             "Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds one latent of "
             "kv_lora_rank + qk_rope_head_dim per token and layer. Serving runs it absorbed "

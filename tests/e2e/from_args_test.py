@@ -166,6 +166,7 @@ MODERN_MUTATIONS = [
     ("MLA's rope and no-rope widths swapped", '("--qk-head-dim", "--qk-nope-head-dim"), 128)',
      '("--qk-pos-emb-head-dim", "--qk-rope-head-dim"), 128)'),
     ("--geglu read as gelu", 'act, act_src = "geglu", "--geglu"', 'act, act_src = "gelu", "--geglu"'),
+    ("--num-zero-experts dropped", 'out.set("zero_experts", zero,', 'out.set("zero_experts", 0,'),
     ("Gemma 2's full layers dropped", 'found = (w, 2, a.src(', 'found = (w, 0, a.src('),
     ("Megatron's window read without its own key", "found = (left + 1 if left >= 0",
      "found = (left if left >= 0"),
@@ -620,6 +621,10 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "MindSpeed's older MLA names, Megatron's defaults"),
             ("--geglu", {"model.activation": "geglu"}, "GeGLU"),
             ("--gelu-tanh", {"model.activation": "geglu"}, "MindSpeed's gated tanh GeLU (Gemma)"),
+            ("--spec mindspeed_llm.tasks.models.spec.longcat_spec layer_spec --num-experts 16 "
+             "--num-zero-experts 8 --moe-router-topk 4 --moe-ffn-hidden-size 256",
+             {"model.moe.shortcut": True, "model.moe.zero_experts": 8, "model.moe.experts": 16},
+             "LongCat-Flash's shortcut MoE layers and zero-computation experts"),
             ("--interleave-sliding-window 512",
              {"model.sliding_window_tokens": 512, "model.full_attention_every": 2},
              "Gemma 2's windows in every other layer"),

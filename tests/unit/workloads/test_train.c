@@ -282,6 +282,72 @@ static void test_sliding_window_attention(void) {
   train_info_free(&c);
 }
 
+/* Ops of program 0 of one kind: attention forwards (causal), or EP
+ * all-to-alls and the bytes they carry. */
+static void count_ops(const workload_cfg_t *w, int *attn_fwd, int *a2a, double *a2a_bytes) {
+  trace_t t;
+  generate_trace(w, &t);
+  *attn_fwd = *a2a = 0;
+  *a2a_bytes = 0;
+  for (int i = 0; i < t.programs[0].nops; i++) {
+    const trace_op_t *op = &t.programs[0].ops[i];
+    op_desc_t d;
+    if (op->type == TRACE_OP_SHAPED) {
+      replay_op_desc(op, &d);
+      *attn_fwd += d.kind == OP_ATTN_FWD;
+    } else if (op->type == TRACE_OP_COLL && strcmp(replay_vocab.colls[op->kind], "alltoall") == 0) {
+      (*a2a)++;
+      *a2a_bytes += op->bytes;
+    }
+  }
+  trace_free(&t);
+}
+
+/* LongCat-Flash's layers. Zero-computation experts as many as the routed
+ * ones take half of each token's 2 picks: the routed experts' FLOPs halve
+ * (the model FLOPs lose one expert pass per token and MoE layer), and their
+ * picks cross their own dispatch and combine, as many bytes as the routed
+ * picks' (EP 2: all-to-alls twice as many, the same bytes in all). A shortcut
+ * MoE layer holds two attention blocks and a dense MLP after each: its
+ * parameters and FLOPs gain one attention block and two dense MLPs, and the
+ * step runs twice the attention forwards. */
+static void test_longcat_layers(void) {
+  workload_cfg_t base = load_workload(small_moe, "\"ep\": 2, \"dp\": 2", "\"global_batch\": 2");
+  workload_cfg_t zero = base, shortcut = base;
+  zero.model.moe.zero_experts = 8;
+  shortcut.model.moe.shortcut = true;
+  train_info_t a, b, c;
+  generate_and_check(&base, &a);
+  generate_and_check(&zero, &b);
+  generate_and_check(&shortcut, &c);
+  double h = 1024, fe = 1408, f = 2816, layers = 4, tokens = a.tokens;
+  double expert_pass = 3 * 2 * 3 * h * fe; /* forward and backward, gated */
+  CU_ASSERT_DOUBLE_EQUAL(a.model_flops - b.model_flops, tokens * layers * expert_pass,
+                         a.model_flops * 1e-12);
+  int attn[3], a2a[3];
+  double bytes[3];
+  count_ops(&base, &attn[0], &a2a[0], &bytes[0]);
+  count_ops(&zero, &attn[1], &a2a[1], &bytes[1]);
+  count_ops(&shortcut, &attn[2], &a2a[2], &bytes[2]);
+  CU_ASSERT(a2a[0] > 0);
+  CU_ASSERT_EQUAL(a2a[1], 2 * a2a[0]);
+  CU_ASSERT_DOUBLE_EQUAL(bytes[1], bytes[0], bytes[0] * 1e-12);
+  CU_ASSERT_EQUAL(attn[2], 2 * attn[0]);
+  xf_split_t whole = XF_WHOLE;
+  xf_params_t pb = xf_layer_params(&base.model, &whole, true);
+  xf_params_t ps = xf_layer_params(&shortcut.model, &whole, true);
+  xf_params_t pd = xf_layer_params(&base.model, &whole, false);
+  CU_ASSERT_DOUBLE_EQUAL(xf_params_total(&ps) - xf_params_total(&pb),
+                         pd.attention + pd.norms + 2 * 3 * h * f, 1e-6);
+  double more = 3 * (xf_layer_matmul_flops(&base.model, false) + 2 * 3 * h * f +
+                     xf_attention_flops(&base.model, 1024));
+  CU_ASSERT_DOUBLE_EQUAL(c.model_flops - a.model_flops, tokens * layers * more,
+                         c.model_flops * 1e-12);
+  train_info_free(&a);
+  train_info_free(&b);
+  train_info_free(&c);
+}
+
 /* GeGLU: the same weights as SwiGLU (a gated MLP), its own kernel in every
  * place SwiGLU's runs. */
 static void test_geglu_is_a_gated_mlp(void) {
@@ -1117,6 +1183,7 @@ CU_TestInfo train_tests[] = {
     {"multi-token prediction on the last stage", test_multi_token_prediction_on_the_last_stage},
     {"GeGLU is a gated MLP", test_geglu_is_a_gated_mlp},
     {"sliding-window attention", test_sliding_window_attention},
+    {"LongCat-Flash: zero experts and shortcut MoE layers", test_longcat_layers},
     {"experts folded over tensor-parallel ranks", test_experts_folded_over_tensor_parallel_ranks},
     {"context-parallel algorithms", test_context_parallel_algorithms},
     {"expert imbalance in training", test_expert_imbalance_in_training},

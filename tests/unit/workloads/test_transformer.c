@@ -57,6 +57,27 @@ static model_cfg_t deepseek_v3(void) {
   return m;
 }
 
+/* LongCat-Flash as MindSpeed-LLM's pretrain_longcat_flash_560b script gives
+ * it: 28 shortcut MoE layers of MLA, 512 experts of 2048 and 256
+ * zero-computation experts, top 12; 131,072 tokens, untied. */
+static model_cfg_t longcat_flash(void) {
+  model_cfg_t m = llama(28, 6144, 64, 64, 12288, 131072);
+  m.has_moe = true;
+  m.moe = (moe_cfg_t){.experts = 512,
+                      .top_k = 12,
+                      .expert_ffn_hidden = 2048,
+                      .capacity_factor = 1,
+                      .zero_experts = 256,
+                      .shortcut = true};
+  m.has_mla = true;
+  m.mla = (mla_cfg_t){.q_lora_rank = 1536,
+                      .kv_lora_rank = 512,
+                      .qk_nope_head_dim = 128,
+                      .qk_rope_head_dim = 64,
+                      .v_head_dim = 128};
+  return m;
+}
+
 static void assert_within(double got, double want, double rel) {
   CU_ASSERT(fabs(got - want) <= rel * want);
   if (fabs(got - want) > rel * want)
@@ -75,6 +96,13 @@ static void test_published_parameter_counts(void) {
    * [36.5B, 37.5B): the bound is that precision (0.5 / 37 = 1.35%), not a
    * model error; the main model counts 36.6B */
   assert_within(xf_active_params(&ds), 37e9, 0.5 / 37);
+  /* LongCat-Flash's technical report (arXiv 2509.01322): 560B in all, about 27B
+   * activated on average (18.6B to 31.3B as the zero experts take more or
+   * fewer picks); the average is the zero experts' share in proportion, 8 of
+   * 12 picks routed */
+  model_cfg_t lc = longcat_flash();
+  assert_within(xf_model_params(&lc), 560e9, 0.01);
+  assert_within(xf_active_params(&lc), 27e9, 0.5 / 27);
   /* exactly, as Meta's checkpoint counts: 32 x 202,383,360 + 2 x 131,072,000 + 4096 */
   CU_ASSERT_EQUAL(xf_model_params(&l2), 6738415616.0);
 }
