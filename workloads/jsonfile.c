@@ -445,6 +445,19 @@ cJSON *jsonfile_parse(const char *name, const char *text, size_t len, npu_err_t 
   return root;
 }
 
+cJSON *jsonfile_load(const char *path, size_t max_bytes, npu_err_t *err) {
+  char why[256];
+  size_t len;
+  char *text = jsonfile_read(path, max_bytes, &len, why, sizeof why);
+  if (!text) {
+    npu_err_set(err, "%s: cannot read: %s", path, why);
+    return NULL;
+  }
+  cJSON *doc = jsonfile_parse(path, text, len, err);
+  free(text);
+  return doc;
+}
+
 void jsonfile_format_number(double v, char *buf, size_t len) {
   if (v == floor(v) && fabs(v) < 1e15) {
     snprintf(buf, len, "%.0f", v);

@@ -69,6 +69,10 @@ bool jsonfile_decimal(const char *s, double *v);
  * "NAME:LINE:COL: expected valid JSON, found ..." in err on bad syntax. */
 cJSON *jsonfile_parse(const char *name, const char *text, size_t len, npu_err_t *err);
 
+/* jsonfile_read then jsonfile_parse: a whole JSON file (max_bytes at most),
+ * or NULL with "PATH: cannot read: ..." or the syntax error in err. */
+cJSON *jsonfile_load(const char *path, size_t max_bytes, npu_err_t *err);
+
 /* Describes a value for a "found ..." clause: 12, "abc", an object, ... */
 void jsonfile_describe(const cJSON *item, char *buf, size_t len);
 

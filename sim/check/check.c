@@ -103,13 +103,7 @@ static int parse_row(const char *path, int i, const cJSON *o, check_row_t *row, 
 
 int check_load(const char *path, check_set_t *set, npu_err_t *err) {
   memset(set, 0, sizeof *set);
-  char why[256];
-  size_t len;
-  char *text = jsonfile_read(path, CHECK_MAX_FILE_BYTES, &len, why, sizeof why);
-  if (!text)
-    return npu_err_set(err, "%s: cannot read: %s", path, why);
-  cJSON *doc = jsonfile_parse(path, text, len, err);
-  free(text);
+  cJSON *doc = jsonfile_load(path, CHECK_MAX_FILE_BYTES, err);
   if (!doc)
     return -1;
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "expectations");

@@ -45,13 +45,7 @@ static void free_leaves(leaves_t *l) {
 }
 
 static int load(const char *path, leaves_t *l, npu_err_t *err) {
-  char why[256];
-  size_t len;
-  char *text = jsonfile_read(path, DIFF_MAX_FILE_BYTES, &len, why, sizeof why);
-  if (!text)
-    return npu_err_set(err, "%s: cannot read: %s", path, why);
-  cJSON *doc = jsonfile_parse(path, text, len, err);
-  free(text);
+  cJSON *doc = jsonfile_load(path, DIFF_MAX_FILE_BYTES, err);
   if (!doc)
     return -1;
   figures_each(doc, add_leaf, l);

@@ -3,8 +3,7 @@
  * The product lives in sim/calibrate/: op_run.c costs the op (or the sweep's
  * sizes), op_report.c prints them. This file parses --op, --shape, --dtype
  * and the op's flags, loads the configs and wires them into the product's. */
-#include <errno.h>
-#include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "commands.h"
@@ -36,13 +35,13 @@ static int parse_op(const cli_opts_t *opts, op_desc_t *op, npu_err_t *err) {
   op->out_dtype = op_default_out_dtype(op->kind, op->dtype);
   op->causal = opts->causal;
   if (opts->window) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(opts->window, &end, 10);
-    if (end == opts->window || *end || errno || v < 1 || !opts->causal)
-      return npu_err_set(err, "--window: expected a whole number of keys >= 1 with --causal, "
-                         "found \"%.40s\"%s", opts->window, opts->causal ? "" : " without --causal");
-    op->window = v;
+    int keys;
+    if (!opts->causal)
+      return npu_err_set(err, "--window: expected --causal too (a window of the keys before each "
+                         "query), found --window alone");
+    if (cli_parse_int("window", opts->window, 1, INT_MAX, &keys, err))
+      return -1;
+    op->window = keys;
   }
   op->trans_a = opts->trans_a;
   op->trans_b = opts->trans_b;
