@@ -20,5 +20,6 @@ extern CU_TestInfo serve_comm_tests[];
 extern CU_TestInfo jobs_tests[];
 extern CU_TestInfo out_format_tests[];
 extern CU_TestInfo transformer_tests[];
+extern CU_TestInfo check_tests[];
 
 #endif

@@ -23,6 +23,7 @@ int main(void) {
       {.pName = "jobs", .pTests = jobs_tests},
       {.pName = "out_format", .pTests = out_format_tests},
       {.pName = "transformer", .pTests = transformer_tests},
+      {.pName = "check", .pTests = check_tests},
       CU_SUITE_INFO_NULL,
   };
   if (CU_initialize_registry() != CUE_SUCCESS)
