@@ -5,13 +5,19 @@
  * Per level: logs of one server fit the scale-up link's efficiency and
  * latency (node.scale_up.efficiency, .latency_us); logs over several servers
  * the NIC's (cluster.scale_out.efficiency, .latency_us), with the scale-up
- * link as fitted (or as configured). The fit minimises the squared log error
- * of the predicted times over each log's even sizes (the first, third, ...);
- * the odd ones are held out and reported apart (--fit-rows all: every size
- * fitted). A grid over the two parameters, then a pattern search that halves
- * its steps, from the best grid point: the model's algorithm and protocol
- * switches make the error surface uneven, and two parameters are few.
- * Nothing else is fitted: a link's bandwidth is a public fact. */
+ * link as fitted (or as configured). The collective's fixed cost
+ * (collectives.op_overhead_us) is not fitted: for one algorithm on one
+ * number of ranks it and a link's latency move every size alike (its steps
+ * are fixed), so the logs cannot tell them apart; the link latency takes the
+ * difference, which may not carry to the other level's algorithms (the
+ * report warns of a log the fit made worse). The fit minimises
+ * the squared log error of the predicted times over each log's even sizes
+ * (the first, third, ...); the odd ones are held out and reported apart
+ * (--fit-rows all: every size fitted). A grid over the parameters, then a
+ * pattern search that halves its steps, from the best grid point: the
+ * model's algorithm and protocol switches make the error surface uneven,
+ * and two parameters are few. Nothing else is fitted: a link's bandwidth
+ * is a public fact. */
 #ifndef NPUSIM_COLL_FIT_H
 #define NPUSIM_COLL_FIT_H
 
@@ -35,16 +41,28 @@ typedef struct {
 
 enum { FIT_SCALE_UP, FIT_SCALE_OUT, FIT_LEVELS };
 
+/* The parameters a fit may move, in the config's units (us for times). */
+typedef enum {
+  FIT_UP_EFF,
+  FIT_UP_LAT,
+  FIT_OUT_EFF,
+  FIT_OUT_LAT,
+  FIT_PARAMS
+} coll_fit_param_t;
+
+extern const char *const coll_fit_keys[FIT_PARAMS];
+
 typedef struct {
-  bool fitted[FIT_LEVELS];      /* a level some log determines */
-  double eff[FIT_LEVELS][2];    /* before, after */
-  double lat_s[FIT_LEVELS][2];
+  bool fitted[FIT_PARAMS];
+  double before[FIT_PARAMS], after[FIT_PARAMS];
+  int level_logs[FIT_LEVELS];   /* logs of each level */
   coll_log_t *logs;
   int nlogs;
   int *level;                   /* per log */
   double (*pred_s)[2][COLL_LOG_MAX_ROWS]; /* per log: before, after */
   double geomean[2][2];         /* [fitted, held out][before, after]: |error| */
   int n[2];
+  double (*log_geomean)[2];     /* per log: |error| over all its sizes, before and after */
 } coll_fit_result_t;
 
 /* Reads the logs and fits; -1 with the reason (a log unreadable, its
@@ -52,8 +70,9 @@ typedef struct {
 int coll_fit_run(const coll_fit_opts_t *o, coll_fit_result_t *r, npu_err_t *err);
 void coll_fit_free(coll_fit_result_t *r);
 
-/* The config keys of a level's efficiency and latency. */
-extern const char *const coll_fit_eff_keys[FIT_LEVELS], *const coll_fit_lat_keys[FIT_LEVELS];
+/* Whether parameter p ended at an end of its range: the model cannot reach
+ * the measurements by it (a cost it lacks, or one it overstates). */
+bool coll_fit_at_bound(const coll_fit_result_t *r, int p);
 
 /* Whether size i of a log is fitted (else held out). */
 bool coll_fit_row_fitted(const coll_fit_opts_t *o, int i);

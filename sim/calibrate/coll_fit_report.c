@@ -14,13 +14,11 @@ static void print_table(FILE *out, const coll_fit_opts_t *o, const coll_fit_resu
   fprintf(out, "# npusim calibrate --collectives: %d log%s, analytic model\n", r->nlogs,
           r->nlogs > 1 ? "s" : "");
   fprintf(out, "%-30s %12s %12s\n", "parameter", "before", "after");
-  for (int l = 0; l < FIT_LEVELS; l++) {
-    if (!r->fitted[l])
-      continue;
-    fprintf(out, "%-30s %12.4f %12.4f\n", coll_fit_eff_keys[l], r->eff[l][0], r->eff[l][1]);
-    fprintf(out, "%-30s %12.3f %12.3f\n", coll_fit_lat_keys[l], r->lat_s[l][0] * 1e6,
-            r->lat_s[l][1] * 1e6);
-  }
+  for (int p = 0; p < FIT_PARAMS; p++)
+    if (r->fitted[p])
+      fprintf(out, "%-30s %12.4g %12.4g%s\n", coll_fit_keys[p], r->before[p], r->after[p],
+              coll_fit_at_bound(r, p) ? "  at its bound: the model cannot reach the logs by it"
+                                      : "");
   for (int k = 0; k < r->nlogs; k++) {
     const coll_log_t *log = &r->logs[k];
     fprintf(out, "\n%s: %s, %d ranks (%d per server), fits %s\n", log->path,
@@ -34,6 +32,11 @@ static void print_table(FILE *out, const coll_fit_opts_t *o, const coll_fit_resu
               coll_fit_row_fitted(o, i) ? "fitted" : "held out");
     }
   }
+  for (int k = 0; k < r->nlogs; k++)
+    if (r->log_geomean[k][1] > r->log_geomean[k][0])
+      fprintf(out, "\nwarning: the fit made %s worse (geomean |error| %.1f%% -> %.1f%%): the "
+              "parameters fitted to the other logs do not carry to it",
+              r->logs[k].path, 100 * r->log_geomean[k][0], 100 * r->log_geomean[k][1]);
   fprintf(out, "\ngeomean |error|: fitted sizes (%d) %.1f%% -> %.1f%%", r->n[0],
           100 * r->geomean[0][0], 100 * r->geomean[0][1]);
   if (r->n[1])
@@ -51,15 +54,13 @@ static void json_num(FILE *out, const char *key, double v, const char *end) {
 static void print_json(FILE *out, const coll_fit_opts_t *o, const coll_fit_result_t *r) {
   fputs("{\"parameters\": [", out);
   int n = 0;
-  for (int l = 0; l < FIT_LEVELS; l++) {
-    if (!r->fitted[l])
+  for (int p = 0; p < FIT_PARAMS; p++) {
+    if (!r->fitted[p])
       continue;
-    fprintf(out, "%s\n  {\"key\": \"%s\", ", n++ ? "," : "", coll_fit_eff_keys[l]);
-    json_num(out, "before", r->eff[l][0], ", ");
-    json_num(out, "after", r->eff[l][1], "},");
-    fprintf(out, "\n  {\"key\": \"%s\", ", coll_fit_lat_keys[l]);
-    json_num(out, "before", r->lat_s[l][0] * 1e6, ", ");
-    json_num(out, "after", r->lat_s[l][1] * 1e6, "}");
+    fprintf(out, "%s\n  {\"key\": \"%s\", ", n++ ? "," : "", coll_fit_keys[p]);
+    json_num(out, "before", r->before[p], ", ");
+    json_num(out, "after", r->after[p], ", ");
+    fprintf(out, "\"at_bound\": %s}", coll_fit_at_bound(r, p) ? "true" : "false");
   }
   fputs("\n], \"logs\": [", out);
   for (int k = 0; k < r->nlogs; k++) {
@@ -77,7 +78,9 @@ static void print_json(FILE *out, const coll_fit_opts_t *o, const coll_fit_resul
       json_num(out, "after_us", r->pred_s[k][1][i] * 1e6, ", ");
       fprintf(out, "\"fitted\": %s}", coll_fit_row_fitted(o, i) ? "true" : "false");
     }
-    fputs("]}", out);
+    fputs("], ", out);
+    json_num(out, "geomean_error_before_pct", 100 * r->log_geomean[k][0], ", ");
+    json_num(out, "geomean_error_after_pct", 100 * r->log_geomean[k][1], "}");
   }
   fputs("\n], ", out);
   json_num(out, "fitted_geomean_error_before_pct", 100 * r->geomean[0][0], ", ");

@@ -62,9 +62,12 @@ static int comment_line(coll_log_t *log, hosts_t *hosts, const char *s, int line
     log->ranks++;
     return 0;
   }
+  char prog[64];
   const char *start = strstr(s, "Collective test starting:");
-  for (size_t i = 0; start && i < sizeof perf_names / sizeof perf_names[0]; i++)
-    if (strstr(start, perf_names[i].prog))
+  if (!start || sscanf(start, "Collective test starting: %63s", prog) != 1)
+    return 0;
+  for (size_t i = 0; i < sizeof perf_names / sizeof perf_names[0]; i++)
+    if (strcmp(prog, perf_names[i].prog) == 0) /* whole names: all_reduce_perf holds reduce_perf */
       log->op = perf_names[i].op;
   return 0;
 }

@@ -32,13 +32,11 @@ static int run_and_report(const cli_opts_t *opts, const cal_opts_t *co, FILE *ou
 /* The config of a collectives fit: each fitted level's keys. */
 static int write_coll_fit(const char *path, const char *system_path, const coll_fit_result_t *r,
                           npu_err_t *err) {
-  cal_value_t values[2 * FIT_LEVELS];
+  cal_value_t values[FIT_PARAMS];
   int n = 0;
-  for (int l = 0; l < FIT_LEVELS; l++)
-    if (r->fitted[l]) {
-      values[n++] = (cal_value_t){coll_fit_eff_keys[l], r->eff[l][1]};
-      values[n++] = (cal_value_t){coll_fit_lat_keys[l], r->lat_s[l][1] * 1e6};
-    }
+  for (int p = 0; p < FIT_PARAMS; p++)
+    if (r->fitted[p])
+      values[n++] = (cal_value_t){coll_fit_keys[p], r->after[p]};
   char note[512];
   snprintf(note, sizeof note, "[cal] fitted to %d collective log%s (%s%s): geomean |error| %.1f%% "
            "fitted, %.1f%% held out", r->nlogs, r->nlogs > 1 ? "s" : "", r->logs[0].path,

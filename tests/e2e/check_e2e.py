@@ -250,12 +250,16 @@ def check_calibrate(tmp):
     else:
         ok("an hccl_test log with --op and --ranks: scale-up efficiency within 1%")
     real = os.path.join(LOGS, "h100_together_1node_8gpu_allreduce_ring.txt")
-    rc, out, err = run(["calibrate", "--system", H100, "--collectives", real, "--op",
-                        "allreduce", "--algo", "ring", "--format", "json"])
+    rc, out, err = run(["calibrate", "--system", H100, "--collectives", real, "--algo", "ring",
+                        "--format", "json"])
     if rc:
         fail("calibrate on %s: exit %d: %s" % (real, rc, err))
         return
     r = json.loads(out)
+    if r["logs"][0]["op"] != "allreduce":
+        fail("%s: its all_reduce_perf read as %s" % (real, r["logs"][0]["op"]))
+    else:
+        ok("nccl-tests 2.17's start line names the collective: all_reduce_perf is allreduce")
     before, after = r["held_out_geomean_error_before_pct"], r["held_out_geomean_error_after_pct"]
     if r["held_out_sizes"] < 10 or not after < before:
         fail("real log: held-out error %.1f%% -> %.1f%% over %d sizes" % (before, after,
@@ -263,6 +267,15 @@ def check_calibrate(tmp):
     else:
         ok("real 8x H100 ring log: held-out geomean |error| %.1f%% -> %.1f%% over %d sizes"
            % (before, after, r["held_out_sizes"]))
+    nvls = os.path.join(LOGS, "h100_together_1node_8gpu_allreduce_nvls.txt")
+    efa = os.path.join(LOGS, "h100_aws_p5_2node_16gpu_efa_allreduce.txt")
+    rc, out, err = run(["calibrate", "--system", H100, "--collectives", nvls, "--collectives", efa,
+                        "--op", "allreduce"])
+    worse = [l for l in out.splitlines() if l.startswith("warning: the fit made") and efa in l]
+    if rc or len(worse) != 1 or "at its bound" not in out:
+        fail("a fit that makes a log worse is not said so: exit %d %s" % (rc, out[-600:] + err))
+    else:
+        ok("the NVLS log's scale-up fit makes the two-server EFA log worse, and the report says so")
 
 
 def main():
