@@ -50,7 +50,8 @@ static int load(const char *path, leaves_t *l, npu_err_t *err) {
     return -1;
   figures_each(doc, add_leaf, l);
   cJSON_Delete(doc);
-  qsort(l->v, l->n, sizeof *l->v, cmp_leaf);
+  if (l->n > 1) /* an output of no leaf has no array to sort */
+    qsort(l->v, l->n, sizeof *l->v, cmp_leaf);
   return 0;
 }
 
