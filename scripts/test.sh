@@ -7,7 +7,8 @@
 # The tests add CUnit (the unit tests), valgrind (the valgrind_* tests),
 # strace (a signal check of tests/e2e/cli.sh), protoc (protobuf-compiler) and
 # python3-protobuf (tests/e2e/chakra_interop.py decodes npusim's Chakra ETs
-# with Chakra's own schema, in protoc and in Chakra's Python reader), nodejs
+# with Chakra's own schema, in protoc and in Chakra's Python reader),
+# python3-junitparser (check_e2e reads npusim check's JUnit XML with it), nodejs
 # and npm's speedscope 1.25.0 (timeline_speedscope imports npusim's timelines
 # with it). NPUSIM_TEST_SLURM=1, as .ci/run
 # sets it, also installs Debian's Slurm (slurmctld, slurmd, slurm-client):
@@ -17,7 +18,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-packages=(libcunit1-dev valgrind strace protobuf-compiler python3-protobuf nodejs)
+packages=(libcunit1-dev valgrind strace protobuf-compiler python3-protobuf python3-junitparser nodejs)
 if [ "${NPUSIM_TEST_SLURM:-0}" = 1 ]; then
   packages+=(slurmctld slurmd slurm-client)
 fi
