@@ -674,9 +674,9 @@ static double out_proj_width(const model_cfg_t *m, int tp) {
   return (double)m->heads * xf_attention_widths(m).v / tp;
 }
 
-/* Rows of the layer's activations on this rank (the sequence's shard with
- * sequence parallelism). */
-static double layer_rows(const gen_t *g) {
+/* Rows of a [tokens, hidden] activation on this rank: the sequence's shard
+ * with sequence parallelism, where norms, dropout and residual adds run. */
+static double shard_rows(const gen_t *g) {
   const parallel_cfg_t *par = &g->w->parallel;
   return par->sequence_parallel ? g->tokens / par->tp : g->tokens;
 }
@@ -684,7 +684,7 @@ static double layer_rows(const gen_t *g) {
 /* A norm, the attention block and its residual add. */
 static int attention_forward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, rows = layer_rows(g);
+  double tk = g->tokens, h = m->hidden, rows = shard_rows(g);
   int x = vec(g, norm_kind(m), rows, h, dep);
   x = tp_enter(g, x);
   x = qkv_forward(g, x);
@@ -698,7 +698,7 @@ static int attention_forward(gen_t *g, int dep) {
 /* A norm, the dense MLP or the MoE block, and its residual add. */
 static int mlp_forward(gen_t *g, bool moe_block, int dep) {
   const model_cfg_t *m = &g->w->model;
-  double h = m->hidden, rows = layer_rows(g);
+  double h = m->hidden, rows = shard_rows(g);
   int x = vec(g, norm_kind(m), rows, h, dep);
   if (moe_block && ep_folded(&g->w->parallel))
     x = moe_folded(g, false, x);
@@ -723,7 +723,7 @@ static int layer_forward(gen_t *g, int dep) {
 /* The backward of mlp_forward: the residual's gradient joins after its norm. */
 static int mlp_backward(gen_t *g, bool moe_block, int dep) {
   const model_cfg_t *m = &g->w->model;
-  double h = m->hidden, rows = layer_rows(g);
+  double h = m->hidden, rows = shard_rows(g);
   int x = dropout(g, rows, h, dep);
   if (moe_block && ep_folded(&g->w->parallel))
     x = moe_folded(g, true, x);
@@ -737,7 +737,7 @@ static int mlp_backward(gen_t *g, bool moe_block, int dep) {
 static int attention_backward(gen_t *g, int dep) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
-  double tk = g->tokens, h = m->hidden, rows = layer_rows(g), o = out_proj_width(m, par->tp);
+  double tk = g->tokens, h = m->hidden, rows = shard_rows(g), o = out_proj_width(m, par->tp);
   int x = dropout(g, rows, h, dep);
   x = tp_enter(g, x);
   x = mm(g, tk, o, h, x); /* output projection: dgrad, wgrad */
@@ -885,12 +885,11 @@ static int sent_wait(gen_t *g, int last_compute, int send) {
   return join(g, last_compute, send);
 }
 
-/* Forward or backward of one chunk of layers for one micro-batch. */
 /* The final norm, the LM head and the loss of the last stage. */
 static int head_forward(gen_t *g, int x) {
   const model_cfg_t *m = &g->w->model;
   double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, vocab = (double)m->vocab / t;
-  x = vec(g, norm_kind(m), g->w->parallel.sequence_parallel ? tk / t : tk, h, x);
+  x = vec(g, norm_kind(m), shard_rows(g), h, x);
   x = tp_enter(g, x);
   x = mm(g, tk, vocab, h, x);
   return vec(g, GEN_CROSS_ENTROPY, tk, vocab, x);
@@ -907,7 +906,7 @@ static int head_backward(gen_t *g, int x) {
     g->p->ops[x].unfused = true;
   }
   x = column_backward(g, tk, vocab, h, x);
-  return vec(g, norm_kind(m), g->w->parallel.sequence_parallel ? tk / t : tk, h, x);
+  return vec(g, norm_kind(m), shard_rows(g), h, x);
 }
 
 /* Multi-token prediction module k (transformer.h), after the main head on the
@@ -917,8 +916,7 @@ static int head_backward(gen_t *g, int x) {
  * shared final norm, LM head and loss. Its layer counts as layer layers + k. */
 static int mtp_forward(gen_t *g, int k, int x) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
-  double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, rows = shard_rows(g);
   g->at.layer = m->layers + k;
   x = vec(g, GEN_COPY, tk, h, x); /* the shifted tokens' embedding */
   x = vec(g, norm_kind(m), rows, h, x);
@@ -935,8 +933,7 @@ static int mtp_forward(gen_t *g, int k, int x) {
  * after it (the LM head's add to the main head's). */
 static int mtp_backward(gen_t *g, int k, bool last_mb, int x) {
   const model_cfg_t *m = &g->w->model;
-  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp;
-  double rows = g->w->parallel.sequence_parallel ? tk / t : tk;
+  double tk = g->tokens, h = m->hidden, t = g->w->parallel.tp, rows = shard_rows(g);
   double grad_bytes = workload_grad_bytes(g->w);
   g->at.layer = m->layers + k;
   x = head_backward(g, x);
@@ -953,6 +950,7 @@ static int mtp_backward(gen_t *g, int k, bool last_mb, int x) {
   return x;
 }
 
+/* Forward or backward of one chunk of layers for one micro-batch. */
 static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd, int last_op) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;

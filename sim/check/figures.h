@@ -4,8 +4,9 @@
  *
  * A path names an object member by its key and an array element by its index
  * in brackets, joined by dots: "step_time_s", "rows[3].busbw_GBps",
- * "pools[0].ttft_ms.p90"; a key that holds a dot, a bracket or a quote is
- * written ["key"]. An output whose top level is an array starts with [i]. */
+ * "ttft_s.p90", "pools[0].kv_cache_GiB"; a key that holds a dot, a bracket
+ * or a quote is written ["key"]. An output whose top level is an array
+ * starts with [i]. */
 #ifndef NPUSIM_FIGURES_H
 #define NPUSIM_FIGURES_H
 

@@ -32,6 +32,7 @@ extern const char *const cli_fidelity_names[FIDELITY_COUNT];
 
 #define CLI_MAX_SETS 256
 #define CLI_MAX_JOBS 32 /* npusim cluster: a link names its jobs in a 32-bit set */
+#define CLI_MAX_LOGS 64 /* calibrate --collectives (COLL_FIT_MAX_LOGS) */
 
 struct cli_env; /* cli_env.h */
 
@@ -87,7 +88,7 @@ typedef struct {
   const char *junit;            /* --junit FILE (check) */
   const char *parallel;         /* -j / --parallel N (check) */
   const char *threshold;        /* --threshold PCT (diff) */
-  const char *coll_logs[64];    /* --collectives LOG, in order (calibrate) */
+  const char *coll_logs[CLI_MAX_LOGS]; /* --collectives LOG, in order (calibrate) */
   int ncoll_logs;
   const struct cli_env *env;    /* the environment, read once (cli_env.h) */
 } cli_opts_t;

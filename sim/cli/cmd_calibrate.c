@@ -111,7 +111,7 @@ const cli_option_t cmd_calibrate_options[] = {
     CLI_STRING("fit-rows", "half|all", fit_rows,
                "fit the even rows of each class (half, default) or\n"
                "every row"),
-    CLI_LIST("collectives", "LOG", coll_logs, ncoll_logs, 64, "collective logs",
+    CLI_LIST("collectives", "LOG", coll_logs, ncoll_logs, CLI_MAX_LOGS, "collective logs",
              "fit the links to an nccl-tests or hccl_test log (repeat\n"
              "for more); not with --measurements"),
     CLI_GROUP(cli_options_op),

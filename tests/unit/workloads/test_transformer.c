@@ -36,6 +36,15 @@ static model_cfg_t gpt3_175b(void) {
   return m;
 }
 
+/* DeepSeek-V3's latent attention (LongCat-Flash's is the same). */
+static mla_cfg_t deepseek_mla(void) {
+  return (mla_cfg_t){.q_lora_rank = 1536,
+                     .kv_lora_rank = 512,
+                     .qk_nope_head_dim = 128,
+                     .qk_rope_head_dim = 64,
+                     .v_head_dim = 128};
+}
+
 /* DeepSeek-V3 as configs/workloads/serve-deepseek-v3-pd.json gives it. */
 static model_cfg_t deepseek_v3(void) {
   model_cfg_t m = llama(61, 7168, 128, 128, 18432, 129280);
@@ -49,11 +58,7 @@ static model_cfg_t deepseek_v3(void) {
                       .groups = 8,
                       .top_groups = 4};
   m.has_mla = true;
-  m.mla = (mla_cfg_t){.q_lora_rank = 1536,
-                      .kv_lora_rank = 512,
-                      .qk_nope_head_dim = 128,
-                      .qk_rope_head_dim = 64,
-                      .v_head_dim = 128};
+  m.mla = deepseek_mla();
   return m;
 }
 
@@ -70,11 +75,7 @@ static model_cfg_t longcat_flash(void) {
                       .zero_experts = 256,
                       .shortcut = true};
   m.has_mla = true;
-  m.mla = (mla_cfg_t){.q_lora_rank = 1536,
-                      .kv_lora_rank = 512,
-                      .qk_nope_head_dim = 128,
-                      .qk_rope_head_dim = 64,
-                      .v_head_dim = 128};
+  m.mla = deepseek_mla();
   return m;
 }
 
