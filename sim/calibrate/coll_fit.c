@@ -16,11 +16,13 @@
 const char *const coll_fit_keys[FIT_PARAMS] = {"node.scale_up.efficiency",
                                                "node.scale_up.latency_us",
                                                "cluster.scale_out.efficiency",
-                                               "cluster.scale_out.latency_us"};
+                                               "cluster.scale_out.latency_us",
+                                               "collectives.nvls.latency_us",
+                                               "collectives.nvls.chunk_step_us"};
 
 /* Each parameter's upper bound, and whether it is an efficiency (else a
  * latency, us). */
-static const double param_max[FIT_PARAMS] = {1, 500, 1, 500};
+static const double param_max[FIT_PARAMS] = {1, 500, 1, 500, 500, 100};
 static bool is_eff(int p) {
   return p == FIT_UP_EFF || p == FIT_OUT_EFF;
 }
@@ -39,7 +41,9 @@ static double *param_field(system_cfg_t *s, int p) {
   case FIT_UP_EFF: return &s->node.scale_up.link.efficiency;
   case FIT_UP_LAT: return &s->node.scale_up.link.latency_s;
   case FIT_OUT_EFF: return &s->cluster.scale_out.nic.efficiency;
-  default: return &s->cluster.scale_out.nic.latency_s;
+  case FIT_OUT_LAT: return &s->cluster.scale_out.nic.latency_s;
+  case FIT_NVLS_LAT: return &s->coll.nvls.latency_s;
+  default: return &s->coll.nvls.chunk_step_s;
   }
 }
 
@@ -220,6 +224,10 @@ int coll_fit_run(const coll_fit_opts_t *o, coll_fit_result_t *r, npu_err_t *err)
   r->log_geomean = calloc((size_t)o->nlogs, sizeof *r->log_geomean);
   r->nlogs = o->nlogs;
   system_cfg_t s = *o->sys;
+  bool nvls = o->algo && strcmp(o->algo, "nvls") == 0;
+  if (nvls && !s.coll.nvls.present)
+    return npu_err_set(err, "--algo nvls: expected a system with collectives.nvls (the pipeline "
+                       "the fit moves), found none");
   for (int k = 0; k < o->nlogs; k++) {
     coll_log_t *log = &r->logs[k];
     if (coll_log_read(o->logs[k], log, err) || complete_log(o, log, err) ||
@@ -235,6 +243,8 @@ int coll_fit_run(const coll_fit_opts_t *o, coll_fit_result_t *r, npu_err_t *err)
       continue;
     int which[2] = {level == FIT_SCALE_UP ? FIT_UP_EFF : FIT_OUT_EFF,
                     level == FIT_SCALE_UP ? FIT_UP_LAT : FIT_OUT_LAT};
+    if (nvls && level == FIT_SCALE_UP)
+      which[0] = FIT_NVLS_LAT, which[1] = FIT_NVLS_STEP;
     fit_level(o, &s, r, level, which, 2);
   }
   for (int k = 0; k < o->nlogs; k++)

@@ -10,7 +10,11 @@
  * number of ranks it and a link's latency move every size alike (its steps
  * are fixed), so the logs cannot tell them apart; the link latency takes the
  * difference, which may not carry to the other level's algorithms (the
- * report warns of a log the fit made worse). The fit minimises
+ * report warns of a log the fit made worse). With --algo nvls, one-server
+ * logs fit NVLS's pipeline instead (collectives.nvls.latency_us and
+ * .chunk_step_us, coll_cfg.h): its data moves at the link rate that ring
+ * logs fit, and its chunk steps change with the size as NCCL's chunk does,
+ * so the two are told apart. The fit minimises
  * the squared log error of the predicted times over each log's even sizes
  * (the first, third, ...); the odd ones are held out and reported apart
  * (--fit-rows all: every size fitted). A grid over the parameters, then a
@@ -47,6 +51,8 @@ typedef enum {
   FIT_UP_LAT,
   FIT_OUT_EFF,
   FIT_OUT_LAT,
+  FIT_NVLS_LAT,
+  FIT_NVLS_STEP,
   FIT_PARAMS
 } coll_fit_param_t;
 

@@ -35,8 +35,9 @@ static void print_table(FILE *out, const coll_fit_opts_t *o, const coll_fit_resu
   for (int k = 0; k < r->nlogs; k++)
     if (r->log_geomean[k][1] > r->log_geomean[k][0])
       fprintf(out, "\nwarning: the fit made %s worse (geomean |error| %.1f%% -> %.1f%%): the "
-              "parameters fitted to the other logs do not carry to it",
-              r->logs[k].path, 100 * r->log_geomean[k][0], 100 * r->log_geomean[k][1]);
+              "parameters fitted to %s do not carry to it", r->logs[k].path,
+              100 * r->log_geomean[k][0], 100 * r->log_geomean[k][1],
+              r->nlogs > 1 ? "the logs' fitted sizes" : "its fitted sizes");
   fprintf(out, "\ngeomean |error|: fitted sizes (%d) %.1f%% -> %.1f%%", r->n[0],
           100 * r->geomean[0][0], 100 * r->geomean[0][1]);
   if (r->n[1])

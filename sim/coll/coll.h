@@ -55,6 +55,9 @@ typedef struct {
   int level;             /* hierarchy level of the phase (0 server, 1, 2) */
   int rounds;            /* the transfers run this many times, one round after another */
   bool reduces;          /* receivers reduce what they receive */
+  int chunk_steps;       /* >0: each round's data moves as this many pipelined chunk
+                            steps of two stages (NVLS), each paying chunk_step_s */
+  double chunk_step_s;
   int nxfers, cap;
   coll_xfer_t *xfers;
 } coll_phase_t;
@@ -69,6 +72,7 @@ typedef struct {
   bool own_launch;       /* launch_s replaces the config's op_overhead_s (a serving
                             engine's own kernel, not the library's) */
   double launch_s;
+  coll_nvls_t nvls;      /* NVLS's chunk pipeline, from the config (absent: not modelled) */
 } coll_sched_t;
 
 /* The fixed cost of launching the schedule: its own, else the library's. */
@@ -120,6 +124,11 @@ double coll_busbw_factor(coll_op_t op, int ranks);
 
 /* Total bytes a schedule moves (all transfers, rounds and loops). */
 double coll_sched_bytes(const coll_sched_t *s);
+
+/* What a round of ph takes beyond link_s, the time its data spends on the
+ * links, when its data moves in chunk steps: the pipeline's fill (one step's
+ * share of link_s) and every step's synchronisation; 0 when not chunked. */
+double coll_phase_pipeline_s(const coll_phase_t *ph, double link_s);
 
 /* ---- building schedules (coll_sched.c), used by the algorithms ---- */
 

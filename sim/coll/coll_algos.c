@@ -301,6 +301,13 @@ static int nvls(coll_prim_t prim, const coll_group_t *grp, double n) {
   double g = grp->g, r = grp->read_request;
   double up = n * (1 + 1 / g) + r * n / g, down = n * (1 + 1 / g) + r * n;
   coll_phase_t *ph = coll_sched_phase(grp->sched, grp->base, grp->level, 1, false);
+  const coll_nvls_t *nv = &grp->sched->nvls;
+  if (nv->present) { /* every channel and head walks its share chunk by chunk */
+    double lanes = (double)nv->channels * grp->g;
+    double steps = ceil(n / (lanes * coll_nvls_chunk_bytes(nv, n, grp->g)));
+    ph->chunk_steps = steps < 1e9 ? (int)steps : 1000000000;
+    ph->chunk_step_s = nv->chunk_step_s;
+  }
   for (int i = 0; i < grp->g; i++) {
     coll_phase_add(ph, grp->ranks[i], grp->switch_id, up);
     coll_phase_add(ph, grp->switch_id, grp->ranks[i], down);

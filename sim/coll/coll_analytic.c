@@ -91,7 +91,7 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
     }
     *tally_at(&sc->recv, x->dst) += x->bytes;
   }
-  double slowest = 0, most_received = 0;
+  double slowest = 0, most_received = 0, longest_link = 0;
   for (int i = 0; i < ph->nxfers; i++) {
     const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
     double busiest = 0;
@@ -103,11 +103,12 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
     double time = topo_path_alpha_s(t, h, sc->nhops[i]) + busiest;
     if (time > slowest)
       slowest = time;
+    longest_link = busiest > longest_link ? busiest : longest_link;
     double received = tally_get(&sc->recv, ph->xfers[i].dst);
     if (received > most_received)
       most_received = received;
   }
-  double total = slowest + cfg->step_latency_s + step_s;
+  double total = slowest + cfg->step_latency_s + step_s + coll_phase_pipeline_s(ph, longest_link);
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
     total += most_received / cfg->reduce_bw_bytes_per_s;
   if (cost) {
@@ -195,7 +196,7 @@ double coll_analytic_time(const topo_t *topo, const coll_cfg_t *cfg, const coll_
  * with its slowest transfer, then the reduction. */
 static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll_phase_t *ph,
                               double step_s, const scratch_t *sc, double start_s) {
-  double last = start_s, most_received = 0;
+  double last = start_s, most_received = 0, longest_link = 0;
   for (int i = 0; i < ph->nxfers; i++) {
     const topo_hop_t *h = &sc->hops[(size_t)i * TOPO_MAX_HOPS];
     double from = start_s + topo_path_alpha_s(t, h, sc->nhops[i]) + cfg->step_latency_s + step_s;
@@ -206,9 +207,11 @@ static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
       end = e > end ? e : end;
     }
     last = end > last ? end : last;
+    longest_link = end - from > longest_link ? end - from : longest_link;
     double r = tally_get(&sc->recv, ph->xfers[i].dst);
     most_received = r > most_received ? r : most_received;
   }
+  last += coll_phase_pipeline_s(ph, longest_link);
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
     last += most_received / cfg->reduce_bw_bytes_per_s;
   return last;
@@ -290,7 +293,7 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
       const topo_hop_t *h = &ah[(size_t)i * TOPO_MAX_HOPS + j];
       post[2 * h->link + h->dir] += ph->xfers[i].bytes * wire;
     }
-  double last = start_s, most_received = 0;
+  double last = start_s, most_received = 0, longest_link = 0;
   for (int i = 0; i < n; i++) {
     const topo_hop_t *h = late[i] ? &ah[(size_t)i * TOPO_MAX_HOPS]
                                   : &sc->hops[(size_t)i * TOPO_MAX_HOPS];
@@ -302,9 +305,11 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
       e = d > e ? d : e;
     }
     last = e > last ? e : last;
+    longest_link = e - from[i] > longest_link ? e - from[i] : longest_link;
     double r = tally_get(&sc->recv, ph->xfers[i].dst);
     most_received = r > most_received ? r : most_received;
   }
+  last += coll_phase_pipeline_s(ph, longest_link);
   if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
     last += most_received / cfg->reduce_bw_bytes_per_s;
   free(from);

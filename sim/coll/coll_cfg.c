@@ -22,6 +22,15 @@
 const char *const coll_library_names[COLL_LIB_COUNT] = {"hccl", "nccl"};
 const char *const coll_proto_names[COLL_PROTO_COUNT] = {"ll", "ll128", "simple"};
 
+double coll_nvls_chunk_bytes(const coll_nvls_t *nv, double n, int heads) {
+  double lanes = (double)nv->channels * heads, c = nv->chunk_bytes;
+  static const struct { double rows, chunk; } shrink[] = {{64, 65536}, {8, 32768}, {2, 16384}};
+  for (size_t i = 0; i < sizeof shrink / sizeof shrink[0]; i++)
+    if (n < shrink[i].rows * lanes * c && c > shrink[i].chunk)
+      c = shrink[i].chunk;
+  return c;
+}
+
 /* The capability table. Adding an algorithm: its enum value, a row here, its
  * emitter in coll_algos.c (and, if "auto" should pick it, a rule in
  * coll_select.c). */

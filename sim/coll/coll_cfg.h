@@ -96,6 +96,28 @@ typedef struct {
 
 extern const char *const coll_proto_names[COLL_PROTO_COUNT];
 
+/* NCCL's NVLS all-reduce as a chunk pipeline (NVIDIA/nccl src/enqueue.cc,
+ * calcCollChunking; src/transport/nvls.cc): `channels` thread blocks, each
+ * serving every head (rank), move the buffer chunk by chunk; one chunk step
+ * of one channel and head loads a chunk reduced by the switch, then stores it
+ * multicast. Each step pays chunk_step_s of synchronisation (Simple's fences
+ * and flags) beyond its data, and the two stages fill and drain once. NCCL
+ * shrinks the chunk for smaller buffers, so mid sizes pay more steps per
+ * byte. NVLS runs Simple only (src/graph/tuning.cc); latency_s replaces the
+ * protocol's per-step latency for its one round. */
+typedef struct {
+  bool present;                   /* configured; absent: NVLS is one round at link rate */
+  int channels;                   /* thread blocks NVLS runs on */
+  double chunk_bytes;             /* largest chunk of one step (NCCL_NVLS_CHUNKSIZE) */
+  double chunk_step_s;            /* synchronisation per chunk step */
+  double latency_s;               /* fixed cost of the round, for the protocol's step latency */
+} coll_nvls_t;
+
+/* The chunk NCCL's NVLS uses for a buffer of n bytes over lanes = channels x
+ * heads concurrent steps: the configured chunk, halved to 64K, 32K and 16K
+ * below 64, 8 and 2 full rows of lanes (calcCollChunking). */
+double coll_nvls_chunk_bytes(const coll_nvls_t *nv, double n, int heads);
+
 /* How collectives are chosen and what they cost beyond the links. */
 typedef struct {
   coll_library_t library;         /* whose selection rules "auto" follows */
@@ -114,6 +136,7 @@ typedef struct {
                                      op_overhead_s */
   double p2p_sync_s;              /* its flag barrier among the ranks, once per stage */
   coll_proto_t proto[COLL_PROTO_COUNT];
+  coll_nvls_t nvls;
 } coll_cfg_t;
 
 /* The config rule: whether algo may be forced at level on servers whose scale-up

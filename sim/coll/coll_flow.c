@@ -62,6 +62,7 @@ typedef struct {
 
 struct coll_flow_sched {
   int nphases, loops, endpoints;
+  int ranks;         /* endpoints below are ranks, from it in-network switches */
   left_comms_t *left; /* NULL unless links die */
   double step_s;     /* protocol latency per round */
   bool own_launch;   /* launch_s replaces the config's op_overhead_s (coll.h) */
@@ -159,6 +160,7 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
   job->death_s = topo->after ? topo->death_s : 0;
   job->left = topo->after ? calloc(1, sizeof *job->left) : NULL;
   job->endpoints = s->endpoints;
+  job->ranks = topo->ranks;
   job->phases = calloc((size_t)(s->nphases > 0 ? s->nphases : 1), sizeof *job->phases);
   double wire = s->wire_factor >= 1 ? s->wire_factor : 1;
   for (int p = 0; p < s->nphases; p++) {
@@ -372,6 +374,13 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
     coll_flow_log_add(log, x->src, x->dst, (double)x->bytes * times, from, simgrid_get_clock());
   }
   free(resent);
+  /* a chunked phase (NVLS): its fill and chunk steps, from the time the data
+   * took; the ranks wait them out (a switch endpoint posted before the ranks
+   * launched, and ends with them) */
+  double pipeline = me < job->ranks
+                        ? coll_phase_pipeline_s(fp->ph, (simgrid_get_clock() - posted) / times) : 0;
+  if (pipeline > 0)
+    sg_actor_sleep_for(pipeline * times);
   if (fp->ph->reduces && cfg->reduce_bw_bytes_per_s > 0 && received > 0)
     sg_actor_sleep_for(received / cfg->reduce_bw_bytes_per_s);
 }

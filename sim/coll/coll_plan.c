@@ -540,6 +540,7 @@ static int build(const topo_t *topo, const coll_cfg_t *cfg, const layout_t *lay,
                  const coll_req_t *vreq, coll_op_t op, double loop_bytes, int loops,
                  coll_plan_t *plan, npu_err_t *err) {
   const topo_t *vt = &lay->vt;
+  plan->sched.nvls = cfg->nvls;
   if (compose(&plan->sched, vt, cfg, plan->algo, vreq, loop_bytes) < 0) {
     coll_sched_free(&plan->sched);
     return explain_forced(vt, plan->algo, vreq, switch_reduces(vt), err);
@@ -580,7 +581,8 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
     loops = 1;
   coll_select_algos(vt, cfg, switch_reduces(vt), req->op, n / loops, plan->algo);
   coll_algo_t cands[2];
-  int ncands = coll_select_candidates(vt, cfg, req->op, 1, cands), rc = 0;
+  int level = 0, rc = 0;
+  int ncands = coll_select_candidates(vt, cfg, switch_reduces(vt), req->op, &level, cands);
   if (ncands == 0) {
     rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, plan, err);
   } else { /* the library's tuner: the fastest candidate */
@@ -588,7 +590,7 @@ int coll_plan_group(const topo_t *topo, const coll_cfg_t *cfg, const int *member
     for (int c = 0; c < ncands && rc == 0; c++) {
       coll_plan_t cand = *plan;
       memset(&cand.sched, 0, sizeof cand.sched);
-      cand.algo[1] = cands[c];
+      cand.algo[level] = cands[c];
       rc = build(topo, cfg, &lay, &vreq, req->op, n / loops, loops, &cand, err);
       double t = rc == 0 ? coll_analytic_time(topo, cfg, &cand.sched, NULL) : 0;
       if (rc == 0 && (c == 0 || t < best)) {

@@ -54,3 +54,9 @@ double coll_sched_bytes(const coll_sched_t *s) {
   }
   return total * (s->loops > 0 ? s->loops : 1);
 }
+
+double coll_phase_pipeline_s(const coll_phase_t *ph, double link_s) {
+  if (ph->chunk_steps <= 0)
+    return 0;
+  return link_s / ph->chunk_steps + (ph->chunk_steps + 1) * ph->chunk_step_s;
+}

@@ -104,14 +104,24 @@ static coll_algo_t nccl_choice(const topo_t *t, coll_op_t op, int level, bool nv
   return COLL_ALGO_RING; /* an allreduce weighs tree too: coll_select_candidates */
 }
 
-int coll_select_candidates(const topo_t *t, const coll_cfg_t *cfg, coll_op_t op, int level,
-                           coll_algo_t out[2]) {
-  if (cfg->library != COLL_LIB_NCCL || level != 1 || cfg->algo[1] != COLL_ALGO_AUTO ||
-      op != COLL_ALLREDUCE || topo_levels_used(t) < 2)
+int coll_select_candidates(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduces,
+                           coll_op_t op, int *level, coll_algo_t out[2]) {
+  if (cfg->library != COLL_LIB_NCCL || op != COLL_ALLREDUCE)
     return 0;
   out[0] = COLL_ALGO_RING;
-  out[1] = COLL_ALGO_TREE;
-  return 2;
+  if (topo_levels_used(t) >= 2 && cfg->algo[1] == COLL_ALGO_AUTO) {
+    *level = 1;
+    out[1] = COLL_ALGO_TREE;
+    return 2;
+  }
+  /* in one server NCCL weighs NVLS against its ring: NVLS's fixed cost and
+   * chunk steps lose to ring/LL on small buffers */
+  if (t->nodes == 1 && switch_reduces && cfg->algo[0] == COLL_ALGO_AUTO) {
+    *level = 0;
+    out[1] = COLL_ALGO_NVLS;
+    return 2;
+  }
+  return 0;
 }
 
 void coll_select_algos(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduces, coll_op_t op,
@@ -170,9 +180,12 @@ void coll_select_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *p
     plan->sched.launch_s = cfg->p2p_launch_s > 0 ? cfg->p2p_launch_s : cfg->op_overhead_s;
     return;
   }
+  /* NVLS runs Simple only (NCCL's src/graph/tuning.cc); its configured pipeline
+   * (coll_cfg.h) replaces the protocol's step latency */
+  bool nvls = plan->algo[0] == COLL_ALGO_NVLS;
   double best = 0;
   for (int p = 0; p < COLL_PROTO_COUNT; p++) {
-    if (!cfg->proto[p].present)
+    if (!cfg->proto[p].present || (nvls && p != COLL_PROTO_SIMPLE))
       continue;
     use_protocol(plan, &cfg->proto[p]);
     double time = coll_analytic_time(t, cfg, &plan->sched, NULL);
@@ -187,6 +200,8 @@ void coll_select_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *p
     return;
   }
   use_protocol(plan, &cfg->proto[plan->proto]);
+  if (nvls && cfg->nvls.present)
+    plan->sched.step_s = cfg->nvls.latency_s;
   size_t used = strlen(plan->name);
   snprintf(plan->name + used, sizeof plan->name - used, "/%s", coll_proto_names[plan->proto]);
 }

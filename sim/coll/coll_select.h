@@ -12,12 +12,13 @@
 void coll_select_algos(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduces, coll_op_t op,
                        double loop_bytes, coll_algo_t out[COLL_LEVELS]);
 
-/* The algorithms the library weighs at `level` when none is forced (NCCL
- * between servers for an allreduce: ring and tree): the planner costs each
- * (with its protocol) and keeps the fastest. Returns how many, 0 when the
- * rule of coll_select_algos stands. */
-int coll_select_candidates(const topo_t *t, const coll_cfg_t *cfg, coll_op_t op, int level,
-                           coll_algo_t out[2]);
+/* The algorithms the library weighs when none is forced, at the level it
+ * sets: NCCL's allreduce between servers, ring and tree; in one server whose
+ * switch reduces, ring and NVLS. The planner costs each (with its protocol)
+ * and keeps the fastest. Returns how many, 0 when the rule of
+ * coll_select_algos stands. */
+int coll_select_candidates(const topo_t *t, const coll_cfg_t *cfg, bool switch_reduces,
+                           coll_op_t op, int *level, coll_algo_t out[2]);
 
 /* Like NCCL's tuner: costs plan's schedule in every protocol cfg configures and
  * keeps the fastest (its wire factor and step latency in the schedule, "/name"

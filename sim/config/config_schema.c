@@ -485,6 +485,19 @@ static const cfg_key_t system_keys[] = {
     PROTO("ll", COLL_PROTO_LL, "NCCL's LL protocol (8-byte flags): low latency, half the wire"),
     PROTO("ll128", COLL_PROTO_LL128, "NCCL's LL128 protocol (a flag per 128 bytes)"),
     PROTO("simple", COLL_PROTO_SIMPLE, "NCCL's Simple protocol: full bandwidth, highest latency"),
+    SECTION("collectives.nvls", SYS(coll.nvls.present),
+        "NVLS (in-switch all-reduce) as NCCL runs it: a pipeline of chunk steps per channel "
+        "and head, each paying chunk_step_us; absent = one round at the links' rate with the "
+        "Simple protocol's step latency."),
+    INT("collectives.nvls.channels", SYS(coll.nvls.channels), 1, 1024, "16",
+        "Thread blocks (channels) NVLS runs on; each serves every head (NCCL: 16 on H100)."),
+    POS("collectives.nvls.chunk_KiB", "KiB", KIB, SYS(coll.nvls.chunk_bytes), 1, 1e6, "128",
+        "Largest chunk of one step (NCCL_NVLS_CHUNKSIZE); halved to 64, 32 and 16 KiB for "
+        "buffers below 64, 8 and 2 chunks per channel and head, as NCCL does."),
+    NUM("collectives.nvls.chunk_step_us", "us", MICRO, SYS(coll.nvls.chunk_step_s), 0, 1e6,
+        NULL, "Synchronisation of one chunk step of one channel and head, beyond its data."),
+    NUM("collectives.nvls.latency_us", "us", MICRO, SYS(coll.nvls.latency_s), 0, 1e6, NULL,
+        "Fixed cost of the NVLS round, in place of the Simple protocol's step latency."),
 };
 
 static const cfg_key_t workload_keys[] = {

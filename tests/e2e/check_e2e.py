@@ -285,11 +285,43 @@ def check_calibrate(tmp):
     efa = os.path.join(LOGS, "h100_aws_p5_2node_16gpu_efa_allreduce.txt")
     rc, out, err = run(["calibrate", "--system", H100, "--collectives", nvls, "--collectives", efa,
                         "--op", "allreduce"])
-    worse = [l for l in out.splitlines() if l.startswith("warning: the fit made") and efa in l]
-    if rc or len(worse) != 1 or "at its bound" not in out:
+    if rc or "cluster.scale_out.efficiency" not in out or "at its bound" not in out:
+        fail("a parameter the fit leaves at its bound is not said so: exit %d %s"
+             % (rc, out[-600:] + err))
+    else:
+        ok("the EFA log's scale-out efficiency ends at its bound, and the report says so")
+    # two one-server logs of different links: one written by the system as
+    # configured (no error before), one by a slower link; the compromise the
+    # fit finds makes the first worse, and the report must say so
+    exact, slow = os.path.join(tmp, "exact.log"), os.path.join(tmp, "slow.log")
+    for path, extra in ((exact, []), (slow, ["--set", "node.scale_up.efficiency=0.5"])):
+        rc, out, err = run(["coll", "--system", H100, "--op", "allreduce", "--ranks", "8",
+                            "--sizes", "1M:1G:4", "--fidelity", "analytic", "--algo", "ring",
+                            "--style", "nccl-tests"] + extra)
+        open(path, "w").write(out)
+    rc, out, err = run(["calibrate", "--system", H100, "--collectives", exact, "--collectives",
+                        slow, "--algo", "ring", "--op", "allreduce"])
+    worse = [l for l in out.splitlines() if l.startswith("warning: the fit made")]
+    if rc or len(worse) != 1 or exact not in worse[0]:
         fail("a fit that makes a log worse is not said so: exit %d %s" % (rc, out[-600:] + err))
     else:
-        ok("the NVLS log's scale-up fit makes the two-server EFA log worse, and the report says so")
+        ok("a fit that makes the exact log worse says so")
+    # NVLS's pipeline: logs written with known collectives.nvls values are fitted back
+    known_nv = {"collectives.nvls.latency_us": 12.0, "collectives.nvls.chunk_step_us": 3.0}
+    nvlog = os.path.join(tmp, "nvls.log")
+    rc, out, err = run(["coll", "--system", H100, "--op", "allreduce", "--ranks", "8", "--sizes",
+                        "1M:8G:2", "--fidelity", "analytic", "--algo", "nvls", "--style",
+                        "nccl-tests"] + sum((["--set", "%s=%g" % kv] for kv in known_nv.items()), []))
+    open(nvlog, "w").write(out)
+    rc, out, err = run(["calibrate", "--system", H100, "--collectives", nvlog, "--algo", "nvls",
+                        "--op", "allreduce", "--format", "json"])
+    params = {p["key"]: p["after"] for p in json.loads(out)["parameters"]} if rc == 0 else {}
+    off = {k: params.get(k, 0) / v - 1 for k, v in known_nv.items()}
+    if rc or any(abs(e) > 0.01 for e in off.values()):
+        fail("calibrate --algo nvls on a log of known NVLS costs: exit %d %s %s" % (rc, params, err))
+    else:
+        ok("an NVLS log of known costs: latency and chunk step within 1%% (%s)"
+           % ", ".join("%s %+.3f%%" % (k.split(".")[-1], 100 * e) for k, e in off.items()))
 
 
 def main():

@@ -86,7 +86,8 @@ check "TTFT as all-H100 (the prefill pool's chip), TPOT below all-H100's" python
 import json, sys
 m, a, b = (json.load(open(f)) for f in sys.argv[1:4])
 assert m["ttft_s"] == a["ttft_s"], (m["ttft_s"], a["ttft_s"])
-assert m["tpot_s"]["mean"] < 0.8 * a["tpot_s"]["mean"], (m["tpot_s"], a["tpot_s"])
+# below all-H100 by the decode step'"'"'s HBM time (the same all-reduces on both, NCCL'"'"'s)
+assert m["tpot_s"]["mean"] < 0.9 * a["tpot_s"]["mean"], (m["tpot_s"], a["tpot_s"])
 assert abs(m["tpot_s"]["mean"] / b["tpot_s"]["mean"] - 1) < 0.02, (m["tpot_s"], b["tpot_s"])' \
   "$tmp/mixed.json" "$tmp/plain.json" "$tmp/h200.json"
 check "pools on one node type follow each other" bash -c "

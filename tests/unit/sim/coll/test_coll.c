@@ -189,6 +189,66 @@ static coll_algo_t auto_level(const system_cfg_t *s, coll_op_t op, int ranks, do
   return a;
 }
 
+/* Analytic time of an allreduce of n bytes on ranks of one server with a0 forced. */
+static double forced_time(const system_cfg_t *s, int ranks, double n, coll_algo_t a0) {
+  topo_t t;
+  coll_plan_t p;
+  CU_ASSERT_EQUAL_FATAL(plan(s, &t, &p, COLL_ALLREDUCE, ranks, ranks, n, a0, COLL_ALGO_AUTO, NULL), 0);
+  double time = coll_analytic_time(&t, &s->coll, &p.sched, NULL);
+  coll_plan_free(&p);
+  topo_free(&t);
+  return time;
+}
+
+/* NVLS as NCCL runs it: NCCL's chunk rule, Simple only, and the analytic time
+ * of its one round: launch + latency + link + fill (one step's share of the
+ * link) + (steps + 1) chunk syncs. */
+static void test_nvls_pipelines_chunk_steps_as_nccl_does(void) {
+  system_cfg_t s = load_system("h100-dgx.json", NULL);
+  CU_ASSERT_FATAL(s.coll.nvls.present && s.coll.nvls.channels == 16);
+  const coll_nvls_t *nv = &s.coll.nvls;
+  double K = 1024, M = K * K;
+  /* 16 channels x 8 heads = 128 lanes of 128 KiB: 64 rows = 1 GiB */
+  CU_ASSERT_EQUAL(coll_nvls_chunk_bytes(nv, 1024 * M, 8), 128 * K);
+  CU_ASSERT_EQUAL(coll_nvls_chunk_bytes(nv, 1024 * M - 1, 8), 64 * K);
+  CU_ASSERT_EQUAL(coll_nvls_chunk_bytes(nv, 64 * M, 8), 64 * K);
+  CU_ASSERT_EQUAL(coll_nvls_chunk_bytes(nv, 64 * M - 1, 8), 32 * K);
+  CU_ASSERT_EQUAL(coll_nvls_chunk_bytes(nv, 8 * M, 8), 32 * K);
+  CU_ASSERT_EQUAL(coll_nvls_chunk_bytes(nv, 8 * M - 1, 8), 16 * K);
+  CU_ASSERT_EQUAL(coll_nvls_chunk_bytes(nv, 1, 8), 16 * K);
+  for (int i = 0; i < 3; i++) {
+    double n = (double[]){1 * M, 48 * M, 2048 * M}[i];
+    topo_t t;
+    coll_plan_t pl;
+    CU_ASSERT_EQUAL_FATAL(plan(&s, &t, &pl, COLL_ALLREDUCE, 8, 8, n, COLL_ALGO_NVLS,
+                               COLL_ALGO_AUTO, NULL), 0);
+    CU_ASSERT_EQUAL(pl.proto, COLL_PROTO_SIMPLE); /* NCCL runs NVLS in Simple only */
+    const coll_phase_t *ph = &pl.sched.phases[0];
+    int steps = (int)ceil(n / (128 * coll_nvls_chunk_bytes(nv, n, 8)));
+    CU_ASSERT_EQUAL(ph->chunk_steps, steps);
+    const link_cfg_t *port = &t.links[0].cfg;
+    double r = s.node.scale_up.read_request_overhead, down = n * (1 + 1.0 / 8) + r * n;
+    double link = down / link_effective_bw(port), alpha = port->latency_s + port->msg_overhead_s;
+    double want = s.coll.op_overhead_s + alpha + nv->latency_s + link + link / steps +
+                  (steps + 1) * nv->chunk_step_s;
+    double got = coll_analytic_time(&t, &s.coll, &pl.sched, NULL);
+    CU_ASSERT_DOUBLE_EQUAL(got, want, want * 1e-12);
+    if (fabs(got - want) > want * 1e-12)
+      fprintf(stderr, "\n  NVLS %.0f B: %.9g s, formula %.9g s\n", n, got, want);
+    coll_plan_free(&pl);
+    topo_free(&t);
+  }
+  /* without the section NVLS is one round at link rate, no chunk steps */
+  s.coll.nvls.present = false;
+  topo_t t;
+  coll_plan_t pl;
+  CU_ASSERT_EQUAL_FATAL(plan(&s, &t, &pl, COLL_ALLREDUCE, 8, 8, 64 * M, COLL_ALGO_NVLS,
+                             COLL_ALGO_AUTO, NULL), 0);
+  CU_ASSERT_EQUAL(pl.sched.phases[0].chunk_steps, 0);
+  coll_plan_free(&pl);
+  topo_free(&t);
+}
+
 static void test_auto_follows_the_libraries_rules(void) {
   system_cfg_t b = load_system("ascend-910b.json", NULL);
   double mb = 1024.0 * 1024;
@@ -206,6 +266,12 @@ static void test_auto_follows_the_libraries_rules(void) {
   CU_ASSERT_EQUAL(auto_level(&a, COLL_ALLREDUCE, 24, mb, 1), COLL_ALGO_RING);
   system_cfg_t h = load_system("h100-dgx.json", NULL);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8, 64 * mb, 0), COLL_ALGO_NVLS);
+  /* NCCL's tuner weighs NVLS against its ring in one server: auto takes the
+   * faster of the two forced, at every size */
+  for (double n = 4096; n <= 4096 * mb; n *= 8) {
+    double ring = forced_time(&h, 8, n, COLL_ALGO_RING), nvls = forced_time(&h, 8, n, COLL_ALGO_NVLS);
+    CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8, n, 0), nvls < ring ? COLL_ALGO_NVLS : COLL_ALGO_RING);
+  }
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_TREE);
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, 1024 * mb, 1), COLL_ALGO_RING);
   /* NCCL's tuner at scale: 512 MiB takes ring on 16 servers, tree on 1024 (the
@@ -602,6 +668,7 @@ CU_TestInfo coll_tests[] = {
     {"engine all-reduce costs its formula", test_engine_allreduce_costs_its_formula},
     {"full-mesh busbw grows with the NPUs used", test_full_mesh_busbw_grows_with_the_npus_used},
     {"auto follows the libraries' rules", test_auto_follows_the_libraries_rules},
+    {"NVLS pipelines chunk steps as NCCL does", test_nvls_pipelines_chunk_steps_as_nccl_does},
     {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},
     {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
     {"ECMP hashes each flow onto one spine", test_ecmp_hashes_each_flow_onto_one_spine},
