@@ -197,12 +197,13 @@ SPECS_MODELLED = {
     "bailing_spec": "Ling (Bailing): GPT layers with MoE",
     "gemma2_spec": "Gemma 2: GPT layers with extra norms",
     "longcat_spec": "LongCat-Flash: shortcut-connected MoE layers (model.moe.shortcut)",
+    "minimax_spec": "MiniMax-M2: softmax attention with QK layer norms over all heads "
+                    "(MinimaxAttention), MoE",
     "layer_spec": "",
 }
 SPECS_UNMODELLED = {
     "qwen3_next_spec": "Qwen3-Next's gated DeltaNet linear attention",
     "deepseek4_spec": "DeepSeek-V4's sparse attention",
-    "minimax_spec": "MiniMax's lightning (linear) attention",
     "hybrid_layer_specs": "a hybrid Mamba / attention stack",
 }
 # Layer modules whose attention is latent: they need the MLA flags.

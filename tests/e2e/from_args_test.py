@@ -625,6 +625,10 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "--num-zero-experts 8 --moe-router-topk 4 --moe-ffn-hidden-size 256",
              {"model.moe.shortcut": True, "model.moe.zero_experts": 8, "model.moe.experts": 16},
              "LongCat-Flash's shortcut MoE layers and zero-computation experts"),
+            ("--spec mindspeed_llm.tasks.models.spec.minimax_spec layer_spec --num-experts 16 "
+             "--moe-router-topk 4 --qk-layernorm",
+             {"model.moe.experts": 16, "model.moe.shortcut": None},
+             "MiniMax-M2's layers: softmax attention with QK norms, MoE"),
             ("--interleave-sliding-window 512",
              {"model.sliding_window_tokens": 512, "model.full_attention_every": 2},
              "Gemma 2's windows in every other layer"),
