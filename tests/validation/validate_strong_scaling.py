@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""validate_strong_scaling.py - npusim's GPT-3 175B step time on DGX H100 against
+MLPerf Training v3.1's strong scaling: the same global batch on 512 and 4,096
+GPUs, and on 768 and 6,144 (tests/data/validation/strong_scaling_h100.csv,
+sources and plan in its header).
+
+  validate_strong_scaling.py [--npusim PATH] [-j N] [--check PCT]
+
+Prints every row's measured and predicted step time and error, then per global
+batch the measured and predicted scaling efficiency (time(small) x small /
+(time(large) x large)) and how the error moves from the small run to the large
+one: a model missing something that grows with the job's size shows there. With
+--check, exits 1 when a row's |error| exceeds PCT. Each run is an analytic
+`npusim train` (about a minute at 768 GPUs here: 128 micro-batches of a 96-layer
+model on 12 virtual stages), so this is not in ctest; -j runs N at once.
+Python standard library only."""
+import argparse
+import concurrent.futures
+import csv
+import math
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "tests", "data", "validation", "strong_scaling_h100.csv")
+PLAN = ["parallel.tp=4", "parallel.pp=8", "parallel.vpp=12", "parallel.zero=1",
+        "training.micro_batch=1", "training.precision=fp8", "training.overlap_tp_comm=true",
+        "training.overlap_p2p_comm=true", "training.overlap_param_gather=true",
+        "system.collectives.level0_algorithm=ring"]
+
+
+def predict(npusim, row):
+    cmd = [npusim, "train", "--system", os.path.join(ROOT, "configs/systems/h100-dgx.json"),
+           "--workload", os.path.join(ROOT, "configs/workloads/gpt-175b.json"),
+           "--fidelity", "analytic", "--format", "json"]
+    for s in PLAN + ["parallel.dp=" + row["dp"], "training.global_batch=" + row["global_batch"]]:
+        cmd += ["--set", s]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit("validate_strong_scaling: %s GPUs: %s" % (row["gpus"], out.stderr.strip()))
+    m = re.search(r'"step_time_s":\s*([0-9.eE+-]+)', out.stdout)
+    return float(m.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--npusim", default=os.path.join(ROOT, "build", "npusim"))
+    ap.add_argument("-j", type=int, default=1)
+    ap.add_argument("--check", type=float)
+    args = ap.parse_args()
+    with open(DATA) as f:
+        rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.j)) as ex:
+        pred = list(ex.map(lambda r: predict(args.npusim, r), rows))
+    print("%6s %6s %12s %12s %12s %8s" % ("gpus", "batch", "measured_s", "npusim_s", "error", ""))
+    errs = []
+    for r, p in zip(rows, pred):
+        m = float(r["step_time_s"])
+        errs.append(100 * (p - m) / m)
+        print("%6s %6s %12.4f %12.4f %+11.1f%%" % (r["gpus"], r["global_batch"], m, p, errs[-1]))
+    print("\nglobal batch  GPUs         efficiency measured  npusim   error small -> large")
+    for b in sorted({r["global_batch"] for r in rows}, key=int):
+        i = [k for k, r in enumerate(rows) if r["global_batch"] == b]
+        lo, hi = min(i, key=lambda k: int(rows[k]["gpus"])), max(i, key=lambda k: int(rows[k]["gpus"]))
+        def eff(t):
+            return t[lo] * int(rows[lo]["gpus"]) / (t[hi] * int(rows[hi]["gpus"]))
+        meas = [float(r["step_time_s"]) for r in rows]
+        print("%12s  %5s -> %-5s %17.1f%% %7.1f%%   %+.1f%% -> %+.1f%%" % (
+            b, rows[lo]["gpus"], rows[hi]["gpus"], 100 * eff(meas), 100 * eff(pred),
+            errs[lo], errs[hi]))
+    mape = sum(abs(e) for e in errs) / len(errs)
+    worst = max(abs(e) for e in errs)
+    print("\nMAPE %.1f%%, max %.1f%% (%d rows)" % (mape, worst, len(errs)))
+    if args.check is not None:
+        ok = worst <= args.check
+        print("strong scaling: every row %s %.0f%%" % ("within" if ok else "NOT within", args.check))
+        return 0 if ok else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
