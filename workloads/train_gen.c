@@ -97,6 +97,7 @@ typedef enum {
   COMM_DP_REPLICAS, /* hybrid sharding: the same shard in every shard group */
   COMM_CP_ULYSSES, /* context parallelism's all-to-alls (Ulysses) */
   COMM_CP_GATHER,  /* its key/value all-gathers (allgather) */
+  COMM_ETP,        /* expert tensor parallelism apart from TP (parallel.etp) */
   COMM_COUNT
 } gen_comm_t;
 
@@ -114,6 +115,7 @@ static const struct {
     [COMM_DP_REPLICAS] = {"dp_replicas", TRAIN_PART_DP},
     [COMM_CP_ULYSSES] = {"cp_ulysses", TRAIN_PART_CP},
     [COMM_CP_GATHER] = {"cp_gather", TRAIN_PART_CP},
+    [COMM_ETP] = {"etp", TRAIN_PART_EP},
 };
 
 typedef struct {
@@ -526,6 +528,8 @@ static int zero_experts(gen_t *g, double rows, int x) {
   return coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
 }
 
+static bool etp_split(const parallel_cfg_t *par);
+
 /* The router and the routed experts between their all-to-alls (dispatch and
  * combine, reversed in the backward), for `rows` tokens of this rank whose
  * experts are `width` wide on it; the experts see the busiest EP rank's tokens
@@ -539,7 +543,12 @@ static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) 
   if (!bwd)
     x = mm(g, rows, moe->experts, h, x);
   x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
-  x = ffn(g, routed / local, width, local, false, bwd, x);
+  double etp = etp_split(par) ? par->etp : 1, gathered = routed * etp * h * g->e;
+  if (etp > 1) /* the ETP group's tokens to each of its ranks (the same in the backward) */
+    x = coll(g, GEN_ALLGATHER, g->ep, COMM_ETP, gathered, x);
+  x = ffn(g, routed * etp / local, width, local, false, bwd, x);
+  if (etp > 1)
+    x = coll(g, GEN_REDUCESCATTER, g->ep, COMM_ETP, gathered, x);
   x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
   x = zero_experts(g, rows, x);
   if (bwd) { /* router: dgrad, wgrad */
@@ -549,24 +558,32 @@ static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) 
   return x;
 }
 
-/* Whether the experts are folded over the tensor-parallel ranks (etp 1 under
- * tp > 1, parallel.etp). */
+/* Whether the experts are folded over the tensor-parallel ranks (etp other
+ * than tp, parallel.etp). */
 static bool ep_folded(const parallel_cfg_t *par) {
   return par->etp != par->tp;
 }
 
+/* Whether folded experts are split over an ETP group of their own (etp > 1):
+ * Megatron-Core's expert grid ETP x EP x EDP over tp x cp x dp, ETP innermost.
+ * Each expert's width is split over it, and the tokens the dispatch brings are
+ * gathered over it before the experts and reduce-scattered after them. */
+static bool etp_split(const parallel_cfg_t *par) {
+  return ep_folded(par) && par->etp > 1;
+}
+
 /* A MoE block with its experts folded over the tensor-parallel ranks
- * (Megatron-Core's MoE parallel folding, expert tensor parallelism 1): each
- * rank routes its own sequence shard (sequence parallelism, tk / tp tokens)
- * and dispatches it over the EP group, which may span TP ranks; its local
- * experts are whole. The shared experts stay a TP-split MLP on the gathered
+ * (Megatron-Core's MoE parallel folding, expert tensor parallelism other than
+ * tp): each rank routes its own sequence shard (sequence parallelism, tk / tp
+ * tokens) and dispatches it over the EP group, which may span TP ranks; its
+ * local experts are whole (etp 1) or split over the ETP group (etp_split). The shared experts stay a TP-split MLP on the gathered
  * sequence, after the routed ones (before them in the backward). */
 static int moe_folded(gen_t *g, bool bwd, int x) {
   const moe_cfg_t *moe = &g->w->model.moe;
   double t = g->w->parallel.tp, shared = moe->shared_experts * moe->expert_ffn_hidden / t;
   if (bwd && shared > 0)
     x = tp_exit(g, ffn(g, g->tokens, shared, 1, false, true, tp_enter(g, x)));
-  x = routed_experts(g, g->tokens / t, moe->expert_ffn_hidden, bwd, x);
+  x = routed_experts(g, g->tokens / t, moe->expert_ffn_hidden / g->w->parallel.etp, bwd, x);
   if (!bwd && shared > 0)
     x = tp_exit(g, ffn(g, g->tokens, shared, 1, false, false, tp_enter(g, x)));
   return x;
@@ -1388,16 +1405,19 @@ static int stride_of(const parallel_cfg_t *par, par_dim_t dim) {
 }
 
 /* A communicator whose groups vary `dims` (in order) with the others fixed:
- * all of them (chunk 0), runs of `chunk` consecutive ranks along them (expert
- * parallel groups), or, `strided`, the ranks at one position of every such run
- * (expert data parallel groups). */
+ * along the linear index of those dims, groups of `gsize` members `stride`
+ * apart (gsize 0: all the index's members at that stride). Stride 1 gives runs
+ * of consecutive ranks (tensor, expert parallel groups); stride k the ranks at
+ * one position of every run of k (expert data parallel groups). */
 static void make_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id, int ndims,
-                      const par_dim_t *dims, int chunk, bool strided) {
+                      const par_dim_t *dims, int stride, int gsize) {
   int size[PAR_DIM_COUNT], full = 1;
   dim_sizes(par, size);
   for (int i = 0; i < ndims; i++)
     full *= size[dims[i]];
-  int gsize = chunk <= 0 ? full : strided ? full / chunk : chunk, per = full / gsize;
+  if (gsize <= 0)
+    gsize = full / stride;
+  int per = full / gsize;
   trace_comm_t *cm = &t->comms[id];
   cm->name = strdup(gen_comms[id].name);
   cm->ngroups = t->ranks / gsize;
@@ -1417,7 +1437,7 @@ static void make_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id, int 
       int gi = next++;
       cm->groups[gi] = malloc((size_t)gsize * sizeof(int));
       for (int m = 0; m < gsize; m++) {
-        int rest = strided ? j + m * per : j * gsize + m;
+        int rest = j / stride * stride * gsize + j % stride + m * stride;
         for (int i = 0; i < ndims; i++) {
           coord[dims[i]] = rest % size[dims[i]];
           rest /= size[dims[i]];
@@ -1439,7 +1459,7 @@ static void add_streams(gen_t *g) {
   g->compute = stream_of(p, "compute");
   g->tp = par->tp > 1 ? stream_of(p, "tp") : -1;
   g->dp = replicas || (g->w->model.tied_embeddings && par->pp > 1) ? stream_of(p, "dp") : -1;
-  g->ep = par->ep > 1 ? stream_of(p, "ep") : -1;
+  g->ep = par->ep > 1 || etp_split(par) ? stream_of(p, "ep") : -1;
   g->send_next = pipeline ? stream_of(p, "pp_send_next") : -1;
   g->recv_prev = pipeline ? stream_of(p, "pp_recv_prev") : -1;
   g->send_prev = pipeline ? stream_of(p, "pp_send_prev") : -1;
@@ -1516,30 +1536,33 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
   out->comms = calloc(COMM_COUNT, sizeof *out->comms);
   out->ncomms = COMM_COUNT;
   static const par_dim_t tp_dims[] = {PAR_DIM_TP}, dp_dims[] = {PAR_DIM_CP, PAR_DIM_DP};
-  make_comm(out, par, COMM_TP, 1, tp_dims, 0, false);
+  make_comm(out, par, COMM_TP, 1, tp_dims, 1, 0);
   /* hybrid sharding: the DP groups are the shard groups, replicated across */
   int shard = par->zero_shard_size > 0 ? par->zero_shard_size : par->dp * par->cp;
-  make_comm(out, par, COMM_DP, 2, dp_dims, shard, false);
-  /* experts: EP carved out of dp x cp, or folded over tp x cp x dp (the EP
-   * group innermost, Megatron-Core's expert rank order with etp 1) */
+  make_comm(out, par, COMM_DP, 2, dp_dims, 1, shard);
+  /* experts: EP carved out of dp x cp, or folded over tp x cp x dp as
+   * Megatron-Core's expert grid ETP x EP x EDP (ETP innermost; etp 1: the EP
+   * group innermost) */
   static const par_dim_t folded_dims[] = {PAR_DIM_TP, PAR_DIM_CP, PAR_DIM_DP};
-  int edims = ep_folded(par) ? 3 : 2;
+  int edims = ep_folded(par) ? 3 : 2, etp = ep_folded(par) ? par->etp : 1;
   const par_dim_t *expert_dims = ep_folded(par) ? folded_dims : dp_dims;
-  make_comm(out, par, COMM_EP, edims, expert_dims, par->ep, false);
-  make_comm(out, par, COMM_EDP, edims, expert_dims, par->ep, true);
-  make_comm(out, par, COMM_DP_PARAMS, 2, dp_dims, shard, false);
-  make_comm(out, par, COMM_DP_REPLICAS, 2, dp_dims, shard, true);
-  make_comm(out, par, COMM_EDP_PARAMS, edims, expert_dims, par->ep, true);
+  make_comm(out, par, COMM_EP, edims, expert_dims, etp, par->ep);
+  make_comm(out, par, COMM_EDP, edims, expert_dims, etp * par->ep, 0);
+  make_comm(out, par, COMM_DP_PARAMS, 2, dp_dims, 1, shard);
+  make_comm(out, par, COMM_DP_REPLICAS, 2, dp_dims, shard, 0);
+  make_comm(out, par, COMM_EDP_PARAMS, edims, expert_dims, etp * par->ep, 0);
   make_ends_comm(out, par, COMM_EMBD);
   /* context parallelism's groups: Ulysses' consecutive positions, all of them
-   * to gather; traces of ring attention keep the communicators they had */
+   * to gather; traces of ring attention keep the communicators they had (the
+   * groups are made when ETP's communicator follows them) */
   static const par_dim_t cp_dims[] = {PAR_DIM_CP};
-  if (par->cp_algo != CP_RING) {
-    make_comm(out, par, COMM_CP_ULYSSES, 1, cp_dims, workload_cp_ulysses(par), false);
-    make_comm(out, par, COMM_CP_GATHER, 1, cp_dims, 0, false);
-  } else {
-    out->ncomms = COMM_CP_ULYSSES;
+  if (par->cp_algo != CP_RING || etp_split(par)) {
+    make_comm(out, par, COMM_CP_ULYSSES, 1, cp_dims, 1, workload_cp_ulysses(par));
+    make_comm(out, par, COMM_CP_GATHER, 1, cp_dims, 1, 0);
   }
+  if (etp_split(par))
+    make_comm(out, par, COMM_ETP, edims, expert_dims, 1, par->etp);
+  out->ncomms = etp_split(par) ? COMM_COUNT : par->cp_algo != CP_RING ? COMM_ETP : COMM_CP_ULYSSES;
   /* one program per pipeline stage (and context-parallel position: its ring wraps) */
   int nprog = par->pp * par->cp;
   out->programs = calloc((size_t)nprog, sizeof *out->programs);

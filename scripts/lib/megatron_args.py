@@ -1150,9 +1150,6 @@ def mixture_of_experts(a, layers, ffn, tp, ep, dp, cp, sources):
         raise InputError(f"--expert-model-parallel-size {ep} x expert tp {etp} does not "
                          f"divide tp {tp} x dp {dp} x cp {cp} (Megatron refuses it too; a "
                          "world size set outside the script? give --world-size)")
-    if etp not in (1, tp):
-        raise InputError(f"--expert-tensor-parallel-size {etp}: experts split over {etp} of the "
-                         f"{tp} tensor-parallel ranks are not modelled by npusim (1 or tp are)")
     if etp == tp and (dp * cp) % ep:
         raise InputError(f"--expert-model-parallel-size {ep}: does not divide dp {dp} x cp {cp} "
                          f"with experts split over tp {tp} (Megatron refuses it too)")

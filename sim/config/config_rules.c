@@ -306,20 +306,21 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
   if (m->has_moe && m->moe.experts % p->ep)
     return fail(doc, "parallel.ep", err, "a divisor of model.moe.experts = %d, found %d",
                 m->moe.experts, p->ep);
-  if (p->etp != p->tp && p->etp != 1)
-    return fail(doc, "parallel.etp", err,
-                "1 or parallel.tp = %d (experts whole, or split over the TP group), found %d",
-                p->tp, p->etp);
   if (p->etp == p->tp && (p->dp * p->cp) % p->ep)
     return fail(doc, "parallel.ep", err, "a divisor of dp x cp = %d (EP is carved out of "
-                "them; parallel.etp 1 folds it over tp x cp x dp), found %d", p->dp * p->cp,
-                p->ep);
-  if (p->etp != p->tp && (p->tp * p->cp * p->dp) % p->ep)
-    return fail(doc, "parallel.ep", err, "a divisor of tp x cp x dp = %d (folded over them "
-                "with parallel.etp 1), found %d", p->tp * p->cp * p->dp, p->ep);
-  if (p->etp != p->tp && !p->sequence_parallel)
+                "them; parallel.etp other than tp folds it over tp x cp x dp), found %d",
+                p->dp * p->cp, p->ep);
+  if (p->etp != p->tp && (p->tp * p->cp * p->dp) % (p->ep * p->etp))
+    return fail(doc, p->etp > 1 ? "parallel.etp" : "parallel.ep", err,
+                "ep x etp (%d x %d) dividing tp x cp x dp = %d (the "
+                "expert grid ETP x EP x EDP folded over them), found %d", p->ep, p->etp,
+                p->tp * p->cp * p->dp, p->ep * p->etp);
+  if (p->etp != p->tp && m->has_moe && m->moe.expert_ffn_hidden % p->etp)
+    return fail(doc, "parallel.etp", err, "a divisor of model.moe.expert_ffn_hidden = %d (each "
+                "expert's width is split over it), found %d", m->moe.expert_ffn_hidden, p->etp);
+  if (p->etp != p->tp && p->tp > 1 && !p->sequence_parallel)
     return fail(doc, "parallel.sequence_parallel", err,
-                "true with parallel.etp 1 under tp = %d (each rank routes its own sequence "
+                "true with parallel.etp other than tp = %d (each rank routes its own sequence "
                 "shard; Megatron requires it with MoE and TP), found false", p->tp);
   return 0;
 }

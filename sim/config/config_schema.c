@@ -634,13 +634,15 @@ static const cfg_key_t workload_keys[] = {
         "--ulysses-degree-in-cp), a divisor of cp between 2 and cp / 2."),
     INT("parallel.ep", WL(parallel.ep), 1, 1e5, "1",
         "Expert-parallel size; divides experts. With etp = tp it is carved out of dp x cp; "
-        "with etp 1 folded over tp x cp x dp (ep divides tp x cp x dp)."),
+        "with any other etp folded over tp x cp x dp (ep x etp divides tp x cp x dp)."),
     INT("parallel.etp", WL(parallel.etp), 1, 1e5, "=parallel.tp",
         "Expert tensor parallelism (Megatron's --expert-tensor-parallel-size): tp splits each "
-        "expert over the TP group and reduces it there; 1 keeps experts whole and folds EP over "
-        "the TP ranks (Megatron-Core's MoE parallel folding, MindSpeed's --moe-tp-extend-ep): "
-        "each rank routes its own sequence shard (needs sequence_parallel when tp > 1) and the "
-        "dispatch all-to-all spans TP ranks. Other values are not modelled."),
+        "expert over the TP group and reduces it there; any other value folds the experts over "
+        "tp x cp x dp as Megatron-Core's expert grid ETP x EP x EDP (MoE parallel folding; "
+        "MindSpeed's --moe-tp-extend-ep is etp 1): each rank routes its own sequence shard "
+        "(needs sequence_parallel when tp > 1), the dispatch all-to-all may span TP ranks, and "
+        "with etp > 1 each expert's width is split over an ETP group of its own that gathers "
+        "the dispatched tokens before the experts and reduce-scatters them after."),
     INT("parallel.zero", WL(parallel.zero), 0, 3, "0",
         "ZeRO stage: 1 shards optimizer states (distributed optimizer), 2 also gradients, 3 "
         "also weights."),

@@ -641,6 +641,9 @@ def modern_checks(converter, npusim, tmp, report=fail):
              {"parallel.ep": 8, "parallel.etp": 1}, "MindSpeed's EP extended over TP"),
             ("--sequence-parallel --expert-model-parallel-size 8 --expert-tensor-parallel-size 1",
              {"parallel.ep": 8, "parallel.etp": 1}, "Megatron-Core's MoE parallel folding"),
+            ("--tensor-model-parallel-size 4 --num-attention-heads 8 --num-query-groups 4 "
+             "--sequence-parallel --expert-model-parallel-size 2 --expert-tensor-parallel-size 2",
+             {"parallel.ep": 2, "parallel.etp": 2}, "experts over an ETP group of 2 under TP 4"),
             ("--expert-tensor-parallel-size 2", {"parallel.ep": 2, "parallel.etp": None},
              "expert tensor parallelism equal to tp (the default)"),
             ("--moe-fb-overlap --pipeline-model-parallel-size 1 --num-layer-list 4",
@@ -691,9 +694,6 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "a latent-attention --spec without its widths"),
             ("--multi-latent-attention --qk-head-dim 64 --qk-nope-head-dim 64", "--qk-nope-head-dim",
              "one MLA width given twice"),
-            ("--tensor-model-parallel-size 4 --num-attention-heads 8 --num-query-groups 4 "
-             "--expert-tensor-parallel-size 2", "--expert-tensor-parallel-size 2",
-             "experts over some of the TP ranks"),
             ("--spec mindspeed_llm.tasks.models.spec.qwen3_next_spec layer_spec",
              "linear attention", "a linear-attention --spec"),
             ("--spec my.own.spec layer_spec", "--spec my.own.spec", "an unknown --spec"),

@@ -638,6 +638,69 @@ static void test_experts_folded_over_tensor_parallel_ranks(void) {
   train_info_free(&ib);
 }
 
+/* Expert tensor parallelism apart from TP (parallel.etp 2 on tp 4 x dp 2, ep
+ * 4): Megatron-Core's expert grid ETP x EP x EDP over the stage's 8 ranks, ETP
+ * innermost: ETP {0, 1}, EP {0, 2, 4, 6}, no expert replicas. The dispatch
+ * carries the rank's own sequence shard (a quarter under tp 4, half the bytes
+ * of tp 2 x dp 4 with etp 1 and EP 8); the ETP group
+ * gathers what it brings (twice the bytes: the group's total) before the
+ * experts and reduce-scatters it after, once per MoE layer in each pass; the
+ * experts are split over ep x etp = 8 ranks as under tp 2 with etp = tp, the
+ * dense weights over 4 instead of 2. */
+static void test_expert_tensor_parallel_group_of_its_own(void) {
+  const char *plan = "\"tp\": 2, \"sequence_parallel\": true, \"dp\": 4, \"ep\": 4";
+  workload_cfg_t split = load_workload(small_moe, plan, "\"global_batch\": 4");
+  workload_cfg_t whole = split, etp2 = split;
+  whole.parallel.ep = 8;
+  whole.parallel.etp = 1;
+  etp2.parallel.tp = 4; /* etp 2 under tp 4 x dp 2: the folded grid */
+  etp2.parallel.dp = 2;
+  etp2.parallel.etp = 2;
+  etp2.training.global_batch = 2; /* one micro-batch per replica, as the others */
+  trace_t a, c;
+  generate_trace(&whole, &a);
+  generate_trace(&etp2, &c);
+  const trace_comm_t *etp = &c.comms[comm_named(&c, "etp")];
+  const trace_comm_t *ep = &c.comms[comm_named(&c, "ep")];
+  const trace_comm_t *edp = &c.comms[comm_named(&c, "edp")];
+  CU_ASSERT_EQUAL(etp->sizes[etp->group_of[0]], 2);
+  CU_ASSERT_EQUAL(ep->sizes[ep->group_of[0]], 4);
+  CU_ASSERT_EQUAL(edp->sizes[edp->group_of[0]], 1);
+  for (int m = 0; m < 2; m++)
+    CU_ASSERT_EQUAL(etp->groups[etp->group_of[0]][m], m);
+  for (int m = 0; m < 4; m++)
+    CU_ASSERT_EQUAL(ep->groups[ep->group_of[0]][m], 2 * m);
+  double a2a_whole = 0, a2a_etp = 0, gather = 0, scatter = 0;
+  int n_whole = alltoalls(&a, &a2a_whole), n_etp = alltoalls(&c, &a2a_etp);
+  CU_ASSERT_EQUAL(n_whole, n_etp);
+  /* tp 4: each rank routes a quarter of the tokens, half of tp 2's */
+  CU_ASSERT_DOUBLE_EQUAL(a2a_etp, a2a_whole / 2, 0);
+  int gathers = 0, scatters = 0;
+  const trace_program_t *p = &c.programs[c.program_of[0]];
+  int cetp = comm_named(&c, "etp");
+  for (int i = 0; i < p->nops; i++) {
+    const trace_op_t *op = &p->ops[i];
+    if (op->type != TRACE_OP_COLL || op->comm != cetp)
+      continue;
+    bool g = strcmp(replay_vocab.colls[op->kind], "allgather") == 0;
+    gathers += g, scatters += !g;
+    *(g ? &gather : &scatter) = op->bytes;
+  }
+  CU_ASSERT_EQUAL(gathers, n_etp / 2); /* one per dispatch: 2 per MoE layer and pass */
+  CU_ASSERT_EQUAL(scatters, gathers);
+  CU_ASSERT_DOUBLE_EQUAL(gather, 2 * a2a_etp, 0);
+  CU_ASSERT_DOUBLE_EQUAL(scatter, gather, 0);
+  trace_free(&a);
+  trace_free(&c);
+  train_info_t ia, ic;
+  generate(&split, &ia);
+  generate(&etp2, &ic);
+  /* experts over ep x etp = 8 either way; the dense part over tp 2 and tp 4 */
+  CU_ASSERT(ic.memory[0].weights < ia.memory[0].weights);
+  train_info_free(&ia);
+  train_info_free(&ic);
+}
+
 /* Expert load imbalance in training: measured loads 4,4,1,...,1 over 8
  * experts on EP 4 put 8 of 14 on the first rank, whose even share is 2 of 8:
  * every rank's dispatch carries 16/7 of the even bytes, and its experts as
@@ -1185,6 +1248,7 @@ CU_TestInfo train_tests[] = {
     {"sliding-window attention", test_sliding_window_attention},
     {"LongCat-Flash: zero experts and shortcut MoE layers", test_longcat_layers},
     {"experts folded over tensor-parallel ranks", test_experts_folded_over_tensor_parallel_ranks},
+    {"expert tensor parallel group of its own", test_expert_tensor_parallel_group_of_its_own},
     {"context-parallel algorithms", test_context_parallel_algorithms},
     {"expert imbalance in training", test_expert_imbalance_in_training},
     {"TP communication fused with its matmuls", test_tp_comm_fused_with_matmuls},

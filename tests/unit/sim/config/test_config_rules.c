@@ -185,10 +185,14 @@ static void test_moe_plan_must_fit_the_experts(void) {
   expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=2", "parallel.ep=4",
                                  "training.global_batch=1024"),
          "--set: parallel.ep: expected a divisor of dp x cp = 2 (EP is carved out of them; "
-         "parallel.etp 1 folds it over tp x cp x dp), found 4");
+         "parallel.etp other than tp folds it over tp x cp x dp), found 4");
   expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "parallel.dp=2", "parallel.etp=3"),
-         "--set: parallel.etp: expected 1 or parallel.tp = 8 (experts whole, or split over the "
-         "TP group), found 3");
+         "--set: parallel.etp: expected ep x etp (1 x 3) dividing tp x cp x dp = 16 (the expert "
+         "grid ETP x EP x EDP folded over them), found 3");
+  expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], "model.moe.expert_ffn_hidden=1000",
+                                 "parallel.dp=2", "parallel.etp=16"),
+         "--set: parallel.etp: expected a divisor of model.moe.expert_ffn_hidden = 1000 (each "
+         "expert's width is split over it), found 16");
   expect(CONFIG_WORKLOAD, b, SET("training.moe.routing=zipf"),
          "--set: training.moe.routing: expected uniform for a dense model (no experts), found zipf");
   expect(CONFIG_WORKLOAD, b, SET(moe[0], moe[1], moe[2], "training.moe.routing=measured",
