@@ -542,6 +542,11 @@ static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) 
   double a2a = par->ep > 1 ? routed * h * g->e : 0;
   if (!bwd)
     x = mm(g, rows, moe->experts, h, x);
+  /* Megatron-Core's permutation (moe_utils.py permute): each routed copy of a
+   * token moved to its expert's rows before the dispatch, and back, weighted
+   * and summed, after the combine (unpermute); the backward moves the gradients
+   * the same ways. Memory-bound copies of routed x h each. */
+  x = vec(g, GEN_COPY, routed, h, x);
   x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
   double etp = etp_split(par) ? par->etp : 1, gathered = routed * etp * h * g->e;
   if (etp > 1) /* the ETP group's tokens to each of its ranks (the same in the backward) */
@@ -550,6 +555,7 @@ static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) 
   if (etp > 1)
     x = coll(g, GEN_REDUCESCATTER, g->ep, COMM_ETP, gathered, x);
   x = coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
+  x = vec(g, GEN_COPY, routed, h, x);
   x = zero_experts(g, rows, x);
   if (bwd) { /* router: dgrad, wgrad */
     x = mm(g, rows, h, moe->experts, x);
