@@ -17,10 +17,11 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 
 # the compiler and libraries of npusim; python3 for the scripts in scripts/,
-# python3-matplotlib for scripts/tools/npusim-plot. No Slurm here: on a cluster's
+# python3-matplotlib for scripts/tools/npusim-plot, python3-yaml for the YAML
+# of MindSpeed's FSDP2 launches in npusim-from-args. No Slurm here: on a cluster's
 # login node Debian's slurm-client would shadow the site's own sbatch.
 "$root/scripts/apt_missing.sh" cmake make gcc pkg-config libsimgrid-dev libcjson-dev zlib1g-dev \
-  python3 python3-matplotlib
+  python3 python3-matplotlib python3-yaml
 
 cmake -S "$root" -B "$root/$build" "${flags[@]}" >/dev/null
 cmake --build "$root/$build" -j"$(nproc)"

@@ -76,6 +76,8 @@ def reason_of(message, path):
         return f"refused: {m.group(2)}"
     if re.match(r"[\w.-]+\.py trains, but from a string", msg):
         return "refused: training command in a string (srun / sh -c \"$CMD\")"
+    if re.match(r"train_fsdp2\.py trains a model read from the Hugging Face checkpoint", msg):
+        return "refused: model read from a Hugging Face checkpoint (FSDP2; give --hf-config)"
     m = re.match(r"([\w.-]+\.py) trains, but", msg)
     if m:
         return "refused: model read from a configuration file, not arguments"

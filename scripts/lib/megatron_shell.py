@@ -13,7 +13,10 @@ the input. It does not know Megatron's flags (megatron_args.py maps them) and
 never runs a command. Python 3 standard library only."""
 
 import ast
+import os
 import re
+
+FSDP2_PROGRAM = "train_fsdp2.py"   # MindSpeed-LLM's FSDP2 trainer (fsdp2_args.py)
 
 MAX_INPUT_BYTES = 1 << 20      # a launch script is a few KiB
 # What expanding the script may produce in all, in characters (a field counts
@@ -695,7 +698,8 @@ def assignment(word):
 
 
 def training_commands(text, programs=None):
-    """The expanded words of every command that carries --num-layers, with
+    """The expanded words of every command that carries --num-layers (or runs
+    MindSpeed's FSDP2 trainer, FSDP2_PROGRAM, whose model is a config file), with
     their lines, after following the script's assignments in order. A list
     given as programs gets the Python programs (words ending in .py) every
     other command runs, so a script with no training command can be told
@@ -750,7 +754,8 @@ def training_commands(text, programs=None):
             if plain(words[k]) in NOT_THE_RUN:
                 continue
             fields = [f for w in words[k:] for f in expand_word(w, env)]
-            if any(f.text == "--num-layers" or f.text.startswith("--num-layers=") for f in fields):
+            if any(f.text == "--num-layers" or f.text.startswith("--num-layers=") or
+                   os.path.basename(f.text) == FSDP2_PROGRAM for f in fields):
                 found.append((cmd.line, fields))
             elif programs is not None:
                 programs.extend(f.text for f in fields if f.text.endswith(".py"))

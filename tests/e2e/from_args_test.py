@@ -734,8 +734,8 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "an evaluation task"),
             (f"torchrun --nproc_per_node 8 pretrain_bert.py {rest}\n", "BERT", "BERT"),
             ("torchrun --nproc_per_node 8 pretrain_t5.py --encoder-num-layers 12\n", "T5", "T5"),
-            ("torchrun --nproc_per_node 8 train_fsdp2.py model.yaml\n", "configuration file",
-             "a model in a YAML file"),
+            ("torchrun --nproc_per_node 8 train_fsdp2.py model.yaml\n", "YAML config is not found",
+             "an FSDP2 launch whose YAML is not there"),
             ("python tools/checkpoint/convert.py --model-type GPT\n",
              "not a training script: checkpoint", "checkpoint conversion"),
             ("MODEL_ARGS=\"--num-layers 4\"\n", "not a training script", "a fragment")):
@@ -747,6 +747,62 @@ def modern_checks(converter, npusim, tmp, report=fail):
 
 HOSTILE_AS_BYTES = 256 << 20   # address space a conversion may take
 HOSTILE_TIMEOUT_S = 30
+
+
+def fsdp2_checks(converter, npusim, tmp):
+    """MindSpeed-LLM's FSDP2 launch: train_fsdp2.py YAML --section.key overrides,
+    the model from a Hugging Face config.json (Qwen3-8B's, as MindSpeed's own
+    Megatron script for it states: 36 layers, 4096 wide, 32 heads, 8 KV
+    groups, FFN 12288, vocabulary 151936)."""
+    d = os.path.join(tmp, "fsdp2", "examples", "fsdp2", "qwen3")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "run.yaml"), "w") as f:
+        f.write("model:\n  trust_remote_code: False\ndata:\n  cutoff_len: 4096\n"
+                "parallel:\n  fsdp_modules:\n    - model.layers.{*}\n  recompute: True\n"
+                "training:\n  optimizer: adamw\n")
+    hf = os.path.join(tmp, "fsdp2", "config.json")
+    with open(hf, "w") as f:
+        json.dump({"model_type": "qwen3", "hidden_act": "silu", "hidden_size": 4096,
+                   "intermediate_size": 12288, "num_hidden_layers": 36,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                   "vocab_size": 151936, "tie_word_embeddings": False}, f)
+    script = os.path.join(d, "pretrain_qwen3_8b_fsdp2.sh")
+    with open(script, "w") as f:
+        f.write("NPUS_PER_NODE=8\nNNODES=2\n"
+                "torchrun --nproc_per_node $NPUS_PER_NODE --nnodes $NNODES train_fsdp2.py "
+                "examples/fsdp2/qwen3/run.yaml \\\n  --model.model_name_or_path /no/such/Qwen3-8B/ "
+                "\\\n  --parallel.fsdp_size 8 --parallel.ep_size 1 \\\n"
+                "  --training.per_device_train_batch_size 2 "
+                "--training.gradient_accumulation_steps 4\n")
+    got, _ = expect_ok(converter, ["--hf-config", hf, script], "an FSDP2 launch with --hf-config")
+    want = {"model.layers": 36, "model.hidden": 4096, "model.heads": 32, "model.kv_heads": 8,
+            "model.ffn_hidden": 12288, "model.vocab": 151936, "model.seq_len": 4096,
+            "model.activation": "swiglu", "model.tied_embeddings": False, "model.dropout": 0.0,
+            "parallel.dp": 16, "parallel.tp": 1, "parallel.pp": 1, "parallel.zero": 3,
+            "parallel.zero_shard_size": 8, "parallel.recompute": "full",
+            "training.micro_batch": 2, "training.global_batch": 2 * 4 * 16,
+            "model.layers_source": "config.json num_hidden_layers",
+            "parallel.zero_shard_size_source": "run.yaml parallel.fsdp_size 8 (hybrid sharding)"}
+    if got is not None:
+        off = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+        if off:
+            fail(f"FSDP2 launch: (converted, expected) {off}")
+        elif npusim is not None:
+            code, out, _ = convert(converter, ["--hf-config", hf, script])
+            wl = os.path.join(tmp, "fsdp2.json")
+            with open(wl, "w") as fh:
+                fh.write(out)
+            code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", wl])
+            if code:
+                fail(f"FSDP2 launch: npusim validate: {err.strip()}")
+    expect_error(converter, [script], "--hf-config",
+                 "an FSDP2 launch whose checkpoint is not here, without --hf-config")
+    with open(hf, "w") as f:
+        json.dump({"model_type": "gpt_oss", "num_hidden_layers": 24}, f)
+    expect_error(converter, ["--hf-config", hf, script], "model_type",
+                 "a Hugging Face model type the converter does not map")
+    expect_error(converter, ["--hf-config", hf, "--", "--num-layers", "2"], "--hf-config",
+                 "--hf-config with Megatron's own arguments")
 
 
 def limited(converter, args):
@@ -827,11 +883,12 @@ def hostile_checks(converter, tmp):
 
 def converter_sources(converter):
     """The converter's text and that of the modules it imports from scripts/lib/
-    (megatron_*.py, beside its tools/ folder), by path."""
+    (megatron_*.py and fsdp2_args.py, beside its tools/ folder), by path."""
     lib = os.path.join(os.path.dirname(os.path.dirname(converter)), "lib")
     paths = [converter] + sorted(os.path.join(lib, n) for n in
                                  (os.listdir(lib) if os.path.isdir(lib) else [])
-                                 if n.startswith("megatron_") and n.endswith(".py"))
+                                 if (n.startswith("megatron_") and n.endswith(".py")) or
+                                 n == "fsdp2_args.py")
     sources = {}
     for path in paths:
         with open(path) as f:
@@ -905,6 +962,10 @@ def main():
         modern_checks(converter, npusim, tmp)
         if len(failures) == before:
             print("ok   modern models (head_dim, dense layers, stage layers, msrun, refusals)")
+        before = len(failures)
+        fsdp2_checks(converter, npusim, tmp)
+        if len(failures) == before:
+            print("ok   FSDP2 launches (YAML, overrides, --hf-config)")
         hostile_checks(converter, tmp)
         if not args.no_mutations:
             mutation_checks(converter, npusim, tmp)
