@@ -1241,8 +1241,11 @@ static void gather_beside_forward(gen_t *g, int chunks, double params, double ex
     int x = -1;
     if (dense_shards(par) > 1)
       x = coll(g, GEN_ALLGATHER, g->dp, COMM_DP, (params - experts) / chunks * g->e, -1);
+    /* the experts' gather after the dense one on the same stream, so it ends
+     * both: a join here would sit on the compute stream at the step's start
+     * and hold it until every chunk's gather had ended */
     if (expert_replicas(par) > 1)
-      x = join(g, x, coll(g, GEN_ALLGATHER, g->dp, COMM_EDP, experts / chunks * g->e, -1));
+      x = coll(g, GEN_ALLGATHER, g->dp, COMM_EDP, experts / chunks * g->e, x);
     g->chunk_gather[c] = x;
   }
 }

@@ -28,6 +28,7 @@ DATA = os.path.join(ROOT, "tests", "data", "validation", "strong_scaling_h100.cs
 PLAN = ["parallel.tp=4", "parallel.pp=8", "parallel.vpp=12", "parallel.zero=1",
         "training.micro_batch=1", "training.precision=fp8", "training.overlap_tp_comm=true",
         "training.overlap_p2p_comm=true", "training.overlap_param_gather=true",
+        "training.grad_reduce_in_fp32=false", "training.grad_bucket_MiB=100",
         "system.collectives.level0_algorithm=ring"]
 
 

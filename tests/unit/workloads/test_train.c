@@ -909,6 +909,26 @@ static void test_param_gather_beside_the_forward(void) {
   }
   CU_ASSERT(first_gather >= 0 && first_gather < first_compute);
   CU_ASSERT(last_gather < last_optimizer);
+  /* exactly one compute-stream op per chunk waits for a gather: nothing at the
+   * step's start holds the compute stream until every chunk's gather ends (a
+   * join of a dense model's absent expert gather once did) */
+  int waiting = 0, second_wait = -1;
+  for (int i = 0; i < p->nops; i++) {
+    const trace_op_t *op = &p->ops[i];
+    if (strcmp(p->streams[op->stream], "compute") != 0)
+      continue;
+    for (int d = 0; d < op->ndeps; d++) {
+      const trace_op_t *dep = &p->ops[op->deps[d]];
+      bool on_gather = dep->type == TRACE_OP_COLL &&
+                       strcmp(replay_vocab.colls[dep->kind], "allgather") == 0 &&
+                       strcmp(p->streams[dep->stream], "dp") == 0;
+      waiting += on_gather;
+      if (on_gather && waiting == 2)
+        second_wait = i;
+    }
+  }
+  CU_ASSERT_EQUAL(waiting, 2);
+  CU_ASSERT(second_wait > first_compute); /* the second chunk's, after the first's compute */
   trace_free(&t);
   train_info_free(&info);
   workload_cfg_t off = load_workload(small_model, "\"dp\": 2, \"pp\": 2, \"vpp\": 2, \"zero\": 1",

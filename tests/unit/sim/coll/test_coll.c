@@ -157,14 +157,20 @@ static void test_engine_allreduce_costs_its_formula(void) {
   topo_free(&t);
 }
 
-static double busbw(const system_cfg_t *s, coll_op_t op, int ranks, int k, double n) {
+/* Analytic time of op on ranks (k per server) with a0 forced inside servers. */
+static double plan_time(const system_cfg_t *s, coll_op_t op, int ranks, int k, double n,
+                        coll_algo_t a0) {
   topo_t t;
   coll_plan_t p;
-  CU_ASSERT_EQUAL_FATAL(plan(s, &t, &p, op, ranks, k, n, COLL_ALGO_AUTO, COLL_ALGO_AUTO, NULL), 0);
+  CU_ASSERT_EQUAL_FATAL(plan(s, &t, &p, op, ranks, k, n, a0, COLL_ALGO_AUTO, NULL), 0);
   double time = coll_analytic_time(&t, &s->coll, &p.sched, NULL);
   coll_plan_free(&p);
   topo_free(&t);
-  return n / time * coll_busbw_factor(op, ranks) / 1e9;
+  return time;
+}
+
+static double busbw(const system_cfg_t *s, coll_op_t op, int ranks, int k, double n) {
+  return n / plan_time(s, op, ranks, k, n, COLL_ALGO_AUTO) * coll_busbw_factor(op, ranks) / 1e9;
 }
 
 static void test_full_mesh_busbw_grows_with_the_npus_used(void) {
@@ -187,17 +193,6 @@ static coll_algo_t auto_level(const system_cfg_t *s, coll_op_t op, int ranks, do
   coll_plan_free(&p);
   topo_free(&t);
   return a;
-}
-
-/* Analytic time of an allreduce of n bytes on ranks of one server with a0 forced. */
-static double forced_time(const system_cfg_t *s, int ranks, double n, coll_algo_t a0) {
-  topo_t t;
-  coll_plan_t p;
-  CU_ASSERT_EQUAL_FATAL(plan(s, &t, &p, COLL_ALLREDUCE, ranks, ranks, n, a0, COLL_ALGO_AUTO, NULL), 0);
-  double time = coll_analytic_time(&t, &s->coll, &p.sched, NULL);
-  coll_plan_free(&p);
-  topo_free(&t);
-  return time;
 }
 
 /* NVLS as NCCL runs it: NCCL's chunk rule, Simple only, and the analytic time
@@ -269,7 +264,8 @@ static void test_auto_follows_the_libraries_rules(void) {
   /* NCCL's tuner weighs NVLS against its ring in one server: auto takes the
    * faster of the two forced, at every size */
   for (double n = 4096; n <= 4096 * mb; n *= 8) {
-    double ring = forced_time(&h, 8, n, COLL_ALGO_RING), nvls = forced_time(&h, 8, n, COLL_ALGO_NVLS);
+    double ring = plan_time(&h, COLL_ALLREDUCE, 8, 8, n, COLL_ALGO_RING);
+    double nvls = plan_time(&h, COLL_ALLREDUCE, 8, 8, n, COLL_ALGO_NVLS);
     CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 8, n, 0), nvls < ring ? COLL_ALGO_NVLS : COLL_ALGO_RING);
   }
   CU_ASSERT_EQUAL(auto_level(&h, COLL_ALLREDUCE, 32, mb, 1), COLL_ALGO_TREE);
