@@ -528,7 +528,19 @@ static int zero_experts(gen_t *g, double rows, int x) {
   return coll(g, GEN_ALLTOALL, g->ep, COMM_EP, a2a, x);
 }
 
-static bool etp_split(const parallel_cfg_t *par);
+/* Whether the experts are folded over the tensor-parallel ranks (etp other
+ * than tp, parallel.etp). */
+static bool ep_folded(const parallel_cfg_t *par) {
+  return par->etp != par->tp;
+}
+
+/* Whether folded experts are split over an ETP group of their own (etp > 1):
+ * Megatron-Core's expert grid ETP x EP x EDP over tp x cp x dp, ETP innermost.
+ * Each expert's width is split over it, and the tokens the dispatch brings are
+ * gathered over it before the experts and reduce-scattered after them. */
+static bool etp_split(const parallel_cfg_t *par) {
+  return ep_folded(par) && par->etp > 1;
+}
 
 /* The router and the routed experts between their all-to-alls (dispatch and
  * combine, reversed in the backward), for `rows` tokens of this rank whose
@@ -564,26 +576,13 @@ static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) 
   return x;
 }
 
-/* Whether the experts are folded over the tensor-parallel ranks (etp other
- * than tp, parallel.etp). */
-static bool ep_folded(const parallel_cfg_t *par) {
-  return par->etp != par->tp;
-}
-
-/* Whether folded experts are split over an ETP group of their own (etp > 1):
- * Megatron-Core's expert grid ETP x EP x EDP over tp x cp x dp, ETP innermost.
- * Each expert's width is split over it, and the tokens the dispatch brings are
- * gathered over it before the experts and reduce-scattered after them. */
-static bool etp_split(const parallel_cfg_t *par) {
-  return ep_folded(par) && par->etp > 1;
-}
-
 /* A MoE block with its experts folded over the tensor-parallel ranks
  * (Megatron-Core's MoE parallel folding, expert tensor parallelism other than
  * tp): each rank routes its own sequence shard (sequence parallelism, tk / tp
  * tokens) and dispatches it over the EP group, which may span TP ranks; its
- * local experts are whole (etp 1) or split over the ETP group (etp_split). The shared experts stay a TP-split MLP on the gathered
- * sequence, after the routed ones (before them in the backward). */
+ * local experts are whole (etp 1) or split over the ETP group (etp_split).
+ * The shared experts stay a TP-split MLP on the gathered sequence, after the
+ * routed ones (before them in the backward). */
 static int moe_folded(gen_t *g, bool bwd, int x) {
   const moe_cfg_t *moe = &g->w->model.moe;
   double t = g->w->parallel.tp, shared = moe->shared_experts * moe->expert_ffn_hidden / t;
