@@ -52,6 +52,9 @@ def _load_yaml(path):
             text = f.read(MAX_CONFIG_BYTES + 1)
         if len(text) > MAX_CONFIG_BYTES:
             raise InputError(f"{path}: expected a YAML config of at most 1 MiB, found more")
+        # aliases could expand a small file without bound (nested *refs): refused
+        if any(isinstance(ev, yaml.AliasEvent) for ev in yaml.parse(text)):
+            raise InputError(f"{path}: expected a YAML config without aliases (*name), found one")
         data = yaml.safe_load(text)
     except OSError as e:
         raise InputError(f"{path}: cannot read it: {e.strerror or e}")

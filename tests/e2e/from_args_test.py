@@ -803,6 +803,10 @@ def fsdp2_checks(converter, npusim, tmp):
                  "a Hugging Face model type the converter does not map")
     expect_error(converter, ["--hf-config", hf, "--", "--num-layers", "2"], "--hf-config",
                  "--hf-config with Megatron's own arguments")
+    with open(os.path.join(d, "run.yaml"), "a") as f:   # a YAML alias: refused unexpanded
+        f.write("a: &x [1, 2]\nb: [*x, *x, *x]\n")
+    expect_error(converter, ["--hf-config", hf, script], "aliases",
+                 "a YAML config with aliases (they could expand without bound)")
 
 
 def limited(converter, args):
