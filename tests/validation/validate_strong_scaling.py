@@ -4,15 +4,16 @@ MLPerf Training v3.1's strong scaling: the same global batch on 512 and 4,096
 GPUs, and on 768 and 6,144 (tests/data/validation/strong_scaling_h100.csv,
 sources and plan in its header).
 
-  validate_strong_scaling.py [--npusim PATH] [-j N] [--check PCT]
+  validate_strong_scaling.py [--npusim PATH] [-j N] [--batch B] [--check PCT]
 
 Prints every row's measured and predicted step time and error, then per global
 batch the measured and predicted scaling efficiency (time(small) x small /
 (time(large) x large)) and how the error moves from the small run to the large
 one: a model missing something that grows with the job's size shows there. With
 --check, exits 1 when a row's |error| exceeds PCT. Each run is an analytic
-`npusim train` (about a minute at 768 GPUs here: 128 micro-batches of a 96-layer
-model on 12 virtual stages), so this is not in ctest; -j runs N at once.
+`npusim train` (about 45 s at 512-768 GPUs here: 128 micro-batches of a 96-layer
+model on 12 virtual stages); -j runs N at once, --batch B only the rows of
+global batch B (ctest runs the 2048 pair).
 Python standard library only."""
 import argparse
 import concurrent.futures
@@ -49,10 +50,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--npusim", default=os.path.join(ROOT, "build", "npusim"))
     ap.add_argument("-j", type=int, default=1)
+    ap.add_argument("--batch", help="only the rows of this global batch")
     ap.add_argument("--check", type=float)
     args = ap.parse_args()
     with open(DATA) as f:
-        rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+        rows = [r for r in csv.DictReader(l for l in f if not l.startswith("#"))
+                if args.batch is None or r["global_batch"] == args.batch]
+    if not rows:
+        sys.exit("validate_strong_scaling: no row of global batch %s" % args.batch)
     with concurrent.futures.ThreadPoolExecutor(max(1, args.j)) as ex:
         pred = list(ex.map(lambda r: predict(args.npusim, r), rows))
     print("%6s %6s %12s %12s %12s %8s" % ("gpus", "batch", "measured_s", "npusim_s", "error", ""))
