@@ -289,6 +289,16 @@ static void describe_formats(const char *command, char *buf, size_t len) {
   format_list(find_command(command), true, buf, len);
 }
 
+/* --time-limit bounds the run, or (check) each row's run: check itself has none. */
+static void describe_time_limit(const char *command, char *buf, size_t len) {
+  const command_t *c = find_command(command);
+  snprintf(buf, len, "%s", c && c->own_time_limit
+                               ? "each row's limit: a row that runs longer fails as\n"
+                                 "not run (check itself has none)"
+                               : "stop with one line and exit status 2, writing nothing, if\n"
+                                 "the run takes longer");
+}
+
 static int set_fidelity(const cli_parse_t *p, cli_opts_t *opts, const char *arg, npu_err_t *err) {
   (void)p;
   return parse_choice("fidelity", arg, cli_fidelity_names, FIDELITY_COUNT, (int *)&opts->fidelity,
@@ -399,9 +409,12 @@ const cli_option_t cli_options_chakra_allgather[] = {
 
 /* Every command's, listed last in its help. */
 static const cli_option_t every_command_options[] = {
-    CLI_CUSTOM("time-limit", "SECONDS", required_argument, set_time_limit,
-               "stop with one line and exit status 2, writing nothing, if\n"
-               "the run takes longer"),
+    {.kind = CLI_OPT_CUSTOM,
+     .name = "time-limit",
+     .value = "SECONDS",
+     .has_arg = required_argument,
+     .set = set_time_limit,
+     .describe = describe_time_limit},
     {.kind = CLI_OPT_CUSTOM,
      .name = "help",
      .letter = 'h',
