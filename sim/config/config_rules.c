@@ -373,11 +373,6 @@ static int check_serving(const config_doc_t *doc, const workload_cfg_t *w, npu_e
                 "%s in a serving workload (LongCat-Flash's layers are modelled in training "
                 "only), found %s", w->model.moe.shortcut ? "false" : "0",
                 w->model.moe.shortcut ? "true" : "a count");
-  if (w->model.sliding_window_tokens)
-    return fail(doc, "model.sliding_window_tokens", err,
-                "0 in a serving workload (a KV cache that keeps only the window and windowed "
-                "decode are not modelled; training only), found %d",
-                w->model.sliding_window_tokens);
   if (s->has_prefill != s->disaggregated)
     return fail(doc, s->has_prefill ? "serving.decode" : "serving.prefill", err,
                 "both serving.prefill and serving.decode (disaggregated) or neither, found only "

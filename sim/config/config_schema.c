@@ -581,8 +581,10 @@ static const cfg_key_t workload_keys[] = {
     INT("model.sliding_window_tokens", WL(model.sliding_window_tokens), 0, 1e9, "0",
         "Sliding-window attention: each query of a windowed layer sees only the keys ending at "
         "its own, this many (Mistral 7B: 4096, Gemma 2: 4096, gpt-oss: 128); 0: every key "
-        "before it. Fused attention skips the key blocks outside the window. Training only, "
-        "with cp 1 or cp_algo ulysses."),
+        "before it. Fused attention skips the key blocks outside the window (training: with "
+        "cp 1 or cp_algo ulysses); in serving a windowed layer's decode reads at most the "
+        "window, while the KV cache still keeps every token of every layer (no engine's "
+        "freeing of blocks outside the window is modelled)."),
     INT("model.full_attention_every", WL(model.full_attention_every), 0, 1e5, "0",
         "With sliding_window_tokens: every Nth layer (the Nth, 2Nth, ... counting from 1) "
         "attends to the whole sequence (Gemma 2 and gpt-oss: 2, alternating; Gemma 3: 6); 0: "

@@ -93,6 +93,7 @@ struct serve_cost {
   int *rail_members, *server_members; /* the EP group's servers (same local rank), the first */
   int nservers, per_server;
   int *stage_layers, *stage_dense; /* per stage: layers, of which dense-MLP layers */
+  int *stage_dense_win, *stage_moe_win; /* of those, with a sliding window (dense, MoE) */
   serve_memory_t mem;
   double moe_skew; /* the busiest EP rank's tokens over its even share (1: uniform routing) */
   memo_t group, moe, attn, ends;
@@ -372,8 +373,9 @@ static int64_t steps_up(double tokens) {
   return (int64_t)(ceil(tokens / ATTN_STEP_TOKENS) * ATTN_STEP_TOKENS);
 }
 
-/* Causal fused attention of a prompt of seq tokens, one layer. */
-static double prefill_attn_s(serve_cost_t *c, int64_t seq) {
+/* Causal fused attention of a prompt of seq tokens, one layer; each query sees
+ * the `window` keys before it (0: all). */
+static double prefill_attn_s(serve_cost_t *c, int64_t seq, int64_t window) {
   if (seq <= 0)
     return 0;
   const model_cfg_t *m = c->m;
@@ -382,21 +384,23 @@ static double prefill_attn_s(serve_cost_t *c, int64_t seq) {
   return op_s(c, (op_desc_t){.kind = OP_ATTN_FWD,
                              .dtype = c->adt,
                              .causal = true,
+                             .window = window,
                              .dims = {1, c->heads_l, seq, d, kv}});
 }
 
-/* A chunk of tokens after past ones: the rows of the causal square it adds. */
-static double chunk_attn_s(serve_cost_t *c, int chunk, int past) {
+/* A chunk of tokens after past ones: the rows of the causal square (or, with
+ * a window, band) it adds. */
+static double chunk_attn_s(serve_cost_t *c, int chunk, int past, int64_t window) {
   int64_t n = steps_up(chunk), o = past > 0 ? steps_up(past) : 0;
-  uint64_t key = (uint64_t)n << 32 | (uint64_t)o;
+  uint64_t key = (uint64_t)(window > 0) << 62 | (uint64_t)n << 32 | (uint64_t)o;
   const serve_parts_t *p = memo_get(&c->attn, key << 1 | 1);
   if (p) {
     c->acc_J += p->J;
     return p->s[SERVE_PART_ATTENTION];
   }
-  double j0 = c->acc_J, t = prefill_attn_s(c, o + n), j1 = c->acc_J;
+  double j0 = c->acc_J, t = prefill_attn_s(c, o + n, window), j1 = c->acc_J;
   if (o > 0) /* the rows it adds: time and energy as differences */
-    t -= prefill_attn_s(c, o) - c->sys->chip.cube.op_overhead_s;
+    t -= prefill_attn_s(c, o, window) - c->sys->chip.cube.op_overhead_s;
   double J = (j1 - j0) - (c->acc_J - j1);
   c->acc_J = j0 + J;
   serve_parts_t v = {{[SERVE_PART_ATTENTION] = t}, J};
@@ -408,10 +412,13 @@ static double chunk_attn_s(serve_cost_t *c, int chunk, int past) {
  * query tokens (speculative decoding verifies k + 1): the kernels fold the
  * queries into the heads over one read of the cache (FlashMLA, FlashInfer),
  * so it is costed as q times the heads. */
-static double decode_attn_s(serve_cost_t *c, int n, double ctx, int q) {
+static double decode_attn_s(serve_cost_t *c, int n, double ctx, int q, int64_t window) {
   if (n <= 0)
     return 0;
-  int64_t mean = steps_up(ctx / n);
+  /* a windowed layer reads at most the window: the mean context capped at it
+   * (a bound above the mean of the capped contexts) */
+  double per_seq = ctx / n;
+  int64_t mean = steps_up(window > 0 && per_seq > window ? (double)window : per_seq);
   uint64_t key = (uint64_t)(q > 1 ? q - 1 : 0) << 56 | (uint64_t)n << 32 | (uint64_t)mean;
   const serve_parts_t *p = memo_get(&c->attn, key << 1);
   if (p) {
@@ -437,12 +444,15 @@ static double decode_attn_s(serve_cost_t *c, int n, double ctx, int q) {
   return v.s[SERVE_PART_ATTENTION];
 }
 
-/* One group's attention kernels for its batch, one layer. */
-static double group_attn_s(serve_cost_t *c, const serve_group_batch_t *g) {
-  double t = decode_attn_s(c, g->decodes, g->decode_ctx, g->verify);
+/* One group's attention kernels for its batch, one layer (windowed: a layer
+ * of model.sliding_window_tokens). */
+static double group_attn_s(serve_cost_t *c, const serve_group_batch_t *g, bool windowed) {
+  int64_t window = windowed ? c->m->sliding_window_tokens : 0;
+  double t = decode_attn_s(c, g->decodes, g->decode_ctx, g->verify, window);
   /* the prefills of a batch run as one variable-length kernel: one launch */
   for (int i = 0; i < g->prefills; i++)
-    t += chunk_attn_s(c, g->chunk[i], g->past[i]) - (i ? c->sys->chip.cube.op_overhead_s : 0);
+    t += chunk_attn_s(c, g->chunk[i], g->past[i], window) -
+         (i ? c->sys->chip.cube.op_overhead_s : 0);
   return t;
 }
 
@@ -500,7 +510,7 @@ static int graph_tokens(const serve_cost_t *c, const serve_group_batch_t *g) {
 
 /* The slowest group's layer (attention kernel included), into p. */
 static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bool moe,
-                          serve_parts_t *p) {
+                          bool windowed, serve_parts_t *p) {
   double worst = -1, energy = 0;
   for (int g = 0; g < c->pool.dp; g++) {
     int T = graph_tokens(c, &groups[g]);
@@ -514,7 +524,7 @@ static void slowest_group(serve_cost_t *c, const serve_group_batch_t *groups, bo
       v = group_layer_memo(c, T, moe);
     }
     c->acc_J = 0;
-    v.s[SERVE_PART_ATTENTION] += group_attn_s(c, &groups[g]);
+    v.s[SERVE_PART_ATTENTION] += group_attn_s(c, &groups[g], windowed);
     v.J += c->acc_J * c->pool.tp;
     energy += v.J;
     if (parts_sum(&v) > worst) {
@@ -540,26 +550,35 @@ static void iteration_target(serve_cost_t *c, const serve_group_batch_t *groups,
         groups[g].samples + groups[g].decodes * (groups[g].verify > 1 ? groups[g].verify - 1 : 0);
     samples = rows > samples ? rows : samples;
   }
-  serve_parts_t dense, moe;
-  slowest_group(c, groups, false, &dense);
-  if (c->m->has_moe) {
-    slowest_group(c, groups, true, &moe);
+  /* each kind of layer: dense or MoE, whole attention or windowed */
+  serve_parts_t dense[2], moe[2];
+  bool windows = c->m->sliding_window_tokens > 0;
+  for (int w = 0; w <= windows; w++) {
+    slowest_group(c, groups, false, w, &dense[w]);
+    if (!c->m->has_moe)
+      continue;
+    slowest_group(c, groups, true, w, &moe[w]);
     serve_parts_t experts = moe_memo(c, total);
-    add_parts(&moe, &experts, 1);
+    add_parts(&moe[w], &experts, 1);
     if (c->s->two_batch_overlap) {
       /* one micro-batch's communication runs under the other's compute: the layer
        * takes the longer of the two, the rest of the communication is exposed */
-      double comm = moe.s[SERVE_PART_COMM], compute = parts_sum(&moe) - comm;
-      moe.s[SERVE_PART_COMM] = fmax(comm - compute, 0);
+      double comm = moe[w].s[SERVE_PART_COMM], compute = parts_sum(&moe[w]) - comm;
+      moe[w].s[SERVE_PART_COMM] = fmax(comm - compute, 0);
     }
   }
   double e = chip_dtype_bytes(c->adt);
   for (int s = 0; s < c->pool.pp; s++) {
     serve_parts_t st = {{0}, 0};
     int nmoe = c->m->has_moe ? c->stage_layers[s] - c->stage_dense[s] : 0;
-    add_parts(&st, &dense, c->stage_layers[s] - nmoe);
-    if (nmoe)
-      add_parts(&st, &moe, nmoe);
+    int dwin = c->stage_dense_win[s], mwin = c->stage_moe_win[s];
+    add_parts(&st, &dense[0], c->stage_layers[s] - nmoe - dwin);
+    if (dwin)
+      add_parts(&st, &dense[1], dwin);
+    if (nmoe - mwin)
+      add_parts(&st, &moe[0], nmoe - mwin);
+    if (mwin)
+      add_parts(&st, &moe[1], mwin);
     if (s == 0) {
       serve_parts_t embed = ends_memo(c, false, most);
       add_parts(&st, &embed, 1);
@@ -606,7 +625,7 @@ static void mtp_step(serve_cost_t *c, serve_parts_t *p) {
     total += c->draft[g].decodes;
     most = c->draft[g].decodes > most ? c->draft[g].decodes : most;
   }
-  slowest_group(c, c->draft, moe, p);
+  slowest_group(c, c->draft, moe, xf_layer_windowed(c->m, c->m->layers - 1), p);
   if (moe) {
     serve_parts_t experts = moe_memo(c, total);
     add_parts(p, &experts, 1);
@@ -699,8 +718,11 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
     c->ep_members = calloc((size_t)ranks, sizeof(int));
     c->stage_layers = calloc((size_t)pp, sizeof(int));
     c->stage_dense = calloc((size_t)pp, sizeof(int));
+    c->stage_dense_win = calloc((size_t)pp, sizeof(int));
+    c->stage_moe_win = calloc((size_t)pp, sizeof(int));
   }
-  if (!c || !c->tp_members || !c->ep_members || !c->stage_layers || !c->stage_dense) {
+  if (!c || !c->tp_members || !c->ep_members || !c->stage_layers || !c->stage_dense ||
+      !c->stage_dense_win || !c->stage_moe_win) {
     serve_cost_free(c);
     npu_err_set(err, "%s: out of memory for the serving model", wl_path);
     return NULL;
@@ -741,6 +763,9 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
     c->stage_layers[s] = m->layers / pp + (s < m->layers % pp);
     int dense = m->moe.dense_layers - start;
     c->stage_dense[s] = dense < 0 ? 0 : dense > c->stage_layers[s] ? c->stage_layers[s] : dense;
+    for (int l = start; l < start + c->stage_layers[s]; l++)
+      if (xf_layer_windowed(m, l))
+        (l - start < c->stage_dense[s] || !m->has_moe ? c->stage_dense_win : c->stage_moe_win)[s]++;
     start += c->stage_layers[s];
   }
   if (sys->chip.cube.macs_per_cycle[c->wdt] <= 0) {
@@ -788,6 +813,8 @@ void serve_cost_free(serve_cost_t *c) {
   free(c->server_members);
   free(c->stage_layers);
   free(c->stage_dense);
+  free(c->stage_dense_win);
+  free(c->stage_moe_win);
   free(c->group.slots);
   free(c->moe.slots);
   free(c->attn.slots);

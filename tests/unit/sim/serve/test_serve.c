@@ -949,6 +949,44 @@ static void test_cuda_graph_padding(void) {
   deployment_free(&g);
 }
 
+/* Sliding windows in serving (model.sliding_window_tokens): a window past
+ * every context changes nothing; with every layer windowed at 512 tokens, a
+ * decode at 8K of context costs what one at 512 costs without a window (the
+ * attention reads only the window), and its matmuls are the same. Every other
+ * layer windowed (full_attention_every 2) lands between the two. */
+static void test_window_known_answers(void) {
+  const char *none[] = {"serving.requests.count=1", NULL};
+  const char *wide[] = {"serving.requests.count=1", "model.sliding_window_tokens=1000000", NULL};
+  const char *narrow[] = {"serving.requests.count=1", "model.sliding_window_tokens=512", NULL};
+  const char *half[] = {"serving.requests.count=1", "model.sliding_window_tokens=512",
+                        "model.full_attention_every=2", NULL};
+  deployment_t a, w, n, h;
+  deploy_and_run(none, false, &a);
+  deploy_and_run(wide, false, &w);
+  deploy_and_run(narrow, false, &n);
+  deploy_and_run(half, false, &h);
+  serve_group_batch_t longb = {.decodes = 4, .decode_ctx = 4 * 8192.0, .samples = 4};
+  serve_group_batch_t shortb = {.decodes = 4, .decode_ctx = 4 * 512.0, .samples = 4};
+  serve_parts_t pa, pw, pn, ps, ph;
+  double sa, sw, sn, ss, sh;
+  serve_cost_iteration(a.pools[0].cost, &longb, &sa, &pa);
+  serve_cost_iteration(w.pools[0].cost, &longb, &sw, &pw);
+  serve_cost_iteration(n.pools[0].cost, &longb, &sn, &pn);
+  serve_cost_iteration(a.pools[0].cost, &shortb, &ss, &ps);
+  serve_cost_iteration(h.pools[0].cost, &longb, &sh, &ph);
+  CU_ASSERT_EQUAL(sw, sa);
+  CU_ASSERT_EQUAL(pn.s[SERVE_PART_ATTENTION], ps.s[SERVE_PART_ATTENTION]);
+  CU_ASSERT_EQUAL(pn.s[SERVE_PART_MATMUL], pa.s[SERVE_PART_MATMUL]);
+  CU_ASSERT(pn.s[SERVE_PART_ATTENTION] < pa.s[SERVE_PART_ATTENTION]);
+  CU_ASSERT_DOUBLE_EQUAL(ph.s[SERVE_PART_ATTENTION],
+                         (pa.s[SERVE_PART_ATTENTION] + pn.s[SERVE_PART_ATTENTION]) / 2,
+                         1e-12 * pa.s[SERVE_PART_ATTENTION]);
+  deployment_free(&a);
+  deployment_free(&w);
+  deployment_free(&n);
+  deployment_free(&h);
+}
+
 CU_TestInfo serve_tests[] = {
     {"generator: same seed, same requests; another seed, others",
      test_generate_same_seed_same_requests},
@@ -986,5 +1024,7 @@ CU_TestInfo serve_tests[] = {
     {"effects: prefix caching, a hit skips the prefix's prefill and shares its blocks",
      test_prefix_known_answers},
     {"effects: CUDA-graph padding to the captured batch sizes", test_cuda_graph_padding},
+    {"effects: sliding windows, the attention of windowed layers reads the window",
+     test_window_known_answers},
     CU_TEST_INFO_NULL,
 };
