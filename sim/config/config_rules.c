@@ -118,9 +118,6 @@ static int check_algorithms(const config_doc_t *doc, const system_cfg_t *s, npu_
     if (coll_algo_check_forced(s->coll.algo[level], level, up->kind, up->in_switch_reduction, why,
                                sizeof why))
       return fail(doc, paths[level], err, "%s", why);
-  if (s->coll.nvls.present && !(up->kind == SCALE_UP_SWITCH && up->in_switch_reduction))
-    return fail(doc, "collectives.nvls", err, "a scale-up switch that reduces "
-                "(node.scale_up.in_switch_reduction true) for NVLS's pipeline, found none");
   return 0;
 }
 

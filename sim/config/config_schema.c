@@ -488,7 +488,8 @@ static const cfg_key_t system_keys[] = {
     SECTION("collectives.nvls", SYS(coll.nvls.present),
         "NVLS (in-switch all-reduce) as NCCL runs it: a pipeline of chunk steps per channel "
         "and head, each paying chunk_step_us; absent = one round at the links' rate with the "
-        "Simple protocol's step latency."),
+        "Simple protocol's step latency. Unused where NVLS cannot run (a scale-up without "
+        "in-switch reduction, as a system extending this one may be)."),
     INT("collectives.nvls.channels", SYS(coll.nvls.channels), 1, 1024, "16",
         "Thread blocks (channels) NVLS runs on; each serves every head (NCCL: 16 on H100)."),
     POS("collectives.nvls.chunk_KiB", "KiB", KIB, SYS(coll.nvls.chunk_bytes), 1, 1e6, "128",
