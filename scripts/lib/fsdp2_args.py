@@ -14,7 +14,7 @@ a Megatron flag the script never had:
             refused by name
   plan      FSDP over parallel.fsdp_size ranks (parameters, gradients and
             optimizer sharded: ZeRO-3; hybrid sharding below the data-parallel
-            size), parallel.ep_size, parallel.cp_size (Ulysses); tensor and
+            size), parallel.ep_size, parallel.cp_size (Ulysses or ring); tensor and
             pipeline parallelism 1, as the FSDP2 trainer runs
   batch     training.per_device_train_batch_size x gradient_accumulation_steps
             x the data-parallel size; data.cutoff_len the sequence
@@ -29,6 +29,7 @@ import json
 import os
 
 from megatron_shell import FSDP2_PROGRAM as PROGRAM, Field, InputError, shorten
+
 MAX_CONFIG_BYTES = 1 << 20
 
 # Hugging Face model types and what they are in Megatron's flags.
@@ -41,23 +42,36 @@ def is_fsdp2(fields):
     return any(os.path.basename(f.text) == PROGRAM for f in fields)
 
 
+def _read_text(path, what):
+    """A config file's text: a regular file (a FIFO would block), UTF-8, at
+    most MAX_CONFIG_BYTES."""
+    if not os.path.isfile(path):
+        raise InputError(f"{what}: expected a regular file, found "
+                         f"{'none' if not os.path.exists(path) else 'something else'}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"{what}: cannot read it: {e.strerror or e}")
+    except ValueError:
+        raise InputError(f"{what}: expected UTF-8 text, found other bytes")
+    if len(text) > MAX_CONFIG_BYTES:
+        raise InputError(f"{what}: expected at most 1 MiB, found more")
+    return text
+
+
 def _load_yaml(path):
     try:
         import yaml
     except ImportError:
         raise InputError(f"{path}: reading {PROGRAM}'s YAML config needs PyYAML "
                          "(apt-get install python3-yaml)")
+    text = _read_text(path, path)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(MAX_CONFIG_BYTES + 1)
-        if len(text) > MAX_CONFIG_BYTES:
-            raise InputError(f"{path}: expected a YAML config of at most 1 MiB, found more")
         # aliases could expand a small file without bound (nested *refs): refused
         if any(isinstance(ev, yaml.AliasEvent) for ev in yaml.parse(text)):
             raise InputError(f"{path}: expected a YAML config without aliases (*name), found one")
         data = yaml.safe_load(text)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read it: {e.strerror or e}")
     except yaml.YAMLError as e:
         raise InputError(f"{path}: expected YAML, found an error: {shorten(str(e), 120)}")
     if not isinstance(data, dict):
@@ -114,13 +128,7 @@ def _count(value, what, lo=1):
 
 
 def _hf_config(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"--hf-config {path}: cannot read it: {e.strerror or e}")
-    if len(text) > MAX_CONFIG_BYTES:
-        raise InputError(f"--hf-config {path}: expected a config.json of at most 1 MiB")
+    text = _read_text(path, f"--hf-config {path}")
     try:
         hf = json.loads(text)
     except ValueError as e:

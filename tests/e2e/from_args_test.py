@@ -803,6 +803,8 @@ def fsdp2_checks(converter, npusim, tmp):
                  "a Hugging Face model type the converter does not map")
     expect_error(converter, ["--hf-config", hf, "--", "--num-layers", "2"], "--hf-config",
                  "--hf-config with Megatron's own arguments")
+    expect_error(converter, ["--hf-config", "/dev/zero", script], "regular file",
+                 "--hf-config naming a device (never read: it would not end)")
     with open(os.path.join(d, "run.yaml"), "a") as f:   # a YAML alias: refused unexpanded
         f.write("a: &x [1, 2]\nb: [*x, *x, *x]\n")
     expect_error(converter, ["--hf-config", hf, script], "aliases",
