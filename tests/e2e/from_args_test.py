@@ -749,6 +749,31 @@ HOSTILE_AS_BYTES = 256 << 20   # address space a conversion may take
 HOSTILE_TIMEOUT_S = 30
 
 
+def mindspeed_fsdp2_files(converter):
+    """MindSpeed-LLM's own files (tests/data/fsdp2/mindspeed-llm, SOURCE there):
+    its FSDP2 launch of Qwen3-8B as shipped, with the Qwen3 config.json its docs
+    print, must give the model its Megatron launch of the same model gives."""
+    d = os.path.join(ROOT, "tests", "data", "fsdp2", "mindspeed-llm")
+    fsdp2 = os.path.join(d, "examples", "fsdp2", "qwen3", "pretrain_qwen3_8b_4k_fsdp2_A2.sh")
+    mcore = os.path.join(d, "examples", "mcore", "qwen3", "pretrain_qwen3_8b_4K_ptd.sh")
+    a, _ = expect_ok(converter, ["--no-sources", "--hf-config",
+                                 os.path.join(d, "qwen3-8b-config.json"), fsdp2],
+                     "MindSpeed's FSDP2 launch of Qwen3-8B with its docs' config.json")
+    b, _ = expect_ok(converter, ["--no-sources", mcore], "MindSpeed's Megatron launch of Qwen3-8B")
+    if a is None or b is None:
+        return
+    model = sorted(k for k in set(a) | set(b) if k.startswith("model.") and k != "model.name")
+    off = {k: (a.get(k), b.get(k)) for k in model if a.get(k) != b.get(k)}
+    if off or not model:
+        fail(f"MindSpeed's FSDP2 and Megatron launches of Qwen3-8B: (FSDP2, Megatron) {off}")
+    elif (a.get("parallel.zero"), a.get("parallel.dp")) != (3, 8):
+        fail(f"MindSpeed's FSDP2 launch: expected ZeRO-3 over its 8 NPUs, found "
+             f"{a.get('parallel.zero')}, dp {a.get('parallel.dp')}")
+    else:
+        print(f"ok   MindSpeed's FSDP2 and Megatron launches of Qwen3-8B: the same model "
+              f"({len(model)} keys), FSDP2 as ZeRO-3 over 8")
+
+
 def fsdp2_checks(converter, npusim, tmp):
     """MindSpeed-LLM's FSDP2 launch: train_fsdp2.py YAML --section.key overrides,
     the model from a Hugging Face config.json (Qwen3-8B's, as MindSpeed's own
@@ -968,6 +993,7 @@ def main():
         modern_checks(converter, npusim, tmp)
         if len(failures) == before:
             print("ok   modern models (head_dim, dense layers, stage layers, msrun, refusals)")
+        mindspeed_fsdp2_files(converter)
         before = len(failures)
         fsdp2_checks(converter, npusim, tmp)
         if len(failures) == before:
