@@ -224,7 +224,11 @@ int coll_fit_run(const coll_fit_opts_t *o, coll_fit_result_t *r, npu_err_t *err)
   r->log_geomean = calloc((size_t)o->nlogs, sizeof *r->log_geomean);
   r->nlogs = o->nlogs;
   system_cfg_t s = *o->sys;
-  bool nvls = o->algo && strcmp(o->algo, "nvls") == 0;
+  /* one-server logs ran NVLS when --algo forces it inside the server */
+  coll_cfg_t forced = s.coll;
+  npu_err_t ignored;
+  bool nvls = o->algo && coll_apply_algo(o->algo, false, &forced, &ignored) == 0 &&
+              forced.algo[0] == COLL_ALGO_NVLS;
   if (nvls && !s.coll.nvls.present)
     return npu_err_set(err, "--algo nvls: expected a system with collectives.nvls (the pipeline "
                        "the fit moves), found none");

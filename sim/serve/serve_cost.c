@@ -94,6 +94,7 @@ struct serve_cost {
   int nservers, per_server;
   int *stage_layers, *stage_dense; /* per stage: layers, of which dense-MLP layers */
   int *stage_dense_win, *stage_moe_win; /* of those, with a sliding window (dense, MoE) */
+  bool has_kind[2];                 /* some layer attends whole [0], some windowed [1] */
   serve_memory_t mem;
   double moe_skew; /* the busiest EP rank's tokens over its even share (1: uniform routing) */
   memo_t group, moe, attn, ends;
@@ -550,10 +551,11 @@ static void iteration_target(serve_cost_t *c, const serve_group_batch_t *groups,
         groups[g].samples + groups[g].decodes * (groups[g].verify > 1 ? groups[g].verify - 1 : 0);
     samples = rows > samples ? rows : samples;
   }
-  /* each kind of layer: dense or MoE, whole attention or windowed */
-  serve_parts_t dense[2], moe[2];
-  bool windows = c->m->sliding_window_tokens > 0;
-  for (int w = 0; w <= windows; w++) {
+  /* each kind of layer the model has: dense or MoE, whole attention or windowed */
+  serve_parts_t dense[2] = {{{0}, 0}, {{0}, 0}}, moe[2] = {{{0}, 0}, {{0}, 0}};
+  for (int w = 0; w < 2; w++) {
+    if (!c->has_kind[w])
+      continue;
     slowest_group(c, groups, false, w, &dense[w]);
     if (!c->m->has_moe)
       continue;
@@ -763,9 +765,12 @@ serve_cost_t *serve_cost_new(const system_cfg_t *sys, const workload_cfg_t *wl, 
     c->stage_layers[s] = m->layers / pp + (s < m->layers % pp);
     int dense = m->moe.dense_layers - start;
     c->stage_dense[s] = dense < 0 ? 0 : dense > c->stage_layers[s] ? c->stage_layers[s] : dense;
-    for (int l = start; l < start + c->stage_layers[s]; l++)
-      if (xf_layer_windowed(m, l))
+    for (int l = start; l < start + c->stage_layers[s]; l++) {
+      bool windowed = xf_layer_windowed(m, l);
+      c->has_kind[windowed] = true;
+      if (windowed)
         (l - start < c->stage_dense[s] || !m->has_moe ? c->stage_dense_win : c->stage_moe_win)[s]++;
+    }
     start += c->stage_layers[s];
   }
   if (sys->chip.cube.macs_per_cycle[c->wdt] <= 0) {

@@ -18,9 +18,8 @@ Python standard library only."""
 import argparse
 import concurrent.futures
 import csv
-import math
+import json
 import os
-import re
 import subprocess
 import sys
 
@@ -42,8 +41,7 @@ def predict(npusim, row):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
         sys.exit("validate_strong_scaling: %s GPUs: %s" % (row["gpus"], out.stderr.strip()))
-    m = re.search(r'"step_time_s":\s*([0-9.eE+-]+)', out.stdout)
-    return float(m.group(1))
+    return float(json.loads(out.stdout)["step_time_s"])
 
 
 def main():
@@ -60,19 +58,19 @@ def main():
         sys.exit("validate_strong_scaling: no row of global batch %s" % args.batch)
     with concurrent.futures.ThreadPoolExecutor(max(1, args.j)) as ex:
         pred = list(ex.map(lambda r: predict(args.npusim, r), rows))
-    print("%6s %6s %12s %12s %12s %8s" % ("gpus", "batch", "measured_s", "npusim_s", "error", ""))
-    errs = []
-    for r, p in zip(rows, pred):
-        m = float(r["step_time_s"])
-        errs.append(100 * (p - m) / m)
-        print("%6s %6s %12.4f %12.4f %+11.1f%%" % (r["gpus"], r["global_batch"], m, p, errs[-1]))
+    meas = [float(r["step_time_s"]) for r in rows]
+    errs = [100 * (p - m) / m for p, m in zip(pred, meas)]
+    print("%6s %6s %12s %12s %12s" % ("gpus", "batch", "measured_s", "npusim_s", "error"))
+    for r, m, p, e in zip(rows, meas, pred, errs):
+        print("%6s %6s %12.4f %12.4f %+11.1f%%" % (r["gpus"], r["global_batch"], m, p, e))
     print("\nglobal batch  GPUs         efficiency measured  npusim   error small -> large")
     for b in sorted({r["global_batch"] for r in rows}, key=int):
-        i = [k for k, r in enumerate(rows) if r["global_batch"] == b]
-        lo, hi = min(i, key=lambda k: int(rows[k]["gpus"])), max(i, key=lambda k: int(rows[k]["gpus"]))
-        def eff(t):
+        pair = sorted((k for k, r in enumerate(rows) if r["global_batch"] == b),
+                      key=lambda k: int(rows[k]["gpus"]))
+        lo, hi = pair[0], pair[-1]
+
+        def eff(t):   # time x GPUs of the small run over that of the large one
             return t[lo] * int(rows[lo]["gpus"]) / (t[hi] * int(rows[hi]["gpus"]))
-        meas = [float(r["step_time_s"]) for r in rows]
         print("%12s  %5s -> %-5s %17.1f%% %7.1f%%   %+.1f%% -> %+.1f%%" % (
             b, rows[lo]["gpus"], rows[hi]["gpus"], 100 * eff(meas), 100 * eff(pred),
             errs[lo], errs[hi]))
