@@ -118,6 +118,30 @@ static const struct {
     [COMM_ETP] = {"etp", TRAIN_PART_EP},
 };
 
+/* A weight-gradient matmul or a gradient hand-over held back by a backward
+ * whose weight gradients are deferred (DualPipeV's zero bubble), emitted by
+ * the PIPE_WEIGHTS that pops its backward. */
+typedef enum { DEFER_MATMUL, DEFER_GRADS, DEFER_FLUSH } defer_kind_t;
+
+typedef struct {
+  defer_kind_t kind;
+  train_where_t at;
+  double dims[4];        /* DEFER_MATMUL: m, n, k, batch */
+  int dep;               /* ...and what it reads besides the backward (-1: nothing) */
+  double dense, experts; /* DEFER_GRADS: bytes, as grads_ready takes them */
+  bool last_mb;
+} deferred_t;
+
+/* The deferred weight gradients, in backward order, and where each
+ * backward's run ends (a FIFO of backwards, as DualPipe's WeightGradStore). */
+typedef struct {
+  deferred_t *items;
+  int n, cap;
+  int *ends;          /* items[ends[b - 1] .. ends[b]) are backward b's */
+  int nends, capends;
+  int popped;         /* backwards whose weights have been emitted */
+} weight_queue_t;
+
 typedef struct {
   const workload_cfg_t *w;
   const gen_kinds_t *k;
@@ -126,6 +150,7 @@ typedef struct {
   int cap;
   /* streams */
   int compute, tp, dp, ep, send_next, recv_prev, send_prev, recv_next, cp_send, cp_recv;
+  int v_send_next, v_recv_prev, v_send_prev, v_recv_next; /* DualPipeV's chunk 1 */
   int cp_coll; /* context parallelism's collectives (Ulysses, allgather) */
   int optimizer, zero;
   int tag_fwd, tag_bwd, tag_cp;
@@ -142,6 +167,12 @@ typedef struct {
   int last_bucket_op;  /* the last gradient reduction (on one stream: it ends them all) */
   int *chunk_gather;   /* overlap_param_gather: per model chunk, its parameters' gather */
   train_where_t at;    /* where the ops being added are, recorded with each */
+  bool defer_weights;  /* the backward being added defers its weight gradients */
+  weight_queue_t wq;
+  int *turn_fwd, *turn_bwd; /* DualPipeV's last stage, per micro-batch: the end of chunk
+                             * 0's forward and of chunk 1's backward, which the other
+                             * chunk takes in place of a message */
+  long turns;               /* micro-batches those two hold */
 } gen_t;
 
 /* ---- building ops ---- */
@@ -327,6 +358,68 @@ static void beside(gen_t *g, int c, int x) {
   g->p->ops[c].overlaps = x;
 }
 
+/* ---- weight gradients deferred (DualPipeV's zero bubble) ---- */
+
+static deferred_t *defer_push(gen_t *g, defer_kind_t kind) {
+  weight_queue_t *q = &g->wq;
+  if (q->n == q->cap) {
+    q->cap = q->cap ? 2 * q->cap : 64;
+    q->items = realloc(q->items, (size_t)q->cap * sizeof *q->items);
+  }
+  deferred_t *d = &q->items[q->n++];
+  *d = (deferred_t){kind, g->at, {0, 0, 0, 0}, -1, 0, 0, false};
+  return d;
+}
+
+/* Ends the deferring backward's run of items. */
+static void defer_close(gen_t *g) {
+  weight_queue_t *q = &g->wq;
+  if (q->nends == q->capends) {
+    q->capends = q->capends ? 2 * q->capends : 16;
+    q->ends = realloc(q->ends, (size_t)q->capends * sizeof *q->ends);
+  }
+  q->ends[q->nends++] = q->n;
+}
+
+/* A weight-gradient matmul (m x n from k rows, `batch` of them) after dep:
+ * added now, or held back when the backward defers its weight gradients,
+ * then also waiting for `reads` (an op of another stream it needs, or -1).
+ * Returns what the backward goes on after. */
+static int wgrad(gen_t *g, double m, double n, double k, double batch, int dep, int reads) {
+  if (!g->defer_weights)
+    return shaped(g, GEN_MATMUL, m, n, k, batch, 0, dep);
+  deferred_t *d = defer_push(g, DEFER_MATMUL);
+  d->dims[0] = m;
+  d->dims[1] = n;
+  d->dims[2] = k;
+  d->dims[3] = batch;
+  d->dep = reads;
+  return dep;
+}
+
+static void grads_ready(gen_t *g, double dense, double experts, int dep, bool last_microbatch);
+static void flush_grads(gen_t *g, int dep);
+
+/* PIPE_WEIGHTS: the oldest deferring backward's weight gradients, in its
+ * order, after x; each hands its gradients over as the backward would have. */
+static int weight_pass(gen_t *g, int x) {
+  weight_queue_t *q = &g->wq;
+  int from = q->popped ? q->ends[q->popped - 1] : 0, to = q->ends[q->popped++];
+  for (int i = from; i < to; i++) {
+    const deferred_t *d = &q->items[i];
+    g->at = d->at;
+    if (d->kind == DEFER_MATMUL)
+      x = kernel(g, GEN_MATMUL, d->dims[0], d->dims[1], d->dims[2], d->dims[3], 0,
+                 d->dep >= 0 ? join(g, x, d->dep) : x);
+    else if (d->kind == DEFER_GRADS)
+      grads_ready(g, d->dense, d->experts, x, d->last_mb);
+    else
+      flush_grads(g, g->last_grad_op);
+  }
+  g->at.layer = -1;
+  return x;
+}
+
 /* ---- a transformer layer ---- */
 
 /* Whether the layer the ops being added belong to is a MoE one (the first
@@ -471,17 +564,21 @@ static int attention(gen_t *g, bool bwd, int dep) {
 static int column_backward(gen_t *g, double tokens, double n, double k, int dep) {
   const parallel_cfg_t *par = &g->w->parallel;
   if (par->tp == 1)
-    return mm(g, k, n, tokens, mm(g, tokens, k, n, dep));
+    return wgrad(g, k, n, tokens, 0, mm(g, tokens, k, n, dep), -1);
   int gather = par->sequence_parallel
                    ? coll(g, GEN_ALLGATHER, g->tp, COMM_TP, tokens * k * g->e, dep)
                    : dep;
   int dgrad = mm(g, tokens, k, n, dep);
   int reduce = tp_exit(g, dgrad);
-  int wgrad = mm(g, k, n, tokens, gather);
   if (gather != dep)
     beside(g, dgrad, gather);
-  beside(g, wgrad, reduce);
-  return join(g, wgrad, reduce);
+  if (g->defer_weights) { /* the input gradient's reduction left exposed */
+    wgrad(g, k, n, tokens, 0, gather, gather != dep ? gather : -1);
+    return join(g, dgrad, reduce);
+  }
+  int w = wgrad(g, k, n, tokens, 0, gather, -1);
+  beside(g, w, reduce);
+  return join(g, w, reduce);
 }
 
 /* Up projection, activation, down projection of `tokens` rows through `f`
@@ -504,12 +601,12 @@ static int ffn(gen_t *g, double tokens, double f, double batch, bool column, boo
     return shaped(g, GEN_MATMUL, tokens, h, f, batch, 0, x);
   }
   int x = shaped(g, GEN_MATMUL, tokens, f, h, batch, 0, dep); /* down: dgrad, wgrad */
-  x = shaped(g, GEN_MATMUL, f, h, tokens, batch, 0, x);
+  x = wgrad(g, f, h, tokens, batch, x, -1);
   x = vec(g, act, rows, f, x);
   if (column)
     return column_backward(g, tokens, up, h, x);
   x = shaped(g, GEN_MATMUL, tokens, h, up, batch, 0, x); /* up: dgrad, wgrad */
-  return shaped(g, GEN_MATMUL, h, up, tokens, batch, 0, x);
+  return wgrad(g, h, up, tokens, batch, x, -1);
 }
 
 /* The tokens a rank's picks of zero-computation experts send (model.moe.
@@ -571,7 +668,7 @@ static int routed_experts(gen_t *g, double rows, double width, bool bwd, int x) 
   x = zero_experts(g, rows, x);
   if (bwd) { /* router: dgrad, wgrad */
     x = mm(g, rows, h, moe->experts, x);
-    x = mm(g, h, moe->experts, rows, x);
+    x = wgrad(g, h, moe->experts, rows, 0, x, -1);
   }
   return x;
 }
@@ -680,12 +777,12 @@ static int qkv_backward(gen_t *g, int x) {
     return column_backward(g, tk, w.fused, h, x);
   const mla_cfg_t *a = &m->mla;
   x = mm(g, tk, a->kv_lora_rank, w.kv_up, x);
-  x = mm(g, a->kv_lora_rank, w.kv_up, tk, x);
+  x = wgrad(g, a->kv_lora_rank, w.kv_up, tk, 0, x, -1);
   x = vec(g, norm_kind(m), tk, a->kv_lora_rank, x);
   double down = w.kv_down + (a->q_lora_rank ? a->q_lora_rank : w.q_up);
   if (a->q_lora_rank) {
     x = mm(g, tk, a->q_lora_rank, w.q_up, x);
-    x = mm(g, a->q_lora_rank, w.q_up, tk, x);
+    x = wgrad(g, a->q_lora_rank, w.q_up, tk, 0, x, -1);
     x = vec(g, norm_kind(m), tk, a->q_lora_rank, x);
   }
   return column_backward(g, tk, down, h, x);
@@ -763,7 +860,7 @@ static int attention_backward(gen_t *g, int dep) {
   int x = dropout(g, rows, h, dep);
   x = tp_enter(g, x);
   x = mm(g, tk, o, h, x); /* output projection: dgrad, wgrad */
-  x = mm(g, o, h, tk, x);
+  x = wgrad(g, o, h, tk, 0, x, -1);
   if (par->recompute == RECOMPUTE_SELECTIVE)
     x = attention(g, false, x);
   x = attention(g, true, x);
@@ -859,6 +956,13 @@ static int gather_params(gen_t *g, int *prefetch, int x) {
  * during the last micro-batch, or (ZeRO-2/3, whose ranks keep only their shard
  * of the gradients) during each. */
 static void grads_ready(gen_t *g, double dense, double experts, int dep, bool last_microbatch) {
+  if (g->defer_weights) { /* when the weight gradients are computed */
+    deferred_t *d = defer_push(g, DEFER_GRADS);
+    d->dense = dense;
+    d->experts = experts;
+    d->last_mb = last_microbatch;
+    return;
+  }
   g->last_grad_op = dep;
   if (!last_microbatch && g->w->parallel.zero < 2) /* accumulate into the same buffer */
     return;
@@ -873,6 +977,7 @@ static void grads_ready(gen_t *g, double dense, double experts, int dep, bool la
 
 typedef struct {
   int stage, pp, vpp;
+  bool v_shape;     /* DualPipeV: chunk 1 runs back up the stages, the loss on stage 0 */
   int most_layers;  /* of its model chunks, the one with the most layers: that many */
   long microbatches;
   double act_bytes; /* activation or gradient passed between stages */
@@ -887,6 +992,32 @@ static int pp_next(const gen_t *g, const stage_t *st) {
 static int pp_prev(const gen_t *g, const stage_t *st) {
   return st->stage == 0 ? (st->pp - 1) * g->stride_pp : -g->stride_pp;
 }
+
+/* Whether a pass's messages run down the stages (received from the previous,
+ * sent to the next): forwards do, backwards run up; DualPipeV's chunk 1 the
+ * other way round. */
+static bool runs_down(const stage_t *st, int chunk, bool bwd) {
+  return (st->v_shape && chunk == 1) == bwd;
+}
+
+/* DualPipeV's last stage, where the V turns: chunk 0's forward hands its output
+ * to chunk 1's, and chunk 1's backward to chunk 0's, with no message. */
+static bool v_turn(const stage_t *st) {
+  return st->v_shape && st->stage == st->pp - 1;
+}
+
+/* The message a pass of `chunk` receives its input in (DualPipeV's chunk 1 on
+ * streams of its own, so that each stream carries one flow in micro-batch
+ * order). */
+static int pass_recv(gen_t *g, const stage_t *st, int chunk, bool bwd) {
+  bool down = runs_down(st, chunk, bwd), v1 = st->v_shape && chunk == 1;
+  int stream = down ? (v1 ? g->v_recv_prev : g->recv_prev) : (v1 ? g->v_recv_next : g->recv_next);
+  return p2p(g, TRACE_OP_RECV, TRAIN_PART_PP, stream, down ? pp_prev(g, st) : pp_next(g, st),
+             bwd ? g->tag_bwd : g->tag_fwd, st->act_bytes, -1);
+}
+
+/* Sends a pass's output on; returns what the compute stream goes on after. */
+static int pass_send(gen_t *g, const stage_t *st, int chunk, bool bwd, int x);
 
 /* Megatron's scatter/gather of pipeline messages: each rank of a TP group
  * sends and receives 1/tp of the activation (over its own NIC); without
@@ -905,6 +1036,14 @@ static int sent_wait(gen_t *g, int last_compute, int send) {
   if (g->w->training.overlap_p2p_comm)
     return last_compute;
   return join(g, last_compute, send);
+}
+
+static int pass_send(gen_t *g, const stage_t *st, int chunk, bool bwd, int x) {
+  bool down = runs_down(st, chunk, bwd), v1 = st->v_shape && chunk == 1;
+  int stream = down ? (v1 ? g->v_send_next : g->send_next) : (v1 ? g->v_send_prev : g->send_prev);
+  int sent = p2p(g, TRACE_OP_SEND, TRAIN_PART_PP, stream, down ? pp_next(g, st) : pp_prev(g, st),
+                 bwd ? g->tag_bwd : g->tag_fwd, st->act_bytes, x);
+  return sent_wait(g, x, sent);
 }
 
 /* The final norm, the LM head and the loss of the last stage. */
@@ -964,7 +1103,7 @@ static int mtp_backward(gen_t *g, int k, bool last_mb, int x) {
   double expert_grad = routed_expert_params(g->w, moe) * grad_bytes;
   grads_ready(g, layer_params(g->w, moe) * grad_bytes - expert_grad, expert_grad, x, last_mb);
   x = mm(g, tk, 2 * h, h / t, x); /* the projection: dgrad, wgrad */
-  x = mm(g, 2 * h, h / t, tk, x);
+  x = wgrad(g, 2 * h, h / t, tk, 0, x, -1);
   x = tp_exit(g, x);
   x = vec(g, norm_kind(m), rows, h, x);
   x = vec(g, norm_kind(m), rows, h, x);
@@ -977,23 +1116,28 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
   bool first_virtual = st->stage == 0 && chunk == 0;
-  bool last_virtual = st->stage == st->pp - 1 && chunk == st->vpp - 1;
+  bool last_virtual = st->v_shape ? st->stage == 0 && chunk == 1
+                                  : st->stage == st->pp - 1 && chunk == st->vpp - 1;
+  /* at the V's turn chunk 1's forward and chunk 0's backward take the other
+   * chunk's output in place of a message */
+  int *turn_in = v_turn(st) ? (bwd ? (chunk == 0 ? g->turn_bwd : NULL)
+                                   : (chunk == 1 ? g->turn_fwd : NULL))
+                            : NULL;
+  int *turn_out = v_turn(st) ? (bwd ? (chunk == 1 ? g->turn_bwd : NULL)
+                                    : (chunk == 0 ? g->turn_fwd : NULL))
+                             : NULL;
   double tk = g->tokens, h = m->hidden, t = par->tp, vocab = (double)m->vocab / t;
   double grad_bytes = workload_grad_bytes(g->w);
   bool last_mb = mb == st->microbatches - 1;
   int x = last_op;
-  /* the model's layer l of this chunk (Megatron's interleaving: virtual stage
-   * chunk * pp + stage) */
+  /* the model's layer l of this chunk (its virtual stage:
+   * workload_virtual_stage) */
   int layer0, nlayers = workload_chunk_layers(g->w, st->stage, chunk, &layer0);
   g->at = (train_where_t){-1, (int)mb, bwd ? TRAIN_PASS_BWD : TRAIN_PASS_FWD};
   /* input: from the previous virtual stage, or the embedding */
   int in = -1;
-  if (!bwd && !first_virtual)
-    in = p2p(g, TRACE_OP_RECV, TRAIN_PART_PP, g->recv_prev, pp_prev(g, st), g->tag_fwd,
-             st->act_bytes, -1);
-  if (bwd && !last_virtual)
-    in = p2p(g, TRACE_OP_RECV, TRAIN_PART_PP, g->recv_next, pp_next(g, st), g->tag_bwd,
-             st->act_bytes, -1);
+  if ((bwd ? !last_virtual : !first_virtual) && !turn_in)
+    in = pass_recv(g, st, chunk, bwd);
   if (!bwd) {
     if (first_virtual) {
       x = vec(g, GEN_COPY, tk, h, x); /* embedding lookup */
@@ -1001,7 +1145,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
         x = vec(g, GEN_ADD, tk, h, x); /* position table */
       x = tp_exit(g, x);
     } else {
-      x = join(g, x, gathered(g, in));
+      x = join(g, x, turn_in ? turn_in[mb] : gathered(g, in));
     }
     if (g->chunk_gather && mb == 0) /* the chunk's parameters, gathered beside the step */
       x = join(g, x, g->chunk_gather[chunk]);
@@ -1015,10 +1159,10 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
       for (int k = 0; k < m->mtp_layers; k++)
         x = mtp_forward(g, k, x);
       g->at.layer = -1;
+    } else if (turn_out) {
+      turn_out[mb] = x;
     } else {
-      int sent = p2p(g, TRACE_OP_SEND, TRAIN_PART_PP, g->send_next, pp_next(g, st), g->tag_fwd,
-                     st->act_bytes, x);
-      x = sent_wait(g, x, sent);
+      x = pass_send(g, st, chunk, false, x);
     }
     return x;
   }
@@ -1029,7 +1173,7 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     x = head_backward(g, x);
     grads_ready(g, h * vocab * grad_bytes, 0, x, last_mb);
   } else {
-    x = join(g, x, gathered(g, in));
+    x = join(g, x, turn_in ? turn_in[mb] : gathered(g, in));
   }
   for (int l = nlayers - 1, prefetch = x; l >= 0; l--) { /* last layer first */
     g->at.layer = layer0 + l;
@@ -1044,13 +1188,17 @@ static int chunk_pass(gen_t *g, const stage_t *st, int chunk, long mb, bool bwd,
     x = vec(g, GEN_ADD, tk, h, x); /* embedding gradient */
     double table = m->position == POSITION_LEARNED ? (double)m->seq_len * h : 0;
     grads_ready(g, (h * vocab + table) * grad_bytes, 0, x, last_mb);
+  } else if (turn_out) {
+    turn_out[mb] = x;
   } else {
-    int sent = p2p(g, TRACE_OP_SEND, TRAIN_PART_PP, g->send_prev, pp_prev(g, st), g->tag_bwd,
-                   st->act_bytes, x);
-    x = sent_wait(g, x, sent);
+    x = pass_send(g, st, chunk, true, x);
   }
-  if (par->zero >= 2 && !last_mb) /* this micro-batch's shard is reduced now */
-    flush_grads(g, g->last_grad_op);
+  if (par->zero >= 2 && !last_mb) { /* this micro-batch's shard is reduced now */
+    if (g->defer_weights)
+      defer_push(g, DEFER_FLUSH);
+    else
+      flush_grads(g, g->last_grad_op);
+  }
   return x;
 }
 
@@ -1106,6 +1254,10 @@ static void reorder_ops(gen_t *g, int start, int end, const int *order, int *new
   }
   g->last_grad_op = REMAP(g->last_grad_op);
   g->last_bucket_op = REMAP(g->last_bucket_op);
+  for (long mb = 0; g->turn_fwd && mb < g->turns; mb++) { /* DualPipeV's hand-overs */
+    g->turn_fwd[mb] = REMAP(g->turn_fwd[mb]);
+    g->turn_bwd[mb] = REMAP(g->turn_bwd[mb]);
+  }
 #undef REMAP
   memcpy(&g->p->ops[start], ops, (size_t)n * sizeof *ops);
   memcpy(&g->info->parts[start], parts, (size_t)n * sizeof *parts);
@@ -1167,6 +1319,56 @@ static int merged_pass(gen_t *g, const stage_t *st, pipeline_step_t fwd, pipelin
   return done;
 }
 
+/* A stage's passes in DualPipeV's order (pipeline_dualpipev): a paired
+ * forward and backward merged when the all-to-alls overlap, else the forward
+ * then the backward (as dualpipev.py runs modules without an overlapped
+ * forward-backward); a backward that defers its weight gradients leaves them
+ * to the PIPE_WEIGHTS that pops it. */
+static void dualpipev_program(gen_t *g, const stage_t *st) {
+  pipeline_t order = {st->stage, st->pp, 2, st->microbatches};
+  long n = pipeline_dualpipev(&order, NULL);
+  pipe_op_t *ops = malloc((size_t)n * sizeof *ops);
+  pipeline_dualpipev(&order, ops);
+  g->turns = st->microbatches;
+  g->turn_fwd = malloc((size_t)g->turns * sizeof *g->turn_fwd);
+  g->turn_bwd = malloc((size_t)g->turns * sizeof *g->turn_bwd);
+  for (long mb = 0; mb < g->turns; mb++)
+    g->turn_fwd[mb] = g->turn_bwd[mb] = -1;
+  int x = -1;
+  for (long i = 0; i < n; i++) {
+    pipe_op_t o = ops[i];
+    pipeline_step_t f = {false, o.microbatch, o.chunk}, b = {true, o.bwd_microbatch, o.bwd_chunk};
+    switch (o.kind) {
+    case PIPE_FORWARD:
+      x = chunk_pass(g, st, o.chunk, o.microbatch, false, x);
+      break;
+    case PIPE_BACKWARD:
+      g->defer_weights = o.defer_weights;
+      x = chunk_pass(g, st, o.chunk, o.microbatch, true, x);
+      if (o.defer_weights)
+        defer_close(g);
+      g->defer_weights = false;
+      break;
+    case PIPE_WEIGHTS:
+      x = weight_pass(g, x);
+      break;
+    case PIPE_FORWARD_BACKWARD:
+      if (g->w->training.overlap_moe_a2a)
+        x = merged_pass(g, st, f, b, x);
+      else
+        x = chunk_pass(g, st, b.chunk, b.microbatch, true,
+                       chunk_pass(g, st, f.chunk, f.microbatch, false, x));
+      break;
+    }
+  }
+  free(ops);
+  free(g->turn_fwd);
+  free(g->turn_bwd);
+  g->turn_fwd = g->turn_bwd = NULL;
+  free(g->wq.items);
+  free(g->wq.ends);
+}
+
 /* A stage's passes in Megatron's order (pipeline.c). With the all-to-alls
  * overlapped, each forward followed by a backward of another micro-batch runs
  * merged with it (the steady state of 1F1B); without a pipeline, the
@@ -1176,6 +1378,10 @@ static void stage_program(gen_t *g, const stage_t *st) {
   bool overlap = g->w->training.overlap_moe_a2a;
   long steps = pipeline_steps(&order);
   int x = -1;
+  if (st->v_shape) {
+    dualpipev_program(g, st);
+    return;
+  }
   if (overlap && st->pp == 1 && st->vpp == 1) {
     x = chunk_pass(g, st, 0, 0, false, x);
     for (long mb = 1; mb < st->microbatches; mb++)
@@ -1222,7 +1428,8 @@ static int optimizer_op(gen_t *g, gen_compute_t kind, double elements, int dep) 
 static void tie_embeddings(gen_t *g, int stage) {
   const model_cfg_t *m = &g->w->model;
   const parallel_cfg_t *par = &g->w->parallel;
-  if (!m->tied_embeddings || par->pp == 1 || (stage != 0 && stage != par->pp - 1))
+  int head = workload_head_stage(par); /* DualPipeV: both on stage 0 */
+  if (!m->tied_embeddings || head == 0 || (stage != 0 && stage != head))
     return;
   double bytes = (double)m->hidden * m->vocab / par->tp * workload_grad_bytes(g->w);
   g->last_bucket_op = coll(g, GEN_ALLREDUCE, g->dp, COMM_EMBD, bytes, g->last_grad_op);
@@ -1325,7 +1532,7 @@ static train_memory_t stage_memory(const workload_cfg_t *w, int stage, double pa
   mem.gradients = zero_bytes(par, dense, experts, workload_grad_bytes(w), par->zero >= 2);
   mem.optimizer = zero_bytes(par, dense, experts, OPT_BYTES, par->zero >= 1);
   mem.activations = layer_activations(w, mix) * layers * in_flight;
-  if (stage == par->pp - 1)
+  if (stage == workload_head_stage(par))
     mem.temporary = 4.0 * s * b * m->vocab / t; /* fp32 logits */
   if (par->zero >= 3) /* the gathered layer and the one prefetched, the larger kind */
     mem.temporary += 2 * layer_params(w, mix.moe > 0) * 2;
@@ -1472,6 +1679,11 @@ static void add_streams(gen_t *g) {
   g->recv_prev = pipeline ? stream_of(p, "pp_recv_prev") : -1;
   g->send_prev = pipeline ? stream_of(p, "pp_send_prev") : -1;
   g->recv_next = pipeline ? stream_of(p, "pp_recv_next") : -1;
+  bool v_shape = par->pp_schedule == PP_SCHEDULE_DUALPIPEV;
+  g->v_send_next = v_shape ? stream_of(p, "pp_v_send_next") : -1;
+  g->v_recv_prev = v_shape ? stream_of(p, "pp_v_recv_prev") : -1;
+  g->v_send_prev = v_shape ? stream_of(p, "pp_v_send_prev") : -1;
+  g->v_recv_next = v_shape ? stream_of(p, "pp_v_recv_next") : -1;
   g->cp_send = par->cp > 1 ? stream_of(p, "cp_send") : -1;
   g->cp_recv = par->cp > 1 ? stream_of(p, "cp_recv") : -1;
   g->cp_coll = par->cp > 1 && par->cp_algo != CP_RING ? stream_of(p, "cp") : -1;
@@ -1479,11 +1691,12 @@ static void add_streams(gen_t *g) {
   g->zero = par->zero >= 3 && replicas ? stream_of(p, "zero") : -1;
 }
 
-/* Pairs of the first and the last pipeline stage's ranks at the same other
- * coordinates (one rank alone when pp = 1); middle stages are in no group. */
+/* Pairs of the first stage's and the head stage's ranks at the same other
+ * coordinates (one rank alone when they are one stage); the other stages are
+ * in no group. */
 static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id) {
   trace_comm_t *cm = &t->comms[id];
-  int gsize = par->pp > 1 ? 2 : 1;
+  int head = workload_head_stage(par), gsize = head > 0 ? 2 : 1;
   cm->name = strdup(gen_comms[id].name);
   cm->ngroups = t->ranks / par->pp;
   cm->groups = calloc((size_t)cm->ngroups, sizeof *cm->groups);
@@ -1498,7 +1711,7 @@ static void make_ends_comm(trace_t *t, const parallel_cfg_t *par, gen_comm_t id)
       continue;
     cm->groups[gi] = malloc((size_t)gsize * sizeof(int));
     cm->groups[gi][cm->sizes[gi]++] = r;
-    coord[PAR_DIM_PP] = par->pp - 1;
+    coord[PAR_DIM_PP] = head;
     if (gsize == 2)
       cm->groups[gi][cm->sizes[gi]++] = rank_of(par, coord);
     for (int k = 0; k < gsize; k++)
@@ -1528,7 +1741,12 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
                     "passes through a layer per step (micro-batches per replica %ld x layers "
                     "%d x cp %d), found %.0f; raise training.micro_batch or parallel.dp",
                     TRAIN_MAX_PASSES, mbs, m->layers, par->cp, passes), -1;
-  if (par->vpp > 1 && mbs % par->pp)
+  pipeline_t whole = {0, par->pp, par->vpp, mbs};
+  if (par->pp_schedule == PP_SCHEDULE_DUALPIPEV && mbs < pipeline_dualpipev_min_microbatches(&whole))
+    return npu_err_set(err, "training.global_batch: expected at least 2 x parallel.pp = %ld "
+                       "micro-batches per pipeline for pp_schedule dualpipev, found %ld",
+                       pipeline_dualpipev_min_microbatches(&whole), mbs), -1;
+  if (par->pp_schedule == PP_SCHEDULE_1F1B && par->vpp > 1 && mbs % par->pp)
     return npu_err_set(err, "training.global_batch: expected micro-batches per pipeline "
                     "(%ld) divisible by parallel.pp = %d for the interleaved schedule, found %ld",
                     mbs, par->pp, mbs % par->pp), -1;
@@ -1614,15 +1832,17 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
       int n = workload_chunk_layers(w, stage, chunk, &first);
       most = n > most ? n : most;
     }
-    stage_t st = {stage, par->pp, par->vpp, most, mbs, act};
+    bool v_shape = par->pp_schedule == PP_SCHEDULE_DUALPIPEV;
+    stage_t st = {stage, par->pp, par->vpp, v_shape, most, mbs, act};
     /* the stage's layers, the embedding on the first stage, the LM head on the
-     * last (Megatron keeps a copy per stage when tied) */
+     * head stage (Megatron keeps a copy per stage when tied) */
+    int head = workload_head_stage(par);
     stage_mix_t mix = stage_mix(w, &st);
     xf_split_t split = train_split(w);
     double params =
-        xf_stage_params(m, &split, mix.dense, mix.moe, stage == 0, stage == par->pp - 1, true);
+        xf_stage_params(m, &split, mix.dense, mix.moe, stage == 0, stage == head, true);
     double experts = mix.moe ? routed_expert_params(w, true) * mix.moe : 0;
-    double mtp_layers = stage == par->pp - 1 ? m->mtp_layers : 0; /* the MTP modules */
+    double mtp_layers = stage == head ? m->mtp_layers : 0; /* the MTP modules */
     if (mtp_layers > 0) {
       bool moe = xf_mtp_is_moe(m);
       params += mtp_layers * (layer_params(w, moe) + xf_mtp_extra_params(m, par->tp));
@@ -1640,6 +1860,8 @@ int train_generate(const workload_cfg_t *w, const trace_vocab_t *vocab, int rank
                                                                   : mbs * par->vpp;
     if (w->training.overlap_moe_a2a && par->pp == 1 && par->vpp == 1 && mbs > 1)
       in_flight = 2; /* F(i + 1) runs beside B(i) */
+    if (v_shape)
+      in_flight = pipeline_dualpipev_in_flight(&order);
     if (cpi == 0)
       info->memory[stage] =
           stage_memory(w, stage, params, experts, mix, st.most_layers + mtp_layers, in_flight);

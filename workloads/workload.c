@@ -7,6 +7,7 @@
 
 const char *const workload_activation_names[ACTIVATION_COUNT] = {"gelu", "swiglu", "geglu"};
 const char *const workload_norm_names[NORM_COUNT] = {"layernorm", "rmsnorm"};
+const char *const workload_pp_schedule_names[PP_SCHEDULE_COUNT] = {"1f1b", "dualpipev"};
 const char *const workload_cp_algo_names[CP_ALGO_COUNT] = {"ring", "ulysses", "allgather",
                                                            "hybrid"};
 const char *const workload_position_names[POSITION_COUNT] = {"rope", "learned"};
@@ -75,7 +76,7 @@ int workload_stage_layers(const workload_cfg_t *w, int stage) {
   if (per_virtual_stage(p)) {
     int sum = 0;
     for (int c = 0; c < p->vpp; c++)
-      sum += p->stage_layers[c * p->pp + stage];
+      sum += p->stage_layers[workload_virtual_stage(p, stage, c)];
     return sum;
   }
   if (p->stage_count > 0)
@@ -121,18 +122,28 @@ int workload_cp_ulysses(const parallel_cfg_t *p) {
   return p->cp_algo == CP_ULYSSES ? p->cp : p->cp_algo == CP_HYBRID ? p->cp_ulysses : 1;
 }
 
+int workload_virtual_stage(const parallel_cfg_t *p, int stage, int chunk) {
+  if (p->pp_schedule == PP_SCHEDULE_DUALPIPEV)
+    return chunk == 0 ? stage : 2 * p->pp - 1 - stage;
+  return chunk * p->pp + stage;
+}
+
+int workload_head_stage(const parallel_cfg_t *p) {
+  return p->pp_schedule == PP_SCHEDULE_DUALPIPEV ? 0 : p->pp - 1;
+}
+
 int workload_chunk_layers(const workload_cfg_t *w, int stage, int chunk, int *first) {
   const parallel_cfg_t *p = &w->parallel;
+  int v = workload_virtual_stage(p, stage, chunk);
   *first = 0;
   if (per_virtual_stage(p)) {
-    int v = chunk * p->pp + stage;
     for (int u = 0; u < v; u++)
       *first += p->stage_layers[u];
     return p->stage_layers[v];
   }
   int per = workload_stage_layers(w, stage) / p->vpp;
   if (p->vpp > 1) { /* an even split: every virtual stage holds per layers */
-    *first = (chunk * p->pp + stage) * per;
+    *first = v * per;
     return per;
   }
   for (int s = 0; s < stage; s++)

@@ -33,6 +33,9 @@ typedef enum { KERNELS_FUSED, KERNELS_UNFUSED, KERNELS_COUNT } kernels_form_t;
  * for a head split), an all-gather of keys and values (MindSpeed's
  * kvallgather), or Ulysses inside groups with rings across them (hybrid). */
 typedef enum { CP_RING, CP_ULYSSES, CP_ALLGATHER, CP_HYBRID, CP_ALGO_COUNT } cp_algo_t;
+/* The pipeline schedule (pipeline.h): Megatron's 1F1B (interleaved with vpp > 1),
+ * or DualPipeV (two chunks per stage in a V). */
+typedef enum { PP_SCHEDULE_1F1B, PP_SCHEDULE_DUALPIPEV, PP_SCHEDULE_COUNT } pp_schedule_t;
 
 /* Parallel dimensions in the order ranks are laid out, innermost first. */
 typedef enum { PAR_DIM_TP, PAR_DIM_CP, PAR_DIM_DP, PAR_DIM_PP, PAR_DIM_COUNT } par_dim_t;
@@ -93,6 +96,7 @@ typedef struct {
 
 typedef struct {
   int dp, tp, pp, vpp, cp, ep;
+  pp_schedule_t pp_schedule;
   cp_algo_t cp_algo;
   int cp_ulysses;           /* CP_HYBRID: the Ulysses degree inside cp (1 < it < cp) */
   int etp;                  /* expert tensor parallelism: tp (each expert split over the TP
@@ -147,6 +151,7 @@ extern const char *const workload_activation_names[ACTIVATION_COUNT];
 extern const char *const workload_position_names[POSITION_COUNT];
 extern const char *const workload_norm_names[NORM_COUNT];
 extern const char *const workload_cp_algo_names[CP_ALGO_COUNT];
+extern const char *const workload_pp_schedule_names[PP_SCHEDULE_COUNT];
 extern const char *const workload_recompute_names[RECOMPUTE_COUNT];
 extern const char *const workload_precision_names[PRECISION_COUNT];
 extern const char *const workload_kernels_names[KERNELS_COUNT];
@@ -165,8 +170,17 @@ long workload_grad_accum_steps(const workload_cfg_t *w);
  * by the other stages. */
 int workload_stage_layers(const workload_cfg_t *w, int stage);
 
-/* Layers of model chunk `chunk` of pipeline stage `stage` (the virtual stage
- * chunk x pp + stage in Megatron's interleaving; chunk 0 without it), and in
+/* The virtual stage model chunk `chunk` of pipeline stage `stage` runs:
+ * chunk x pp + stage in Megatron's interleaving (chunk 0 without it); with
+ * DualPipeV's V, stage for chunk 0 and 2 pp - 1 - stage for chunk 1. */
+int workload_virtual_stage(const parallel_cfg_t *p, int stage, int chunk);
+
+/* The pipeline stage that holds the last virtual stage (LM head, loss, MTP):
+ * the last, or with DualPipeV the first. */
+int workload_head_stage(const parallel_cfg_t *p);
+
+/* Layers of model chunk `chunk` of pipeline stage `stage` (its virtual stage,
+ * workload_virtual_stage), and in
  * *first the model's index of its first layer: parallel.stage_layers with one
  * entry per virtual stage, else an even split of the stage's layers. */
 int workload_chunk_layers(const workload_cfg_t *w, int stage, int chunk, int *first);

@@ -87,7 +87,7 @@ USED = {
     "--overlap-param-gather": False, "--overlap-p2p-communication": False,
     "--no-overlap-p2p-communication": False, "--tp-comm-overlap": False, "--use-mc2": False,
     "--overlap-moe-expert-parallel-comm": False, "--moe-fb-overlap": False,
-    "--use-tp-pp-dp-mapping": False,
+    "--use-tp-pp-dp-mapping": False, "--schedules-method": True,
 }
 
 # Flags that change nothing npusim models: read and dropped without a word.
@@ -690,6 +690,20 @@ def convert(a, opts):
     if vpp > 1 and pp == 1:
         raise InputError("--num-layers-per-virtual-pipeline-stage: interleaving needs "
                          "--pipeline-model-parallel-size > 1")
+    schedule = None
+    if a.given("--schedules-method"):
+        schedule = a.text("--schedules-method")
+        if schedule != "dualpipev":
+            raise InputError(f"--schedules-method {shorten(schedule)}: npusim models dualpipev "
+                             "(parallel.pp_schedule), not this schedule")
+        if pp < 2:
+            raise InputError("--schedules-method dualpipev: needs "
+                             "--pipeline-model-parallel-size of at least 2")
+        if vpp > 1 or first is not None or last is not None or stage_layers is not None:
+            raise InputError("--schedules-method dualpipev: places two chunks per stage in its "
+                             "own V; npusim-from-args does not combine it with virtual stages or "
+                             "per-stage layer counts")
+        vpp, vpp_src = 2, "--schedules-method dualpipev: two model chunks per stage, in a V"
 
     sp = a.given("--sequence-parallel")
     sp_src = "--sequence-parallel" if sp else "Megatron default: off"
@@ -810,7 +824,10 @@ def convert(a, opts):
             stage_layers = [c - sum(1 for k in noops if start <= k < start + c)
                             for start, c in zip(stage_starts(stage_layers, layers + len(noops), pp),
                                             stage_layers or [(layers + len(noops)) // pp] * pp)]
-        if min(sum(stage_layers[c * pp + st] for c in range(vpp)) for st in range(pp)) < 1:
+        # the virtual stages of stage st: Megatron's c x pp + st, DualPipeV's V
+        chunks = [[st, 2 * pp - 1 - st] if schedule else [c * pp + st for c in range(vpp)]
+                  for st in range(pp)]
+        if min(sum(stage_layers[v] for v in vs) for vs in chunks) < 1:
             raise InputError(f"{a.src('--noop-layers')}: leaves a pipeline stage with no layer")
         if len(set(stage_layers)) == 1 and not a.given("--num-layer-list"):
             stage_layers = None
@@ -852,6 +869,8 @@ def convert(a, opts):
     par.set("sequence_parallel", sp, sp_src)
     par.set("pp", pp, flag_or(a, "--pipeline-model-parallel-size", "Megatron default: 1"))
     par.set("vpp", vpp, vpp_src)
+    if schedule:
+        par.set("pp_schedule", schedule, a.src("--schedules-method"))
     if first is not None:
         par.set("first_stage_layers", first, a.src(first_flag))
     if last is not None:
@@ -929,6 +948,10 @@ def convert(a, opts):
         raise InputError("--overlap-param-gather: needs --overlap-grad-reduce (as in Megatron)")
     if a.given("--no-overlap-p2p-communication"):
         op2p, op2p_src = False, "--no-overlap-p2p-communication"
+    elif schedule:
+        op2p, op2p_src = False, ("--schedules-method dualpipev: dualpipev.py waits for each "
+                                 "batch of sends and receives before the next compute")
+        a.given("--overlap-p2p-communication")
     elif vpp > 1:
         op2p, op2p_src = True, ("--overlap-p2p-communication" if a.given(
             "--overlap-p2p-communication") else "Megatron default with interleaving: overlapped")

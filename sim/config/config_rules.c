@@ -235,6 +235,26 @@ static int check_stage_layers(const config_doc_t *doc, const workload_cfg_t *w, 
   return 0;
 }
 
+/* DualPipeV's V: two chunks on each of at least two stages, placed by the
+ * schedule (per-stage counts would name one chunk's end of the V). */
+static int check_dualpipev(const config_doc_t *doc, const parallel_cfg_t *p, npu_err_t *err) {
+  if (p->pp_schedule != PP_SCHEDULE_DUALPIPEV)
+    return 0;
+  if (p->pp < 2)
+    return fail(doc, "parallel.pp", err, "at least 2 with pp_schedule dualpipev, found %d", p->pp);
+  if (p->vpp != 2)
+    return fail(doc, "parallel.vpp", err,
+                "2 with pp_schedule dualpipev (its V holds two model chunks per stage), found %d",
+                p->vpp);
+  if (p->first_stage_layers > 0 || p->last_stage_layers > 0)
+    return fail(doc, p->first_stage_layers > 0 ? "parallel.first_stage_layers"
+                                               : "parallel.last_stage_layers",
+                err, "0 with pp_schedule dualpipev (stage 0 holds both ends of its V; "
+                "parallel.stage_layers lists each virtual stage), found %d",
+                p->first_stage_layers > 0 ? p->first_stage_layers : p->last_stage_layers);
+  return 0;
+}
+
 static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_err_t *err) {
   const model_cfg_t *m = &w->model;
   const parallel_cfg_t *p = &w->parallel;
@@ -247,6 +267,8 @@ static int check_parallel(const config_doc_t *doc, const workload_cfg_t *w, npu_
                 "false when parallel.tp = 1 (nothing to split the sequence over), found true");
   if (p->vpp > 1 && p->pp == 1)
     return fail(doc, "parallel.vpp", err, "1 when parallel.pp = 1, found %d", p->vpp);
+  if (check_dualpipev(doc, p, err))
+    return -1;
   if (check_stage_layers(doc, w, err))
     return -1;
   if (p->cp > 1 && m->seq_len % (2 * p->cp))

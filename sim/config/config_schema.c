@@ -606,6 +606,17 @@ static const cfg_key_t workload_keys[] = {
     INT("parallel.pp", WL(parallel.pp), 1, 1e5, "1", "Pipeline stages."),
     INT("parallel.vpp", WL(parallel.vpp), 1, 1e5, "1",
         "Virtual stages per pipeline rank (interleaved 1F1B); pp x vpp divides layers."),
+    ENUM("parallel.pp_schedule", workload_pp_schedule_names, PP_SCHEDULE_COUNT,
+         WL(parallel.pp_schedule), "\"1f1b\"",
+         "The pipeline schedule (workloads/pipeline.h): 1f1b (Megatron's, interleaved when vpp "
+         "> 1) or dualpipev (DeepSeek's DualPipeV, MindSpeed's --schedules-method dualpipev: "
+         "vpp 2, stage s holding virtual stages s and 2 pp - 1 - s so the LM head and loss sit "
+         "on stage 0; a forward of one chunk paired with a backward of the other in the steady "
+         "state, merged so each one's all-to-alls run beside the other's compute when "
+         "training.overlap_moe_a2a is set, in turn otherwise; the weight gradients of the "
+         "warm-up's and cool-down's backwards deferred into the bubbles (zero bubble); at least "
+         "2 x pp micro-batches). Bubble (pp - 1)(F&B + B - 3W) per chunk's times, as "
+         "deepseek-ai/DualPipe states it."),
     INT("parallel.first_stage_layers", WL(parallel.first_stage_layers), 0, 1e5, "0",
         "Layers on the first pipeline stage (Megatron's decoder_first_pipeline_num_layers); "
         "0: an even share. The stages without a set count share the rest evenly."),

@@ -688,6 +688,27 @@ def modern_checks(converter, npusim, tmp, report=fail):
         report(f"--noop-layers 7 with interleaving: expected 7 layers, vpp 2 on [2, 2, 2, 1], got "
                f"exit {code} {err.strip()[-200:] if code else found}")
 
+    # MindSpeed's DualPipeV: vpp 2 in a V, no-op layers counted per virtual stage
+    # of the V (8 layers over 2 x 2: layer 7 on virtual stage 3, stage 0's
+    # second chunk), sends waited for
+    path = ms_script(tmp, "dualpipev.sh", torchrun,
+                     "--num-layers 8 --noop-layers 7 --schedules-method dualpipev --moe-fb-overlap")
+    with open(path) as fh:
+        text = fh.read()
+    with open(path, "w") as fh:
+        fh.write(text.replace("--num-layer-list 1,3", ""))
+    code, out, err = convert(converter, [path])
+    got = flat(json.loads(out)) if code == 0 else {}
+    found = tuple(got.get(k) for k in ("model.layers", "parallel.vpp", "parallel.pp_schedule",
+                                       "parallel.stage_layers", "training.overlap_p2p_comm",
+                                       "training.overlap_moe_a2a"))
+    if found != (7, 2, "dualpipev", [2, 2, 2, 1], False, True):
+        report(f"--schedules-method dualpipev: expected 7 layers, vpp 2 dualpipev on [2, 2, 2, 1], "
+               f"sends waited for, all-to-alls merged; got exit {code} "
+               f"{err.strip()[-200:] if code else found}")
+    elif code == 0:
+        validated(out, "--schedules-method dualpipev")
+
     # refused in one line naming what is not modelled
     for extra, flag, what in (
             ("--spec mindspeed_llm.tasks.models.spec.deepseek_spec layer_spec", "deepseek_spec",
@@ -706,7 +727,11 @@ def modern_checks(converter, npusim, tmp, report=fail):
             ("--num-layer-list 2,3", "--num-layer-list", "stage layers not adding up"),
             ("--noop-layers 0", "--noop-layers", "a stage left with no layer"),
             ("--window-size 127,8", "--window-size", "a window that looks ahead"),
-            ("--tp-2d --tp-x 2 --tp-y 1", "--tp-2d", "2-D tensor parallelism")):
+            ("--tp-2d --tp-x 2 --tp-y 1", "--tp-2d", "2-D tensor parallelism"),
+            ("--schedules-method dualpipe", "--schedules-method 'dualpipe'",
+             "the bidirectional DualPipe"),
+            ("--schedules-method dualpipev", "--schedules-method dualpipev",
+             "DualPipeV beside --num-layer-list")):
         error([ms_script(tmp, "refuse.sh", torchrun, extra)], flag, what)
     error([ms_script(tmp, "refuse.sh", "msrun --worker_num 12 --local_worker_num 8")],
           "--local_worker_num", "msrun's nodes not dividing its workers")

@@ -12,7 +12,7 @@
 #   - laws: analytic representatives give the same step as replaying every
 #     rank; flow only adds contention; recompute none < selective < full;
 #     1F1B's bubble shrinks with micro-batches as (m + p - 1) / m says and
-#     interleaving shortens it; faster scale-up links never slow a TP step;
+#     interleaving shortens it; DualPipeV's is less than half of 1F1B's; faster scale-up links never slow a TP step;
 #   - TP communication fused with its matmuls hides the forward's on large
 #     shapes;
 #   - overlapped all-to-alls (1F1B merged passes) hide all the EP time of
@@ -56,6 +56,7 @@ plans=(
   "mla_mtp:$mla:parallel.tp=2 parallel.sequence_parallel=true"
   "tp_fused:$tiny:parallel.tp=4 parallel.sequence_parallel=true parallel.dp=1 training.overlap_tp_comm=true"
   "ep_folded:$moe:parallel.sequence_parallel=true parallel.ep=8 parallel.etp=1"
+  "dualpipev:$moe:parallel.vpp=2 parallel.pp_schedule=dualpipev training.global_batch=16 training.overlap_moe_a2a=true"
 )
 for plan in "${plans[@]}"; do
   IFS=: read -r name wl sets <<<"$plan"
@@ -146,6 +147,21 @@ ratio=$(python3 -c "print($(step m16) / $(step m4))")
 check "1F1B: 16 vs 4 micro-batches on 4 stages near (16+3)/(4+3) = 2.71 (got $ratio)" \
   bash -c "holds() { python3 -c 'import sys; sys.exit(0 if 2.71 * 0.9 < float(sys.argv[1]) < 2.71 * 1.1 else 1)' \"\$1\"; }; holds $ratio"
 check "interleaving shortens the bubble" holds "$(step v2)" '<' "$(step m4)"
+# DualPipeV on 4 stages (8 micro-batches; a small vocabulary so that no stage
+# is held up by the LM head): its bubble, (pp - 1)(F&B + B - 3W) per chunk,
+# is less than half of 1F1B's (pp - 1)(F + B) per stage, so the step is shorter
+# (the exact bubble is pipeline_dualpipev's unit test)
+even="--set model.seq_len=8192 --set model.vocab=1024 --set training.overlap_p2p_comm=true --set training.global_batch=8"
+train ones "$tiny" analytic $pp $even
+train dpv "$tiny" analytic $pp $even --set parallel.vpp=2 --set parallel.pp_schedule=dualpipev
+train dpv_flow "$tiny" flow $pp $even --set parallel.vpp=2 --set parallel.pp_schedule=dualpipev
+check "DualPipeV: less than half of 1F1B's bubble, a shorter step, flow agrees" python3 -c 'import json,sys
+one, dpv, flow = (json.load(open(f)) for f in sys.argv[1:])
+bubble = lambda r: r["breakdown"]["pipeline_bubble"]
+assert bubble(dpv) < 0.5 * bubble(one), (bubble(dpv), bubble(one))
+assert dpv["step_time_s"] < one["step_time_s"], (dpv["step_time_s"], one["step_time_s"])
+assert abs(flow["step_time_s"] - dpv["step_time_s"]) <= 0.01 * dpv["step_time_s"]' \
+  "$tmp/ones.json" "$tmp/dpv.json" "$tmp/dpv_flow.json"
 
 tp8="--set model.kv_heads=8 --set parallel.tp=8 --set parallel.sequence_parallel=true --set parallel.pp=1 --set parallel.dp=1 --set training.global_batch=2"
 train hccs "$tiny" flow $tp8

@@ -126,6 +126,13 @@ static void test_every_plan_checks(void) {
        "\"overlap_moe_a2a\": true", true},
       {"\"tp\": 2, \"pp\": 2, \"vpp\": 2, \"dp\": 4, \"ep\": 4",
        "\"micro_batch\": 1, \"global_batch\": 16, \"overlap_moe_a2a\": true", true},
+      {"\"tp\": 2, \"sequence_parallel\": true, \"pp\": 2, \"vpp\": 2, \"dp\": 2, "
+       "\"zero\": 2, \"pp_schedule\": \"dualpipev\"",
+       "\"micro_batch\": 1, \"global_batch\": 8", false},
+      {"\"pp\": 4, \"vpp\": 2, \"pp_schedule\": \"dualpipev\", \"recompute\": \"full\"",
+       "\"micro_batch\": 1, \"global_batch\": 9", false},
+      {"\"tp\": 2, \"pp\": 2, \"vpp\": 2, \"dp\": 4, \"ep\": 4, \"pp_schedule\": \"dualpipev\"",
+       "\"micro_batch\": 1, \"global_batch\": 16, \"overlap_moe_a2a\": true", true},
       {"\"tp\": 2, \"pp\": 2, \"dp\": 2, \"order\": \"tp-pp-dp-cp\"",
        "\"micro_batch\": 1, \"global_batch\": 4, \"overlap_grad_reduce\": false", false},
   };
@@ -1120,6 +1127,195 @@ static void test_pipeline_order_keeps_its_laws(void) {
   }
 }
 
+/* ---- DualPipeV ---- */
+
+/* Replays DualPipeV's order on every stage with fixed times per pass (a
+ * forward f, a whole backward b of which w is the weight gradients, a paired
+ * forward and backward f + b) and free messages: the step's makespan. A pass
+ * starts when its stage is free and its input is ready: chunk 0's forward
+ * from the stage before, chunk 1's from the stage after (at the last stage,
+ * from its own chunk 0), the backwards the other way, chunk 1's starting from
+ * the loss on stage 0. */
+typedef struct {
+  double *end; /* [stage][forward/backward][chunk][micro-batch]: when it ended; < 0: not yet */
+  int n;
+  long m;
+} dpv_ends_t;
+
+static double *dpv_end(dpv_ends_t *e, int stage, int bwd, int chunk, long mb) {
+  return &e->end[(((long)stage * 2 + bwd) * 2 + chunk) * e->m + mb];
+}
+
+/* When the input of a pass is ready (< 0: not yet); 0 for the embedding. */
+static double dpv_input(dpv_ends_t *e, int r, int bwd, int c, long mb) {
+  if (!bwd) {
+    if (c == 0)
+      return r == 0 ? 0 : *dpv_end(e, r - 1, 0, 0, mb);
+    return r == e->n - 1 ? *dpv_end(e, r, 0, 0, mb) : *dpv_end(e, r + 1, 0, 1, mb);
+  }
+  if (c == 1)
+    return r == 0 ? *dpv_end(e, r, 0, 1, mb) : *dpv_end(e, r - 1, 1, 1, mb);
+  return r == e->n - 1 ? *dpv_end(e, r, 1, 1, mb) : *dpv_end(e, r + 1, 1, 0, mb);
+}
+
+static double dpv_makespan(int n, long m, double f, double b, double w) {
+  dpv_ends_t e = {malloc((size_t)n * 4 * m * sizeof(double)), n, m};
+  for (long i = 0; i < (long)n * 4 * m; i++)
+    e.end[i] = -1;
+  pipe_op_t **ops = malloc((size_t)n * sizeof *ops);
+  long *count = calloc((size_t)n, sizeof *count), *next = calloc((size_t)n, sizeof *next);
+  double *free_at = calloc((size_t)n, sizeof *free_at), makespan = 0;
+  for (int r = 0; r < n; r++) {
+    pipeline_t p = {r, n, 2, m};
+    count[r] = pipeline_dualpipev(&p, NULL);
+    ops[r] = malloc((size_t)count[r] * sizeof **ops);
+    pipeline_dualpipev(&p, ops[r]);
+  }
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int r = 0; r < n; r++)
+      for (; next[r] < count[r]; next[r]++) {
+        pipe_op_t o = ops[r][next[r]];
+        double start = free_at[r], in;
+        if (o.kind == PIPE_WEIGHTS) {
+          free_at[r] += w;
+          continue;
+        }
+        bool fwd = o.kind != PIPE_BACKWARD, bwd = o.kind != PIPE_FORWARD;
+        int bc = o.kind == PIPE_BACKWARD ? o.chunk : o.bwd_chunk;
+        long bm = o.kind == PIPE_BACKWARD ? o.microbatch : o.bwd_microbatch;
+        if (fwd && (in = dpv_input(&e, r, 0, o.chunk, o.microbatch)) < 0)
+          break;
+        start = fwd ? fmax(start, in) : start;
+        if (bwd && (in = dpv_input(&e, r, 1, bc, bm)) < 0)
+          break;
+        start = bwd ? fmax(start, in) : start;
+        free_at[r] = start + (fwd ? f : 0) + (bwd ? b - (o.defer_weights ? w : 0) : 0);
+        if (fwd)
+          *dpv_end(&e, r, 0, o.chunk, o.microbatch) = free_at[r];
+        if (bwd)
+          *dpv_end(&e, r, 1, bc, bm) = free_at[r];
+        moved = true;
+      }
+  }
+  for (int r = 0; r < n; r++) {
+    CU_ASSERT_EQUAL(next[r], count[r]); /* no stage waits forever */
+    makespan = fmax(makespan, free_at[r]);
+    free(ops[r]);
+  }
+  free(ops);
+  free(count);
+  free(next);
+  free(free_at);
+  free(e.end);
+  return makespan;
+}
+
+/* DualPipeV's order on every stage: each (chunk, micro-batch) runs forward
+ * once and backward once, its forward first; every deferred backward's
+ * weights are popped once, after it; 2 pp + 1 chunk activations at most (the
+ * published PP + 1 of 2 pp virtual stages); and with F = W, B = 2W or F = 2,
+ * B = 3, W = 1 and free messages the bubble is the published (PP/2 - 1)(F&B +
+ * B - 3W), PP = 2 pp stages, F&B = F + B without overlap (deepseek-ai/DualPipe
+ * README): a third to a half of 1F1B's (pp - 1)(2F + 2B) on the same stages here. */
+static void test_dualpipev_order_keeps_its_laws(void) {
+  static const int plans[][2] = {{2, 4}, {3, 6}, {4, 8}, {4, 11}, {8, 16}, {8, 21}};
+  for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+    int n = plans[k][0];
+    long m = plans[k][1];
+    for (int stage = 0; stage < n; stage++) {
+      pipeline_t p = {stage, n, 2, m};
+      CU_ASSERT_EQUAL(pipeline_dualpipev_min_microbatches(&p), 2 * n);
+      long count = pipeline_dualpipev(&p, NULL), queued = 0, popped = 0;
+      CU_ASSERT(count <= 6 * m);
+      pipe_op_t *ops = malloc((size_t)count * sizeof *ops);
+      CU_ASSERT_EQUAL(pipeline_dualpipev(&p, ops), count);
+      char *fwd = calloc((size_t)(2 * m), 1), *bwd = calloc((size_t)(2 * m), 1);
+      for (long i = 0; i < count; i++) {
+        pipe_op_t o = ops[i];
+        if (o.kind == PIPE_WEIGHTS) {
+          CU_ASSERT(popped < queued);
+          popped++;
+          continue;
+        }
+        if (o.kind != PIPE_BACKWARD) {
+          CU_ASSERT_FATAL(o.microbatch >= 0 && o.microbatch < m && o.chunk >= 0 && o.chunk < 2);
+          CU_ASSERT(!fwd[o.chunk * m + o.microbatch]);
+          fwd[o.chunk * m + o.microbatch] = 1;
+        }
+        if (o.kind != PIPE_FORWARD) {
+          int c = o.kind == PIPE_BACKWARD ? o.chunk : o.bwd_chunk;
+          long mb = o.kind == PIPE_BACKWARD ? o.microbatch : o.bwd_microbatch;
+          CU_ASSERT_FATAL(mb >= 0 && mb < m && c >= 0 && c < 2);
+          CU_ASSERT(fwd[c * m + mb] && !bwd[c * m + mb]);
+          bwd[c * m + mb] = 1;
+          queued += o.defer_weights;
+        }
+      }
+      CU_ASSERT_EQUAL(popped, queued);
+      CU_ASSERT(memchr(fwd, 0, (size_t)(2 * m)) == NULL && memchr(bwd, 0, (size_t)(2 * m)) == NULL);
+      CU_ASSERT_EQUAL(pipeline_dualpipev_in_flight(&p), 2 * n + 1);
+      free(fwd);
+      free(bwd);
+      free(ops);
+    }
+    static const double times[][3] = {{1, 2, 1}, {2, 3, 1}};
+    for (int t = 0; t < 2; t++) {
+      double f = times[t][0], b = times[t][1], w = times[t][2];
+      double bubble = dpv_makespan(n, m, f, b, w) - 2 * m * (f + b);
+      CU_ASSERT_DOUBLE_EQUAL(bubble, (n - 1) * ((f + b) + b - 3 * w), 1e-9);
+      CU_ASSERT(bubble <= 0.5 * (n - 1) * (2 * f + 2 * b) + 1e-9);
+    }
+  }
+}
+
+/* The V on the generator: the LM head, loss and MTP module on stage 0 with the
+ * embedding (their weights and logits there, no tied-embedding reduction
+ * between stages), each stage holding virtual stages s and 2 pp - 1 - s, and
+ * the same matmuls as the interleaved schedule's, the deferred weight
+ * gradients included. */
+static void test_dualpipev_on_the_generator(void) {
+  workload_cfg_t v = load_workload(small_mla, "\"pp\": 2, \"vpp\": 2, \"dp\": 2, \"ep\": 2, "
+                                   "\"pp_schedule\": \"dualpipev\"",
+                                   "\"global_batch\": 8");
+  workload_cfg_t inter = v;
+  inter.parallel.pp_schedule = PP_SCHEDULE_1F1B;
+  int first;
+  CU_ASSERT_EQUAL(workload_chunk_layers(&v, 0, 1, &first), 1);
+  CU_ASSERT_EQUAL(first, 3); /* virtual stage 3 */
+  CU_ASSERT_EQUAL(workload_chunk_layers(&v, 1, 1, &first), 1);
+  CU_ASSERT_EQUAL(first, 2);
+  CU_ASSERT_EQUAL(workload_head_stage(&v.parallel), 0);
+  train_info_t a, b;
+  generate_and_check(&v, &a);
+  generate_and_check(&inter, &b);
+  CU_ASSERT(a.memory[0].temporary > 0 && a.memory[1].temporary == 0); /* the logits */
+  CU_ASSERT(a.memory[0].weights > b.memory[0].weights);
+  CU_ASSERT_DOUBLE_EQUAL(a.memory[0].weights + a.memory[1].weights,
+                         b.memory[0].weights + b.memory[1].weights, 1e-6 * b.memory[0].weights);
+  CU_ASSERT_DOUBLE_EQUAL(a.model_flops, b.model_flops, 0);
+  trace_t ta, tb;
+  generate_trace(&v, &ta);
+  generate_trace(&inter, &tb);
+  double flops[2] = {0, 0};
+  const trace_t *ts[2] = {&ta, &tb};
+  for (int k = 0; k < 2; k++)
+    for (int pi = 0; pi < ts[k]->nprograms; pi++)
+      for (int i = 0; i < ts[k]->programs[pi].nops; i++) {
+        const trace_op_t *op = &ts[k]->programs[pi].ops[i];
+        if (op->type == TRACE_OP_SHAPED && strcmp(replay_vocab.compute[op->kind], "matmul") == 0)
+          flops[k] += (double)op->dims[0] * op->dims[1] * op->dims[2] *
+                      (op->dims[3] > 0 ? op->dims[3] : 1);
+      }
+  CU_ASSERT(flops[0] > 0);
+  CU_ASSERT_DOUBLE_EQUAL(flops[0], flops[1], 1e-9 * flops[1]);
+  CU_ASSERT_EQUAL(ta.comms[comm_named(&ta, "embd")].sizes[0], 1); /* both ends on stage 0 */
+  trace_free(&ta);
+  trace_free(&tb);
+  train_info_free(&a);
+  train_info_free(&b);
+}
+
 /* The generator says what each op is for and which program is which stage
  * (train_program_t), typed: checked here against what the trace spells, once,
  * so that no report has to read it back from names. A plan with every part:
@@ -1289,6 +1485,8 @@ CU_TestInfo train_tests[] = {
     {"column-parallel backward overlaps its communication",
      test_column_parallel_backward_overlaps_its_communication},
     {"parts and stages are typed", test_parts_and_stages_are_typed},
+    {"DualPipeV's order keeps its laws", test_dualpipev_order_keeps_its_laws},
+    {"DualPipeV on the generator", test_dualpipev_on_the_generator},
     {"a kind missing from the vocabulary is an error",
      test_a_kind_missing_from_the_vocabulary_is_an_error},
     {"the kernels a workload names reach the ops", test_the_kernels_a_workload_names_reach_the_ops},

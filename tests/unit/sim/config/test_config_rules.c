@@ -211,6 +211,18 @@ static void test_moe_plan_must_fit_the_experts(void) {
          "of one model chunk would wait for the next stage's gradient of the same step, halving "
          "the pipeline's rate; Megatron-Core's merged 1F1B runs on the interleaved schedule), "
          "found vpp 1");
+  /* DualPipeV's V: two chunks on each of at least two stages, placed by it */
+  expect(CONFIG_WORKLOAD, b, SET("parallel.pp_schedule=dualpipev", "parallel.vpp=2"), "");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.pp_schedule=dualpipev", "parallel.vpp=4"),
+         "--set: parallel.vpp: expected 2 with pp_schedule dualpipev (its V holds two model "
+         "chunks per stage), found 4");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.pp_schedule=dualpipev", "parallel.vpp=1",
+                                 "parallel.pp=1", "parallel.dp=8"),
+         "--set: parallel.pp: expected at least 2 with pp_schedule dualpipev, found 1");
+  expect(CONFIG_WORKLOAD, b, SET("parallel.pp_schedule=dualpipev", "parallel.vpp=2",
+                                 "parallel.first_stage_layers=8", "parallel.pp=2"),
+         "--set: parallel.first_stage_layers: expected 0 with pp_schedule dualpipev (stage 0 "
+         "holds both ends of its V; parallel.stage_layers lists each virtual stage), found 8");
   expect(CONFIG_WORKLOAD, b, SET(moe[0], "model.moe.top_k=9", moe[2]),
          "--set: model.moe.top_k: expected at most model.moe.experts = 8, found 9");
 }
