@@ -549,6 +549,16 @@ def ms_script(tmp, name, launcher, extra=""):
     return path
 
 
+def ms_script_without(tmp, name, launcher, extra, drop):
+    """ms_script with `drop` taken out of the body (a flag the case replaces)."""
+    path = ms_script(tmp, name, launcher, extra)
+    with open(path) as fh:
+        text = fh.read()
+    with open(path, "w") as fh:
+        fh.write(text.replace(drop, ""))
+    return path
+
+
 def modern_checks(converter, npusim, tmp, report=fail):
     def error(args, flag, what):
         code, out, err = convert(converter, args)
@@ -659,12 +669,9 @@ def modern_checks(converter, npusim, tmp, report=fail):
             ("--num-query-groups 8 --context-parallel-size 4 --context-parallel-algo "
              "hybrid_cp_algo --ulysses-degree-in-cp 2",
              {"parallel.cp_algo": "hybrid", "parallel.cp_ulysses": 2}, "hybrid Ulysses and ring")):
-        path = ms_script(tmp, "pretrain_deepseek3.sh", torchrun, extra)
-        if "--geglu" in extra or "--gelu-tanh" in extra:  # in place of the body's --swiglu
-            with open(path) as fh:
-                text = fh.read()
-            with open(path, "w") as fh:
-                fh.write(text.replace("--swiglu", ""))
+        gelu = "--geglu" in extra or "--gelu-tanh" in extra  # in place of the body's --swiglu
+        path = (ms_script_without(tmp, "pretrain_deepseek3.sh", torchrun, extra, "--swiglu")
+                if gelu else ms_script(tmp, "pretrain_deepseek3.sh", torchrun, extra))
         code, out, err = convert(converter, [path])
         got = flat(json.loads(out)) if code == 0 else {}
         for k, v in want.items():
@@ -675,12 +682,10 @@ def modern_checks(converter, npusim, tmp, report=fail):
             validated(out, what)
 
     # no-op layers with interleaving: one count per virtual stage, chunk-major
-    path = ms_script(tmp, "noop_vpp.sh", torchrun,
-                     "--num-layers 8 --num-layers-per-virtual-pipeline-stage 2 --noop-layers 7")
-    with open(path) as fh:
-        text = fh.read()
-    with open(path, "w") as fh:  # the body's --num-layer-list: not with interleaving
-        fh.write(text.replace("--num-layer-list 1,3", ""))
+    path = ms_script_without(  # the body's --num-layer-list: not with interleaving
+        tmp, "noop_vpp.sh", torchrun,
+        "--num-layers 8 --num-layers-per-virtual-pipeline-stage 2 --noop-layers 7",
+        "--num-layer-list 1,3")
     code, out, err = convert(converter, [path])
     got = flat(json.loads(out)) if code == 0 else {}
     found = (got.get("model.layers"), got.get("parallel.vpp"), got.get("parallel.stage_layers"))
@@ -691,12 +696,10 @@ def modern_checks(converter, npusim, tmp, report=fail):
     # MindSpeed's DualPipeV: vpp 2 in a V, no-op layers counted per virtual stage
     # of the V (8 layers over 2 x 2: layer 7 on virtual stage 3, stage 0's
     # second chunk), sends waited for
-    path = ms_script(tmp, "dualpipev.sh", torchrun,
-                     "--num-layers 8 --noop-layers 7 --schedules-method dualpipev --moe-fb-overlap")
-    with open(path) as fh:
-        text = fh.read()
-    with open(path, "w") as fh:
-        fh.write(text.replace("--num-layer-list 1,3", ""))
+    path = ms_script_without(
+        tmp, "dualpipev.sh", torchrun,
+        "--num-layers 8 --noop-layers 7 --schedules-method dualpipev --moe-fb-overlap",
+        "--num-layer-list 1,3")
     code, out, err = convert(converter, [path])
     got = flat(json.loads(out)) if code == 0 else {}
     found = tuple(got.get(k) for k in ("model.layers", "parallel.vpp", "parallel.pp_schedule",
