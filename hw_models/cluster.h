@@ -51,6 +51,11 @@ typedef struct {
   int npus_per_leaf;        /* NIC ports under one leaf switch */
   double oversubscription;  /* leaf downlink : uplink bandwidth, >= 1 */
   int spines;               /* uplinks per leaf, one per spine; a flow's is hashed (ECMP) */
+  int npus_per_pod;         /* NIC ports in one pod of leaves and their spines under the
+                             * core tier; 0: two tiers (no core) */
+  double pod_oversubscription; /* a pod's leaf uplink : core uplink bandwidth, >= 1 */
+  int cores;                /* core switches: each pod's core bandwidth split over one link
+                             * to each, a flow's hashed (ECMP) */
   double switch_port_W;     /* power of one switch port while held; 0: not counted */
 } scale_out_cfg_t;
 

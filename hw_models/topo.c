@@ -8,7 +8,7 @@
 #include "npu_int.h"
 
 const char *const topo_link_kind_names[TOPO_LINK_KIND_COUNT] = {"scale_up", "die", "supernode",
-                                                                "nic", "uplink"};
+                                                                "nic", "uplink", "core"};
 
 /* Index of pair (i, j), i < j, among the n(n-1)/2 pairs of n items. */
 static int pair_index(int i, int j, int n) { return i * n - i * (i + 1) / 2 + (j - i - 1); }
@@ -137,9 +137,10 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
   out->per_server_die = dies_per_package > 1 ? (npus / dies_per_package) *
                                                    (dies_per_package * (dies_per_package - 1) / 2)
                                              : 0;
+  out->pods = so->npus_per_pod > 0 ? (nodes * npus + so->npus_per_pod - 1) / so->npus_per_pod : 0;
   size_t total = (size_t)nodes * (out->per_server_scale_up + out->per_server_die) +
                  (cluster->has_supernode ? (size_t)nodes * npus : 0) + (size_t)nodes * npus +
-                 (size_t)out->leaves * so->spines;
+                 (size_t)out->leaves * so->spines + (size_t)out->pods * so->cores;
   out->links = calloc(total ? total : 1, sizeof *out->links);
   if (!out->links) {
     npu_err_set(err, "ranks: out of memory for %zu links", total);
@@ -167,6 +168,14 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
       link_cfg_t up = merged(so->nic, so->nics_per_npu);
       up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / so->spines;
       add_link(out, TOPO_LINK_UPLINK, leaf, spine, -1, up);
+    }
+  out->first_core = out->nlinks;
+  for (int pod = 0; pod < out->pods; pod++)
+    for (int core = 0; core < so->cores; core++) {
+      link_cfg_t up = merged(so->nic, so->nics_per_npu);
+      up.bw_bytes_per_s *= so->npus_per_pod / so->oversubscription / so->pod_oversubscription /
+                           so->cores;
+      add_link(out, TOPO_LINK_CORE, pod, core, -1, up);
     }
   if (apply_faults(out, err) || build_after(out, err)) {
     topo_free(out);
@@ -216,11 +225,15 @@ static const char *cut_off(const topo_t *t, int link, char *buf, size_t len) {
     return NULL;
   if (l->kind == TOPO_LINK_UPLINK && t->cluster.scale_out.spines > 1)
     return NULL;
+  if (l->kind == TOPO_LINK_CORE && t->cluster.scale_out.cores > 1)
+    return NULL;
   if (l->kind == TOPO_LINK_NIC && t->nodes == 1)
     return NULL; /* a one-server job never uses its NICs */
   int first = l->owner * t->node.npus + l->a; /* NIC, port, supernode port: its NPU */
   if (l->kind == TOPO_LINK_UPLINK)
     snprintf(buf, len, "every rank under leaf %d from the other leaves", l->owner);
+  else if (l->kind == TOPO_LINK_CORE)
+    snprintf(buf, len, "every rank of pod %d from the other pods", l->owner);
   else if (l->b >= 0)
     snprintf(buf, len, "ranks %d and %d of server %d from each other", l->a, l->b, l->owner);
   else
@@ -397,6 +410,11 @@ int topo_leaf_of(const topo_t *t, int rank) {
   return server / (so->npus_per_leaf / t->node.npus);
 }
 
+int topo_pod_of(const topo_t *t, int rank) {
+  return t->pods ? topo_server_of(t, rank) * t->node.npus / t->cluster.scale_out.npus_per_pod
+                 : 0;
+}
+
 static int npu_id(const topo_t *t, int rank) {
   return topo_server_of(t, rank) * t->node.npus + topo_local_of(t, rank);
 }
@@ -413,17 +431,43 @@ static int spine_of(const topo_t *t, int src, int dst) {
   return (int)(h % (uint64_t)spines);
 }
 
+/* The core switch a flow between pods crosses: the flow (source, destination
+ * NPU) through splitmix64's mixer, every bit of both ends in every bit of the
+ * hash (spine_of's FNV step keeps the parity of src ^ dst in its low bit, so
+ * with an even number of spines rail-aligned flows share one; issue #31 keeps
+ * that hash until the analytic collectives follow flow under collisions). */
+static int core_of(const topo_t *t, int src, int dst) {
+  int cores = t->cluster.scale_out.cores;
+  if (cores <= 1)
+    return 0;
+  uint64_t state = (uint64_t)src << 32 | (uint32_t)dst;
+  return (int)(npu_splitmix64(&state) % (uint64_t)cores);
+}
+
+/* The first live one of n links from first + k * n + choice on, for both ends
+ * k = a and k = b (ECMP over the live spines or cores). */
+static int live_choice(const topo_t *t, int first, int n, int a, int b, int choice) {
+  for (int k = 0; k < n; k++, choice = (choice + 1) % n)
+    if (!t->links[first + a * n + choice].failed && !t->links[first + b * n + choice].failed)
+      break;
+  return choice;
+}
+
 static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) {
   int n = 0;
   int la = topo_leaf_of(t, src), lb = topo_leaf_of(t, dst);
   hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, src), 0};
   if (la != lb) {
-    int spines = t->cluster.scale_out.spines, s = spine_of(t, src, dst);
-    for (int k = 0; k < spines; k++, s = (s + 1) % spines) /* ECMP over the live spines */
-      if (!t->links[t->first_uplink + la * spines + s].failed &&
-          !t->links[t->first_uplink + lb * spines + s].failed)
-        break;
+    int spines = t->cluster.scale_out.spines;
+    int s = live_choice(t, t->first_uplink, spines, la, lb, spine_of(t, src, dst));
+    int pa = topo_pod_of(t, src), pb = topo_pod_of(t, dst);
     hops[n++] = (topo_hop_t){t->first_uplink + la * spines + s, 0};
+    if (pa != pb) {
+      int cores = t->cluster.scale_out.cores;
+      int c = live_choice(t, t->first_core, cores, pa, pb, core_of(t, src, dst));
+      hops[n++] = (topo_hop_t){t->first_core + pa * cores + c, 0};
+      hops[n++] = (topo_hop_t){t->first_core + pb * cores + c, 1};
+    }
     hops[n++] = (topo_hop_t){t->first_uplink + lb * spines + s, 1};
   }
   hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, dst), 1};
@@ -553,7 +597,8 @@ long topo_switch_ports(const topo_t *t) {
     return 0;
   const scale_out_cfg_t *so = &t->cluster.scale_out;
   return (long)t->nodes * t->node.npus * so->nics_per_npu +
-         (t->leaves > 1 ? 2L * t->leaves * so->spines : 0);
+         (t->leaves > 1 ? 2L * t->leaves * so->spines : 0) +
+         (t->pods > 1 ? 2L * t->pods * so->cores : 0);
 }
 
 double topo_link_bw(const topo_t *t, int link) { return link_effective_bw(&t->links[link].cfg); }
@@ -650,6 +695,9 @@ void topo_link_name(const topo_t *t, int link, char *buf, size_t len) {
       snprintf(buf, len, "leaf%d.spine%d", l->owner, l->a);
     else
       snprintf(buf, len, "leaf%d.up", l->owner);
+    break;
+  case TOPO_LINK_CORE:
+    snprintf(buf, len, "pod%d.core%d", l->owner, l->a);
     break;
   default:
     snprintf(buf, len, "link%d", link);

@@ -9,14 +9,22 @@
  *   supernode one port per NPU into the supernode fabric (UB), non-blocking;
  *   nic       one per NPU (nics_per_npu merged) to its leaf;
  *   uplink    one per leaf and spine, with capacity = ports under the leaf x
- *             NIC rate / oversubscription / spines (one spine: all merged).
+ *             NIC rate / oversubscription / spines (one spine: all merged);
+ *   core      with pods (cluster.scale_out.npus_per_pod), one per pod and core
+ *             switch, with capacity = ports in the pod x NIC rate /
+ *             oversubscription / pod_oversubscription / cores: the pod's
+ *             spines' (aggregation switches') links to the core tier, merged
+ *             per core [A: a pod's spines share its core bandwidth evenly].
  * Routing is by rule, deterministic and minimal: die link, else scale-up, else
- * supernode, else NIC -> leaf [-> uplink -> uplink ->] leaf -> NIC. Scale-up
+ * supernode, else NIC -> leaf [-> uplink [-> core -> core] -> uplink ->] leaf
+ * -> NIC, the core hops between pods only. Scale-up
  * traffic never crosses a NIC, except between the two groups of a
  * two_group_mesh (910A), which HCCL sends over RoCE. Between leaves a flow
- * (source, destination NPU) is hashed onto one spine, as ECMP does, so flows
- * can collide on a spine while another idles; one spine (the default) merges
- * them, perfect balance.
+ * (source, destination NPU) is hashed onto one spine, and between pods onto
+ * one core, as ECMP does, so flows can collide on a spine while another
+ * idles; one spine (the default) merges them, perfect balance. Servers fill
+ * leaves and pods in order: a job's rank order decides which of its groups
+ * cross the core.
  *
  * Faults (faults.h) slow links down or kill them; routes go around dead ones:
  * a full-mesh pair through a third NPU, a spine's flows onto the next live
@@ -42,6 +50,7 @@ typedef enum {
   TOPO_LINK_SUPERNODE,
   TOPO_LINK_NIC,
   TOPO_LINK_UPLINK,
+  TOPO_LINK_CORE,
   TOPO_LINK_KIND_COUNT
 } topo_link_kind_t;
 
@@ -49,7 +58,7 @@ extern const char *const topo_link_kind_names[TOPO_LINK_KIND_COUNT];
 
 typedef struct {
   topo_link_kind_t kind;
-  int owner;           /* server (scale-up, die, supernode, nic) or leaf (uplink) */
+  int owner;           /* server (scale-up, die, supernode, nic), leaf (uplink) or pod (core) */
   int a, b;            /* local NPU indices of the ends (pair links), else a = NPU */
   link_cfg_t cfg;      /* merged line rate, latency, efficiency, overhead */
   bool failed;         /* dead (cluster.faults): routes avoid it */
@@ -82,12 +91,13 @@ struct topo {
   int nodes;              /* servers used */
   int nodes_per_supernode; /* 0 without a supernode level */
   int leaves;             /* leaf switches */
+  int pods;               /* pods under the core tier; 0: no core tier */
   int nlinks;
   topo_link_t *links;
   /* first link id of each block, to find a link by rule */
   int first_scale_up, per_server_scale_up;
   int first_die, per_server_die;
-  int first_supernode, first_nic, first_uplink;
+  int first_supernode, first_nic, first_uplink, first_core;
   /* timed faults (T > 0), by link then time; change_off[l]..change_off[l+1]
    * are link l's (CSR); NULL and 0 without timed faults */
   int nchanges;
@@ -125,6 +135,9 @@ int topo_supernode_of(const topo_t *t, int rank);
  * where NIC i of a server sits on rail i's leaf of its group). */
 int topo_leaf_of(const topo_t *t, int rank);
 
+/* The pod of a rank's servers (0 without a core tier). */
+int topo_pod_of(const topo_t *t, int rank);
+
 /* Hierarchy level two ranks meet at: 0 same server, 1 same supernode (or
  * cluster, without supernodes), 2 different supernodes. */
 int topo_level(const topo_t *t, int a, int b);
@@ -153,7 +166,8 @@ double topo_path_beta_s(const topo_t *t, const topo_hop_t *hops, int nhops, doub
 double topo_path_time_s(const topo_t *t, int src, int dst, double bytes);
 
 /* Switch ports the job holds in the scale-out network: a leaf port per NIC of
- * its servers and both ends of every leaf-spine link (0 for one server). */
+ * its servers and both ends of every leaf-spine and pod-core link (0 for one
+ * server). */
 long topo_switch_ports(const topo_t *t);
 
 /* Effective bandwidth of a link (line rate x efficiency), bytes/s, at the
@@ -185,7 +199,7 @@ double topo_link_bytes_between(const topo_t *t, int link, double from_s, double 
 bool topo_changes_within(const topo_t *t, double from_s, double to_s);
 
 /* A stable, readable name: "s0.mesh1-5", "s0.ring3-4", "s2.port3" (switch),
- * "s1.die4-5", "s3.sn2" (supernode port), "s3.nic2", "leaf4.up". */
+ * "s1.die4-5", "s3.sn2" (supernode port), "s3.nic2", "leaf4.up", "pod1.core2". */
 void topo_link_name(const topo_t *t, int link, char *buf, size_t len);
 
 #endif

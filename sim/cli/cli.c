@@ -390,7 +390,7 @@ const cli_option_t cli_options_links[] = {
                "table (coll: of the largest size); JSON lists them all"),
     CLI_STRING("links-kind", "K[,K]", links_kind,
                "only links of these kinds: scale_up, die, supernode, nic,\n"
-               "uplink, scale_out (nic and uplink)"),
+               "uplink, core, scale_out (nic, uplink and core)"),
     CLI_END};
 const cli_option_t cli_options_progress[] = {
     CLI_FLAG("progress", progress,

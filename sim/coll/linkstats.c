@@ -139,14 +139,15 @@ int linkstats_parse_view(const char *rows, const char *kinds, linkstats_view_t *
     size_t len = strcspn(p, ",");
     int k = 0;
     if (len == 9 && strncmp(p, "scale_out", 9) == 0) {
-      view->kinds |= 1u << TOPO_LINK_NIC | 1u << TOPO_LINK_UPLINK;
+      view->kinds |= 1u << TOPO_LINK_NIC | 1u << TOPO_LINK_UPLINK | 1u << TOPO_LINK_CORE;
     } else {
       while (k < TOPO_LINK_KIND_COUNT && !(strlen(topo_link_kind_names[k]) == len &&
                                            strncmp(p, topo_link_kind_names[k], len) == 0))
         k++;
       if (k == TOPO_LINK_KIND_COUNT)
         return npu_err_set(err, "--links-kind: expected a comma-separated list of scale_up, "
-                        "die, supernode, nic, uplink, scale_out (nic and uplink), found \"%.*s\"",
+                        "die, supernode, nic, uplink, core, scale_out (nic, uplink and core), "
+                        "found \"%.*s\"",
                         (int)(len < 40 ? len : 40), p),
                -1;
       view->kinds |= 1u << k;

@@ -99,6 +99,19 @@ static int check_fabric(const config_doc_t *doc, const system_cfg_t *s, npu_err_
     return fail(doc, "cluster.scale_out.npus_per_leaf", err,
                 "a multiple of node.npus = %d (whole servers under a leaf), found %d",
                 s->node.npus, out->npus_per_leaf);
+  int pod_unit = out->kind == SCALE_OUT_RAIL_OPTIMIZED ? out->npus_per_leaf * s->node.npus
+                                                      : out->npus_per_leaf;
+  if (out->npus_per_pod % pod_unit)
+    return fail(doc, "cluster.scale_out.npus_per_pod", err,
+                "a multiple of %d (whole %s in a pod), found %d", pod_unit,
+                out->kind == SCALE_OUT_RAIL_OPTIMIZED ? "rail groups of leaves" : "leaves",
+                out->npus_per_pod);
+  if (!out->npus_per_pod && (out->pod_oversubscription > 1 || out->cores > 1)) {
+    bool cores = out->cores > 1;
+    return fail(doc, cores ? "cluster.scale_out.cores" : "cluster.scale_out.pod_oversubscription",
+                err, "1 without pods (cluster.scale_out.npus_per_pod 0: no core tier), found %g",
+                cores ? (double)out->cores : out->pod_oversubscription);
+  }
   if (s->cluster.has_supernode && s->cluster.supernode.npus % s->node.npus)
     return fail(doc, "cluster.supernode.npus", err,
                 "a multiple of node.npus = %d (whole servers in a supernode), found %d",

@@ -410,7 +410,7 @@ static const cfg_key_t system_keys[] = {
            convert_faults,
            "links and the bandwidth left, \"LINK:FACTOR[@T],...\" (FACTOR 0 or in "
            "[" TEXT_OF(FAULTS_MIN_FACTOR) ", 1]; T in [0, " TEXT_OF(FAULTS_MAX_AT_S) "] s)",
-           "Each LINK is a kind (scale_up, die, supernode, nic, uplink: all of them) or one "
+           "Each LINK is a kind (scale_up, die, supernode, nic, uplink, core: all of them) or one "
            "link by its name in the job (s0.mesh1-5, s2.nic3, leaf0.spine1, as --links "
            "prints them); FACTOR is the bandwidth left, 0 a dead link; the faults on one link "
            "multiply and leave it at least " TEXT_OF(FAULTS_MIN_FACTOR) " (or 0). Dead links "
@@ -439,6 +439,20 @@ static const cfg_key_t system_keys[] = {
         "Spine switches: each leaf's uplink bandwidth split over one link to each, and each "
         "flow (source, destination NPU) hashed onto one as ECMP does; 1 merges them (perfect "
         "balance)."),
+    INT("cluster.scale_out.npus_per_pod", SYS(cluster.scale_out.npus_per_pod), 0, 1e8, "0",
+        "NPUs (NIC ports) in one pod: its leaves and spines (aggregation switches) under a core "
+        "tier, a third tier of switches between pods (Llama 3's 24K-GPU clusters: pods of 3,072 "
+        "GPUs, 1:7 between pods). Whole leaves (spine_leaf: a multiple of npus_per_leaf; "
+        "rail_optimized: of npus_per_leaf x node.npus, whole rail groups); servers fill pods in "
+        "order, so Megatron's rank order keeps TP in a server and lets DP cross the core "
+        "first. 0: two tiers, no core."),
+    NUM("cluster.scale_out.pod_oversubscription", "", 1,
+        SYS(cluster.scale_out.pod_oversubscription), 1, 1000, "1",
+        "A pod's leaf-uplink to core-uplink bandwidth ratio (7 = Llama 3's 1:7 between pods); "
+        "with npus_per_pod."),
+    INT("cluster.scale_out.cores", SYS(cluster.scale_out.cores), 1, 10000, "1",
+        "Core switches: each pod's core bandwidth split over one link to each, a flow (source, "
+        "destination NPU) between pods hashed onto one as ECMP does; 1 merges them."),
     OFF("cluster.scale_out.switch_port_W", "W", 1, SYS(cluster.scale_out.switch_port_W), 0.01,
         1e4, "0", "Power of one switch port (its share of the switch, optics included) while "
         "the job holds it: the leaves' NIC ports and both ends of each leaf-spine link; 0: not "

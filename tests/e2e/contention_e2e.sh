@@ -7,7 +7,7 @@
 # per stage, NHR between servers, so every step crosses leaves); EP: all-to-all
 # over 64 ranks. Fabrics: spine-leaf and rail-optimised, oversubscription 1, 2,
 # 4; 256, 1024 and 4096 NPUs of ascend-910b (4 servers under a leaf); then ECMP
-# over 8 spines.
+# over 8 spines; then pods under a core tier, at 1:1 and 1:7.
 # Besides the 3% bound, each oversubscribed spine-leaf case must cost more than
 # its 1:1 case (the effect is seen); where the groups of a trace meet on the
 # uplinks (all but ep256, whose groups each hold two leaves of their own), the
@@ -69,5 +69,34 @@ for trace in dp256 ep1024; do
     awk -v a="$a" -v f="$f" 'BEGIN { d = (a - f) / f; exit !(f > 0 && d <= 0.03 && d >= -0.03) }'
   check "$trace 8 spines: collisions cost more than one merged spine ($a vs $merged ms)" \
     awk -v a="$a" -v b="$merged" 'BEGIN { exit !(a > 1.1 * b) }'
+done
+# A core tier (cluster.scale_out.npus_per_pod): pods of 256 NPUs (8 leaves of
+# 4 servers) under one merged core, at 1:1 and
+# Llama 3's 1:7 between pods. The DP groups (128 ranks at stride 8) span all four
+# pods of 1024 NPUs and the EP groups (64 at stride 8) two: both cross the core.
+# Both fidelities within 3%; 1:7 costs more than 1:1; pods as large as the job
+# give the two-tier step exactly.
+step_pods() { # step_pods TRACE FIDELITY NPUS_PER_POD POD_OVERSUBSCRIPTION
+  "$npusim" replay --system configs/systems/ascend-910b.json --trace "$tmp/$1.json" \
+    --fidelity "$2" --set "cluster.scale_out.npus_per_pod=$3" \
+    --set "cluster.scale_out.pod_oversubscription=$4" --format csv |
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "step_time_s") c = i } NR == 2 { printf "%.6f", $c * 1e3 }'
+}
+for trace in dp1024 ep1024; do
+  two=$(step_pods "$trace" analytic 0 1)
+  whole=$(step_pods "$trace" analytic 1024 7)
+  check "$trace: one pod holding the job gives the two-tier step ($whole vs $two ms)" \
+    awk -v a="$whole" -v b="$two" 'BEGIN { exit !(a + 0 == b + 0) }'
+  for over in 1 7; do
+    a=$(step_pods "$trace" analytic 256 "$over")
+    f=$(step_pods "$trace" flow 256 "$over")
+    err=$(awk -v a="$a" -v f="$f" 'BEGIN { printf "%+.2f", (a - f) / f * 100 }')
+    printf '%-8s %-15s %5s %12s %12s %12s %8s\n' "$trace" "4 pods, core" "$over" "$a" "$f" "$two" "$err"
+    check "$trace 4 pods at $over:1: analytic $a ms within 3% of flow $f ms" \
+      awk -v a="$a" -v f="$f" 'BEGIN { d = (a - f) / f; exit !(f > 0 && d <= 0.03 && d >= -0.03) }'
+    [ "$over" = 1 ] && flat=$a
+  done
+  check "$trace: 1:7 between pods costs more than 1:1 ($a vs $flat ms)" \
+    awk -v a="$a" -v b="$flat" 'BEGIN { exit !(a > 1.1 * b) }'
 done
 finish contention_e2e

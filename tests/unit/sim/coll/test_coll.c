@@ -389,6 +389,67 @@ static void test_ecmp_hashes_each_flow_onto_one_spine(void) {
   topo_free(&t4);
 }
 
+/* A core tier over pods (cluster.scale_out.npus_per_pod): 32 servers of 910B
+ * (4 per leaf) in pods of 128 NPUs under 2 cores at 1:7. Each pod has one link
+ * per core, of the pod's ports x NIC / 7 / 2; a flow inside a pod never
+ * touches them, one between pods goes NIC, leaf up, core up, core down, leaf
+ * down, NIC, on one spine and one core at both ends; a dead core link is
+ * routed round on the other core, and with one core it cuts the pod off. */
+static void test_pods_under_a_core_tier(void) {
+  const char *sets[] = {"cluster.scale_out.npus_per_pod=128",
+                        "cluster.scale_out.pod_oversubscription=7", "cluster.scale_out.cores=2",
+                        NULL};
+  system_cfg_t two = load_system("ascend-910b.json", NULL), pods = load_system("ascend-910b.json", sets);
+  topo_t t2, t;
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&two.node, &two.cluster, 1, 256, 8, &t2, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&pods.node, &pods.cluster, 1, 256, 8, &t, &err), 0);
+  CU_ASSERT_EQUAL(t.pods, 2);
+  CU_ASSERT_EQUAL(t.nlinks, t2.nlinks + 2 * 2);
+  CU_ASSERT_EQUAL(t.links[t.first_core + 3].kind, TOPO_LINK_CORE);
+  double nic = topo_link_bw(&t, t.first_nic);
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_bw(&t, t.first_core), nic * 128 / 7 / 2, 1e-9 * nic);
+  CU_ASSERT_EQUAL(topo_switch_ports(&t), topo_switch_ports(&t2) + 2 * 2 * 2);
+  char name[64];
+  topo_link_name(&t, t.first_core + 3, name, sizeof name);
+  CU_ASSERT_STRING_EQUAL(name, "pod1.core1");
+  CU_ASSERT(topo_pod_of(&t, 127) == 0 && topo_pod_of(&t, 128) == 1);
+  topo_hop_t h[TOPO_MAX_HOPS], h2[TOPO_MAX_HOPS];
+  for (int dst = 8; dst < 128; dst += 8) { /* inside pod 0: the two-tier route */
+    int n = topo_route(&t, 0, dst, h);
+    CU_ASSERT_EQUAL(n, topo_route(&t2, 0, dst, h2));
+    CU_ASSERT(memcmp(h, h2, (size_t)n * sizeof *h) == 0);
+  }
+  bool core_used[2] = {false, false};
+  for (int src = 0; src < 32; src++) {
+    CU_ASSERT_EQUAL_FATAL(topo_route(&t, src, 128 + src, h), 6);
+    static const topo_link_kind_t kinds[6] = {TOPO_LINK_NIC, TOPO_LINK_UPLINK, TOPO_LINK_CORE,
+                                              TOPO_LINK_CORE, TOPO_LINK_UPLINK, TOPO_LINK_NIC};
+    for (int k = 0; k < 6; k++)
+      CU_ASSERT_EQUAL(t.links[h[k].link].kind, kinds[k]);
+    int up = h[2].link - t.first_core, down = h[3].link - t.first_core;
+    CU_ASSERT(up / 2 == 0 && down / 2 == 1 && up % 2 == down % 2 && h[2].dir == 0 &&
+              h[3].dir == 1);
+    CU_ASSERT(h[1].dir == 0 && h[4].dir == 1 && t.links[h[1].link].owner == 0 &&
+              t.links[h[4].link].owner == 4);
+    core_used[up % 2] = true;
+  }
+  CU_ASSERT(core_used[0] && core_used[1]); /* hashed over both */
+  topo_free(&t);
+  topo_free(&t2);
+  CU_ASSERT_EQUAL_FATAL(faults_parse("pod0.core0:0", &pods.cluster.faults), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&pods.node, &pods.cluster, 1, 256, 8, &t, &err), 0);
+  for (int src = 0; src < 32; src++) {
+    topo_route(&t, src, 128 + src, h);
+    CU_ASSERT_EQUAL(h[2].link, t.first_core + 1); /* round on core 1 */
+    CU_ASSERT_EQUAL(h[3].link, t.first_core + 3);
+  }
+  topo_free(&t);
+  pods.cluster.scale_out.cores = 1;
+  CU_ASSERT_EQUAL(topo_build(&pods.node, &pods.cluster, 1, 256, 8, &t, &err), TOPO_BAD_FAULT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "every rank of pod 0 from the other pods"));
+}
+
 static void test_routes_stay_on_the_physical_path(void) {
   system_cfg_t b = load_system("ascend-910b.json", NULL);
   topo_t t;
@@ -668,6 +729,7 @@ CU_TestInfo coll_tests[] = {
     {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},
     {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
     {"ECMP hashes each flow onto one spine", test_ecmp_hashes_each_flow_onto_one_spine},
+    {"pods under a core tier", test_pods_under_a_core_tier},
     {"NCCL's rings run flat over all ranks", test_nccl_rings_run_flat_over_all_ranks},
     {"every algorithm of the table parses with --algo",
      test_every_algorithm_of_the_table_parses_with_algo},

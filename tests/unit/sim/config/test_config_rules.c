@@ -43,6 +43,20 @@ static void test_scale_up_links_must_match_the_topology(void) {
          SET("node.scale_up.topology=ring", "node.scale_up.links_per_npu=3"),
          "--set: node.scale_up.links_per_npu: expected an even number for a ring (links to both "
          "neighbours), found 3");
+  /* pods hold whole leaves (spine-leaf) or whole rail groups (rail-optimised) */
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("cluster.scale_out.npus_per_pod=48"),
+         "--set: cluster.scale_out.npus_per_pod: expected a multiple of 32 (whole leaves in a "
+         "pod), found 48");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("cluster.scale_out.npus_per_pod=128"), "");
+  expect(CONFIG_SYSTEM, "h100-dgx.json", SET("cluster.scale_out.npus_per_pod=128"),
+         "--set: cluster.scale_out.npus_per_pod: expected a multiple of 256 (whole rail groups "
+         "of leaves in a pod), found 128");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("cluster.scale_out.pod_oversubscription=7"),
+         "--set: cluster.scale_out.pod_oversubscription: expected 1 without pods "
+         "(cluster.scale_out.npus_per_pod 0: no core tier), found 7");
+  expect(CONFIG_SYSTEM, "ascend-910b.json", SET("cluster.scale_out.cores=2"),
+         "--set: cluster.scale_out.cores: expected 1 without pods (cluster.scale_out.npus_per_pod "
+         "0: no core tier), found 2");
   expect(CONFIG_SYSTEM, "ascend-910b.json", SET("node.scale_up.in_switch_reduction=true"),
          "--set: node.scale_up.in_switch_reduction: expected false for a full_mesh (only a "
          "switch can reduce in the network), found true");
