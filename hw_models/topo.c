@@ -340,7 +340,7 @@ static int apply_faults(topo_t *t, npu_err_t *err) {
     }
     if (!matched)
       return npu_err_set(err, "cluster.faults.links: expected a link kind (scale_up, die, "
-                      "supernode, nic, uplink) or a link of this job (e.g. s0.nic0), found "
+                      "supernode, nic, uplink, core) or a link of this job (e.g. s0.nic0), found "
                       "\"%s\"", f->v[i].link), -1;
   }
   int spines = t->cluster.scale_out.spines; /* every two leaves keep a common spine */
@@ -359,6 +359,18 @@ static int apply_faults(topo_t *t, npu_err_t *err) {
         return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
                         "spine both reach, found none for leaves %d and %d, which cuts the ranks "
                         "under one off from the other's", la, lb), -1;
+    }
+  int cores = t->cluster.scale_out.cores; /* every two pods keep a common core */
+  for (int pa = 0; pa < t->pods; pa++)
+    for (int pb = pa + 1; pb < t->pods; pb++) {
+      bool joined = false;
+      for (int c = 0; c < cores && !joined; c++)
+        joined = !t->links[t->first_core + pa * cores + c].failed &&
+                 !t->links[t->first_core + pb * cores + c].failed;
+      if (!joined)
+        return npu_err_set(err, "cluster.faults.links: expected two pods to keep a core both "
+                        "reach%s, found none for pods %d and %d, which cuts the ranks of one off "
+                        "from the other's", t->died_s > 0 ? " after links die" : "", pa, pb), -1;
     }
   if (add_changes(t))
     return npu_err_set(err, "cluster.faults.links: out of memory for %d links' faults",

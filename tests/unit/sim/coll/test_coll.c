@@ -448,6 +448,12 @@ static void test_pods_under_a_core_tier(void) {
   pods.cluster.scale_out.cores = 1;
   CU_ASSERT_EQUAL(topo_build(&pods.node, &pods.cluster, 1, 256, 8, &t, &err), TOPO_BAD_FAULT);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "every rank of pod 0 from the other pods"));
+  /* pod 0 on core 0 only, pod 1 on core 1 only: no core joins them */
+  CU_ASSERT_EQUAL_FATAL(faults_parse("pod0.core1:0,pod1.core0:0", &pods.cluster.faults), 0);
+  pods.cluster.scale_out.cores = 2;
+  CU_ASSERT_EQUAL(topo_build(&pods.node, &pods.cluster, 1, 256, 8, &t, &err), TOPO_BAD_FAULT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "expected two pods to keep a core both reach, found "
+                                         "none for pods 0 and 1"));
 }
 
 static void test_routes_stay_on_the_physical_path(void) {
