@@ -44,7 +44,7 @@ a=$(time_us ascend-910b.json analytic $ar --set cluster.faults.links=nic:0.5,s0.
 f=$(time_us ascend-910b.json flow $ar --set cluster.faults.links=nic:0.5,s0.mesh2-5:0.3)
 check "analytic and flow agree on a faulted fabric within 3% ($a, $f us)" near "$a" "$f" 0.03
 expect_line "a fault naming no link" \
-  'configs/systems/ascend-910b.json: cluster.faults.links: expected a link kind (scale_up, die, supernode, nic, uplink) or a link of this job (e.g. s0.nic0), found "s9.nic0"' \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected a link kind (scale_up, die, supernode, nic, uplink, core) or a link of this job (e.g. s0.nic0), found "s9.nic0"' \
   "$npusim" coll --system configs/systems/ascend-910b.json $ar --ranks 16 \
   --set cluster.faults.links=s9.nic0:0.5
 expect_line "a dead NIC cuts its rank off" \
