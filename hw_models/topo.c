@@ -431,6 +431,28 @@ static int npu_id(const topo_t *t, int rank) {
   return topo_server_of(t, rank) * t->node.npus + topo_local_of(t, rank);
 }
 
+bool topo_link_never_binding(const topo_t *t, int link) {
+  const scale_out_cfg_t *so = &t->cluster.scale_out;
+  topo_link_kind_t kind = t->links[link].kind;
+  bool uplinks = so->oversubscription <= 1 && so->spines == 1;
+  return (kind == TOPO_LINK_UPLINK && uplinks) ||
+         (kind == TOPO_LINK_CORE && uplinks && so->pod_oversubscription <= 1 && so->cores == 1);
+}
+
+void topo_rank_links(const topo_t *t, int rank, bool scale_up, void (*fn)(void *, int), void *arg) {
+  int server = topo_server_of(t, rank);
+  fn(arg, t->first_nic + npu_id(t, rank));
+  if (t->nodes_per_supernode)
+    fn(arg, t->first_supernode + npu_id(t, rank));
+  if (!scale_up)
+    return;
+  int blocks[2][2] = {{t->first_scale_up + server * t->per_server_scale_up, t->per_server_scale_up},
+                      {t->first_die + server * t->per_server_die, t->per_server_die}};
+  for (int b = 0; b < 2; b++)
+    for (int l = blocks[b][0]; l < blocks[b][0] + blocks[b][1]; l++)
+      fn(arg, l);
+}
+
 /* The spine a flow crosses: ECMP hashes the flow's header onto one of the
  * equal-cost paths. Here the flow is (source NPU, destination NPU), hashed by
  * npu_hash_u64 (npu_int.h); a real switch hashes the 5-tuple, in which RoCE v2

@@ -135,6 +135,19 @@ int topo_supernode_of(const topo_t *t, int rank);
  * where NIC i of a server sits on rail i's leaf of its group). */
 int topo_leaf_of(const topo_t *t, int rank);
 
+/* Whether a link never limits a transfer: a merged uplink (one spine) of a
+ * leaf without oversubscription carries every NIC under the leaf at full
+ * rate, and so does a merged core link (one core) of a pod when neither tier
+ * is oversubscribed; any NIC it carries fills first. */
+bool topo_link_never_binding(const topo_t *t, int link);
+
+/* Calls fn(arg, link) on every link a transfer to or from rank `rank` can
+ * cross other than the switch tiers (uplinks, cores): its NIC, its supernode
+ * port and, with scale_up (a transfer inside its server), every scale-up and
+ * die link of its server (a ring's routes pass other NPUs; so does a full-mesh
+ * detour round a dead link). */
+void topo_rank_links(const topo_t *t, int rank, bool scale_up, void (*fn)(void *, int), void *arg);
+
 /* The pod of a rank's servers (0 without a core tier). */
 int topo_pod_of(const topo_t *t, int rank);
 

@@ -17,7 +17,8 @@ void cli_env_read(cli_env_t *env) {
   *env = (cli_env_t){.replay = {.no_contention = env_is("NPUSIM_ANALYTIC_CONTENTION", "0"),
                                 .no_collapse = env_is("NPUSIM_FLOW_COLLAPSE", "0"),
                                 .force_actors = env_is("NPUSIM_REPLAY_ACTORS", "1"),
-                                .all_ranks = env_is("NPUSIM_FLOW_ALL_RANKS", "1")},
+                                .all_ranks = env_is("NPUSIM_FLOW_ALL_RANKS", "1"),
+                                .all_standins = env_is("NPUSIM_CONTEND_STANDINS", "all")},
                      .tmpdir = getenv("TMPDIR"),
                      .progress_after_s = getenv("NPUSIM_PROGRESS_AFTER_S")};
   platform_set_folder(env->tmpdir);

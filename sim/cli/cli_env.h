@@ -9,7 +9,8 @@
 
 typedef struct cli_env {
   replay_switches_t replay;     /* NPUSIM_ANALYTIC_CONTENTION=0, NPUSIM_FLOW_COLLAPSE=0,
-                                 * NPUSIM_REPLAY_ACTORS=1, NPUSIM_FLOW_ALL_RANKS=1 (tests) */
+                                 * NPUSIM_REPLAY_ACTORS=1, NPUSIM_FLOW_ALL_RANKS=1,
+                                 * NPUSIM_CONTEND_STANDINS=all (tests) */
   const char *tmpdir;           /* TMPDIR: where the SimGrid platform is written; NULL: /tmp */
   const char *progress_after_s; /* NPUSIM_PROGRESS_AFTER_S (tests); NULL: progress.h's */
 } cli_env_t;

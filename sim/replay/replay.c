@@ -16,7 +16,8 @@ replay_opts_t replay_opts(bool flow, bool representatives, const replay_switches
                          .contention = !sw->no_contention,
                          .collapse_rounds = !sw->no_collapse,
                          .force_actors = sw->force_actors,
-                         .all_ranks = sw->all_ranks};
+                         .all_ranks = sw->all_ranks,
+                         .all_standins = sw->all_standins};
 }
 
 int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_name,

@@ -66,6 +66,8 @@ typedef struct {
                            * rounds as one (coll_flow_collapse) */
   bool force_actors;      /* analytic on the SimGrid actors where the sweep would do */
   bool all_ranks;         /* flow with representatives: simulate every rank anyway */
+  bool all_standins;      /* analytic with contention: every stand-in job runs, even one
+                           * that shares no link with a job waited for (replay_contend.h) */
   progress_t *progress;   /* ops done, on stderr (progress.h); NULL: none */
   const char *system_file; /* named in errors about system keys (faults, speed factors);
                             * NULL: the trace's name */
@@ -78,6 +80,7 @@ typedef struct {
   bool no_collapse;   /* NPUSIM_FLOW_COLLAPSE=0: every round of every flow collective */
   bool force_actors;  /* NPUSIM_REPLAY_ACTORS=1: analytic on the SimGrid actors */
   bool all_ranks;     /* NPUSIM_FLOW_ALL_RANKS=1: flow simulates every rank */
+  bool all_standins;  /* NPUSIM_CONTEND_STANDINS=all: no stand-in job left out */
 } replay_switches_t;
 
 /* The options for a fidelity with the test switches sw (NULL: none). */

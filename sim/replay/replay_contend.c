@@ -95,9 +95,15 @@ struct replay_contend {
   int *risky, nrisky;
   load_entry_t *order;   /* scratch: a risky slot's loads in the active list's order */
   int norder;
+  /* the stand-ins that matter (see find_relevant): per link, whether a job
+   * someone waits for may share it, directly or through other stand-ins; per
+   * inst, whether it matters as a sibling; NULL: every stand-in runs */
+  char *relevant_link;
+  bool *relevant_inst;
 };
 
 static void free_own(job_t *j);
+static void find_relevant(replay_contend_t *c);
 
 /* ---- shapes ---- */
 
@@ -191,6 +197,8 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   for (int k = 0; k < n; k++)
     if (!c->exclusive[k] && pl->insts[k].members > 0)
       find_siblings(c, pl, k);
+  c->topo = pl->topo;
+  find_relevant(c);
   c->nslots = 2 * pl->topo->nlinks;
   c->cap = malloc(((size_t)c->nslots + 1) * sizeof *c->cap);
   c->used = calloc((size_t)c->nslots + 1, sizeof *c->used);
@@ -199,7 +207,6 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   c->users = calloc((size_t)c->nslots + 1, sizeof *c->users);
   for (int s = 0; s < c->nslots; s++)
     c->cap[s] = topo_link_bw(pl->topo, s / 2);
-  c->topo = pl->topo;
   c->nchanges = pl->topo->nchanges;
   c->changes = malloc(((size_t)c->nchanges + 1) * sizeof *c->changes);
   for (int k = 0; k < c->nchanges; k++)
@@ -211,6 +218,145 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   for (int s = 0; s < c->nslots; s++)
     c->loads[s].risky_at = -1;
   return c;
+}
+
+/* ---- the stand-ins that matter ----
+ * A sibling (a group no simulated rank is in) or a stand-in message (a rank
+ * left out, sending) is only there to load the links a job someone waits for
+ * crosses. One that can share no link with such a job, directly or through
+ * other stand-ins, changes nobody's time and is left out: on a fabric whose
+ * shared tiers never bind (one spine, one core, no oversubscription), a DP
+ * ring of one tensor-parallel position never meets another's (they use
+ * different NICs), so 7 of 8 siblings at TP 8 go. Links are judged over
+ * approximately: a group's transfers can cross its members' NICs and
+ * supernode ports and, where two members share a server, that server's
+ * scale-up and die links (topo_rank_links); a message its route. Without
+ * such a fabric, with faults, or with links dying, every stand-in runs. */
+
+typedef struct {
+  char *mark;
+  bool hit, grew;
+} scan_t;
+
+static void hit_link(void *arg, int link) {
+  scan_t *s = arg;
+  s->hit = s->hit || s->mark[link];
+}
+
+static void mark_link(void *arg, int link) {
+  scan_t *s = arg;
+  s->grew = s->grew || !s->mark[link];
+  s->mark[link] = 1;
+}
+
+/* fn on the links group g of communicator comm can cross; seen: a scratch
+ * per server, left all false. */
+static void group_links(const topo_t *t, const trace_comm_t *cm, int g, bool *seen,
+                        void (*fn)(void *, int), void *arg) {
+  bool shared = false;
+  for (int m = 0; m < cm->sizes[g] && !shared; m++) {
+    int s = topo_server_of(t, cm->groups[g][m]);
+    shared = seen[s];
+    seen[s] = true;
+  }
+  for (int m = 0; m < cm->sizes[g]; m++) {
+    seen[topo_server_of(t, cm->groups[g][m])] = false;
+    topo_rank_links(t, cm->groups[g][m], shared, fn, arg);
+  }
+}
+
+/* fn on the links of the message rank r sends for op o. */
+static void message_links(const topo_t *t, const trace_op_t *o, int r, void (*fn)(void *, int),
+                          void *arg) {
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int nh = topo_route(t, r, trace_peer(o, r), hops);
+  for (int h = 0; h < nh; h++)
+    if (!topo_link_never_binding(t, hops[h].link))
+      fn(arg, hops[h].link);
+}
+
+/* Whether every link shared by more than a few jobs never binds, and nothing
+ * reroutes (faults), so that the links above are all a job can share. */
+static bool prunable(const topo_t *t) {
+  if (t->after || t->cluster.faults.n > 0)
+    return false;
+  for (int l = t->first_uplink; l < t->nlinks; l++)
+    if (!topo_link_never_binding(t, l))
+      return false;
+  return true;
+}
+
+/* Walks the stand-ins once: those that reach the marked links mark theirs
+ * (scan.grew tells whether any did). */
+static void spread(replay_contend_t *c, scan_t *scan, bool *seen) {
+  const replay_plan_t *pl = c->pl;
+  const trace_t *tr = pl->trace;
+  for (int k = 0; k < c->ninsts; k++)
+    for (int s = 0; s < c->nsiblings[k]; s++) {
+      int sib = c->siblings[k][s];
+      const inst_t *x = &pl->insts[sib];
+      if (c->relevant_inst[sib])
+        continue;
+      scan->hit = false;
+      group_links(c->topo, &tr->comms[x->comm], x->group, seen, hit_link, scan);
+      if (scan->hit) {
+        c->relevant_inst[sib] = true;
+        group_links(c->topo, &tr->comms[x->comm], x->group, seen, mark_link, scan);
+      }
+    }
+  for (int pi = 0; pi < tr->nprograms; pi++) {
+    const trace_program_t *p = &tr->programs[pi];
+    for (int i = 0; i < p->nops; i++) {
+      if (p->ops[i].type != TRACE_OP_SEND)
+        continue;
+      for (int m = 0; m < p->nranks; m++) {
+        if (pl->simulated[p->ranks[m]])
+          continue;
+        scan->hit = false;
+        message_links(c->topo, &p->ops[i], p->ranks[m], hit_link, scan);
+        if (scan->hit)
+          message_links(c->topo, &p->ops[i], p->ranks[m], mark_link, scan);
+      }
+    }
+  }
+}
+
+/* Marks the links of the jobs someone waits for (the simulated members'
+ * collectives, the simulated ranks' messages), then spreads the marks
+ * through the stand-ins until none reaches a new link. */
+static void find_relevant(replay_contend_t *c) {
+  const replay_plan_t *pl = c->pl;
+  const trace_t *tr = pl->trace;
+  const topo_t *t = c->topo;
+  if (pl->all_standins || !prunable(t))
+    return;
+  c->relevant_link = calloc((size_t)t->nlinks + 1, 1);
+  c->relevant_inst = calloc((size_t)c->ninsts + 1, sizeof *c->relevant_inst);
+  bool *seen = calloc((size_t)t->nodes + 1, sizeof *seen);
+  scan_t scan = {c->relevant_link, false, false};
+  for (int k = 0; k < c->ninsts; k++)
+    if (!c->exclusive[k] && pl->insts[k].members > 0)
+      group_links(t, &tr->comms[pl->insts[k].comm], pl->insts[k].group, seen, mark_link, &scan);
+  for (int pi = 0; pi < tr->nprograms; pi++) {
+    const trace_program_t *p = &tr->programs[pi];
+    for (int i = 0; i < p->nops; i++)
+      for (int m = 0; m < p->nranks && p->ops[i].type == TRACE_OP_SEND; m++)
+        if (pl->simulated[p->ranks[m]])
+          message_links(t, &p->ops[i], p->ranks[m], mark_link, &scan);
+  }
+  do {
+    scan.grew = false;
+    spread(c, &scan, seen);
+  } while (scan.grew);
+  free(seen);
+}
+
+int replay_contend_siblings(const replay_contend_t *c, int inst, int *left_out) {
+  int run = 0;
+  for (int s = 0; s < c->nsiblings[inst]; s++)
+    run += !c->relevant_inst || c->relevant_inst[c->siblings[inst][s]];
+  *left_out = c->nsiblings[inst] - run;
+  return run;
 }
 
 bool replay_contend_shares(const replay_contend_t *c, int inst) {
@@ -259,6 +405,8 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->reg_pos);
   free(c->nreg);
   free(c->seq);
+  free(c->relevant_link);
+  free(c->relevant_inst);
   free(c);
 }
 
@@ -360,6 +508,8 @@ int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, 
   c->jobs[id].inst = inst;
   heap_push(c, id);
   for (int s = 0; s < c->nsiblings[inst]; s++) {
+    if (c->relevant_inst && !c->relevant_inst[c->siblings[inst][s]])
+      continue; /* it shares no link with anyone waited for */
     const shape_t *sib = inst_shape(c, pl, c->siblings[inst][s], start_s);
     int k = new_job(c, start_s, false);
     c->jobs[k].shape = sib;
@@ -392,8 +542,15 @@ int replay_contend_message(replay_contend_t *c, const replay_plan_t *pl, int sen
   int id = add_message(c, pl->topo, sender, trace_peer(o, sender), o->bytes, start_s, true);
   for (int m = 0; m < p->nranks; m++) { /* the ranks the sender stands for */
     int r = p->ranks[m];
-    if (!pl->simulated[r])
-      add_message(c, pl->topo, r, trace_peer(o, r), o->bytes, start_s, false);
+    if (pl->simulated[r])
+      continue;
+    if (c->relevant_link) { /* only one that shares a link with anyone waited for */
+      scan_t scan = {c->relevant_link, false, false};
+      message_links(pl->topo, o, r, hit_link, &scan);
+      if (!scan.hit)
+        continue;
+    }
+    add_message(c, pl->topo, r, trace_peer(o, r), o->bytes, start_s, false);
   }
   return id;
 }

@@ -39,6 +39,11 @@
  * its phases after T from its next part. Every job in flight at T is timed by
  * the clock from then on.
  *
+ * A sibling or a stand-in message that can share no link with a job someone
+ * waits for, directly or through other stand-ins, is left out (the answers
+ * are the same, byte for byte): on a fabric whose switch tiers never bind, the
+ * DP rings of the other tensor-parallel positions use NICs of their own.
+ *
  * Finding that no link direction is full, the usual case, does not cost the
  * loads of every transfer in flight at each event: each transfer's loads are
  * registered when its link part changes, and only link directions near their
@@ -64,6 +69,10 @@ void replay_contend_free(replay_contend_t *c);
 
 /* Whether collective inst can share a link with anything (else it runs alone). */
 bool replay_contend_shares(const replay_contend_t *c, int inst);
+
+/* The siblings collective inst brings along when it runs, and in *left_out
+ * those it leaves out (they share no link with any job waited for). */
+int replay_contend_siblings(const replay_contend_t *c, int inst, int *left_out);
 
 /* Starts a job at start_s (never before a job already handed out ended):
  * collective inst met there, or the message of send op `op` of simulated rank

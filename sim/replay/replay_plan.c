@@ -408,7 +408,8 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
                       const replay_opts_t *opts, npu_err_t *err) {
   memset(pl, 0, sizeof *pl);
   *pl = (replay_plan_t){
-      .sys = sys, .trace = trace, .topo = topo, .fidelity = fidelity, .progress = opts->progress};
+      .sys = sys, .trace = trace, .topo = topo, .fidelity = fidelity, .progress = opts->progress,
+      .all_standins = opts->all_standins};
   find_watched(pl);
   trace_pairing_init(&pl->pairing, trace);
   bool *scoped = NULL;

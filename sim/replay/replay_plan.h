@@ -69,6 +69,7 @@ typedef struct {
   barrier_t *barriers;  /* per (comm, group) that BARRIER ops name */
   int nbarriers;
   int *barrier_base;    /* per communicator: the barrier of its group 0 (group g: + g), or -1 */
+  bool all_standins;    /* replay_opts_t's: every stand-in job contends */
   bool sweep;           /* the fidelity sweeps and no memory ops: replay_sweep.c, no
                          * simulator */
   double *speed;        /* per rank: its speed factor (variation.h); NULL: all at 1, no jitter */

@@ -32,23 +32,12 @@ typedef struct {
   bool *exclusive; /* per collective: its links carry nothing else */
 } scope_t;
 
-/* A merged uplink (one spine) without oversubscription carries all the NICs
- * under its leaf, so it is never what holds a transfer back; so is a merged
- * core link (one core) when neither tier is oversubscribed. */
-static bool never_binding(const topo_t *topo, int link) {
-  const scale_out_cfg_t *so = &topo->cluster.scale_out;
-  topo_link_kind_t kind = topo->links[link].kind;
-  bool uplinks = so->oversubscription <= 1 && so->spines == 1;
-  return (kind == TOPO_LINK_UPLINK && uplinks) ||
-         (kind == TOPO_LINK_CORE && uplinks && so->pod_oversubscription <= 1 && so->cores == 1);
-}
-
 /* Calls fn on every link a transfer from src to dst crosses. */
 static void each_link(const topo_t *topo, int src, int dst, void (*fn)(void *, int), void *arg) {
   topo_hop_t hops[TOPO_MAX_HOPS];
   int nh = topo_route(topo, src, dst, hops);
   for (int h = 0; h < nh; h++)
-    if (!never_binding(topo, hops[h].link))
+    if (!topo_link_never_binding(topo, hops[h].link))
       fn(arg, hops[h].link);
 }
 

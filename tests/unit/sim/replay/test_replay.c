@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay_contend.h"
 #include "replay_summary.h"
 #include "suites.h"
 #include "test_util.h"
@@ -119,6 +120,57 @@ static void test_sweep_meets_at_the_later_arrival(void) {
   teardown(&f);
 }
 
+/* The stand-ins that matter: 16 ranks on two 910B servers under one leaf,
+ * ranks 0-7 one program (rank 0 its representative) and 8-15 another (rank
+ * 8), each an all-reduce on DP groups {i, i + 8} beside a message from i to
+ * i + 8, so the representatives' all-reduce shares its NICs with their
+ * message. The groups and messages of ranks 1..7 ride NICs of their own,
+ * which nothing waited for crosses: all 7 siblings are left out, and the
+ * run's times are those of a run with every stand-in
+ * (NPUSIM_CONTEND_STANDINS=all), to the bit. On an oversubscribed spine,
+ * where they could meet on an uplink, every sibling runs. */
+static void test_stand_ins_that_share_nothing_are_left_out(void) {
+  const char *comms = "{\"name\": \"dp\", \"groups\": [[0, 8], [1, 9], [2, 10], [3, 11], "
+                      "[4, 12], [5, 13], [6, 14], [7, 15]]}";
+  char progs[1024];
+  snprintf(progs, sizeof progs,
+           "{\"ranks\": \"0-7\", \"ops\": [{\"id\": 0, \"kind\": \"matmul\", \"shape\": [512, 512, "
+           "512]}, {\"id\": 1, \"kind\": \"allreduce\", \"comm\": \"dp\", \"bytes\": 67108864, "
+           "\"deps\": [0]}, {\"id\": 2, \"kind\": \"send\", \"stream\": \"p\", \"peer_offset\": 8, "
+           "\"bytes\": 67108864}]}, {\"ranks\": \"8-15\", \"ops\": [{\"id\": 0, \"kind\": "
+           "\"matmul\", \"shape\": [512, 512, 512]}, {\"id\": 1, \"kind\": \"allreduce\", "
+           "\"comm\": \"dp\", \"bytes\": 67108864, \"deps\": [0]}, {\"id\": 2, \"kind\": "
+           "\"recv\", \"stream\": \"p\", \"peer_offset\": -8, \"bytes\": 67108864}]}");
+  double ends[2];
+  for (int all = 0; all < 3; all++) {
+    fixture_t f;
+    setup(&f, trace_text(16, comms, progs),
+          (replay_opts_t){.representatives = true, .contention = true, .all_standins = all == 1});
+    if (all == 2) /* the uplinks may bind: nothing is left out */
+      f.topo.cluster.scale_out.oversubscription = 2;
+    CU_ASSERT(f.plan.simulated[0] && f.plan.simulated[8] && !f.plan.simulated[1]);
+    replay_contend_t *c = replay_contend_new(&f.plan);
+    int left_out = -1, inst = f.plan.inst_of[0][1];
+    CU_ASSERT(replay_contend_shares(c, inst));
+    CU_ASSERT_EQUAL(replay_contend_siblings(c, inst, &left_out), all ? 7 : 0);
+    CU_ASSERT_EQUAL(left_out, all ? 0 : 7);
+    if (all < 2) {
+      double **dur = calloc(16, sizeof *dur);
+      dur[0] = calloc(3, sizeof **dur);
+      dur[8] = calloc(3, sizeof **dur);
+      replay_sweep_contended(&f.plan, &f.rec, c, dur);
+      ends[all] = f.rec.spans[0][1].end_s;
+      CU_ASSERT(ends[all] > 0);
+      free(dur[0]);
+      free(dur[8]);
+      free(dur);
+    }
+    replay_contend_free(c);
+    teardown(&f);
+  }
+  CU_ASSERT_EQUAL(ends[0], ends[1]);
+}
+
 /* An op that can never run (here a recv whose tag no send uses, which the
  * checks would have refused) is named in one line, not left silent. */
 static void test_an_op_that_never_finishes_is_named(void) {
@@ -199,6 +251,7 @@ CU_TestInfo replay_tests[] = {
     {"the plan shares a collective and picks the engine",
      test_plan_shares_a_collective_and_picks_the_engine},
     {"the sweep meets at the later arrival", test_sweep_meets_at_the_later_arrival},
+    {"stand-ins that share nothing are left out", test_stand_ins_that_share_nothing_are_left_out},
     {"an op that never finishes is named", test_an_op_that_never_finishes_is_named},
     CU_TEST_INFO_NULL,
 };
