@@ -303,6 +303,21 @@ static int check_floor(const topo_t *t, npu_err_t *err) {
 /* Applies the faults; a fault naming no link, or a dead link without a
  * detour, or a link dying during the run, or faults that together leave a
  * link less than FAULTS_MIN_FACTOR, are refused in err. */
+/* Whether two of `count` switches (leaves or pods), each with n links up
+ * from first + k * n (to the spines or cores), keep no live one in common;
+ * *a and *b are the first such pair. */
+static bool split_pair(const topo_t *t, int first, int n, int count, int *a, int *b) {
+  for (*a = 0; *a < count; (*a)++)
+    for (*b = *a + 1; *b < count; (*b)++) {
+      bool joined = false;
+      for (int s = 0; s < n && !joined; s++)
+        joined = !t->links[first + *a * n + s].failed && !t->links[first + *b * n + s].failed;
+      if (!joined)
+        return true;
+    }
+  return false;
+}
+
 static int apply_faults(topo_t *t, npu_err_t *err) {
   const link_faults_t *f = &t->cluster.faults;
   if (check_floor(t, err))
@@ -343,35 +358,21 @@ static int apply_faults(topo_t *t, npu_err_t *err) {
                       "supernode, nic, uplink, core) or a link of this job (e.g. s0.nic0), found "
                       "\"%s\"", f->v[i].link), -1;
   }
-  int spines = t->cluster.scale_out.spines; /* every two leaves keep a common spine */
-  for (int la = 0; la < t->leaves; la++)
-    for (int lb = la + 1; lb < t->leaves; lb++) {
-      bool joined = false;
-      for (int s = 0; s < spines && !joined; s++)
-        joined = !t->links[t->first_uplink + la * spines + s].failed &&
-                 !t->links[t->first_uplink + lb * spines + s].failed;
-      if (!joined && t->died_s > 0)
-        return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
-                        "spine both reach after links die at %g s, found none for leaves %d and "
-                        "%d, which cuts the ranks under one off from the other's from %g s",
-                        t->died_s, la, lb, t->died_s), -1;
-      if (!joined)
-        return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
-                        "spine both reach, found none for leaves %d and %d, which cuts the ranks "
-                        "under one off from the other's", la, lb), -1;
-    }
-  int cores = t->cluster.scale_out.cores; /* every two pods keep a common core */
-  for (int pa = 0; pa < t->pods; pa++)
-    for (int pb = pa + 1; pb < t->pods; pb++) {
-      bool joined = false;
-      for (int c = 0; c < cores && !joined; c++)
-        joined = !t->links[t->first_core + pa * cores + c].failed &&
-                 !t->links[t->first_core + pb * cores + c].failed;
-      if (!joined)
-        return npu_err_set(err, "cluster.faults.links: expected two pods to keep a core both "
-                        "reach%s, found none for pods %d and %d, which cuts the ranks of one off "
-                        "from the other's", t->died_s > 0 ? " after links die" : "", pa, pb), -1;
-    }
+  int spines = t->cluster.scale_out.spines, cores = t->cluster.scale_out.cores, a, b;
+  if (split_pair(t, t->first_uplink, spines, t->leaves, &a, &b)) { /* a common spine */
+    if (t->died_s > 0)
+      return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
+                      "spine both reach after links die at %g s, found none for leaves %d and "
+                      "%d, which cuts the ranks under one off from the other's from %g s",
+                      t->died_s, a, b, t->died_s), -1;
+    return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
+                    "spine both reach, found none for leaves %d and %d, which cuts the ranks "
+                    "under one off from the other's", a, b), -1;
+  }
+  if (split_pair(t, t->first_core, cores, t->pods, &a, &b)) /* a common core */
+    return npu_err_set(err, "cluster.faults.links: expected two pods to keep a core both "
+                    "reach%s, found none for pods %d and %d, which cuts the ranks of one off "
+                    "from the other's", t->died_s > 0 ? " after links die" : "", a, b), -1;
   if (add_changes(t))
     return npu_err_set(err, "cluster.faults.links: out of memory for %d links' faults",
                     t->nlinks), -1;
