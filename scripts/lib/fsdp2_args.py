@@ -9,9 +9,12 @@ so the workload's _source strings name the YAML key or config.json field, not
 a Megatron flag the script never had:
 
   model     config.json (--hf-config FILE, or config.json in the checkpoint
-            directory when it exists): llama, mistral, qwen2, qwen3 (dense);
-            mixtral, qwen2_moe, qwen3_moe (MoE); any other model_type is
-            refused by name
+            directory when it exists, or the published one of a model named
+            by the checkpoint directory in hf_configs.json, which holds
+            the Qwen3 models MindSpeed's FSDP2 examples train, each as
+            MindSpeed's own Megatron launch of it states it): llama, mistral,
+            qwen2, qwen3 (dense); mixtral, qwen2_moe, qwen3_moe (MoE); any
+            other model_type is refused by name
   plan      FSDP over parallel.fsdp_size ranks (parameters, gradients and
             optimizer sharded: ZeRO-3; hybrid sharding below the data-parallel
             size), parallel.ep_size, parallel.cp_size (Ulysses or ring); tensor and
@@ -31,6 +34,7 @@ import os
 from megatron_shell import FSDP2_PROGRAM as PROGRAM, Field, InputError, shorten
 
 MAX_CONFIG_BYTES = 1 << 20
+PUBLISHED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf_configs.json")
 
 # Hugging Face model types and what they are in Megatron's flags.
 DENSE = {"llama", "mistral", "qwen2", "qwen3"}
@@ -138,8 +142,17 @@ def _hf_config(path):
     return hf
 
 
-def _model_flags(hf, path):
-    """Megatron flags of the HF model, each with the config.json field it came from."""
+def _published(ckpt):
+    """(name, config) of the checkpoint directory's model in hf_configs.json, or None."""
+    name = os.path.basename(os.path.normpath(str(ckpt))) if ckpt else ""
+    with open(PUBLISHED, encoding="utf-8") as f:
+        table = json.load(f)
+    return next(((k, v) for k, v in table.items() if not k.startswith("_") and
+                  name.lower() in [n.lower() for n in [k] + v.get("_aliases", [])]), None)
+
+
+def _model_flags(hf, path, label="config.json"):
+    """Megatron flags of the HF model, each with the field of `label` it came from."""
     kind = hf.get("model_type")
     if kind not in DENSE | MOE:
         raise InputError(f"{path}: model_type {shorten(kind)} is not one npusim-from-args maps "
@@ -148,7 +161,7 @@ def _model_flags(hf, path):
 
     def need(key, flag):
         v = _count(hf.get(key), f"{path}: {key}")
-        flags.append((flag, str(v), f"config.json {key}"))
+        flags.append((flag, str(v), f"{label} {key}"))
         return v
 
     need("num_hidden_layers", "--num-layers")
@@ -156,7 +169,7 @@ def _model_flags(hf, path):
     heads = need("num_attention_heads", "--num-attention-heads")
     kv = hf.get("num_key_value_heads", heads)
     if kv != heads:
-        flags.append(("--group-query-attention", None, "config.json num_key_value_heads"))
+        flags.append(("--group-query-attention", None, f"{label} num_key_value_heads"))
         need("num_key_value_heads", "--num-query-groups")
     if "head_dim" in hf and hf["head_dim"] is not None and hf["head_dim"] != hidden // heads:
         need("head_dim", "--kv-channels")
@@ -164,18 +177,18 @@ def _model_flags(hf, path):
     if hf.get("hidden_act", "silu") != "silu":
         raise InputError(f"{path}: hidden_act {shorten(hf.get('hidden_act'))}: expected silu "
                          "(SwiGLU)")
-    for flag, text in (("--swiglu", "config.json hidden_act silu"),
-                       ("--normalization", "config.json: RMSNorm"),
-                       ("--position-embedding-type", "config.json: rotary positions"),
-                       ("--disable-bias-linear", f"config.json model_type {kind}: no biases")):
+    for flag, text in (("--swiglu", f"{label} hidden_act silu"),
+                       ("--normalization", f"{label}: RMSNorm"),
+                       ("--position-embedding-type", f"{label}: rotary positions"),
+                       ("--disable-bias-linear", f"{label} model_type {kind}: no biases")):
         flags.append((flag, {"--normalization": "RMSNorm",
                              "--position-embedding-type": "rope"}.get(flag), text))
     drop = hf.get("attention_dropout", 0.0)
-    flags.append(("--attention-dropout", str(drop), f"config.json attention_dropout {drop}"))
+    flags.append(("--attention-dropout", str(drop), f"{label} attention_dropout {drop}"))
     flags.append(("--hidden-dropout", "0", "no hidden dropout (Hugging Face decoders have none)"))
     if not hf.get("tie_word_embeddings", False):
         flags.append(("--untie-embeddings-and-output-weights", None,
-                      "config.json tie_word_embeddings false"))
+                      f"{label} tie_word_embeddings false"))
     if kind in DENSE:
         need("intermediate_size", "--ffn-hidden-size")
         return flags
@@ -221,15 +234,23 @@ def fsdp2_fields(fields, script, hf_config):
             raise InputError(f"{name} {shorten(rest[j + 1].shown)}: {rest[j + 1].unknown}")
         _override(cfg, name, rest[j + 1].text)
         j += 2
+    hf, label = None, "config.json"
     if hf_config is None:
         ckpt = _get(cfg, "model.model_name_or_path")
         cand = os.path.join(str(ckpt), "config.json") if ckpt else None
-        if cand is None or not os.path.isfile(cand):
+        published = _published(ckpt) if cand is None or not os.path.isfile(cand) else None
+        if published:
+            name, hf = published
+            hf_config = f"{shorten(ckpt)} ({name}, hf_configs.json)"
+            label = f"{name}'s published config.json (as MindSpeed-LLM's {hf['_source']} states it)"
+        elif cand is None or not os.path.isfile(cand):
             raise InputError(f"{PROGRAM} trains a model read from the Hugging Face checkpoint "
-                             f"{shorten(ckpt)} (its config.json is not here); give --hf-config "
-                             "FILE")
-        hf_config = cand
-    hf = _hf_config(hf_config)
+                             f"{shorten(ckpt)} (its config.json is not here, nor a published "
+                             "one of that name in hf_configs.json); give --hf-config FILE")
+        else:
+            hf_config = cand
+    if hf is None:
+        hf = _hf_config(hf_config)
     out, origin = [], {}
 
     def put(flag, value, where):
@@ -238,7 +259,7 @@ def fsdp2_fields(fields, script, hf_config):
             out.append(Field(value))
         origin[flag + (" " + value if value is not None else "")] = where
 
-    for flag, value, where in _model_flags(hf, hf_config):
+    for flag, value, where in _model_flags(hf, hf_config, label):
         put(flag, value, where)
     seq = _count(_get(cfg, "data.cutoff_len"), f"{yname}: data.cutoff_len")
     put("--seq-length", str(seq), f"{yname} data.cutoff_len {seq}")

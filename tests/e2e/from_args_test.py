@@ -788,8 +788,16 @@ def mindspeed_fsdp2_files(converter):
                                  os.path.join(d, "qwen3-8b-config.json"), fsdp2],
                      "MindSpeed's FSDP2 launch of Qwen3-8B with its docs' config.json")
     b, _ = expect_ok(converter, ["--no-sources", mcore], "MindSpeed's Megatron launch of Qwen3-8B")
-    if a is None or b is None:
+    # without --hf-config: its checkpoint (/home/data/Qwen3-8B/) is not here, and
+    # the published Qwen3-8B of hf_configs.json stands in
+    c, _ = expect_ok(converter, ["--no-sources", fsdp2],
+                     "MindSpeed's FSDP2 launch of Qwen3-8B, its checkpoint not here")
+    if a is None or b is None or c is None:
         return
+    table = {k: (a.get(k), c.get(k)) for k in set(a) | set(c) if a.get(k) != c.get(k)}
+    if table:
+        fail(f"Qwen3-8B from hf_configs.json against MindSpeed's docs' config.json: (docs, "
+             f"table) {table}")
     model = sorted(k for k in set(a) | set(b) if k.startswith("model.") and k != "model.name")
     off = {k: (a.get(k), b.get(k)) for k in model if a.get(k) != b.get(k)}
     if off or not model:
@@ -848,8 +856,19 @@ def fsdp2_checks(converter, npusim, tmp):
             code, _, err = run([npusim, "validate", "--system", SYSTEM, "--workload", wl])
             if code:
                 fail(f"FSDP2 launch: npusim validate: {err.strip()}")
-    expect_error(converter, [script], "--hf-config",
-                 "an FSDP2 launch whose checkpoint is not here, without --hf-config")
+    with open(script) as fh:
+        text = fh.read()
+    unknown = os.path.join(d, "pretrain_mymodel_fsdp2.sh")
+    with open(unknown, "w") as fh:
+        fh.write(text.replace("/no/such/Qwen3-8B/", "/no/such/MyModel-8B/"))
+    expect_error(converter, [unknown], "--hf-config",
+                 "an FSDP2 launch of a model with no config here nor in hf_configs.json")
+    got, _ = expect_ok(converter, [script], "an FSDP2 launch of Qwen3-8B without --hf-config")
+    if got is not None and got.get("model.layers_source") != (
+            "Qwen3-8B's published config.json (as MindSpeed-LLM's "
+            "examples/mcore/qwen3/pretrain_qwen3_8b_4K_ptd.sh states it) num_hidden_layers"):
+        fail(f"FSDP2 launch from hf_configs.json: model.layers_source is "
+             f"{got.get('model.layers_source')!r}")
     with open(hf, "w") as f:
         json.dump({"model_type": "gpt_oss", "num_hidden_layers": 24}, f)
     expect_error(converter, ["--hf-config", hf, script], "model_type",
