@@ -65,6 +65,7 @@ USED = {
     "--q-lora-rank": True, "--kv-lora-rank": True, "--qk-head-dim": True,
     "--qk-pos-emb-head-dim": True, "--v-head-dim": True, "--qk-nope-head-dim": True,
     "--qk-rope-head-dim": True, "--mtp-num-layers": True, "--geglu": False, "--gelu-tanh": False,
+    "--quick-geglu": False,
     "--spec": True,
     "--sequence-parallel": False,
     "--recompute-activations": False, "--recompute-granularity": True,
@@ -777,13 +778,16 @@ def convert(a, opts):
     else:
         pos, pos_src = "learned", "Megatron default: learned_absolute"
 
-    geglu = "--geglu" if a.given("--geglu") else "--gelu-tanh" if a.given("--gelu-tanh") else None
+    geglu = next((f for f in ("--geglu", "--gelu-tanh", "--quick-geglu") if a.given(f)), None)
     if swiglu and geglu:
         raise InputError(f"{geglu}: given with --swiglu")
     if swiglu:
         act, act_src = "swiglu", "--swiglu"
     elif geglu == "--geglu":
         act, act_src = "geglu", "--geglu"
+    elif geglu == "--quick-geglu":   # Megatron: gated_linear_unit with quick_gelu (gpt-oss)
+        act, act_src = "geglu", "--quick-geglu (Megatron: a gated linear unit of quick-GeLU)"
+        a.note("--quick-geglu: quick-GeLU's gate costed as GeGLU's kernel (the same shapes)")
     elif geglu:   # MindSpeed: a gated MLP of the tanh-approximated GeLU (Gemma)
         act, act_src = "geglu", "--gelu-tanh (MindSpeed: gated_linear_unit with GeLU's tanh form)"
         a.note("--gelu-tanh: the tanh form is costed as GeGLU's kernel (MindSpeed runs it as "

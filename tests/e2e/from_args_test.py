@@ -631,6 +631,7 @@ def modern_checks(converter, npusim, tmp, report=fail):
              "MindSpeed's older MLA names, Megatron's defaults"),
             ("--geglu", {"model.activation": "geglu"}, "GeGLU"),
             ("--gelu-tanh", {"model.activation": "geglu"}, "MindSpeed's gated tanh GeLU (Gemma)"),
+            ("--quick-geglu", {"model.activation": "geglu"}, "Megatron's gated quick GeLU (gpt-oss)"),
             ("--spec mindspeed_llm.tasks.models.spec.longcat_spec layer_spec --num-experts 16 "
              "--num-zero-experts 8 --moe-router-topk 4 --moe-ffn-hidden-size 256",
              {"model.moe.shortcut": True, "model.moe.zero_experts": 8, "model.moe.experts": 16},
@@ -669,7 +670,7 @@ def modern_checks(converter, npusim, tmp, report=fail):
             ("--num-query-groups 8 --context-parallel-size 4 --context-parallel-algo "
              "hybrid_cp_algo --ulysses-degree-in-cp 2",
              {"parallel.cp_algo": "hybrid", "parallel.cp_ulysses": 2}, "hybrid Ulysses and ring")):
-        gelu = "--geglu" in extra or "--gelu-tanh" in extra  # in place of the body's --swiglu
+        gelu = any(f in extra for f in ("--geglu", "--gelu-tanh", "--quick-geglu"))  # not --swiglu
         path = (ms_script_without(tmp, "pretrain_deepseek3.sh", torchrun, extra, "--swiglu")
                 if gelu else ms_script(tmp, "pretrain_deepseek3.sh", torchrun, extra))
         code, out, err = convert(converter, [path])
