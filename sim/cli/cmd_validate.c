@@ -24,8 +24,12 @@ static void print_derived_system(FILE *out, const system_cfg_t *s) {
           topology_scale_up_bw_per_npu(&s->node) / 1e9);
   if (topology_links_per_peer(&s->node) > 0)
     fprintf(out, "  %-34s %10d\n", "scale-up links per peer", topology_links_per_peer(&s->node));
-  fprintf(out, "  %-34s %10.1f GB/s\n", "scale-out line rate per NPU",
-          s->cluster.scale_out.nics_per_npu * s->cluster.scale_out.nic.bw_bytes_per_s / 1e9);
+  const scale_out_cfg_t *so = &s->cluster.scale_out;
+  double nic_Bps = so->nics_per_npu * so->nic.bw_bytes_per_s;
+  fprintf(out, "  %-34s %10.1f GB/s\n", "scale-out line rate per NPU", nic_Bps / 1e9);
+  if (so->npus_per_pod > 0) /* what each NPU of a full pod gets across the core */
+    fprintf(out, "  %-34s %10.1f GB/s\n", "core line rate per NPU of a pod",
+            nic_Bps / so->oversubscription / so->pod_oversubscription / 1e9);
 }
 
 static void print_derived_workload(FILE *out, const system_cfg_t *s, const workload_cfg_t *w) {

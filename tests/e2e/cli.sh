@@ -41,6 +41,10 @@ check "help for unknown command exits 2" status_is 2 "$npusim" help nope
 check "--set shows in validate --format json" \
   test "$(json_value "$tmp/set.json" chip.hbm.bandwidth_GBps)" = 3200
 check "defaults are filled in" test "$(json_value "$tmp/set.json" chip.dies_per_package)" = 1
+# a core tier: what each NPU of a full pod gets across it (25 GB/s NICs at 1:7)
+check "validate shows the core line rate per NPU of a pod" bash -c "'$npusim' validate \
+  --system configs/systems/ascend-910b.json --set cluster.scale_out.npus_per_pod=128 \
+  --set cluster.scale_out.pod_oversubscription=7 | grep -q 'core line rate per NPU of a pod *3.6 GB/s'"
 
 for sys in "${systems[@]}"; do
   name=$(basename "$sys" .json)
