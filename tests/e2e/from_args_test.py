@@ -811,6 +811,28 @@ def mindspeed_fsdp2_files(converter):
               f"({len(model)} keys), FSDP2 as ZeRO-3 over 8")
 
 
+def mindspeed_dualpipev_file(converter):
+    """MindSpeed-LLM's own DeepSeek-V3 671B launch (tests/data/fsdp2/mindspeed-llm,
+    SOURCE there) with --schedules-method dualpipev and --moe-fb-overlap: pp 8
+    as DualPipeV's V of 16 virtual stages of 4 layers, its --noop-layers
+    61,62,63 taken from the last (stage 0's second chunk), sends waited for,
+    the all-to-alls merged."""
+    script = os.path.join(ROOT, "tests", "data", "fsdp2", "mindspeed-llm", "examples", "mcore",
+                          "deepseek3", "pretrain_deepseek3_671b_4k_ptd.sh")
+    got, _ = expect_ok(converter, ["--no-sources", script],
+                       "MindSpeed's DeepSeek-V3 launch with DualPipeV")
+    if got is None:
+        return
+    want = {"parallel.pp": 8, "parallel.vpp": 2, "parallel.pp_schedule": "dualpipev",
+            "parallel.stage_layers": [4] * 15 + [1], "model.layers": 61,
+            "training.overlap_moe_a2a": True, "training.overlap_p2p_comm": False}
+    off = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    if off:
+        fail(f"MindSpeed's DeepSeek-V3 DualPipeV launch: (converted, expected) {off}")
+    else:
+        print("ok   MindSpeed's DeepSeek-V3 launch converts as DualPipeV, 61 layers in its V")
+
+
 def fsdp2_checks(converter, npusim, tmp):
     """MindSpeed-LLM's FSDP2 launch: train_fsdp2.py YAML --section.key overrides,
     the model from a Hugging Face config.json (Qwen3-8B's, as MindSpeed's own
@@ -1042,6 +1064,7 @@ def main():
         if len(failures) == before:
             print("ok   modern models (head_dim, dense layers, stage layers, msrun, refusals)")
         mindspeed_fsdp2_files(converter)
+        mindspeed_dualpipev_file(converter)
         before = len(failures)
         fsdp2_checks(converter, npusim, tmp)
         if len(failures) == before:
