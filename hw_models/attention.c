@@ -2,7 +2,11 @@
  *
  * Forward: the work is cut into units of Br query rows of one (batch, head). A
  * unit loops over the Bc-row key/value blocks its rows see: all of them, or under
- * a causal mask those up to the diagonal (blocks above it are skipped; a block the
+ * a causal mask those up to the diagonal. With op past, the queries are the last
+ * seq of past + seq keys (a prefill chunk after earlier ones, or a prefix-cache
+ * hit): each unit loops over the cached keys too, the mask aligned at the end
+ * (FlashAttention-2's causal mask for seqlen_q < seqlen_k), so a short chunk after
+ * a long past is few units with long loops (blocks above it are skipped; a block the
  * diagonal crosses runs whole and is masked), and with a sliding window of w keys
  * (op window) only those from the block holding its first row's oldest key, w - 1
  * before it (blocks wholly outside the window are skipped, as FlashAttention-2's
@@ -92,7 +96,8 @@
 
 typedef struct {
   bool bwd, causal, separate;
-  double window;       /* causal: keys a query sees, its own included; the sequence when 0 */
+  double window;       /* causal: keys a query sees, its own included; all keys when 0 */
+  double past;         /* forward: keys before the first query (0 backward) */
   chip_dtype_t dtype;
   double batch, heads, kv_heads, seq, dim, e;
   double dpad;         /* head_dim as the kernel runs it (padded) */
@@ -120,7 +125,9 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
   a->batch = (double)op->dims[0];
   a->heads = (double)op->dims[1];
   a->seq = (double)op->dims[2];
-  a->window = op->window > 0 && (double)op->window < a->seq ? (double)op->window : a->seq;
+  a->past = a->bwd ? 0 : (double)op->past;
+  double keys = a->past + a->seq;
+  a->window = op->window > 0 && (double)op->window < keys ? (double)op->window : keys;
   a->dim = (double)op->dims[3];
   double granule = cfg->head_dim_granule > 0 ? cfg->head_dim_granule : 1;
   a->dpad = ceil(a->dim / granule) * granule;
@@ -129,7 +136,7 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
   double q = a->bwd ? cfg->bwd_block_q : cfg->fwd_block_q;
   double kv = a->bwd ? cfg->bwd_block_kv : cfg->fwd_block_kv;
   a->br = fmin(a->seq, q);
-  a->bc = fmin(a->seq, kv);
+  a->bc = fmin(a->bwd ? a->seq : keys, kv);
   /* a tile too large for L1 halves its key rows, then its query rows, down to 64
    * each, as the kernels' large-head-dim tiles do (FA3 at head_dim 256: 128 x 80
    * forward, 64 x 64 backward); past that they drop double buffering instead */
@@ -142,7 +149,7 @@ static void describe(const chip_cfg_t *chip, const op_desc_t *op, attn_t *a) {
   /* forward units are query blocks looping over kv blocks; backward the reverse */
   double own = ceil(a->seq / (a->bwd ? a->bc : a->br));
   a->own_blocks = (int64_t)own;
-  a->loop_blocks = (int64_t)ceil(a->seq / (a->bwd ? a->br : a->bc));
+  a->loop_blocks = (int64_t)ceil(a->bwd ? a->seq / a->br : keys / a->bc);
   a->units = op->dims[0] * op->dims[1] * a->own_blocks;
   a->separate = chip->vector.cores != chip->cube.cores;
   a->vpc = (double)chip->vector.cores / chip->cube.cores;
@@ -158,12 +165,25 @@ static double unit_steps(const attn_t *a, int64_t i) {
   if (!a->causal)
     return (double)a->loop_blocks;
   double first_row = (double)i * (a->bwd ? a->bc : a->br);
-  if (!a->bwd) {
-    double oldest = fmax(0, first_row - (a->window - 1));
-    return ceil(fmin(a->seq, first_row + a->br) / a->bc) - floor(oldest / a->bc);
+  if (!a->bwd) { /* key positions: the cached ones first, then the queries' own */
+    double oldest = fmax(0, a->past + first_row - (a->window - 1));
+    return ceil((a->past + fmin(a->seq, first_row + a->br)) / a->bc) - floor(oldest / a->bc);
   }
   double last_row = fmin(a->seq, first_row + a->bc + a->window - 1);
   return ceil(last_row / a->br) - floor(first_row / a->br);
+}
+
+/* Query-key pairs of one (batch, head): all; causal, the past keys for every
+ * query plus half the square (the diagonal not added); with a window, less the
+ * pairs beyond it (query r sees past + r keys, at most the window). */
+static double query_key_pairs(const attn_t *a) {
+  double keys = a->past + a->seq;
+  if (!a->causal)
+    return a->seq * keys;
+  double pairs = a->seq * a->past + a->seq * a->seq * 0.5;
+  double first = fmax(0, a->past - a->window); /* beyond the window at the first query */
+  double last = keys - a->window;              /* and at the last */
+  return last > 0 ? pairs - (last * last - first * first) * 0.5 : pairs;
 }
 
 /* Min-heap of the cores' finish times: the earliest (the root) becomes t. */
@@ -326,19 +346,15 @@ void attention_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out)
     all_steps += unit_steps(&a, i);
   all_steps *= a.batch * a.heads;
   double busy_steps = all_steps / (a.units < chip->cube.cores ? a.units : chip->cube.cores);
-  double act = a.batch * a.seq * a.dim * a.e;
-  double hbm = a.bwd ? act * (4 * a.heads + 4 * a.kv_heads) : act * (2 * a.heads + 2 * a.kv_heads);
+  double act = a.batch * a.seq * a.dim * a.e, kv_act = a.batch * (a.past + a.seq) * a.dim * a.e;
+  double hbm = a.bwd ? act * (4 * a.heads + 4 * a.kv_heads) : act * 2 * a.heads + kv_act * 2 * a.kv_heads;
   double gm = hbm + all_steps * 2 * a.bc * a.dim * a.e;
   double pass_bytes = 0, fixed_s = 0;
   double pass_s = a.bwd ? bwd_kernels_s(chip, &a, &pass_bytes, &fixed_s) : 0;
   double memory = mem_time_s(chip, hbm, gm) * chip->freq_hz;
 
   memset(out, 0, sizeof *out);
-  /* query-key pairs: all; causal, half the square (the diagonal not added);
-   * with a window, less the triangle of pairs beyond it */
-  double per_pair = 2 * (a.bwd ? 5 : 2) * a.batch * a.heads, beyond = a.seq - a.window;
-  out->flops = per_pair * a.seq * a.seq * a.dim * (a.causal ? 0.5 : 1) -
-               per_pair * beyond * beyond * a.dim * 0.5;
+  out->flops = 2 * (a.bwd ? 5 : 2) * a.batch * a.heads * query_key_pairs(&a) * a.dim;
   out->hbm_bytes = hbm + pass_bytes;
   out->cycles = fmax(core, memory) + (pass_s + fixed_s) * chip->freq_hz;
   out->util[PIPE_HBM] = memory + pass_s * chip->freq_hz;

@@ -64,6 +64,9 @@ typedef struct {
   bool causal;            /* attention mask */
   int64_t window;         /* causal attention: each query sees the `window` keys ending at its
                            * own position (sliding-window attention); 0: all before it */
+  int64_t past;           /* attention_fwd: keys cached before the first query (a prefill
+                           * chunk after earlier ones, a prefix-cache hit): the queries are the
+                           * last `seq` of past + seq keys, a causal mask aligned at the end */
   bool latent_kv;         /* attention_decode: one cached latent per token serves as key and
                            * value (MLA, absorbed), not two tensors */
   op_form_t form;         /* vector ops: fused (the default) or the framework's unfused kernels */

@@ -158,13 +158,13 @@ void op_cache_free(op_cache_t *c) {
 /* Field by field: descriptors may carry padding. */
 static uint64_t hash_op(const op_desc_t *op) {
   uint64_t h = NPU_HASH_SEED;
-  uint64_t fields[10] = {(uint64_t)op->kind, (uint64_t)op->dtype, (uint64_t)op->out_dtype,
+  uint64_t fields[11] = {(uint64_t)op->kind, (uint64_t)op->dtype, (uint64_t)op->out_dtype,
                          (uint64_t)op->dims[0], (uint64_t)op->dims[1], (uint64_t)op->dims[2],
                          (uint64_t)op->dims[3], (uint64_t)op->dims[4],
                          (uint64_t)(op->trans_a | op->trans_b << 1 | op->causal << 2 |
                                     op->latent_kv << 3 | (uint64_t)op->form << 4),
-                         (uint64_t)op->window};
-  for (int i = 0; i < 10; i++)
+                         (uint64_t)op->window, (uint64_t)op->past};
+  for (int i = 0; i < 11; i++)
     h = npu_hash_u64(h, fields[i]);
   return h;
 }
@@ -173,6 +173,7 @@ static bool same_op(const op_desc_t *a, const op_desc_t *b) {
   return a->kind == b->kind && a->dtype == b->dtype && a->out_dtype == b->out_dtype &&
          memcmp(a->dims, b->dims, sizeof a->dims) == 0 && a->trans_a == b->trans_a &&
          a->trans_b == b->trans_b && a->causal == b->causal && a->window == b->window &&
+         a->past == b->past &&
          a->latent_kv == b->latent_kv && a->form == b->form;
 }
 

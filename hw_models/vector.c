@@ -79,7 +79,9 @@ static const vec_profile_t profiles[OP_KIND_COUNT] = {
     [OP_ADAM] = {1, 3, 1, 3, 12, true, false, 0, 1}, /* grad in; param, m, v fp32 in and out */
     [OP_CAST] = {1, 0, 1, 0, 1, false, false, 0, 1},
     [OP_COPY] = {1, 0, 1, 0, 0, false, false, 0, 1},
-    [OP_REDUCE_SUM] = {1, 0, 0, 0, 1, true, true, 0, 1},
+    /* over the outer dim (x.sum(0)): each output column is independent, so the
+     * columns spread over the cores like an element-wise op; no row is held */
+    [OP_REDUCE_SUM] = {1, 0, 0, 0, 1, true, false, 0, 1},
 };
 
 /* One kernel of an op: its per-element profile over rows x cols, and how it

@@ -43,6 +43,15 @@ static int parse_op(const cli_opts_t *opts, op_desc_t *op, npu_err_t *err) {
       return -1;
     op->window = keys;
   }
+  if (opts->past) {
+    int keys;
+    if (op->kind != OP_ATTN_FWD)
+      return npu_err_set(err, "--past: expected --op attention_fwd (cached keys before its "
+                         "queries), found --op %s", op_kind_names[op->kind]);
+    if (cli_parse_int("past", opts->past, 0, INT_MAX, &keys, err))
+      return -1;
+    op->past = keys;
+  }
   op->trans_a = opts->trans_a;
   op->trans_b = opts->trans_b;
   if (opts->kernels && op_form_parse(opts->kernels, &op->form))
@@ -82,6 +91,9 @@ const cli_option_t cmd_op_options[] = {
     CLI_STRING("window", "N", window,
                "with --causal: each query sees the N keys ending at its own\n"
                "(sliding-window attention, as Mistral, Gemma 2/3 and gpt-oss)"),
+    CLI_STRING("past", "N", past,
+               "attention_fwd: N keys cached before the queries (a prefill\n"
+               "chunk after earlier ones, a prefix-cache hit)"),
     CLI_FLAG("trans-a", trans_a, NULL), /* on --trans-b's line */
     CLI_FLAG("trans-b", trans_b, "transposed matmul operands"),
     CLI_STRING("kernels", "K", kernels,

@@ -376,7 +376,7 @@ static int64_t steps_up(double tokens) {
 
 /* Causal fused attention of a prompt of seq tokens, one layer; each query sees
  * the `window` keys before it (0: all). */
-static double prefill_attn_s(serve_cost_t *c, int64_t seq, int64_t window) {
+static double prefill_attn_s(serve_cost_t *c, int64_t seq, int64_t past, int64_t window) {
   if (seq <= 0)
     return 0;
   const model_cfg_t *m = c->m;
@@ -386,11 +386,12 @@ static double prefill_attn_s(serve_cost_t *c, int64_t seq, int64_t window) {
                              .dtype = c->adt,
                              .causal = true,
                              .window = window,
+                             .past = past,
                              .dims = {1, c->heads_l, seq, d, kv}});
 }
 
-/* A chunk of tokens after past ones: the rows of the causal square (or, with
- * a window, band) it adds. */
+/* A chunk of tokens after past ones (earlier chunks, a cached prefix): its rows
+ * against all the keys, as one kernel of few, long units (attention.c). */
 static double chunk_attn_s(serve_cost_t *c, int chunk, int past, int64_t window) {
   int64_t n = steps_up(chunk), o = past > 0 ? steps_up(past) : 0;
   uint64_t key = (uint64_t)(window > 0) << 62 | (uint64_t)n << 32 | (uint64_t)o;
@@ -399,12 +400,8 @@ static double chunk_attn_s(serve_cost_t *c, int chunk, int past, int64_t window)
     c->acc_J += p->J;
     return p->s[SERVE_PART_ATTENTION];
   }
-  double j0 = c->acc_J, t = prefill_attn_s(c, o + n, window), j1 = c->acc_J;
-  if (o > 0) /* the rows it adds: time and energy as differences */
-    t -= prefill_attn_s(c, o, window) - c->sys->chip.cube.op_overhead_s;
-  double J = (j1 - j0) - (c->acc_J - j1);
-  c->acc_J = j0 + J;
-  serve_parts_t v = {{[SERVE_PART_ATTENTION] = t}, J};
+  double j0 = c->acc_J, t = prefill_attn_s(c, n, o, window);
+  serve_parts_t v = {{[SERVE_PART_ATTENTION] = t}, c->acc_J - j0};
   memo_put(&c->attn, key << 1 | 1, &v);
   return t;
 }

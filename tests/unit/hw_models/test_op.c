@@ -532,6 +532,43 @@ static void test_attention_sliding_window(void) {
   }
 }
 
+/* A forward of n queries after `past` cached keys. */
+static op_result_t after_past(const chip_cfg_t *chip, int64_t n, int64_t past, bool causal,
+                              int64_t window) {
+  op_desc_t op = {.kind = OP_ATTN_FWD, .dtype = CHIP_DTYPE_BF16, .out_dtype = CHIP_DTYPE_BF16,
+                  .causal = causal, .window = window, .past = past, .dims = {1, 32, n, 128, 8}};
+  op_result_t r;
+  op_model(chip, &op, &r);
+  return r;
+}
+
+/* Queries after cached keys (a prefill chunk, a prefix-cache hit): past 0 is
+ * the plain op; the useful FLOPs are each query's past keys plus the causal
+ * square's half (less what a window cuts); a chunk after a long past costs
+ * more than after a short one; without a mask every query sees every key. */
+static void test_attention_after_cached_keys(void) {
+  const char *systems[] = {"ascend-910b.json", "h200-dgx.json"};
+  for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
+    system_cfg_t s = load_system(systems[i], NULL);
+    const chip_cfg_t *c = &s.chip;
+    const double per_pair = 2.0 * 2 * 32 * 128, n = 512, past = 8192;
+    op_desc_t plain = {.kind = OP_ATTN_FWD, .dtype = CHIP_DTYPE_BF16,
+                       .out_dtype = CHIP_DTYPE_BF16, .causal = true, .dims = {1, 32, 512, 128, 8}};
+    op_result_t r0;
+    op_model(c, &plain, &r0);
+    CU_ASSERT_EQUAL(after_past(c, 512, 0, true, 0).time_s, r0.time_s);
+    op_result_t hit = after_past(c, 512, 8192, true, 0);
+    CU_ASSERT_DOUBLE_EQUAL(hit.flops, per_pair * (n * past + n * n / 2), 1e-9 * hit.flops);
+    CU_ASSERT(hit.time_s > after_past(c, 512, 2048, true, 0).time_s);
+    op_result_t open = after_past(c, 512, 8192, false, 0);
+    CU_ASSERT_DOUBLE_EQUAL(open.flops, per_pair * n * (past + n), 1e-9 * open.flops);
+    /* a window of 4096 keys: each query sees 4096 of them */
+    op_result_t w = after_past(c, 512, 8192, true, 4096);
+    CU_ASSERT_DOUBLE_EQUAL(w.flops, per_pair * n * 4096, 1e-9 * w.flops);
+    CU_ASSERT(w.time_s < hit.time_s);
+  }
+}
+
 /* Units run in waves over the cores: on the H100 (132 SMs, 128-row query
  * blocks), 33 heads of 8 blocks fill two waves exactly, one head more needs a
  * third that costs as much as a full one, and 49 heads fit in those three. */
@@ -595,6 +632,7 @@ CU_TestInfo op_tests[] = {
     {"bad shapes and types are refused", test_bad_shapes_and_types_are_refused},
     {"attention obeys its laws", test_attention_obeys_its_laws},
     {"attention with a sliding window", test_attention_sliding_window},
+    {"attention after cached keys", test_attention_after_cached_keys},
     {"attention pays a partial wave in full", test_attention_pays_a_partial_wave_in_full},
     {"attention kernels and padding", test_attention_kernels_and_padding},
     CU_TEST_INFO_NULL,
