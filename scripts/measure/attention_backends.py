@@ -12,23 +12,11 @@ Median of 20 timed calls (CUDA events) after 5 warm-ups. Needs PyTorch with CUDA
 
 usage: attention_backends.py [--shapes b,h,kv,q,k,d;...]"""
 import argparse
-import statistics
+import os
 import sys
 
-
-def timed_us(torch, fn, warmup=5, iters=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        out.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(out)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure_serve_steps import timed  # noqa: E402 - CUDA events, median after warm-ups
 
 
 def main():
@@ -74,7 +62,7 @@ def main():
             if name == "sdpa-default" and q != k:
                 continue
             try:
-                us = timed_us(torch, f)
+                us = timed(torch, f, 5, 20) * 1e6
                 print("%s,%s,%.1f,%.1f" % (name, spec.replace(",", "x"), us, flops / us / 1e6))
             except Exception as e:  # a backend that refuses the shape
                 print("%s,%s,refused,%s" % (name, spec.replace(",", "x"), str(e)[:80].replace(",", ";")))
