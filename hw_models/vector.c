@@ -100,9 +100,11 @@ static bool looped_softmax(const op_desc_t *op) {
   return op->dims[1] > 1024 || op->dims[1] * chip_dtype_bytes(op->dtype) > 4096;
 }
 
-/* The kernels of op in its form; returns how many (at most 2). The unfused
- * forms are what eager PyTorch 2.x runs (../shared/calibration/h100/README.md). */
-static int op_kernels(const op_desc_t *op, kernel_t k[2]) {
+#define MAX_KERNELS 5 /* eager rotate-half RoPE */
+
+/* The kernels of op in its form; returns how many (at most MAX_KERNELS). The
+ * unfused forms are what eager PyTorch 2.x runs (../shared/calibration/h100/README.md). */
+static int op_kernels(const op_desc_t *op, kernel_t k[MAX_KERNELS]) {
   double rows = (double)(op->dims[0] > 0 ? op->dims[0] : 1), cols = (double)op->dims[1];
   k[0] = (kernel_t){profiles[op->kind], rows, cols, 0, false};
   if (op->form != OP_FORM_UNFUSED)
@@ -121,6 +123,15 @@ static int op_kernels(const op_desc_t *op, kernel_t k[2]) {
     k[0] = (kernel_t){{1, 0, 1, 0, 5, true, true, 1, 1}, rows, cols, 0, looped_softmax(op)};
     k[1] = (kernel_t){{1, 2, 0, 0, 2, true, false, 0, 1}, 1, rows, 1, false};
     return 2;
+  case OP_ROPE: /* x * cos + cat(-x2, x1) * sin (rotate-half; Megatron's unfused
+                 * apply_rotary_pos_emb): neg on the strided second half, cat, two muls
+                 * and an add, each over whole rows; cos and sin read from memory */
+    k[0] = (kernel_t){{0.5, 0, 0.5, 0, 1, false, false, 0, 1}, rows, cols, 1, false};
+    k[1] = (kernel_t){{1, 0, 1, 0, 0, false, false, 0, 1}, rows, cols, 0, false};
+    k[2] = (kernel_t){{2, 0, 1, 0, 1, false, false, 0, 1}, rows, cols, 0, false};
+    k[3] = k[2];
+    k[4] = k[2];
+    return 5;
   case OP_SOFTMAX:
     k[0].looped_rows = looped_softmax(op);
     return 1;
@@ -242,7 +253,7 @@ static void kernel_cost(const chip_cfg_t *chip, const op_desc_t *op, const kerne
 }
 
 void vector_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out) {
-  kernel_t k[2];
+  kernel_t k[MAX_KERNELS];
   int n = op_kernels(op, k);
   memset(out, 0, sizeof *out);
   for (int i = 0; i < n; i++)
