@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """validate_train_gpu.py - compares `npusim train` on one device with training
-micro-batches measured for this project (tests/data/validation/h200/train_steps.csv,
-scripts/measure/measure_train_step.py on an H200; nothing fitted to it).
+micro-batches measured for this project (scripts/measure/measure_train_step.py):
+tests/data/validation/h200/train_steps.csv on an H200 (configs/systems/h200-dgx.json)
+and h100/train_steps.csv on an H100 (h100-dgx.json). Nothing is fitted to them: the
+H100's chip is calibrated on kernels alone, the H200's is the H100's with its HBM.
 
 Each row is one forward and backward of a LLaMA-shaped model in eager PyTorch
 (learned positions, unfused swiglu and cross-entropy, SDPA attention, bf16, no
-recompute, no optimizer). The same model runs in npusim train on
-configs/systems/h200-dgx.json with dp = tp = pp = 1, one micro-batch per step,
+recompute, no optimizer). The same model runs in npusim train on the
+card's system with dp = tp = pp = 1, one micro-batch per step,
 model.position_embedding "learned" and training.kernels swiglu and cross_entropy
 "unfused"; its prediction is the step's compute (the breakdown's compute: every
 forward and backward op, the optimizer apart). Every row is printed with its
@@ -26,8 +28,8 @@ import tempfile
 
 ROW_BOUND = 0.10
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DATA = os.path.join(ROOT, "tests", "data", "validation", "h200", "train_steps.csv")
-SYSTEM = os.path.join(ROOT, "configs", "systems", "h200-dgx.json")
+DATA = os.path.join(ROOT, "tests", "data", "validation")
+TABLES = (("h200/train_steps.csv", "h200-dgx.json"), ("h100/train_steps.csv", "h100-dgx.json"))
 
 
 def workload(r):
@@ -44,11 +46,11 @@ def workload(r):
                          "kernels": {"swiglu": "unfused", "cross_entropy": "unfused"}}}
 
 
-def predict(npusim, r):
+def predict(npusim, system, r):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(workload(r), f)
     try:
-        out = subprocess.run([npusim, "train", "--system", SYSTEM, "--workload", f.name,
+        out = subprocess.run([npusim, "train", "--system", system, "--workload", f.name,
                               "--format", "json"], capture_output=True, text=True)
     finally:
         os.unlink(f.name)
@@ -61,15 +63,24 @@ def predict(npusim, r):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.split("\n\n")[-2])
-    with open(DATA, newline="") as f:
+    ok = True
+    for table, system in TABLES:
+        ok &= check(sys.argv[1], os.path.join(DATA, table),
+                    os.path.join(ROOT, "configs", "systems", system))
+    return 0 if ok else 1
+
+
+def check(npusim, path, system):
+    with open(path, newline="") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     if not rows:
-        sys.exit("validate_train_gpu: %s: expected measured rows, found none" % DATA)
+        sys.exit("validate_train_gpu: %s: expected measured rows, found none" % path)
     ok, errors = True, []
+    print("%s on %s" % (os.path.relpath(path, ROOT), os.path.basename(system)))
     print("%-14s %4s %11s %11s %8s   %s" % ("model", "mbs", "measured ms", "npusim ms", "error",
                                           "memory GiB: measured peak / npusim w+g+act+tmp"))
     for r in rows:
-        j = predict(sys.argv[1], r)
+        j = predict(npusim, system, r)
         pred, meas = j["breakdown"]["compute"], float(r["fwd_bwd_s"])
         m = j["memory"]
         mem = m["weights_GiB"] + m["gradients_GiB"] + m["activations_GiB"] + m["temporary_GiB"]
@@ -80,9 +91,9 @@ def main():
         print("%-14s %4s %11.1f %11.1f %+7.1f%%   %.2f / %.2f%s" % (
             r["model"], r["micro_batch"], meas * 1e3, pred * 1e3, err * 100, float(r["peak_GiB"]),
             mem, "  OVER the %.0f%% bound" % (ROW_BOUND * 100) if over else ""))
-    print("train_steps.csv: %d rows, mean |error| %.1f%%, max %.1f%% (bound %.0f%% per row)"
+    print("%d rows, mean |error| %.1f%%, max %.1f%% (bound %.0f%% per row)\n"
           % (len(errors), 100 * sum(errors) / len(errors), 100 * max(errors), ROW_BOUND * 100))
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":
