@@ -2,15 +2,15 @@
  *
  * Forward: the work is cut into units of Br query rows of one (batch, head). A
  * unit loops over the Bc-row key/value blocks its rows see: all of them, or under
- * a causal mask those up to the diagonal. With op past, the queries are the last
- * seq of past + seq keys (a prefill chunk after earlier ones, or a prefix-cache
- * hit): each unit loops over the cached keys too, the mask aligned at the end
- * (FlashAttention-2's causal mask for seqlen_q < seqlen_k), so a short chunk after
- * a long past is few units with long loops (blocks above it are skipped; a block the
+ * a causal mask those up to the diagonal (blocks above it are skipped; a block the
  * diagonal crosses runs whole and is masked), and with a sliding window of w keys
  * (op window) only those from the block holding its first row's oldest key, w - 1
  * before it (blocks wholly outside the window are skipped, as FlashAttention-2's
- * window_size and Ascend's sparse_mode 4 skip them). Per block (a step) the cube computes
+ * window_size and Ascend's sparse_mode 4 skip them). With op past, the queries are
+ * the last seq of past + seq keys (a prefill chunk after earlier ones, or a
+ * prefix-cache hit): each unit loops over the cached keys too, the mask aligned at
+ * the end (FlashAttention-2's causal mask for seqlen_q < seqlen_k), so a short
+ * chunk after a long past is few units with long loops. Per block (a step) the cube computes
  * S = Q K^T and O += P V, 2 Br Bc d MACs, reading K and V from L1 (shared memory
  * on a GPU) through MTE1; the vector unit runs the online softmax on the Br x Bc
  * scores - scale and running max, exp, row sum, conversion to the matmul dtype -

@@ -62,7 +62,7 @@ typedef struct {
   const char *kernels;          /* --kernels fused|unfused (vector ops) */
   bool explain, sweep, causal, trans_a, trans_b;
   const char *window;           /* --window N (op: causal attention's sliding window) */
-  const char *past;            /* op --past: keys cached before the queries */
+  const char *past;             /* --past N (op: keys cached before attention's queries) */
   const char *trace;            /* --trace: the trace to replay */
   const char *chrome_trace;     /* --chrome-trace: timeline output */
   const char *trace_ranks;      /* --trace-ranks A-B */

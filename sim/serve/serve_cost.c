@@ -374,8 +374,8 @@ static int64_t steps_up(double tokens) {
   return (int64_t)(ceil(tokens / ATTN_STEP_TOKENS) * ATTN_STEP_TOKENS);
 }
 
-/* Causal fused attention of a prompt of seq tokens, one layer; each query sees
- * the `window` keys before it (0: all). */
+/* Causal fused attention of seq tokens after `past` cached ones, one layer; each
+ * query sees the `window` keys before it (0: all). */
 static double prefill_attn_s(serve_cost_t *c, int64_t seq, int64_t past, int64_t window) {
   if (seq <= 0)
     return 0;
