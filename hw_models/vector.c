@@ -139,8 +139,12 @@ static int op_kernels(const op_desc_t *op, kernel_t k[MAX_KERNELS]) {
   case OP_RMSNORM: /* a block per row, looping over it; re-reads hit L1 */
     k[0].looped_rows = true;
     return 1;
-  case OP_CAST: /* mixed dtypes: TensorIterator's non-vectorised path, one element per load */
-    k[0].load_elems = 1;
+  case OP_CAST: /* mixed dtypes: TensorIterator's non-vectorised path, one element per
+                 * load; but fp32 to bf16 / fp16 has its own kernel without the dynamic
+                 * cast (bfloat16_copy_kernel_cuda, float16_copy_kernel_cuda through
+                 * gpu_kernel_nocast: PyTorch aten/src/ATen/native/cuda/Copy.cu), whose
+                 * loads vectorise */
+    k[0].load_elems = op->dtype == CHIP_DTYPE_FP32 && chip_dtype_bytes(op->out_dtype) == 2 ? 0 : 1;
     return 1;
   case OP_REDUCE_SUM: /* over the outer dim: a thread accumulates 4 adjacent outputs [A] */
     k[0].load_elems = 4;
