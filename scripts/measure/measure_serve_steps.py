@@ -114,8 +114,10 @@ def ints(s):
     return [int(x) for x in s.split(",") if x]
 
 
-def header(torch, a):
-    print("# npusim serving step measurements (scripts/measure/measure_serve_steps.py)")
+def device_header(torch, title):
+    """The comment lines every measurement of this folder starts with: what, the
+    device, the date, the versions and the clocks nvidia-smi reads."""
+    print("# %s" % title)
     print("# device: %s" % torch.cuda.get_device_name())
     print("# date: %s" % datetime.date.today().isoformat())
     print("# torch: %s; cuda: %s; cudnn: %s" % (torch.__version__, torch.version.cuda,
@@ -127,6 +129,10 @@ def header(torch, a):
         print("# clocks (sm, max sm, mem, power limit, memory): %s" % smi)
     except (OSError, subprocess.SubprocessError):
         print("# clocks: nvidia-smi not available")
+
+
+def header(torch, a):
+    device_header(torch, "npusim serving step measurements (scripts/measure/measure_serve_steps.py)")
     print("# method: median of %d timed runs (CUDA events) after %d warm-ups; decode and "
           "verify replay a CUDA graph, prefill and prefix run eagerly; bf16 weights, all %d layers "
           "and the LM head of the last token" % (a.iters, a.warmup, MODELS[a.model][0]))

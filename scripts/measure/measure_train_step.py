@@ -21,10 +21,12 @@ clocks, versions and method.
 
 usage: measure_train_step.py [--models NAME,...] [--seq 4096] [--micro-batches 1,2]"""
 import argparse
-import datetime
+import os
 import statistics
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure_serve_steps import device_header  # noqa: E402 - the common header lines
 
 MODELS = {  # layers, hidden, heads, kv_heads, ffn, vocab
     "llama3-8b-l4": (4, 4096, 32, 8, 14336, 128256),
@@ -68,18 +70,8 @@ class Model:
 
 
 def header(torch, a):
-    print("# npusim training micro-batch measurements (scripts/measure/measure_train_step.py)")
-    print("# device: %s" % torch.cuda.get_device_name())
-    print("# date: %s" % datetime.date.today().isoformat())
-    print("# torch: %s; cuda: %s; cudnn: %s" % (torch.__version__, torch.version.cuda,
-                                               torch.backends.cudnn.version()))
-    try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,"
-                              "power.limit", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        print("# clocks (sm, max sm, mem, power limit): %s" % smi)
-    except (OSError, subprocess.SubprocessError):
-        print("# clocks: nvidia-smi not available")
+    device_header(torch, "npusim training micro-batch measurements "
+                         "(scripts/measure/measure_train_step.py)")
     print("# method: median of %d timed micro-batches (CUDA events around forward + "
           "loss.backward()) after %d warm-ups; bf16 weights and gradients, no optimizer, "
           "no recompute" % (a.iters, a.warmup))
