@@ -347,7 +347,8 @@ void attention_op(const chip_cfg_t *chip, const op_desc_t *op, op_result_t *out)
   all_steps *= a.batch * a.heads;
   double busy_steps = all_steps / (a.units < chip->cube.cores ? a.units : chip->cube.cores);
   double act = a.batch * a.seq * a.dim * a.e, kv_act = a.batch * (a.past + a.seq) * a.dim * a.e;
-  double hbm = a.bwd ? act * (4 * a.heads + 4 * a.kv_heads) : act * 2 * a.heads + kv_act * 2 * a.kv_heads;
+  double hbm = a.bwd ? act * (4 * a.heads + 4 * a.kv_heads)
+                     : act * 2 * a.heads + kv_act * 2 * a.kv_heads;
   double gm = hbm + all_steps * 2 * a.bc * a.dim * a.e;
   double pass_bytes = 0, fixed_s = 0;
   double pass_s = a.bwd ? bwd_kernels_s(chip, &a, &pass_bytes, &fixed_s) : 0;

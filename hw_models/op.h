@@ -107,6 +107,8 @@ typedef struct {
                               * overhead (chip.*.op_overhead_us) */
   double host_s;             /* the host's time to issue them (unfused form); a faster device
                               * waits for it */
+  double device_s;           /* the kernels' own time, host_s aside (time_s when the device
+                              * is the slower); for steps whose host time is counted apart */
 } op_result_t;
 
 /* Parses an op kind name ("matmul", "softmax"); 0 on success, -1 if unknown. */

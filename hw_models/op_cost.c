@@ -61,7 +61,7 @@ static void model_at_clock(const chip_cfg_t *chip, const op_desc_t *op, bool rep
   overhead_s *= out->kernels > 1 ? out->kernels : 1; /* each kernel ramps up and drains */
   double core_s = out->cycles / f, hbm_s = out->hbm_bytes / chip_hbm_effective_bw(chip);
   double busy_s = core_s > hbm_s ? core_s : hbm_s;
-  out->time_s = overhead_s + busy_s;
+  out->time_s = out->device_s = overhead_s + busy_s;
   if (out->host_s > out->time_s) { /* the device waits for the host to issue the kernels */
     overhead_s = out->host_s - busy_s;
     out->time_s = out->host_s;

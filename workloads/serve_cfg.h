@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels_form.h"
 #include "moe_routing.h"
 
 #define SERVE_PATH_MAX 1024
@@ -138,6 +139,8 @@ typedef struct {
   double moe_dispatch_rdma_Bps;   /* per rank between servers; 0: the links' rate */
   double moe_dispatch_nvlink_Bps; /* per rank inside a server; 0: the links' rate */
   int cuda_graph_max_batch;    /* decode batches up to this padded to captured sizes; 0: off */
+  kernels_form_t swiglu_kernels; /* the gated activation: fused (engines' silu_and_mul) or
+                                  * eager PyTorch's silu, then mul */
   serve_spec_cfg_t spec;
   serve_prefix_cfg_t prefix;
   /* KV cache */

@@ -24,9 +24,6 @@ typedef enum { POSITION_ROPE, POSITION_LEARNED, POSITION_COUNT } position_t;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT } recompute_t;
 typedef enum { PRECISION_BF16, PRECISION_FP16, PRECISION_FP8, PRECISION_COUNT } precision_t;
 typedef enum { OPTIMIZER_ADAM, OPTIMIZER_COUNT } optimizer_t;
-/* Which kernels the framework runs for an op where frameworks differ: one fused
- * kernel, or its stock (eager PyTorch) kernels; the order of op_form_t (op.h). */
-typedef enum { KERNELS_FUSED, KERNELS_UNFUSED, KERNELS_COUNT } kernels_form_t;
 
 /* How context parallelism splits attention: ring attention (key/value blocks
  * passed around the CP ring), Ulysses (all-to-alls swap the sequence split

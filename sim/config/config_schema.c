@@ -794,6 +794,14 @@ static const cfg_key_t workload_keys[] = {
         0.1, 1e6, "0",
         "Host time per iteration outside the device's kernels (scheduling, input preparation) "
         "that the engine does not hide; 0 assumes it overlaps (an assumption per engine)."),
+    OBJ("serving.kernels",
+        "Which kernels the engine runs where engines differ (docs/chip-model.md, \"Vector "
+        "ops\"); the host's time per iteration is serving.scheduler.iteration_overhead_us."),
+    ENUM("serving.kernels.swiglu", workload_kernels_names, KERNELS_COUNT,
+         WL(serving.swiglu_kernels), "\"fused\"",
+         "fused: one kernel (vLLM's and SGLang's silu_and_mul, TensorRT-LLM's gated "
+         "activation); unfused: silu on the strided first half, then mul (plain PyTorch, "
+         "as Hugging Face transformers runs it). The same for geglu (gelu for silu)."),
     ENUM("serving.allreduce", serve_allreduce_names, SERVE_AR_COUNT, WL(serving.allreduce),
          "\"collective\"",
          "Who runs the tensor-parallel all-reduces: collective (the library's choice, as "

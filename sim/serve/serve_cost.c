@@ -110,11 +110,14 @@ static chip_dtype_t serve_chip_dtype(serve_dtype_t d) {
 }
 
 /* An op's time; its dynamic energy (one NPU) goes to c->acc_J. */
+/* An op's device time: a serving step does not wait for the host kernel by
+ * kernel (CUDA graphs, an engine's own launch path); the host's time per
+ * iteration is serving.scheduler.iteration_overhead_us. */
 static double op_s(serve_cost_t *c, op_desc_t op) {
   op.out_dtype = op_default_out_dtype(op.kind, op.dtype);
   const op_result_t *r = op_cost(c->ops, &op);
   c->acc_J += power_op_dynamic_J(&c->sys->chip, r);
-  return r->time_s;
+  return r->device_s;
 }
 
 /* Energy of a schedule's bytes on the links they cross. */
@@ -153,6 +156,20 @@ static double vec(serve_cost_t *c, op_kind_t kind, double rows, double cols) {
     return 0;
   return op_s(c,
               (op_desc_t){.kind = kind, .dtype = c->adt, .dims = {(int64_t)rows, (int64_t)cols}});
+}
+
+/* The MLP's activation over rows x cols, in the engine's kernels. */
+static double activation_s(serve_cost_t *c, double rows, double cols) {
+  if (rows < 1 || cols < 1)
+    return 0;
+  op_kind_t kind = activation_op(c->m);
+  bool gated = kind == OP_SWIGLU || kind == OP_GEGLU;
+  return op_s(c, (op_desc_t){.kind = kind,
+                             .dtype = c->adt,
+                             .form = gated && c->s->swiglu_kernels == KERNELS_UNFUSED
+                                         ? OP_FORM_UNFUSED
+                                         : OP_FORM_FUSED,
+                             .dims = {(int64_t)rows, (int64_t)cols}});
 }
 
 /* A collective over members (analytic: alone on its links), as cfg runs it. */
@@ -244,7 +261,7 @@ static void group_layer(serve_cost_t *c, double T, bool moe, serve_parts_t *p) {
   int n = xf_layer_matmuls(m, &c->split, moe, XF_BLOCK_MLP, mms);
   if (n >= 2 && mms[0].kind == XF_MM_UP) {
     p->s[SERVE_PART_MATMUL] += mm(c, T, mms[0].n, mms[0].k, 1) + mm(c, T, mms[1].n, mms[1].k, 1);
-    p->s[SERVE_PART_OTHER] += vec(c, activation_op(m), T, mms[1].k);
+    p->s[SERVE_PART_OTHER] += activation_s(c, T, mms[1].k);
   }
   if (moe)
     p->s[SERVE_PART_MATMUL] += mm(c, T, mms[n - 1].n, mms[n - 1].k, 1); /* router */
@@ -357,7 +374,7 @@ static void moe_layer(serve_cost_t *c, double T, serve_parts_t *p) {
   double rows = ceil(skewed(c, T * x->top_k) / x->experts);
   p->s[SERVE_PART_MATMUL] +=
       mm(c, rows, mms[0].n, mms[0].k, local) + mm(c, rows, mms[1].n, width, local);
-  p->s[SERVE_PART_OTHER] += vec(c, activation_op(m), rows * local, width);
+  p->s[SERVE_PART_OTHER] += activation_s(c, rows * local, width);
 }
 
 static serve_parts_t moe_memo(serve_cost_t *c, long T) {

@@ -922,6 +922,31 @@ static void test_prefix_known_answers(void) {
   deployment_free(&h);
 }
 
+/* serving.kernels.swiglu: the first iteration prefills the closed batch's 4 x 512
+ * tokens; with eager PyTorch's silu-then-mul it takes exactly 32 layers x the
+ * two kernels' device time over the fused kernel's at 2048 x 14336 (no host
+ * time per kernel: a serving step's host time is iteration_overhead_us); the
+ * decode iteration after it is slower too. */
+static void test_swiglu_kernels_known_answer(void) {
+  const char *fused[] = {CLOSED_BATCH, NULL};
+  const char *eager[] = {CLOSED_BATCH, "serving.kernels.swiglu=unfused", NULL};
+  deployment_t a, b;
+  deploy_and_try(fused, true, 0, &a, &(npu_err_t){""});
+  deploy_and_try(eager, true, 0, &b, &(npu_err_t){""});
+  op_desc_t op = {.kind = OP_SWIGLU, .dtype = CHIP_DTYPE_BF16, .out_dtype = CHIP_DTYPE_BF16,
+                  .dims = {2048, 14336}};
+  double one = op_cost(a.ops, &op)->device_s;
+  op.form = OP_FORM_UNFUSED;
+  double want = 32 * (op_cost(a.ops, &op)->device_s - one);
+  double fused_s = a.res.log[0].end_s - a.res.log[0].start_s;
+  double eager_s = b.res.log[0].end_s - b.res.log[0].start_s;
+  CU_ASSERT(want > 0);
+  CU_ASSERT_DOUBLE_EQUAL(eager_s - fused_s, want, 1e-9 * eager_s);
+  CU_ASSERT(b.res.log[1].end_s - b.res.log[1].start_s > a.res.log[1].end_s - a.res.log[1].start_s);
+  deployment_free(&a);
+  deployment_free(&b);
+}
+
 /* CUDA-graph padding: 5 decodes run as the graph of 8; 8 (a captured size) and
  * 9 past the largest captured batch run as they are. */
 static void test_cuda_graph_padding(void) {
@@ -1024,6 +1049,8 @@ CU_TestInfo serve_tests[] = {
     {"effects: prefix caching, a hit skips the prefix's prefill and shares its blocks",
      test_prefix_known_answers},
     {"effects: CUDA-graph padding to the captured batch sizes", test_cuda_graph_padding},
+    {"effects: serving.kernels.swiglu, the eager kernels, known answer",
+     test_swiglu_kernels_known_answer},
     {"effects: sliding windows, the attention of windowed layers reads the window",
      test_window_known_answers},
     CU_TEST_INFO_NULL,
