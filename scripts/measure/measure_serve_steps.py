@@ -9,14 +9,20 @@ Phases (the `phase` column):
   verify   speculative decoding's target step: `tokens`/`batch` = k + 1 new tokens
            per sequence (the last accepted token and k drafts) against `context`
            cached tokens, also a CUDA graph; the k + 1 queries attend to the whole
-           cache (no causal mask among them: k + 1 <= 8 keys of `context`);
+           cache (no causal mask among them: k + 1 <= 8 keys of `context`); with
+           --verify-mode pack (the default) the query heads of a KV group are
+           packed as rows so the cache is read once per KV head, as engines do;
+           sdpa leaves it to SDPA's enable_gqa (which reads it per query head);
   prefill  batch x prompt tokens through the layers with a causal fused attention
            (torch's scaled_dot_product_attention), eager, as prefill runs;
   prefix   a prefill with a cached prefix (prefix caching's hit): `tokens`/`batch`
            new tokens per sequence whose queries attend to `context` - new cached
-           tokens plus themselves, causally aligned at the end
-           (torch.nn.attention.bias.causal_lower_right); the prefix's layers are
-           not run, its KV is read from the cache.
+           tokens plus themselves, causally aligned at the end (--prefix-flash 1,
+           the default: FlashAttention-2 through torch.ops.aten._flash_attention_forward;
+           0: torch.nn.attention.bias.causal_lower_right, then a boolean mask);
+           the prefix's layers are not run, its KV is read from the cache.
+The MLP's activation is silu(a) * b on the halves (two eager kernels), as plain
+PyTorch runs it: compare with npusim's serving.kernels.swiglu unfused.
 Weights and caches are random bf16: the time depends on shapes, not values. Each
 row is the median of --iters timed runs (CUDA events) after --warmup. Rows whose
 KV cache or activations would not fit in --mem-fraction of the free device memory
@@ -26,7 +32,7 @@ versions and the method.
 usage: measure_serve_steps.py --model llama3-8b [--batches 1,8,32,128]
        [--contexts 2048,4096,8192] [--prompts 512,2048] [--max-prefill-tokens 16384]
        [--verify 2,4] [--verify-batches 1,8,32] [--prefix 2048:512,8192:512]
-       [--prefix-batches 1,4] > steps.csv
+       [--prefix-batches 1,4] [--verify-mode pack|sdpa] [--prefix-flash 1|0] > steps.csv
 Needs PyTorch with CUDA."""
 import argparse
 import datetime

@@ -151,25 +151,26 @@ static op_kind_t activation_op(const model_cfg_t *m) {
                                              : OP_GELU;
 }
 
-static double vec(serve_cost_t *c, op_kind_t kind, double rows, double cols) {
+static double vec_form(serve_cost_t *c, op_kind_t kind, op_form_t form, double rows,
+                       double cols) {
   if (rows < 1 || cols < 1)
     return 0;
-  return op_s(c,
-              (op_desc_t){.kind = kind, .dtype = c->adt, .dims = {(int64_t)rows, (int64_t)cols}});
-}
-
-/* The MLP's activation over rows x cols, in the engine's kernels. */
-static double activation_s(serve_cost_t *c, double rows, double cols) {
-  if (rows < 1 || cols < 1)
-    return 0;
-  op_kind_t kind = activation_op(c->m);
-  bool gated = kind == OP_SWIGLU || kind == OP_GEGLU;
   return op_s(c, (op_desc_t){.kind = kind,
                              .dtype = c->adt,
-                             .form = gated && c->s->swiglu_kernels == KERNELS_UNFUSED
-                                         ? OP_FORM_UNFUSED
-                                         : OP_FORM_FUSED,
+                             .form = form,
                              .dims = {(int64_t)rows, (int64_t)cols}});
+}
+
+static double vec(serve_cost_t *c, op_kind_t kind, double rows, double cols) {
+  return vec_form(c, kind, OP_FORM_FUSED, rows, cols);
+}
+
+/* The MLP's activation over rows x cols, in the engine's kernels (gelu has one
+ * form: unfused is the same kernel). */
+static double activation_s(serve_cost_t *c, double rows, double cols) {
+  op_form_t form =
+      c->s->swiglu_kernels == KERNELS_UNFUSED ? OP_FORM_UNFUSED : OP_FORM_FUSED;
+  return vec_form(c, activation_op(c->m), form, rows, cols);
 }
 
 /* A collective over members (analytic: alone on its links), as cfg runs it. */

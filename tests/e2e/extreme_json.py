@@ -294,14 +294,14 @@ def main():
     # the checks must see the times they hold: each run at its shipped values
     # prints at least one, in every format
     base = [(args, fmt) for args in SYSTEM_RUNS if args[0] != "validate" for fmt in formats]
-    jobs, seen = [], []
+    jobs, last, nkeys = [], None, 0
     for config, runs in (("system", SYSTEM_RUNS), ("workload", WORKLOAD_RUNS)):
         for key, v in extremes(a.npusim, config):
             if not keys.search(key):
                 continue
-            if not seen or seen[-1] != key:
-                seen.append(key)
-            if (len(seen) - 1) % a.stride == 0:
+            if key != last:  # a key's extremes come one after another
+                last, nkeys = key, nkeys + 1
+            if (nkeys - 1) % a.stride == 0:
                 jobs += [(args + ["--set", "%s=%s" % (key, v)], fmt) for args in runs
                          for fmt in formats]
     failures = 0
