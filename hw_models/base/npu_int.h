@@ -1,5 +1,5 @@
-/* npu_int.h - integer helpers every layer shares: rounding up, hashing and
- * the rank or server ranges of config strings ("3-5").
+/* npu_int.h - integer helpers every layer shares: rounding up, sorting, hashing
+ * and the rank or server ranges of config strings ("3-5").
  *
  * Header-only, with no dependency, so hw_models/, workloads/ and sim/ can all
  * include it (CMake target npusim_common; it lives under the lowest layer
@@ -20,6 +20,12 @@ static inline int npu_ceil_log2(int x) {
   while ((1 << l) < x)
     l++;
   return l;
+}
+
+/* qsort's comparison of two ints, ascending. */
+static inline int npu_cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 #define NPU_HASH_SEED 1469598103934665603ULL /* FNV-1a's 64-bit offset basis */

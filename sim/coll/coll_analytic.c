@@ -5,28 +5,32 @@
 #include <string.h>
 
 #include "coll_engine.h"
+#include "npu_int.h"
 
 /* Bytes per key (a link direction, an endpoint) in one round, in a table
- * sized by the round's transfers, not by the topology: a collective of a few
- * ranks on a 100k-NPU cluster would otherwise clear an array of every link
+ * that grows with the keys a round touches, not with the topology or the
+ * bound on a round's hops: a collective of a few ranks on a 100k-NPU cluster
+ * would otherwise clear an array of every link (or of 16 hops per transfer)
  * each time it is costed. */
 typedef struct {
   int *keys;        /* per bucket: key + 1; 0 empty */
   double *vals;
   int *used, nused; /* buckets in use, to clear */
-  unsigned mask;
+  unsigned mask, shift; /* buckets - 1; 32 - log2(buckets) */
 } tally_t;
 
-static void tally_init(tally_t *t, size_t most) {
-  size_t cap = 16;
-  while (cap < 2 * most + 2)
-    cap *= 2;
+static void tally_alloc(tally_t *t, size_t cap) {
   t->keys = calloc(cap, sizeof *t->keys);
   t->vals = malloc(cap * sizeof *t->vals);
   t->used = malloc(cap * sizeof *t->used);
   t->nused = 0;
   t->mask = (unsigned)cap - 1;
+  t->shift = 32;
+  for (size_t c = cap; c > 1; c /= 2)
+    t->shift--;
 }
+
+static void tally_init(tally_t *t) { tally_alloc(t, 64); }
 
 static void tally_free(tally_t *t) {
   free(t->keys);
@@ -35,16 +39,35 @@ static void tally_free(tally_t *t) {
 }
 
 static unsigned tally_bucket(const tally_t *t, int key) {
-  unsigned b = ((uint32_t)key * 2654435761u) & t->mask; /* Knuth's multiplicative hash */
+  /* Knuth's multiplicative hash: the product's high bits, which every bit of
+   * the key reaches (its low bits see only the key's low bits) */
+  unsigned b = ((uint32_t)key * 2654435761u) >> t->shift;
   while (t->keys[b] != 0 && t->keys[b] != key + 1)
     b = (b + 1) & t->mask;
   return b;
+}
+
+/* Doubles the table (kept at most half full), every key and value moved. */
+static void tally_grow(tally_t *t) {
+  tally_t old = *t;
+  tally_alloc(t, 2 * ((size_t)old.mask + 1));
+  for (int k = 0; k < old.nused; k++) {
+    unsigned from = (unsigned)old.used[k], b = tally_bucket(t, old.keys[from] - 1);
+    t->keys[b] = old.keys[from];
+    t->vals[b] = old.vals[from];
+    t->used[t->nused++] = (int)b;
+  }
+  tally_free(&old);
 }
 
 /* The value of key, added as 0 if absent. */
 static double *tally_at(tally_t *t, int key) {
   unsigned b = tally_bucket(t, key);
   if (t->keys[b] == 0) {
+    if (2 * ((size_t)t->nused + 1) > (size_t)t->mask + 1) {
+      tally_grow(t);
+      b = tally_bucket(t, key);
+    }
     t->keys[b] = key + 1;
     t->vals[b] = 0;
     t->used[t->nused++] = (int)b;
@@ -115,14 +138,18 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
     double busiest = 0;
     cost->slots = malloc(((size_t)sc->ntouched + 1) * sizeof *cost->slots);
     cost->bytes = malloc(((size_t)sc->ntouched + 1) * sizeof *cost->bytes);
+    qsort(sc->touched, (size_t)sc->ntouched, sizeof *sc->touched, npu_cmp_int);
+    int n = 0;
     for (int k = 0; k < sc->ntouched; k++) {
       int slot = sc->touched[k];
+      if (n > 0 && cost->slots[n - 1] == slot)
+        continue; /* listed twice: first loaded with 0 bytes */
       double load = tally_get(&sc->load, slot), busy = load / topo_link_bw(t, slot / 2);
       busiest = busy > busiest ? busy : busiest;
-      cost->slots[k] = slot;
-      cost->bytes[k] = load * ph->rounds;
+      cost->slots[n] = slot;
+      cost->bytes[n++] = load * ph->rounds;
     }
-    cost->nloads = sc->ntouched;
+    cost->nloads = n;
     cost->link_s = busiest * ph->rounds;
     cost->fixed_s = (total - busiest) * ph->rounds;
   }
@@ -147,8 +174,8 @@ static scratch_t scratch_new(const coll_sched_t *sched) {
       maxx = sched->phases[p].nxfers;
   scratch_t sc = {0};
   size_t loads = ((size_t)maxx + 1) * TOPO_MAX_HOPS;
-  tally_init(&sc.load, loads);
-  tally_init(&sc.recv, (size_t)maxx + 1);
+  tally_init(&sc.load);
+  tally_init(&sc.recv);
   sc.touched = malloc(loads * sizeof *sc.touched);
   sc.hops = malloc(((size_t)maxx + 1) * TOPO_MAX_HOPS * sizeof *sc.hops);
   sc.nhops = malloc(((size_t)maxx + 1) * sizeof *sc.nhops);

@@ -28,6 +28,7 @@
 #include "coll_algos.h"
 #include "coll_engine.h"
 #include "coll_select.h"
+#include "npu_int.h"
 
 const char *const coll_op_names[COLL_OP_COUNT] = {
     "allreduce", "allgather", "reducescatter", "broadcast",
@@ -467,21 +468,30 @@ typedef struct {
   int *server_of;  /* virtual server -> real server */
 } layout_t;
 
+/* Whether no server comes back in the run-length list of a group's servers
+ * (sorted, so a group of thousands of servers costs n log n, not n^2). */
+static bool servers_distinct(const int *server_of, int n) {
+  int *sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+  memcpy(sorted, server_of, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, npu_cmp_int);
+  bool distinct = true;
+  for (int i = 1; i < n && distinct; i++)
+    distinct = sorted[i] != sorted[i - 1];
+  free(sorted);
+  return distinct;
+}
+
 static void make_layout(const topo_t *t, const int *members, int g, layout_t *lay) {
   lay->physical = malloc((size_t)g * sizeof *lay->physical);
   lay->server_of = malloc((size_t)g * sizeof *lay->server_of);
   int nservers = 0, k = 0;
-  bool regular = true;
   for (int i = 0; i < g; i++) {
     int s = topo_server_of(t, members[i]);
-    if (nservers == 0 || lay->server_of[nservers - 1] != s) {
-      for (int j = 0; j < nservers; j++)
-        regular = regular && lay->server_of[j] != s; /* a server must not come back */
+    if (nservers == 0 || lay->server_of[nservers - 1] != s)
       lay->server_of[nservers++] = s;
-    }
   }
   k = g / nservers;
-  regular = regular && nservers * k == g;
+  bool regular = nservers * k == g && servers_distinct(lay->server_of, nservers);
   for (int i = 0; regular && i < g; i++) /* K members from each server, in a row */
     regular = topo_server_of(t, members[i]) == lay->server_of[i / k];
   if (!regular) {

@@ -403,6 +403,21 @@ long replay_plan_streams(const replay_plan_t *pl) {
   return n;
 }
 
+/* Each program's sends, so that walks over every rank's messages skip the
+ * other ops (a 131,072-rank job's programs hold thousands of them). */
+static void find_sends(replay_plan_t *pl) {
+  const trace_t *t = pl->trace;
+  pl->sends = calloc((size_t)t->nprograms + 1, sizeof *pl->sends);
+  pl->nsends = calloc((size_t)t->nprograms + 1, sizeof *pl->nsends);
+  for (int pi = 0; pi < t->nprograms; pi++) {
+    const trace_program_t *p = &t->programs[pi];
+    pl->sends[pi] = malloc(((size_t)p->nops + 1) * sizeof **pl->sends);
+    for (int i = 0; i < p->nops; i++)
+      if (p->ops[i].type == TRACE_OP_SEND)
+        pl->sends[pi][pl->nsends[pi]++] = i;
+  }
+}
+
 int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t *trace,
                       const topo_t *topo, const replay_fidelity_t *fidelity, const char *name,
                       const replay_opts_t *opts, npu_err_t *err) {
@@ -411,6 +426,7 @@ int replay_plan_build(replay_plan_t *pl, const system_cfg_t *sys, const trace_t 
       .sys = sys, .trace = trace, .topo = topo, .fidelity = fidelity, .progress = opts->progress,
       .all_standins = opts->all_standins};
   find_watched(pl);
+  find_sends(pl);
   trace_pairing_init(&pl->pairing, trace);
   bool *scoped = NULL;
   int nscoped = 0;
@@ -472,6 +488,10 @@ void replay_plan_free(replay_plan_t *pl) {
   for (int pi = 0; pl->compute_s && pi < t->nprograms; pi++)
     free(pl->compute_s[pi]);
   free(pl->compute_s);
+  for (int pi = 0; pl->sends && pi < t->nprograms; pi++)
+    free(pl->sends[pi]);
+  free(pl->sends);
+  free(pl->nsends);
   for (int pi = 0; pl->watched && pi < t->nprograms; pi++) {
     free(pl->watched[pi]);
     free(pl->record_of[pi]);

@@ -61,6 +61,8 @@ typedef struct {
   char **watched;       /* per program, per op: an op on another stream depends on it */
   int **record_of;      /* per program, per event: the op recording it (one, checked) */
   trace_pairing_t pairing; /* which send meets which recv */
+  int **sends;          /* per program: the indices of its SEND ops, nsends[program] */
+  int *nsends;
   inst_t *insts;
   int ninsts, cap_insts;
   int *slots;           /* hash table of insts indices (-1 empty), size nslots */

@@ -55,38 +55,35 @@ static void each_send_link(const replay_plan_t *pl, const bool *side, void (*fn)
                            void *arg_in, void *arg_out) {
   const trace_t *t = pl->trace;
   for (int r = 0; r < t->ranks; r++) {
-    const trace_program_t *p = &t->programs[t->program_of[r]];
-    for (int i = 0; i < p->nops; i++)
-      if (p->ops[i].type == TRACE_OP_SEND)
-        each_link(pl->topo, r, trace_peer(&p->ops[i], r), fn,
-                  !side || side[r] ? arg_in : arg_out);
+    int pi = t->program_of[r];
+    for (int k = 0; k < pl->nsends[pi]; k++)
+      each_link(pl->topo, r, trace_peer(&t->programs[pi].ops[pl->sends[pi][k]], r), fn,
+                !side || side[r] ? arg_in : arg_out);
   }
 }
 
 /* ---- which collectives are exclusive ---- */
 
+/* Marks links with their one user (a group id, or LINK_P2P) or LINK_SHARED;
+ * a group that meets another user on a link, or is met there, is shared. */
 typedef struct {
   int *user;
+  bool *shared; /* per group id */
   int id;
 } mark_t;
 
 static void mark_user(void *arg, int link) {
   mark_t *m = arg;
-  if (m->user[link] == LINK_FREE)
+  int was = m->user[link];
+  if (was == LINK_FREE || was == m->id) {
     m->user[link] = m->id;
-  else if (m->user[link] != m->id)
-    m->user[link] = LINK_SHARED;
-}
-
-typedef struct {
-  const int *user;
-  int id;
-  bool alone;
-} check_t;
-
-static void check_alone(void *arg, int link) {
-  check_t *c = arg;
-  c->alone = c->alone && c->user[link] == c->id;
+    return;
+  }
+  if (was >= 0)
+    m->shared[was] = true;
+  if (m->id >= 0)
+    m->shared[m->id] = true;
+  m->user[link] = LINK_SHARED;
 }
 
 /* Plans the collectives of every group (not only of simulated ranks'). */
@@ -138,28 +135,28 @@ bool *replay_exclusive_insts(const replay_plan_t *pl) {
   const trace_t *t = pl->trace;
   if (pl->topo->nchanges) /* a timed fault: a collective's time depends on when it runs */
     return calloc((size_t)pl->ninsts + 1, sizeof(bool));
-  int *gid_base = malloc(((size_t)t->ncomms + 1) * sizeof *gid_base);
-  for (int c = 0, base = 0; c < t->ncomms; base += t->comms[c++].ngroups)
-    gid_base[c] = base;
+  int *gid_base = malloc(((size_t)t->ncomms + 1) * sizeof *gid_base), ngids = 0;
+  for (int c = 0; c < t->ncomms; ngids += t->comms[c++].ngroups)
+    gid_base[c] = ngids;
   int *user = malloc(((size_t)pl->topo->nlinks + 1) * sizeof *user);
   for (int l = 0; l < pl->topo->nlinks; l++)
     user[l] = LINK_FREE;
+  bool *shared = calloc((size_t)ngids + 1, sizeof *shared);
   for (int k = 0; k < pl->ninsts; k++) {
     const inst_t *x = &pl->insts[k];
-    mark_t m = {user, gid_base[x->comm] + x->group};
+    mark_t m = {user, shared, gid_base[x->comm] + x->group};
     each_inst_link(pl->topo, x, mark_user, &m);
   }
-  mark_t p2p = {user, LINK_P2P};
+  mark_t p2p = {user, shared, LINK_P2P};
   each_send_link(pl, NULL, mark_user, &p2p, &p2p);
   bool *one_stream = one_stream_comms(t);
   bool *exclusive = calloc((size_t)pl->ninsts + 1, sizeof *exclusive);
   for (int k = 0; k < pl->ninsts; k++) {
     const inst_t *x = &pl->insts[k];
-    check_t c = {user, gid_base[x->comm] + x->group, true};
-    each_inst_link(pl->topo, x, check_alone, &c);
-    exclusive[k] = one_stream[x->comm] && c.alone;
+    exclusive[k] = one_stream[x->comm] && !shared[gid_base[x->comm] + x->group];
   }
   free(one_stream);
+  free(shared);
   free(user);
   free(gid_base);
   return exclusive;

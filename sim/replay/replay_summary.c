@@ -159,12 +159,12 @@ static void collective_links(const replay_plan_t *pl, const replay_record_t *rec
 static void send_links(const replay_plan_t *pl, const replay_record_t *rec, linkstats_t *links) {
   const trace_t *t = pl->trace;
   for (int r = 0; r < t->ranks; r++) {
-    const trace_program_t *p = &t->programs[t->program_of[r]];
+    int pi = t->program_of[r];
+    const trace_program_t *p = &t->programs[pi];
     int in = pl->simulated[r] ? r : p->ranks[0];
-    for (int i = 0; i < p->nops; i++) {
+    for (int k = 0; k < pl->nsends[pi]; k++) {
+      int i = pl->sends[pi][k];
       const trace_op_t *op = &p->ops[i];
-      if (op->type != TRACE_OP_SEND)
-        continue;
       topo_hop_t hops[TOPO_MAX_HOPS]; /* routed round links dead when both ends met */
       int nh = topo_route(topo_at(pl->topo, rec->spans[in][i].ready_s), r, trace_peer(op, r), hops);
       double dur = rec->spans[in][i].end_s - rec->spans[in][i].start_s;
