@@ -45,7 +45,8 @@ typedef struct {
   double fixed_s;  /* path latencies, software steps and reductions */
   double link_s;   /* the rounds' busiest link direction, busy */
   int nloads;
-  int *slots;      /* link directions the phase loads: 2 x link + direction */
+  int *slots;      /* link directions the phase loads: 2 x link + direction,
+                    * ascending and each once as coll_analytic gives them */
   double *bytes;   /* bytes on each (wire bytes, all rounds) */
 } coll_phase_cost_t;
 
