@@ -20,6 +20,7 @@
 #define EVERY_BLOCK (REDUCING_BLOCKS | BUILDS(PRIM_A2A))
 
 const char *const coll_library_names[COLL_LIB_COUNT] = {"hccl", "nccl"};
+const char *const coll_progress_names[COLL_PROGRESS_COUNT] = {"phase", "rank"};
 const char *const coll_proto_names[COLL_PROTO_COUNT] = {"ll", "ll128", "simple"};
 
 double coll_nvls_chunk_bytes(const coll_nvls_t *nv, double n, int heads) {

@@ -28,6 +28,13 @@ typedef enum { COLL_LIB_HCCL, COLL_LIB_NCCL, COLL_LIB_COUNT } coll_library_t;
 
 extern const char *const coll_library_names[COLL_LIB_COUNT];
 
+/* How the analytic fidelity paces a collective that shares links: each
+ * phase ends for every rank with its slowest transfer, or each rank walks its
+ * phases on its own (replay_contend.c, "rank-paced collectives"). */
+typedef enum { COLL_PROGRESS_PHASE, COLL_PROGRESS_RANK, COLL_PROGRESS_COUNT } coll_progress_t;
+
+extern const char *const coll_progress_names[COLL_PROGRESS_COUNT];
+
 /* The algorithms, in the order of the capability table. */
 typedef enum {
   COLL_ALGO_AUTO,      /* the library's choice (coll_select.c) */
@@ -126,6 +133,7 @@ typedef struct {
   double step_latency_s;          /* software cost added to every algorithm step */
   double op_overhead_s;           /* fixed cost of launching one collective */
   double reduce_bw_bytes_per_s;   /* local reduction throughput; 0 = inline, free */
+  coll_progress_t analytic_progress; /* how analytic contention paces collectives */
   double compute_slowdown;        /* a compute op beside a transfer ("overlaps") takes this
                                      fraction of the shorter of the two longer */
   double eager_max_bytes;         /* a send of at most this many bytes completes without

@@ -486,6 +486,15 @@ static const cfg_key_t system_keys[] = {
     NUM("collectives.p2p_sync_us", "us", MICRO, SYS(coll.p2p_sync_s), 0, 1e6, "0",
         "Flag barrier among the ranks of a oneshot or twoshot all-reduce, once per stage "
         "(each rank writes a flag into every peer's memory and waits for theirs)."),
+    ENUM("collectives.analytic_progress", coll_progress_names, COLL_PROGRESS_COUNT,
+         SYS(coll.analytic_progress), "\"phase\"",
+         "How the analytic fidelity paces a collective that shares links with other traffic: "
+         "phase (each phase of its schedule ends for every rank with its slowest transfer) or "
+         "rank (each rank walks its phases on its own, a transfer starting once both its ends "
+         "are ready, as the flow fidelity runs it: where hash collisions slow some transfers "
+         "and not others it follows flow, docs/collectives.md; it costs events per transfer, "
+         "about 18x the analytic time of phase on GPT-3 175B at 1,024 NPUs over 8 spines). "
+         "Timed faults, dying links and NVLS phases keep phase."),
     NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
         "Interference: a compute op that runs beside a transfer of its rank (a trace op's "
         "\"overlaps\"; Megatron's overlapped TP and CP communication in train) takes this "

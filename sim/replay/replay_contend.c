@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu_int.h"
+
 /* A job's work: an optional fixed start (the collective's overhead), then
  * loops x phases, each a fixed part then a link part. */
 typedef struct {
@@ -56,6 +58,9 @@ typedef struct {
   double left_s;        /* alone-time left of the part */
   double rate;          /* fraction of alone speed */
   bool slowed, owner;   /* owner: a caller waits for its end (else a group stood for) */
+  struct paced *paced;  /* a rank-paced collective's own state (it runs no parts) */
+  int paced_of;         /* the rank-paced collective this job is a step of, or -1 */
+  int paced_kind, paced_e, paced_p, paced_x; /* which step (paced_kind_t) */
 } job_t;
 
 struct replay_contend {
@@ -80,6 +85,7 @@ struct replay_contend {
   int njobs, capjobs;
   int *spare, nspare;    /* ended jobs' slots, reused */
   int *active, nactive;  /* started, not ended */
+  int *ending;           /* scratch of step(): the jobs that end at its time */
   int *open, *touched;   /* scratch of share() */
   int *heap, nheap;      /* not yet started, by start time */
   int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
@@ -101,9 +107,14 @@ struct replay_contend {
    * inst, whether it matters as a sibling; NULL: every stand-in runs */
   char *relevant_link;
   bool *relevant_inst;
+  bool paced;            /* collectives run rank-paced (see rank_paced) */
 };
 
 static void free_own(job_t *j);
+static void paced_event(replay_contend_t *c, int run, int kind, int e, int p, int x);
+static void paced_free(struct paced *pc);
+static bool rank_paced(const replay_plan_t *pl);
+static void end_job(replay_contend_t *c, int id);
 static void find_relevant(replay_contend_t *c);
 
 /* ---- shapes ---- */
@@ -199,6 +210,7 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
     if (!c->exclusive[k] && pl->insts[k].members > 0)
       find_siblings(c, pl, k);
   c->topo = pl->topo;
+  c->paced = rank_paced(pl);
   find_relevant(c);
   c->nslots = 2 * pl->topo->nlinks;
   c->cap = malloc(((size_t)c->nslots + 1) * sizeof *c->cap);
@@ -383,12 +395,15 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->demand);
   free(c->full);
   free(c->users);
-  for (int j = 0; j < c->njobs; j++) /* jobs still in flight (a replay cut short) */
+  for (int j = 0; j < c->njobs; j++) { /* jobs still in flight (a replay cut short) */
     free_own(&c->jobs[j]);
+    paced_free(c->jobs[j].paced);
+  }
   free(c->jobs);
   free(c->spare);
   free(c->active);
   free(c->open);
+  free(c->ending);
   free(c->touched);
   free(c->heap);
   free(c->ended);
@@ -449,6 +464,7 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
       c->spare = realloc(c->spare, (size_t)c->capjobs * sizeof *c->spare);
       c->active = realloc(c->active, (size_t)c->capjobs * sizeof *c->active);
       c->open = realloc(c->open, (size_t)c->capjobs * sizeof *c->open);
+      c->ending = realloc(c->ending, (size_t)c->capjobs * sizeof *c->ending);
       c->heap = realloc(c->heap, (size_t)c->capjobs * sizeof *c->heap);
       c->ended = realloc(c->ended, (size_t)c->capjobs * sizeof *c->ended);
       c->reg_link = realloc(c->reg_link, (size_t)c->capjobs * sizeof *c->reg_link);
@@ -468,7 +484,7 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
     }
     id = c->njobs++;
   }
-  c->jobs[id] = (job_t){.start_s = start_s, .owner = owner, .inst = -1};
+  c->jobs[id] = (job_t){.start_s = start_s, .owner = owner, .inst = -1, .paced_of = -1};
   return id;
 }
 
@@ -506,19 +522,320 @@ static int heap_pop(replay_contend_t *c) {
   }
 }
 
-int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, double start_s) {
-  const shape_t *sh = inst_shape(c, pl, inst, start_s);
-  int id = new_job(c, start_s, true);
-  c->jobs[id].shape = sh;
-  c->jobs[id].inst = inst;
+/* ---- rank-paced collectives (collectives.analytic_progress "rank") ----
+ * Where ECMP hashes flows onto several spines or cores, a collective's
+ * transfers collide unevenly, and a phase that ends for every rank with its
+ * slowest transfer charges each collision to every rank in every phase.
+ * Rank-paced, a collective runs as coll_flow.c runs it on the fabric: every
+ * endpoint walks the phases where it sends or receives, round by round; it
+ * waits its sends' path latency (and the step latency), then posts them and
+ * its receives; a transfer starts once both its ends have posted (the
+ * rendezvous) and shares the links with every other job in flight by the same
+ * max-min sharing; the endpoint's round ends with its last transfer, then it
+ * reduces what it received. A rank a collision missed goes on, and meets the
+ * ranks it delayed only where the schedule makes it. Each transfer and each
+ * wait is a job of its own (a wait an empty job starting when it is over), so
+ * a collective costs events per transfer, not per phase. Timed faults, dying
+ * links and chunked (NVLS) phases keep the phase model. */
+
+enum { PACED_LAUNCH, PACED_POST, PACED_REDUCE, PACED_XFER };
+
+typedef struct {
+  int src, dst;        /* endpoints, the collective's own numbering */
+  double bytes, alpha_s;
+} pxfer_t;
+
+typedef struct {
+  pxfer_t *x;
+  int nx;
+  int *off, *idx;      /* per endpoint: the transfers it sends or receives */
+  int *posted;         /* per transfer: ends posted this round */
+  int rounds;
+  bool reduces;
+} pphase_t;
+
+struct paced {
+  int inst, nphases, steps, nends, left;
+  int *ends;           /* global id of each endpoint */
+  pphase_t *ph;
+  int *step, *round, *pending; /* per endpoint: where it is */
+  double *received;
+};
+
+/* Whether collectives run rank-paced (collectives.analytic_progress). */
+static bool rank_paced(const replay_plan_t *pl) {
+  return pl->sys->coll.analytic_progress == COLL_PROGRESS_RANK && pl->topo->nchanges == 0 &&
+         !pl->topo->after;
+}
+
+static bool sched_chunked(const coll_sched_t *s) {
+  for (int p = 0; p < s->nphases; p++)
+    if (s->phases[p].chunk_steps > 0)
+      return true;
+  return false;
+}
+
+static void paced_free(struct paced *pc) {
+  if (!pc)
+    return;
+  for (int p = 0; p < pc->nphases; p++) {
+    free(pc->ph[p].x);
+    free(pc->ph[p].off);
+    free(pc->ph[p].idx);
+    free(pc->ph[p].posted);
+  }
+  free(pc->ph);
+  free(pc->ends);
+  free(pc->step);
+  free(pc->round);
+  free(pc->pending);
+  free(pc->received);
+  free(pc);
+}
+
+static int end_index(const struct paced *pc, int id) {
+  const int *at = bsearch(&id, pc->ends, (size_t)pc->nends, sizeof id, npu_cmp_int);
+  return (int)(at - pc->ends);
+}
+
+/* A schedule's phases as endpoints walk them. */
+static struct paced *paced_new(const replay_plan_t *pl, int inst) {
+  const coll_sched_t *s = &pl->insts[inst].plan.sched;
+  const topo_t *t = pl->topo;
+  struct paced *pc = calloc(1, sizeof *pc);
+  pc->inst = inst;
+  pc->nphases = s->nphases;
+  pc->steps = s->nphases * (s->loops > 0 ? s->loops : 1);
+  size_t n = 0;
+  for (int p = 0; p < s->nphases; p++)
+    n += 2 * (size_t)s->phases[p].nxfers;
+  pc->ends = malloc((n + 1) * sizeof *pc->ends);
+  for (int p = 0; p < s->nphases; p++)
+    for (int i = 0; i < s->phases[p].nxfers; i++) {
+      pc->ends[pc->nends++] = s->phases[p].xfers[i].src;
+      pc->ends[pc->nends++] = s->phases[p].xfers[i].dst;
+    }
+  qsort(pc->ends, (size_t)pc->nends, sizeof *pc->ends, npu_cmp_int);
+  int k = 0;
+  for (int i = 0; i < pc->nends; i++)
+    if (k == 0 || pc->ends[k - 1] != pc->ends[i])
+      pc->ends[k++] = pc->ends[i];
+  pc->nends = k;
+  double wire = s->wire_factor >= 1 ? s->wire_factor : 1;
+  pc->ph = calloc((size_t)s->nphases + 1, sizeof *pc->ph);
+  for (int p = 0; p < s->nphases; p++) {
+    const coll_phase_t *ph = &s->phases[p];
+    pphase_t *q = &pc->ph[p];
+    q->nx = ph->nxfers;
+    q->rounds = ph->rounds > 0 ? ph->rounds : 1;
+    q->reduces = ph->reduces;
+    q->x = malloc(((size_t)q->nx + 1) * sizeof *q->x);
+    q->posted = calloc((size_t)q->nx + 1, sizeof *q->posted);
+    q->off = calloc((size_t)pc->nends + 1, sizeof *q->off);
+    q->idx = malloc((2 * (size_t)q->nx + 1) * sizeof *q->idx);
+    for (int i = 0; i < q->nx; i++) {
+      const coll_xfer_t *x = &ph->xfers[i];
+      topo_hop_t hops[TOPO_MAX_HOPS];
+      int nh = topo_route(t, x->src, x->dst, hops);
+      q->x[i] = (pxfer_t){end_index(pc, x->src), end_index(pc, x->dst), x->bytes * wire,
+                          topo_path_alpha_s(t, hops, nh)};
+      q->off[q->x[i].src + 1]++;
+      q->off[q->x[i].dst + 1]++;
+    }
+    for (int e = 0; e < pc->nends; e++)
+      q->off[e + 1] += q->off[e];
+    int *fill = calloc((size_t)pc->nends + 1, sizeof *fill);
+    for (int i = 0; i < q->nx; i++) {
+      int a = q->x[i].src, b = q->x[i].dst;
+      q->idx[q->off[a] + fill[a]++] = i;
+      q->idx[q->off[b] + fill[b]++] = i;
+    }
+    free(fill);
+  }
+  pc->step = calloc((size_t)pc->nends + 1, sizeof *pc->step);
+  pc->round = calloc((size_t)pc->nends + 1, sizeof *pc->round);
+  pc->pending = calloc((size_t)pc->nends + 1, sizeof *pc->pending);
+  pc->received = calloc((size_t)pc->nends + 1, sizeof *pc->received);
+  pc->left = pc->nends;
+  return pc;
+}
+
+/* A step of run: a wait (fixed) or a transfer (its path, shared), from now. */
+static void paced_job(replay_contend_t *c, int run, int kind, int e, int p, int x, double wait_s) {
+  /* a wait is an empty job starting when it is over: the heap of starts
+   * times it, and it never joins the jobs in flight */
+  int id = new_job(c, kind == PACED_XFER ? c->now : c->now + wait_s, false);
+  job_t *j = &c->jobs[id];
+  j->paced_of = run;
+  j->paced_kind = kind;
+  j->paced_e = e;
+  j->paced_p = p;
+  j->paced_x = x;
+  j->shape = NULL;
+  if (kind == PACED_XFER) {
+    const struct paced *pc = c->jobs[run].paced;
+    const pxfer_t *t = &pc->ph[p].x[x];
+    shape_of_message(c->topo, pc->ends[t->src], pc->ends[t->dst], t->bytes, &j->own,
+                     &j->own_phase);
+    j->own_phase.fixed_s = 0; /* its latency waited before posting */
+    j->own.alone_s = j->own_phase.link_s;
+  } else {
+    j->own_phase = (coll_phase_cost_t){0};
+    j->own = (shape_t){.nphases = 1, .loops = 1};
+  }
   heap_push(c, id);
+}
+
+static void paced_begin(replay_contend_t *c, int run, int e);
+
+/* The collective is through (its last endpoint, or none had anything to do). */
+static void paced_done(replay_contend_t *c, int run) {
+  job_t *j = &c->jobs[run];
+  j->slowed = true; /* timed by the clock */
+  if (j->owner)
+    c->ended[c->nended++] = run;
+  else
+    end_job(c, run);
+}
+
+/* Endpoint e posts its round: each of its transfers whose other end posted
+ * starts. */
+static void paced_post(replay_contend_t *c, int run, int e) {
+  struct paced *pc = c->jobs[run].paced;
+  int p = pc->step[e] % pc->nphases;
+  pphase_t *q = &pc->ph[p];
+  pc->pending[e] = q->off[e + 1] - q->off[e];
+  pc->received[e] = 0;
+  for (int k = q->off[e]; k < q->off[e + 1]; k++) {
+    int x = q->idx[k];
+    if (++q->posted[x] == 2) {
+      q->posted[x] = 0;
+      paced_job(c, run, PACED_XFER, -1, p, x, 0);
+      pc = c->jobs[run].paced; /* the job array may have moved */
+    }
+  }
+}
+
+/* Endpoint e is through its round: the next round, the next phase it takes
+ * part in, or its end; the collective ends with its last endpoint. */
+static void paced_next(replay_contend_t *c, int run, int e) {
+  struct paced *pc = c->jobs[run].paced;
+  if (++pc->round[e] >= pc->ph[pc->step[e] % pc->nphases].rounds) {
+    pc->round[e] = 0;
+    pc->step[e]++;
+  }
+  paced_begin(c, run, e);
+}
+
+static void paced_begin(replay_contend_t *c, int run, int e) {
+  struct paced *pc = c->jobs[run].paced;
+  while (pc->step[e] < pc->steps) {
+    const pphase_t *q = &pc->ph[pc->step[e] % pc->nphases];
+    if (q->off[e + 1] > q->off[e])
+      break;
+    pc->step[e]++;
+  }
+  if (pc->step[e] >= pc->steps) {
+    if (--pc->left == 0)
+      paced_done(c, run);
+    return;
+  }
+  const replay_plan_t *pl = c->pl;
+  const coll_sched_t *s = &pl->insts[pc->inst].plan.sched;
+  const pphase_t *q = &pc->ph[pc->step[e] % pc->nphases];
+  double wait = 0;
+  bool sends = false;
+  for (int k = q->off[e]; k < q->off[e + 1]; k++) {
+    const pxfer_t *x = &q->x[q->idx[k]];
+    if (x->src != e)
+      continue;
+    sends = true;
+    wait = x->alpha_s > wait ? x->alpha_s : wait;
+  }
+  if (sends)
+    wait += pl->sys->coll.step_latency_s + s->step_s;
+  if (wait > 0)
+    paced_job(c, run, PACED_POST, e, 0, 0, wait);
+  else
+    paced_post(c, run, e);
+}
+
+static void paced_event(replay_contend_t *c, int run, int kind, int e, int p, int x) {
+  struct paced *pc = c->jobs[run].paced;
+  const replay_plan_t *pl = c->pl;
+  switch (kind) {
+  case PACED_LAUNCH:
+    if (pc->nends == 0)
+      paced_done(c, run);
+    for (int k = 0; k < pc->nends; k++)
+      paced_begin(c, run, k);
+    break;
+  case PACED_POST:
+    paced_post(c, run, e);
+    break;
+  case PACED_REDUCE:
+    paced_next(c, run, e);
+    break;
+  default: {
+    const pxfer_t *t = &pc->ph[p].x[x];
+    const coll_xfer_t *sx = &pl->insts[pc->inst].plan.sched.phases[p].xfers[x];
+    int ends[2] = {t->src, t->dst};
+    pc->received[t->dst] += sx->bytes;
+    for (int k = 0; k < 2; k++) {
+      pc = c->jobs[run].paced;
+      int en = ends[k];
+      if (--pc->pending[en] > 0)
+        continue;
+      double reduce = pc->ph[p].reduces && pl->sys->coll.reduce_bw_bytes_per_s > 0
+                          ? pc->received[en] / pl->sys->coll.reduce_bw_bytes_per_s : 0;
+      if (reduce > 0)
+        paced_job(c, run, PACED_REDUCE, en, 0, 0, reduce);
+      else
+        paced_next(c, run, en);
+    }
+  }
+  }
+}
+
+/* A rank-paced collective: its own job (no parts), started by its launch. */
+static int paced_start(replay_contend_t *c, const replay_plan_t *pl, int inst, double start_s,
+                       bool owner) {
+  int id = new_job(c, start_s, owner);
+  c->jobs[id].inst = inst;
+  c->jobs[id].paced = paced_new(pl, inst);
+  double now = c->now;
+  c->now = start_s; /* its launch starts then */
+  paced_job(c, id, PACED_LAUNCH, -1, 0, 0,
+            coll_sched_launch_s(&pl->sys->coll, &pl->insts[inst].plan.sched));
+  c->now = now;
+  return id;
+}
+
+static bool runs_paced(const replay_contend_t *c, const replay_plan_t *pl, int inst) {
+  return c->paced && !sched_chunked(&pl->insts[inst].plan.sched);
+}
+
+int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, double start_s) {
+  int id;
+  if (runs_paced(c, pl, inst)) {
+    id = paced_start(c, pl, inst, start_s, true);
+  } else {
+    id = new_job(c, start_s, true);
+    c->jobs[id].shape = inst_shape(c, pl, inst, start_s);
+    c->jobs[id].inst = inst;
+    heap_push(c, id);
+  }
   for (int s = 0; s < c->nsiblings[inst]; s++) {
-    if (c->relevant_inst && !c->relevant_inst[c->siblings[inst][s]])
+    int sib = c->siblings[inst][s];
+    if (c->relevant_inst && !c->relevant_inst[sib])
       continue; /* it shares no link with anyone waited for */
-    const shape_t *sib = inst_shape(c, pl, c->siblings[inst][s], start_s);
+    if (runs_paced(c, pl, sib)) {
+      paced_start(c, pl, sib, start_s, false);
+      continue;
+    }
     int k = new_job(c, start_s, false);
-    c->jobs[k].shape = sib;
-    c->jobs[k].inst = c->siblings[inst][s];
+    c->jobs[k].shape = inst_shape(c, pl, sib, start_s);
+    c->jobs[k].inst = sib;
     heap_push(c, k);
   }
   return id;
@@ -828,8 +1145,13 @@ static void end_job(replay_contend_t *c, int id) {
     c->ended[c->nended++] = id;
     return; /* freed once handed out */
   }
+  int run = j->paced_of, kind = j->paced_kind, e = j->paced_e, p = j->paced_p, x = j->paced_x;
   free_own(j);
+  paced_free(j->paced);
+  j->paced = NULL;
   c->spare[c->nspare++] = id;
+  if (run >= 0) /* last: it may start new jobs, which may move the array */
+    paced_event(c, run, kind, e, p, x);
 }
 
 /* ---- links dying (topo_t.after) ---- */
@@ -919,20 +1241,23 @@ static void step(replay_contend_t *c) {
   }
   if (t < c->now) /* a start computed a hair before now: it starts now */
     t = c->now;
-  int kept = 0;
+  int kept = 0, nending = 0;
   for (int a = 0; a < c->nactive; a++) {
     job_t *j = &c->jobs[c->active[a]];
     double done = c->now + j->left_s / j->rate;
     long part = j->part;
     j->left_s = done <= t ? 0 : j->left_s - j->rate * (t - c->now);
-    if (!next_part(j))
-      end_job(c, c->active[a]);
+    bool more = next_part(j);
+    c->dirty = c->dirty || j->part != part || done <= t;
+    if (!more)
+      c->ending[nending++] = c->active[a];
     else
       c->active[kept++] = c->active[a];
-    c->dirty = c->dirty || j->part != part || done <= t;
   }
   c->nactive = kept;
   c->now = t;
+  for (int k = 0; k < nending; k++) /* at t: a rank-paced step's end starts the next */
+    end_job(c, c->ending[k]);
   for (; c->next_change < c->nchanges && c->changes[c->next_change].at_s <= c->now;
        c->next_change++) {
     const topo_change_t *ch = &c->topo->changes[c->changes[c->next_change].id];

@@ -50,8 +50,12 @@
  * capacity are checked, in the arithmetic of the full sharing (the answers are
  * the same, bit for bit).
  *
+ * collectives.analytic_progress "rank": a collective runs rank-paced instead,
+ * each endpoint walking its phases on its own and each transfer a job of its
+ * own, started once both its ends have posted (replay_contend.c).
+ *
  * Not modelled: how a real transport shares a link (congestion control, NCCL's
- * channels); a collective's rounds are averaged over its phase; collectives
+ * channels); a collective's rounds are averaged over its phase (phase pace); collectives
  * whose links carry nothing else (replay_exclusive_insts: a TP group inside a
  * server) are left alone. */
 #ifndef NPUSIM_REPLAY_CONTEND_H
