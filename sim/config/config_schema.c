@@ -493,7 +493,7 @@ static const cfg_key_t system_keys[] = {
          "rank (each rank walks its phases on its own, a transfer starting once both its ends "
          "are ready, as the flow fidelity runs it: where hash collisions slow some transfers "
          "and not others it follows flow, docs/collectives.md; it costs events per transfer, "
-         "about 18x the analytic time of phase on GPT-3 175B at 1,024 NPUs over 8 spines). "
+         "2.6x the analytic time of phase on GPT-3 175B at 1,024 NPUs over 8 spines). "
          "Timed faults, dying links and NVLS phases keep phase."),
     NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
         "Interference: a compute op that runs beside a transfer of its rank (a trace op's "
