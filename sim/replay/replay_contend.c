@@ -60,7 +60,7 @@ typedef struct {
   bool slowed, owner;   /* owner: a caller waits for its end (else a group stood for) */
   struct paced *paced;  /* a rank-paced collective's own state (it runs no parts) */
   int paced_of;         /* the rank-paced collective this job is a step of, or -1 */
-  int paced_kind, paced_e, paced_p, paced_x; /* which step (paced_kind_t) */
+  int paced_kind, paced_e, paced_p, paced_x; /* which step: PACED_*, endpoint, phase, transfer */
 } job_t;
 
 struct replay_contend {
