@@ -107,13 +107,13 @@ struct replay_contend {
    * inst, whether it matters as a sibling; NULL: every stand-in runs */
   char *relevant_link;
   bool *relevant_inst;
-  bool paced;            /* collectives run rank-paced (see rank_paced) */
+  bool rank_pace;        /* collectives run rank-paced (see rank_pace_on) */
 };
 
 static void free_own(job_t *j);
 static void paced_event(replay_contend_t *c, int run, int kind, int e, int p, int x);
 static void paced_free(struct paced *pc);
-static bool rank_paced(const replay_plan_t *pl);
+static bool rank_pace_on(const replay_plan_t *pl);
 static void end_job(replay_contend_t *c, int id);
 static void find_relevant(replay_contend_t *c);
 
@@ -210,7 +210,7 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
     if (!c->exclusive[k] && pl->insts[k].members > 0)
       find_siblings(c, pl, k);
   c->topo = pl->topo;
-  c->paced = rank_paced(pl);
+  c->rank_pace = rank_pace_on(pl);
   find_relevant(c);
   c->nslots = 2 * pl->topo->nlinks;
   c->cap = malloc(((size_t)c->nslots + 1) * sizeof *c->cap);
@@ -563,7 +563,7 @@ struct paced {
 };
 
 /* Whether collectives run rank-paced (collectives.analytic_progress). */
-static bool rank_paced(const replay_plan_t *pl) {
+static bool rank_pace_on(const replay_plan_t *pl) {
   return pl->sys->coll.analytic_progress == COLL_PROGRESS_RANK && pl->topo->nchanges == 0 &&
          !pl->topo->after;
 }
@@ -812,7 +812,7 @@ static int paced_start(replay_contend_t *c, const replay_plan_t *pl, int inst, d
 }
 
 static bool runs_paced(const replay_contend_t *c, const replay_plan_t *pl, int inst) {
-  return c->paced && !sched_chunked(&pl->insts[inst].plan.sched);
+  return c->rank_pace && !sched_chunked(&pl->insts[inst].plan.sched);
 }
 
 int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, double start_s) {
