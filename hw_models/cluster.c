@@ -9,6 +9,7 @@
 const char *const topology_scale_up_names[SCALE_UP_COUNT] = {"full_mesh", "two_group_mesh",
                                                             "switch", "ring"};
 const char *const topology_scale_out_names[SCALE_OUT_COUNT] = {"spine_leaf", "rail_optimized"};
+const char *const ecmp_mode_names[ECMP_COUNT] = {"flow", "packet"};
 
 int topology_links_per_peer(const node_cfg_t *node) {
   int peers;

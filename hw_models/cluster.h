@@ -28,6 +28,14 @@ typedef enum {
   SCALE_OUT_COUNT
 } scale_out_kind_t;
 
+/* How the switches spread traffic over equal-cost paths (spines, cores). */
+typedef enum {
+  ECMP_FLOW,   /* each flow hashed onto one path: flows collide while a path idles */
+  ECMP_PACKET, /* each flow's packets sprayed over every path (adaptive routing, the NIC
+                * reordering): the paths act as one of their summed capacity */
+  ECMP_COUNT
+} ecmp_mode_t;
+
 typedef struct {
   scale_up_kind_t kind;
   link_cfg_t link;          /* one link, one direction */
@@ -51,6 +59,7 @@ typedef struct {
   int npus_per_leaf;        /* NIC ports under one leaf switch */
   double oversubscription;  /* leaf downlink : uplink bandwidth, >= 1 */
   int spines;               /* uplinks per leaf, one per spine; a flow's is hashed (ECMP) */
+  ecmp_mode_t ecmp;         /* per flow (hashed) or per packet (sprayed) over spines, cores */
   int npus_per_pod;         /* NIC ports in one pod of leaves and their spines under the
                              * core tier; 0: two tiers (no core) */
   double pod_oversubscription; /* a pod's leaf uplink : core uplink bandwidth, >= 1 */
@@ -103,6 +112,7 @@ int cluster_node_type_of(const node_types_t *types, int server);
 /* Names as written in JSON, indexed by the enums above. */
 extern const char *const topology_scale_up_names[SCALE_UP_COUNT];
 extern const char *const topology_scale_out_names[SCALE_OUT_COUNT];
+extern const char *const ecmp_mode_names[ECMP_COUNT];
 
 /* Links one NPU has to each peer in its scale-up domain (full and two-group
  * mesh); 0 for switch and ring topologies, where peers share ports. */

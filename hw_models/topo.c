@@ -138,9 +138,12 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
                                                    (dies_per_package * (dies_per_package - 1) / 2)
                                              : 0;
   out->pods = so->npus_per_pod > 0 ? (nodes * npus + so->npus_per_pod - 1) / so->npus_per_pod : 0;
+  bool sprayed = so->ecmp == ECMP_PACKET; /* the paths as one of their summed capacity */
+  out->spine_paths = sprayed ? 1 : so->spines;
+  out->core_paths = sprayed ? 1 : so->cores;
   size_t total = (size_t)nodes * (out->per_server_scale_up + out->per_server_die) +
                  (cluster->has_supernode ? (size_t)nodes * npus : 0) + (size_t)nodes * npus +
-                 (size_t)out->leaves * so->spines + (size_t)out->pods * so->cores;
+                 (size_t)out->leaves * out->spine_paths + (size_t)out->pods * out->core_paths;
   out->links = calloc(total ? total : 1, sizeof *out->links);
   if (!out->links) {
     npu_err_set(err, "ranks: out of memory for %zu links", total);
@@ -164,17 +167,17 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
     add_link(out, TOPO_LINK_NIC, r / npus, r % npus, -1, merged(so->nic, so->nics_per_npu));
   out->first_uplink = out->nlinks;
   for (int leaf = 0; leaf < out->leaves; leaf++)
-    for (int spine = 0; spine < so->spines; spine++) {
+    for (int spine = 0; spine < out->spine_paths; spine++) {
       link_cfg_t up = merged(so->nic, so->nics_per_npu);
-      up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / so->spines;
+      up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / out->spine_paths;
       add_link(out, TOPO_LINK_UPLINK, leaf, spine, -1, up);
     }
   out->first_core = out->nlinks;
   for (int pod = 0; pod < out->pods; pod++)
-    for (int core = 0; core < so->cores; core++) {
+    for (int core = 0; core < out->core_paths; core++) {
       link_cfg_t up = merged(so->nic, so->nics_per_npu);
       up.bw_bytes_per_s *= so->npus_per_pod / so->oversubscription / so->pod_oversubscription /
-                           so->cores;
+                           out->core_paths;
       add_link(out, TOPO_LINK_CORE, pod, core, -1, up);
     }
   if (apply_faults(out, err) || build_after(out, err)) {
@@ -223,9 +226,9 @@ static const char *cut_off(const topo_t *t, int link, char *buf, size_t len) {
   if (l->kind == TOPO_LINK_SCALE_UP && t->node.scale_up.kind == SCALE_UP_FULL_MESH &&
       t->node.npus >= 3)
     return NULL;
-  if (l->kind == TOPO_LINK_UPLINK && t->cluster.scale_out.spines > 1)
+  if (l->kind == TOPO_LINK_UPLINK && t->spine_paths > 1)
     return NULL;
-  if (l->kind == TOPO_LINK_CORE && t->cluster.scale_out.cores > 1)
+  if (l->kind == TOPO_LINK_CORE && t->core_paths > 1)
     return NULL;
   if (l->kind == TOPO_LINK_NIC && t->nodes == 1)
     return NULL; /* a one-server job never uses its NICs */
@@ -358,7 +361,7 @@ static int apply_faults(topo_t *t, npu_err_t *err) {
                       "supernode, nic, uplink, core) or a link of this job (e.g. s0.nic0), found "
                       "\"%s\"", f->v[i].link), -1;
   }
-  int spines = t->cluster.scale_out.spines, cores = t->cluster.scale_out.cores, a, b;
+  int spines = t->spine_paths, cores = t->core_paths, a, b;
   if (split_pair(t, t->first_uplink, spines, t->leaves, &a, &b)) { /* a common spine */
     if (t->died_s > 0)
       return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
@@ -435,9 +438,13 @@ static int npu_id(const topo_t *t, int rank) {
 bool topo_link_never_binding(const topo_t *t, int link) {
   const scale_out_cfg_t *so = &t->cluster.scale_out;
   topo_link_kind_t kind = t->links[link].kind;
-  bool uplinks = so->oversubscription <= 1 && so->spines == 1;
+  bool uplinks = so->oversubscription <= 1 && t->spine_paths == 1;
   return (kind == TOPO_LINK_UPLINK && uplinks) ||
-         (kind == TOPO_LINK_CORE && uplinks && so->pod_oversubscription <= 1 && so->cores == 1);
+         (kind == TOPO_LINK_CORE && uplinks && so->pod_oversubscription <= 1 && t->core_paths == 1);
+}
+
+bool topo_ecmp_hashed(const topo_t *t) {
+  return (t->leaves > 1 && t->spine_paths > 1) || (t->pods > 1 && t->core_paths > 1);
 }
 
 void topo_rank_links(const topo_t *t, int rank, bool scale_up, void (*fn)(void *, int), void *arg) {
@@ -454,30 +461,23 @@ void topo_rank_links(const topo_t *t, int rank, bool scale_up, void (*fn)(void *
       fn(arg, l);
 }
 
-/* The spine a flow crosses: ECMP hashes the flow's header onto one of the
- * equal-cost paths. Here the flow is (source NPU, destination NPU), hashed by
- * npu_hash_u64 (npu_int.h); a real switch hashes the 5-tuple, in which RoCE v2
- * varies the UDP source port per queue pair: as uneven, not the same paths. */
-static int spine_of(const topo_t *t, int src, int dst) {
-  int spines = t->cluster.scale_out.spines;
-  if (spines <= 1)
+/* Which of n equal-cost switches a flow (source NPU, destination NPU) crosses
+ * in a tier, as ECMP hashes a flow's header onto its paths: splitmix64's mixer,
+ * every bit of both ends in every bit of the hash. Each tier seeds it its own
+ * way, as switches do (one hash at every tier would send a flow's choice at
+ * one tier to the same index at the next: polarisation). A real switch hashes
+ * the 5-tuple, in which RoCE v2 varies the UDP source port per queue pair: as
+ * uneven, not the same paths. (The spines' hash was FNV-1a before; its low bit
+ * kept the parity of src ^ dst, so with an even number of spines rail-aligned
+ * flows used half of them.) */
+static int ecmp_choice(int src, int dst, int n, uint64_t tier_seed) {
+  if (n <= 1)
     return 0;
-  uint64_t h = npu_hash_u64(npu_hash_u64(NPU_HASH_SEED, (uint64_t)src), (uint64_t)dst);
-  return (int)(h % (uint64_t)spines);
+  uint64_t state = ((uint64_t)src << 32 | (uint32_t)dst) ^ tier_seed;
+  return (int)(npu_splitmix64(&state) % (uint64_t)n);
 }
 
-/* The core switch a flow between pods crosses: the flow (source, destination
- * NPU) through splitmix64's mixer, every bit of both ends in every bit of the
- * hash (spine_of's FNV step keeps the parity of src ^ dst in its low bit, so
- * with an even number of spines rail-aligned flows share one; issue #31 keeps
- * that hash until the analytic collectives follow flow under collisions). */
-static int core_of(const topo_t *t, int src, int dst) {
-  int cores = t->cluster.scale_out.cores;
-  if (cores <= 1)
-    return 0;
-  uint64_t state = (uint64_t)src << 32 | (uint32_t)dst;
-  return (int)(npu_splitmix64(&state) % (uint64_t)cores);
-}
+static const uint64_t ECMP_SEED_CORE = 0, ECMP_SEED_SPINE = 0x5350494e45; /* "SPINE" */
 
 /* The first live one of n links from first + k * n + choice on, for both ends
  * k = a and k = b (ECMP over the live spines or cores). */
@@ -493,13 +493,15 @@ static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) 
   int la = topo_leaf_of(t, src), lb = topo_leaf_of(t, dst);
   hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, src), 0};
   if (la != lb) {
-    int spines = t->cluster.scale_out.spines;
-    int s = live_choice(t, t->first_uplink, spines, la, lb, spine_of(t, src, dst));
+    int spines = t->spine_paths;
+    int s = live_choice(t, t->first_uplink, spines, la, lb,
+                        ecmp_choice(src, dst, spines, ECMP_SEED_SPINE));
     int pa = topo_pod_of(t, src), pb = topo_pod_of(t, dst);
     hops[n++] = (topo_hop_t){t->first_uplink + la * spines + s, 0};
     if (pa != pb) {
-      int cores = t->cluster.scale_out.cores;
-      int c = live_choice(t, t->first_core, cores, pa, pb, core_of(t, src, dst));
+      int cores = t->core_paths;
+      int c = live_choice(t, t->first_core, cores, pa, pb,
+                          ecmp_choice(src, dst, cores, ECMP_SEED_CORE));
       hops[n++] = (topo_hop_t){t->first_core + pa * cores + c, 0};
       hops[n++] = (topo_hop_t){t->first_core + pb * cores + c, 1};
     }
@@ -726,7 +728,7 @@ void topo_link_name(const topo_t *t, int link, char *buf, size_t len) {
     snprintf(buf, len, "s%d.nic%d", l->owner, l->a);
     break;
   case TOPO_LINK_UPLINK:
-    if (t->cluster.scale_out.spines > 1)
+    if (t->spine_paths > 1)
       snprintf(buf, len, "leaf%d.spine%d", l->owner, l->a);
     else
       snprintf(buf, len, "leaf%d.up", l->owner);

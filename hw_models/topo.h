@@ -22,7 +22,9 @@
  * two_group_mesh (910A), which HCCL sends over RoCE. Between leaves a flow
  * (source, destination NPU) is hashed onto one spine, and between pods onto
  * one core, as ECMP does, so flows can collide on a spine while another
- * idles; one spine (the default) merges them, perfect balance. Servers fill
+ * idles; one spine (the default) merges them, perfect balance, and so does
+ * spraying each flow's packets over all of them (cluster.scale_out.ecmp
+ * packet: one uplink per leaf, one core link per pod). Servers fill
  * leaves and pods in order: a job's rank order decides which of its groups
  * cross the core.
  *
@@ -92,6 +94,9 @@ struct topo {
   int nodes_per_supernode; /* 0 without a supernode level */
   int leaves;             /* leaf switches */
   int pods;               /* pods under the core tier; 0: no core tier */
+  int spine_paths;        /* uplinks per leaf: the spines, or 1 (one spine, or
+                           * packets sprayed over all: cluster.scale_out.ecmp) */
+  int core_paths;         /* the same for a pod's links to the cores */
   int nlinks;
   topo_link_t *links;
   /* first link id of each block, to find a link by rule */
@@ -140,6 +145,11 @@ int topo_leaf_of(const topo_t *t, int rank);
  * rate, and so does a merged core link (one core) of a pod when neither tier
  * is oversubscribed; any NIC it carries fills first. */
 bool topo_link_never_binding(const topo_t *t, int link);
+
+/* Whether the job's flows between leaves (or pods) are hashed over more than
+ * one spine (or core): ECMP, where flows can collide on one path while
+ * another idles. */
+bool topo_ecmp_hashed(const topo_t *t);
 
 /* Calls fn(arg, link) on every link a transfer to or from rank `rank` can
  * cross other than the switch tiers (uplinks, cores): its NIC, its supernode

@@ -7,6 +7,7 @@
 
 #include "coll_matrix.h"
 #include "coll_run.h"
+#include "replay_contend.h"
 
 #define EFF_MIN 0.02
 #define GRID_EFF 13
@@ -93,7 +94,8 @@ static int predict(const coll_fit_opts_t *o, const system_cfg_t *sys, const coll
                         .dies_per_package = sys->chip.dies_per_package,
                         .coll = sys->coll,
                         .algo = o->algo,
-                        .analytic = true};
+                        .analytic = true,
+                        .time_rank_paced = replay_contend_scheds};
   coll_result_t res;
   npu_err_t why = {""};
   if (coll_run(&ro, &m, &res, &why))

@@ -10,6 +10,7 @@
 #include "coll_report.h"
 #include "coll_run.h"
 #include "commands.h"
+#include "replay_contend.h"
 
 /* What the options ask for: what to run, and how to print it (its style and
  * links view; the rest is filled once the system is loaded). */
@@ -90,7 +91,8 @@ int cmd_coll(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                          .system_path = opts->system_path,
                          .algo = opts->algo,
                          .analytic = opts->fidelity == FIDELITY_ANALYTIC,
-                         .links = opts->links};
+                         .links = opts->links,
+                         .time_rank_paced = replay_contend_scheds};
   coll_result_t result;
   int rc = coll_run(&run, &args.m, &result, err);
   if (rc == 0) {

@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "topo.h"
+
 #define AT(l) (1u << (l))
 #define EVERY_LEVEL (AT(0) | AT(1) | AT(2))
 #define BUILDS(p) (1u << (p))
@@ -20,8 +22,13 @@
 #define EVERY_BLOCK (REDUCING_BLOCKS | BUILDS(PRIM_A2A))
 
 const char *const coll_library_names[COLL_LIB_COUNT] = {"hccl", "nccl"};
-const char *const coll_progress_names[COLL_PROGRESS_COUNT] = {"phase", "rank"};
+const char *const coll_progress_names[COLL_PROGRESS_COUNT] = {"auto", "phase", "rank"};
 const char *const coll_proto_names[COLL_PROTO_COUNT] = {"ll", "ll128", "simple"};
+
+bool coll_rank_paced(coll_progress_t progress, const topo_t *topo) {
+  return progress == COLL_PROGRESS_RANK ||
+         (progress == COLL_PROGRESS_AUTO && topo_ecmp_hashed(topo));
+}
 
 double coll_nvls_chunk_bytes(const coll_nvls_t *nv, double n, int heads) {
   double lanes = (double)nv->channels * heads, c = nv->chunk_bytes;

@@ -30,10 +30,23 @@ extern const char *const coll_library_names[COLL_LIB_COUNT];
 
 /* How the analytic fidelity paces a collective that shares links: each
  * phase ends for every rank with its slowest transfer, or each rank walks its
- * phases on its own (replay_contend.c, "rank-paced collectives"). */
-typedef enum { COLL_PROGRESS_PHASE, COLL_PROGRESS_RANK, COLL_PROGRESS_COUNT } coll_progress_t;
+ * phases on its own (replay_contend.c, "rank-paced collectives"); auto: rank
+ * where ECMP hashes flows over several spines or cores (topo_ecmp_hashed),
+ * where collisions slow some transfers and not others, else phase. */
+typedef enum {
+  COLL_PROGRESS_AUTO,
+  COLL_PROGRESS_PHASE,
+  COLL_PROGRESS_RANK,
+  COLL_PROGRESS_COUNT
+} coll_progress_t;
 
 extern const char *const coll_progress_names[COLL_PROGRESS_COUNT];
+
+struct topo;
+
+/* Whether the analytic fidelity runs collectives rank-paced on topo: rank,
+ * or auto where ECMP hashes flows there. */
+bool coll_rank_paced(coll_progress_t progress, const struct topo *topo);
 
 /* The algorithms, in the order of the capability table. */
 typedef enum {

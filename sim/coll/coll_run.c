@@ -26,7 +26,8 @@ static int topo_flag_error(int rc, const char *why, const char *system, npu_err_
   return npu_err_set(err, "--%s%s", flag, why + n);
 }
 
-/* Times every size analytically, one after another. */
+/* Times every size analytically, one after another; rank-paced where
+ * coll_rank_paced says so and the caller gave the timer. */
 static void run_analytic(const coll_run_opts_t *opts, const coll_cfg_t *cfg,
                          const coll_plan_t *plans, coll_result_t *r) {
   const topo_t *topo = &r->topo;
@@ -40,6 +41,17 @@ static void run_analytic(const coll_run_opts_t *opts, const coll_cfg_t *cfg,
       r->rows[i].time_s = coll_analytic_time_from(topo, cfg, &plans[i].sched, clock_s);
     clock_s += r->rows[i].time_s;
   }
+  if (!opts->time_rank_paced || !coll_rank_paced(cfg->analytic_progress, topo))
+    return;
+  const coll_sched_t **scheds = malloc(((size_t)r->nrows + 1) * sizeof *scheds);
+  double *times = malloc(((size_t)r->nrows + 1) * sizeof *times);
+  for (int i = 0; i < r->nrows; i++)
+    scheds[i] = &plans[i].sched;
+  opts->time_rank_paced(topo, cfg, scheds, r->nrows, times);
+  for (int i = 0; i < r->nrows; i++)
+    r->rows[i].time_s = times[i];
+  free(scheds);
+  free(times);
 }
 
 /* Times every size in one flow run. */

@@ -24,6 +24,11 @@ typedef struct {
   const char *algo;        /* forced algorithms ("A[,A1[,A2]]"), or NULL */
   bool analytic;           /* fidelity: analytic, else flow */
   bool links;              /* measure the largest size's links */
+  /* analytic: times the sizes rank-paced where coll_rank_paced says so, one
+   * after another from 0 (replay_contend_scheds: the replay's contention
+   * model, a layer above); NULL: phase-paced always */
+  void (*time_rank_paced)(const topo_t *topo, const coll_cfg_t *cfg,
+                          const coll_sched_t *const *scheds, int n, double *times_s);
 } coll_run_opts_t;
 
 /* One size's result. */

@@ -439,6 +439,13 @@ static const cfg_key_t system_keys[] = {
         "Spine switches: each leaf's uplink bandwidth split over one link to each, and each "
         "flow (source, destination NPU) hashed onto one as ECMP does; 1 merges them (perfect "
         "balance)."),
+    ENUM("cluster.scale_out.ecmp", ecmp_mode_names, ECMP_COUNT, SYS(cluster.scale_out.ecmp),
+         "\"flow\"",
+         "How the switches spread traffic over the spines and cores: flow (each flow hashed "
+         "onto one, as ECMP does; flows collide while another path idles) or packet (each "
+         "flow's packets sprayed over all of them, as adaptive routing and packet spraying do "
+         "with the NIC reordering: they act as one path of their summed capacity, perfect "
+         "balance; a fault names that path, leafN.up or podN.core0)."),
     INT("cluster.scale_out.npus_per_pod", SYS(cluster.scale_out.npus_per_pod), 0, 1e8, "0",
         "NPUs (NIC ports) in one pod: its leaves and spines (aggregation switches) under a core "
         "tier, a third tier of switches between pods (Llama 3's 24K-GPU clusters: pods of 3,072 "
@@ -487,14 +494,14 @@ static const cfg_key_t system_keys[] = {
         "Flag barrier among the ranks of a oneshot or twoshot all-reduce, once per stage "
         "(each rank writes a flag into every peer's memory and waits for theirs)."),
     ENUM("collectives.analytic_progress", coll_progress_names, COLL_PROGRESS_COUNT,
-         SYS(coll.analytic_progress), "\"phase\"",
+         SYS(coll.analytic_progress), "\"auto\"",
          "How the analytic fidelity paces a collective that shares links with other traffic: "
-         "phase (each phase of its schedule ends for every rank with its slowest transfer) or "
+         "phase (each phase of its schedule ends for every rank with its slowest transfer), "
          "rank (each rank walks its phases on its own, a transfer starting once both its ends "
          "are ready, as the flow fidelity runs it: where hash collisions slow some transfers "
-         "and not others it follows flow, docs/collectives.md; it costs events per transfer, "
-         "2.6x the analytic time of phase on GPT-3 175B at 1,024 NPUs over 8 spines). "
-         "Timed faults, dying links and NVLS phases keep phase."),
+         "and not others it follows flow, docs/collectives.md; it costs events per transfer) "
+         "or auto (rank where ECMP hashes flows over more than one spine or core, else "
+         "phase). NVLS phases keep phase."),
     NUM("collectives.compute_slowdown", "", 1, SYS(coll.compute_slowdown), 0, 10, "0",
         "Interference: a compute op that runs beside a transfer of its rank (a trace op's "
         "\"overlaps\"; Megatron's overlapped TP and CP communication in train) takes this "

@@ -107,13 +107,12 @@ struct replay_contend {
    * inst, whether it matters as a sibling; NULL: every stand-in runs */
   char *relevant_link;
   bool *relevant_inst;
-  bool rank_pace;        /* collectives run rank-paced (see rank_pace_on) */
+  bool rank_pace;        /* collectives run rank-paced (coll_rank_paced) */
 };
 
 static void free_own(job_t *j);
 static void paced_event(replay_contend_t *c, int run, int kind, int e, int p, int x);
 static void paced_free(struct paced *pc);
-static bool rank_pace_on(const replay_plan_t *pl);
 static void end_job(replay_contend_t *c, int id);
 static void find_relevant(replay_contend_t *c);
 
@@ -132,11 +131,18 @@ static void shape_of_inst(const replay_plan_t *pl, const topo_t *topo, int k, sh
                                               : coll_analytic_time(topo, &pl->sys->coll, s, NULL)};
 }
 
+/* The topology a transfer starting at start_s is routed on: after the links'
+ * death (or once it has been applied), round the dead links. */
+static const topo_t *topo_now(const replay_contend_t *c, double start_s) {
+  const topo_t *t = c->topo;
+  return t->after && (c->dead || start_s >= t->death_s) ? t->after : t;
+}
+
 /* Inst k's shape for a job starting at start_s: after the links' death, on
  * the topology after it. */
 static const shape_t *inst_shape(replay_contend_t *c, const replay_plan_t *pl, int k,
                                  double start_s) {
-  bool after = pl->topo->after && (c->dead || start_s >= pl->topo->death_s);
+  bool after = topo_now(c, start_s) != c->topo;
   shape_t *sh = after ? &c->after_shapes[k] : &c->inst_shapes[k];
   if (!sh->phases)
     shape_of_inst(pl, after ? pl->topo->after : pl->topo, k, sh);
@@ -199,7 +205,10 @@ static int cmp_change(const void *a, const void *b) {
 replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
   replay_contend_t *c = calloc(1, sizeof *c);
   c->ninsts = pl->ninsts;
-  c->exclusive = replay_exclusive_insts(pl);
+  /* a plan of bare schedules (replay_contend_scheds) has no trace: every
+   * collective shares, nobody stands for anyone */
+  c->exclusive = pl->trace ? replay_exclusive_insts(pl)
+                           : calloc((size_t)pl->ninsts + 1, sizeof *c->exclusive);
   int n = pl->ninsts;
   c->inst_shapes = calloc((size_t)n + 1, sizeof *c->inst_shapes);
   c->after_shapes = calloc((size_t)n + 1, sizeof *c->after_shapes);
@@ -210,7 +219,7 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
     if (!c->exclusive[k] && pl->insts[k].members > 0)
       find_siblings(c, pl, k);
   c->topo = pl->topo;
-  c->rank_pace = rank_pace_on(pl);
+  c->rank_pace = coll_rank_paced(pl->sys->coll.analytic_progress, pl->topo);
   find_relevant(c);
   c->nslots = 2 * pl->topo->nlinks;
   c->cap = malloc(((size_t)c->nslots + 1) * sizeof *c->cap);
@@ -535,14 +544,17 @@ static int heap_pop(replay_contend_t *c) {
  * reduces what it received. A rank a collision missed goes on, and meets the
  * ranks it delayed only where the schedule makes it. Each transfer and each
  * wait is a job of its own (a wait an empty job starting when it is over), so
- * a collective costs events per transfer, not per phase. Timed faults, dying
- * links and chunked (NVLS) phases keep the phase model. */
+ * a collective costs events per transfer, not per phase. Transfers are
+ * messages to the faults: a timed fault changes the capacity they share; when
+ * links die, one on a dying link is resent whole round it from then, and later
+ * ones take the routes after. Chunked (NVLS) phases keep the phase model. */
 
 enum { PACED_LAUNCH, PACED_POST, PACED_REDUCE, PACED_XFER };
 
 typedef struct {
   int src, dst;        /* endpoints, the collective's own numbering */
-  double bytes, alpha_s;
+  double bytes;
+  double alpha_s[2];   /* its path's latency before and after links die */
 } pxfer_t;
 
 typedef struct {
@@ -561,12 +573,6 @@ struct paced {
   int *step, *round, *pending; /* per endpoint: where it is */
   double *received;
 };
-
-/* Whether collectives run rank-paced (collectives.analytic_progress). */
-static bool rank_pace_on(const replay_plan_t *pl) {
-  return pl->sys->coll.analytic_progress == COLL_PROGRESS_RANK && pl->topo->nchanges == 0 &&
-         !pl->topo->after;
-}
 
 static bool sched_chunked(const coll_sched_t *s) {
   for (int p = 0; p < s->nphases; p++)
@@ -596,6 +602,12 @@ static void paced_free(struct paced *pc) {
 static int end_index(const struct paced *pc, int id) {
   const int *at = bsearch(&id, pc->ends, (size_t)pc->nends, sizeof id, npu_cmp_int);
   return (int)(at - pc->ends);
+}
+
+static double path_alpha_s(const topo_t *t, int src, int dst) {
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int nh = topo_route(t, src, dst, hops);
+  return topo_path_alpha_s(t, hops, nh);
 }
 
 /* A schedule's phases as endpoints walk them. */
@@ -635,10 +647,9 @@ static struct paced *paced_new(const replay_plan_t *pl, int inst) {
     q->idx = malloc((2 * (size_t)q->nx + 1) * sizeof *q->idx);
     for (int i = 0; i < q->nx; i++) {
       const coll_xfer_t *x = &ph->xfers[i];
-      topo_hop_t hops[TOPO_MAX_HOPS];
-      int nh = topo_route(t, x->src, x->dst, hops);
       q->x[i] = (pxfer_t){end_index(pc, x->src), end_index(pc, x->dst), x->bytes * wire,
-                          topo_path_alpha_s(t, hops, nh)};
+                          {path_alpha_s(t, x->src, x->dst),
+                           t->after ? path_alpha_s(t->after, x->src, x->dst) : 0}};
       q->off[q->x[i].src + 1]++;
       q->off[q->x[i].dst + 1]++;
     }
@@ -672,11 +683,13 @@ static void paced_job(replay_contend_t *c, int run, int kind, int e, int p, int 
   j->paced_p = p;
   j->paced_x = x;
   j->shape = NULL;
-  if (kind == PACED_XFER) {
+  if (kind == PACED_XFER) { /* a message's shape, routed on the links alive now */
     const struct paced *pc = c->jobs[run].paced;
     const pxfer_t *t = &pc->ph[p].x[x];
-    shape_of_message(c->topo, pc->ends[t->src], pc->ends[t->dst], t->bytes, &j->own,
-                     &j->own_phase);
+    j->src = pc->ends[t->src];
+    j->dst = pc->ends[t->dst];
+    j->bytes = t->bytes;
+    shape_of_message(topo_now(c, c->now), j->src, j->dst, j->bytes, &j->own, &j->own_phase);
     j->own_phase.fixed_s = 0; /* its latency waited before posting */
     j->own.alone_s = j->own_phase.link_s;
   } else {
@@ -750,7 +763,8 @@ static void paced_begin(replay_contend_t *c, int run, int e) {
     if (x->src != e)
       continue;
     sends = true;
-    wait = x->alpha_s > wait ? x->alpha_s : wait;
+    double alpha_s = x->alpha_s[topo_now(c, c->now) != c->topo];
+    wait = alpha_s > wait ? alpha_s : wait;
   }
   if (sends)
     wait += pl->sys->coll.step_latency_s + s->step_s;
@@ -841,13 +855,11 @@ int replay_contend_coll(replay_contend_t *c, const replay_plan_t *pl, int inst, 
   return id;
 }
 
-static int add_message(replay_contend_t *c, const topo_t *topo, int src, int dst, double bytes,
-                       double start_s, bool owner) {
+static int add_message(replay_contend_t *c, int src, int dst, double bytes, double start_s,
+                       bool owner) {
   int id = new_job(c, start_s, owner);
   job_t *j = &c->jobs[id];
-  if (topo->after && (c->dead || start_s >= topo->death_s))
-    topo = topo->after; /* routed round the dead links */
-  shape_of_message(topo, src, dst, bytes, &j->own, &j->own_phase);
+  shape_of_message(topo_now(c, start_s), src, dst, bytes, &j->own, &j->own_phase);
   j->shape = NULL;
   j->src = src;
   j->dst = dst;
@@ -861,7 +873,7 @@ int replay_contend_message(replay_contend_t *c, const replay_plan_t *pl, int sen
   const trace_t *t = pl->trace;
   const trace_program_t *p = &t->programs[t->program_of[sender]];
   const trace_op_t *o = &p->ops[op];
-  int id = add_message(c, pl->topo, sender, trace_peer(o, sender), o->bytes, start_s, true);
+  int id = add_message(c, sender, trace_peer(o, sender), o->bytes, start_s, true);
   for (int m = 0; m < p->nranks; m++) { /* the ranks the sender stands for */
     int r = p->ranks[m];
     if (pl->simulated[r])
@@ -872,7 +884,7 @@ int replay_contend_message(replay_contend_t *c, const replay_plan_t *pl, int sen
       if (!scan.hit)
         continue;
     }
-    add_message(c, pl->topo, r, trace_peer(o, r), o->bytes, start_s, false);
+    add_message(c, r, trace_peer(o, r), o->bytes, start_s, false);
   }
   return id;
 }
@@ -1296,4 +1308,29 @@ int replay_contend_next(replay_contend_t *c, double *duration_s) {
   j->owner = false;
   end_job(c, id);
   return id;
+}
+
+/* ---- collectives alone, rank-paced (the coll command) ---- */
+
+void replay_contend_scheds(const topo_t *topo, const coll_cfg_t *cfg,
+                           const coll_sched_t *const *scheds, int n, double *times_s) {
+  system_cfg_t *sys = calloc(1, sizeof *sys);
+  sys->coll = *cfg;
+  inst_t *insts = calloc((size_t)n + 1, sizeof *insts);
+  for (int i = 0; i < n; i++) {
+    insts[i].plan.sched = *scheds[i]; /* borrowed, never freed here */
+    insts[i].analytic_s = coll_analytic_time(topo, cfg, scheds[i], NULL);
+  }
+  replay_plan_t pl = {.sys = sys, .topo = topo, .insts = insts, .ninsts = n, .all_standins = true};
+  replay_contend_t *c = replay_contend_new(&pl);
+  double clock_s = 0;
+  for (int i = 0; i < n; i++) {
+    replay_contend_coll(c, &pl, i, clock_s);
+    if (replay_contend_next(c, &times_s[i]) < 0)
+      times_s[i] = 0;
+    clock_s += times_s[i];
+  }
+  replay_contend_free(c);
+  free(insts);
+  free(sys);
 }

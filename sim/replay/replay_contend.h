@@ -89,4 +89,11 @@ int replay_contend_message(replay_contend_t *c, const replay_plan_t *pl, int sen
  * took, or -1 when none is left. Jobs ending at one moment come one per call. */
 int replay_contend_next(replay_contend_t *c, double *duration_s);
 
+/* The coll command's analytic sizes where collectives run rank-paced
+ * (coll_rank_paced): each schedule alone on topo, one after another on the
+ * clock from 0 (a timed fault meets the size it falls in), in times_s. Fits
+ * coll_run_opts_t.time_rank_paced. */
+void replay_contend_scheds(const topo_t *topo, const coll_cfg_t *cfg,
+                           const coll_sched_t *const *scheds, int n, double *times_s);
+
 #endif

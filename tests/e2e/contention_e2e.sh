@@ -7,7 +7,7 @@
 # per stage, NHR between servers, so every step crosses leaves); EP: all-to-all
 # over 64 ranks. Fabrics: spine-leaf and rail-optimised, oversubscription 1, 2,
 # 4; 256, 1024 and 4096 NPUs of ascend-910b (4 servers under a leaf); then ECMP
-# over 8 spines (both paces of collectives.analytic_progress); then pods under
+# over 8 spines (rank-paced, the default there, and phase-paced); then pods under
 # a core tier, at 1:1 and 1:7.
 # Besides the 3% bound, each oversubscribed spine-leaf case must cost more than
 # its 1:1 case (the effect is seen); where the groups of a trace meet on the
@@ -57,32 +57,35 @@ for trace in dp256 ep256 dp1024 ep1024 dp4096 ep4096; do
     done
   done
 done
-# ECMP: 8 spines per leaf at 1:1, each flow hashed onto one. Hash collisions
-# slow some transfers of a collective and not others; both fidelities see them
-# through the same routes. The analytic fidelity paces collectives by phase
-# (the default: every rank's phase ends with the slowest transfer) or by rank
-# (collectives.analytic_progress=rank: each rank walks its phases as flow runs
-# them); both within 3% of flow here, and rank never above phase. pw256 is a
-# pairwise all-to-all (31 phases). Then the same sharing without collisions (an
-# oversubscribed single spine): the two paces agree within 0.5%.
+# ECMP: 8 spines per leaf at 1:1, each flow hashed onto one (splitmix64 of its
+# ends). Hash collisions slow some transfers of a collective and not others;
+# both fidelities see them through the same routes. There the analytic
+# fidelity paces collectives by rank (collectives.analytic_progress auto: each
+# rank walks its phases as flow runs them): within 3% of flow. Paced by phase
+# (every rank's phase ends with the slowest transfer), the known wrong answer
+# the default avoids, printed: never below rank, and more than 3% above flow
+# in these cases (the collisions matter). pw256 is a pairwise all-to-all (31
+# phases). Then the same sharing without collisions (an oversubscribed single
+# spine, where auto paces by phase): rank-paced agrees within 0.5%.
 gen pw256 --ranks 256 --layers 2 --group 32 --stride 8 --kind alltoall --bytes 67108864 \
   --algo pairwise
 rank=(--set collectives.analytic_progress=rank)
+phase=(--set collectives.analytic_progress=phase)
 for trace in dp256 pw256 ep1024; do
   merged=$(step_ms "$trace" spine_leaf 1 analytic 1)
   a=$(step_ms "$trace" spine_leaf 1 analytic 8)
-  r=$(step_ms "$trace" spine_leaf 1 analytic 8 "${rank[@]}")
+  p=$(step_ms "$trace" spine_leaf 1 analytic 8 "${phase[@]}")
   f=$(step_ms "$trace" spine_leaf 1 flow 8)
   err=$(awk -v a="$a" -v f="$f" 'BEGIN { printf "%+.2f", (a - f) / f * 100 }')
-  rerr=$(awk -v a="$r" -v f="$f" 'BEGIN { printf "%+.2f", (a - f) / f * 100 }')
-  printf '%-8s %-15s %5s %12s %12s %12s %8s   (rank-paced %s ms, %s%%)\n' "$trace" \
-    "8 spines ECMP" 1 "$a" "$f" "$merged" "$err" "$r" "$rerr"
+  perr=$(awk -v a="$p" -v f="$f" 'BEGIN { printf "%+.2f", (a - f) / f * 100 }')
+  printf '%-8s %-15s %5s %12s %12s %12s %8s   (phase-paced %s ms, %s%%)\n' "$trace" \
+    "8 spines ECMP" 1 "$a" "$f" "$merged" "$err" "$p" "$perr"
   check "$trace 8 spines: analytic $a ms within 3% of flow $f ms" \
     awk -v a="$a" -v f="$f" 'BEGIN { d = (a - f) / f; exit !(f > 0 && d <= 0.03 && d >= -0.03) }'
-  check "$trace 8 spines: rank-paced analytic $r ms within 3% of flow $f ms" \
-    awk -v a="$r" -v f="$f" 'BEGIN { d = (a - f) / f; exit !(f > 0 && d <= 0.03 && d >= -0.03) }'
-  check "$trace 8 spines: rank-paced $r ms at most phase-paced $a ms" \
-    awk -v r="$r" -v a="$a" 'BEGIN { exit !(r <= a) }'
+  check "$trace 8 spines: phase-paced $p ms no faster than rank-paced $a ms" \
+    awk -v r="$a" -v a="$p" 'BEGIN { exit !(r <= a) }'
+  check "$trace 8 spines: phase-paced $p ms more than 3% above flow $f ms (collisions matter)" \
+    awk -v a="$p" -v f="$f" 'BEGIN { exit !(a > 1.03 * f) }'
   check "$trace 8 spines: collisions cost more than one merged spine ($a vs $merged ms)" \
     awk -v a="$a" -v b="$merged" 'BEGIN { exit !(a > 1.1 * b) }'
 done

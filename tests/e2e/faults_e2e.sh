@@ -7,7 +7,8 @@
 # puts every flow between the two leaves on the other spine: the same time as
 # one spine of half the capacity (oversubscription 2); with every NPU of one leaf
 # sending to every NPU of the other over two spines (ECMP splits the flows evenly)
-# a dead spine uplink halves the bandwidth: twice the time; a fault naming no link,
+# a dead spine uplink leaves half the bandwidth: twice the time of the exchange
+# perfectly balanced over both (one merged spine); a fault naming no link,
 # or a dead link that cuts ranks off, is one line naming them, exit 2.
 # Run from the repository root.
 set -u
@@ -54,12 +55,16 @@ expect_line "a dead NIC cuts its rank off" \
 expect_line "a factor above 1" \
   '--set: cluster.faults.links: expected links and the bandwidth left, "LINK:FACTOR[@T],..." (FACTOR 0 or in [0.001, 1]; T in [0, 1e9] s), found "nic:1.5"' \
   "$npusim" coll --system configs/systems/ascend-910b.json $ar --set cluster.faults.links=nic:1.5
-# The issue's known answer: a failed link in a 2-path fabric halves the bandwidth of
-# the traffic it carried. Every NPU of one leaf sends 16 MiB to every NPU of the
-# other (two 910B servers per leaf, two spines): ECMP puts half the 256 flows each
-# way on each spine, the NICs and the two spines' uplinks both run full, so with
-# one spine's uplink dead its flows move to the other and the exchange takes twice
-# as long, in both fidelities.
+# The issue's known answer: a failed link in a 2-path fabric halves the bandwidth
+# the traffic had. Every NPU of one leaf sends 16 MiB to every NPU of the other
+# (two 910B servers per leaf, two spines). Spread perfectly over both spines (one
+# merged spine of their capacity), the NICs and the uplinks both run full; with
+# one spine's uplink dead, every flow crosses the other, and the exchange takes
+# twice as long, in both fidelities. ECMP's hash splits the 256 flows each way
+# unevenly, so the healthy fabric is slower than the perfect spread, never faster;
+# packets sprayed over both spines (cluster.scale_out.ecmp packet) are the
+# perfect spread, to the last digit, and with one spine of the two dead (the
+# leaf's sprayed uplink at half) take the hashed fabric's dead-spine time.
 python3 - "$tmp/cross.json" <<'PY'
 import json, sys
 programs = []
@@ -80,9 +85,23 @@ cross_s() { # cross_s FIDELITY [SET...]: the exchange's time in s
     "$@" --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])'
 }
 for fid in analytic flow; do
+  spread=$(cross_s $fid --set cluster.scale_out.spines=1)
   healthy=$(cross_s $fid)
   dead=$(cross_s $fid --set cluster.faults.links=leaf0.spine0:0)
-  check "$fid: a dead spine uplink of two halves the leaf-to-leaf bandwidth ($healthy -> $dead s)" \
-    near "$dead" "$(python3 -c "print(2 * $healthy)")" 0.01
+  check "$fid: a dead spine uplink of two halves the leaf-to-leaf bandwidth ($spread spread -> $dead s)" \
+    near "$dead" "$(python3 -c "print(2 * $spread)")" 0.01
+  check "$fid: hashed flows are no faster than the perfect spread ($healthy >= $spread s)" \
+    python3 -c "import sys; sys.exit(not $healthy >= $spread)"
+  sprayed=$(cross_s $fid --set cluster.scale_out.ecmp=packet)
+  check "$fid: packets sprayed over the two spines = one merged spine ($sprayed vs $spread s)" \
+    test "$sprayed" = "$spread"
+  half=$(cross_s $fid --set cluster.scale_out.ecmp=packet --set cluster.faults.links=leaf0.up:0.5)
+  check "$fid: sprayed, one spine of two dead (the leaf's sprayed uplink at half) = hashed ($half vs $dead s)" \
+    near "$half" "$dead" 0.01
 done
+expect_line "sprayed spines are one path, named leafN.up" \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected a link kind (scale_up, die, supernode, nic, uplink, core) or a link of this job (e.g. s0.nic0), found "leaf0.spine0"' \
+  "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 64 \
+  --set cluster.scale_out.spines=2 --set cluster.scale_out.ecmp=packet \
+  --set cluster.faults.links=leaf0.spine0:0
 finish faults_e2e
