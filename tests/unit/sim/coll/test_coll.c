@@ -389,6 +389,52 @@ static void test_ecmp_hashes_each_flow_onto_one_spine(void) {
   topo_free(&t4);
 }
 
+/* The spine hash mixes both ends: rail-aligned flows (NPU 0 of each server of
+ * leaf 0 to NPU 0 of each of leaf 1, source ^ destination always even) reach
+ * every one of 2 spines (FNV-1a's low bit kept them on one), and the job is
+ * ECMP-hashed, so the analytic fidelity paces collectives by rank (auto).
+ * Packets sprayed over the 4 spines (cluster.scale_out.ecmp packet) give the
+ * links of one merged spine, named leafN.up, while the ports of 4 are held. */
+static void test_ecmp_mixes_and_sprays(void) {
+  const char *two_sets[] = {"cluster.scale_out.spines=2", NULL};
+  const char *spray_sets[] = {"cluster.scale_out.spines=4", "cluster.scale_out.ecmp=packet",
+                              NULL};
+  const char *four_sets[] = {"cluster.scale_out.spines=4", NULL};
+  system_cfg_t one = load_system("ascend-910b.json", NULL),
+               two = load_system("ascend-910b.json", two_sets),
+               spray = load_system("ascend-910b.json", spray_sets),
+               four = load_system("ascend-910b.json", four_sets);
+  topo_t t1, t2, ts, t4;
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&one.node, &one.cluster, 1, 256, 8, &t1, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&two.node, &two.cluster, 1, 256, 8, &t2, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&spray.node, &spray.cluster, 1, 256, 8, &ts, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&four.node, &four.cluster, 1, 256, 8, &t4, &err), 0);
+  int on[2] = {0, 0};
+  for (int a = 0; a < 32; a += 8)
+    for (int b = 32; b < 64; b += 8) {
+      topo_hop_t h[TOPO_MAX_HOPS];
+      CU_ASSERT_EQUAL_FATAL(topo_route(&t2, a, b, h), 4);
+      on[(h[1].link - t2.first_uplink) % 2]++;
+    }
+  CU_ASSERT(on[0] > 0 && on[1] > 0);
+  CU_ASSERT(topo_ecmp_hashed(&t2) && !topo_ecmp_hashed(&t1) && !topo_ecmp_hashed(&ts));
+  CU_ASSERT(coll_rank_paced(COLL_PROGRESS_AUTO, &t2) && !coll_rank_paced(COLL_PROGRESS_AUTO, &t1));
+  CU_ASSERT(coll_rank_paced(COLL_PROGRESS_RANK, &t1) && !coll_rank_paced(COLL_PROGRESS_PHASE, &t2));
+  CU_ASSERT_EQUAL(ts.nlinks, t1.nlinks);
+  CU_ASSERT_EQUAL(ts.spine_paths, 1);
+  CU_ASSERT_DOUBLE_EQUAL(topo_link_bw(&ts, ts.first_uplink), topo_link_bw(&t1, t1.first_uplink),
+                         1e-9 * topo_link_bw(&t1, t1.first_uplink));
+  CU_ASSERT_EQUAL(topo_switch_ports(&ts), topo_switch_ports(&t4));
+  char name[64];
+  topo_link_name(&ts, ts.first_uplink, name, sizeof name);
+  CU_ASSERT_STRING_EQUAL(name, "leaf0.up");
+  topo_free(&t1);
+  topo_free(&t2);
+  topo_free(&ts);
+  topo_free(&t4);
+}
+
 /* A core tier over pods (cluster.scale_out.npus_per_pod): 32 servers of 910B
  * (4 per leaf) in pods of 128 NPUs under 2 cores at 1:7. Each pod has one link
  * per core, of the pod's ports x NIC / 7 / 2; a flow inside a pod never
@@ -735,6 +781,7 @@ CU_TestInfo coll_tests[] = {
     {"algorithms that cannot run are refused", test_algorithms_that_cannot_run_are_refused},
     {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
     {"ECMP hashes each flow onto one spine", test_ecmp_hashes_each_flow_onto_one_spine},
+    {"ECMP mixes both ends, or sprays packets", test_ecmp_mixes_and_sprays},
     {"pods under a core tier", test_pods_under_a_core_tier},
     {"NCCL's rings run flat over all ranks", test_nccl_rings_run_flat_over_all_ranks},
     {"every algorithm of the table parses with --algo",
