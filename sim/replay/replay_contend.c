@@ -42,6 +42,12 @@ typedef struct {
   bool level_known; /* since the loads last changed */
 } slot_loads_t;
 
+/* A link direction's level in share()'s filling (fill_levels). */
+typedef struct {
+  double level;
+  int q;  /* the direction's index in touched */
+} fill_entry_t;
+
 /* One collective of a group, or one message, in flight. */
 typedef struct {
   const shape_t *shape; /* an inst's, or own (a message; a collective the links'
@@ -87,6 +93,15 @@ struct replay_contend {
   int *active, nactive;  /* started, not ended */
   int *ending;           /* scratch of step(): the jobs that end at its time */
   int *open, *touched;   /* scratch of share() */
+  /* scratch of fill_levels(): its heap of levels; per direction its index in
+   * touched; per touched direction its open jobs (CSR); per open job whether
+   * it froze; the jobs frozen at a level; the directions they changed */
+  fill_entry_t *fill;
+  int nfill, capfill;
+  int *fill_at, *fill_off, *fill_fill, *fill_jobs;
+  size_t capfill_jobs;
+  char *fill_frozen;
+  int *fill_list, *fill_changed;
   int *heap, nheap;      /* not yet started, by start time */
   int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
   double now;
@@ -235,6 +250,10 @@ replay_contend_t *replay_contend_new(const replay_plan_t *pl) {
     c->changes[k] = (change_ref_t){pl->topo->changes[k].at_s, k};
   qsort(c->changes, (size_t)c->nchanges, sizeof *c->changes, cmp_change);
   c->touched = malloc(((size_t)c->nslots + 1) * sizeof *c->touched);
+  c->fill_at = malloc(((size_t)c->nslots + 1) * sizeof *c->fill_at);
+  c->fill_off = malloc(((size_t)c->nslots + 2) * sizeof *c->fill_off);
+  c->fill_fill = malloc(((size_t)c->nslots + 1) * sizeof *c->fill_fill);
+  c->fill_changed = malloc(((size_t)c->nslots + 1) * sizeof *c->fill_changed);
   c->loads = calloc((size_t)c->nslots + 1, sizeof *c->loads);
   c->risky = malloc(((size_t)c->nslots + 1) * sizeof *c->risky);
   for (int s = 0; s < c->nslots; s++)
@@ -414,6 +433,14 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->open);
   free(c->ending);
   free(c->touched);
+  free(c->fill);
+  free(c->fill_at);
+  free(c->fill_off);
+  free(c->fill_fill);
+  free(c->fill_jobs);
+  free(c->fill_frozen);
+  free(c->fill_list);
+  free(c->fill_changed);
   free(c->heap);
   free(c->ended);
   for (int s = 0; s < c->nslots; s++)
@@ -473,6 +500,8 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
       c->spare = realloc(c->spare, (size_t)c->capjobs * sizeof *c->spare);
       c->active = realloc(c->active, (size_t)c->capjobs * sizeof *c->active);
       c->open = realloc(c->open, (size_t)c->capjobs * sizeof *c->open);
+      c->fill_frozen = realloc(c->fill_frozen, (size_t)c->capjobs * sizeof *c->fill_frozen);
+      c->fill_list = realloc(c->fill_list, (size_t)c->capjobs * sizeof *c->fill_list);
       c->ending = realloc(c->ending, (size_t)c->capjobs * sizeof *c->ending);
       c->heap = realloc(c->heap, (size_t)c->capjobs * sizeof *c->heap);
       c->ended = realloc(c->ended, (size_t)c->capjobs * sizeof *c->ended);
@@ -1074,6 +1103,163 @@ static bool no_link_full(replay_contend_t *c) {
   return true;
 }
 
+/* ---- progressive filling, level by level ----
+ * share()'s levels come from a heap of the link directions' levels (what is
+ * left of each over its open demand), not a scan of every direction and job
+ * at each level: under ECMP collisions there are as many levels as colliding
+ * spines, and rank-paced collectives put thousands of transfers in flight.
+ * The arithmetic is the scan's, in its order (a direction's level computed
+ * from the same sums, the jobs frozen at a level in the open list's order),
+ * so the rates are the same, bit for bit. */
+
+static bool fill_less(const fill_entry_t *a, const fill_entry_t *b) {
+  return a->level != b->level ? a->level < b->level : a->q < b->q;
+}
+
+static void fill_push(replay_contend_t *c, double level, int q) {
+  if (c->nfill == c->capfill) {
+    c->capfill = c->capfill ? 2 * c->capfill : 256;
+    c->fill = realloc(c->fill, (size_t)c->capfill * sizeof *c->fill);
+  }
+  int i = c->nfill++;
+  c->fill[i] = (fill_entry_t){level, q};
+  while (i > 0 && fill_less(&c->fill[i], &c->fill[(i - 1) / 2])) {
+    fill_entry_t t = c->fill[(i - 1) / 2];
+    c->fill[(i - 1) / 2] = c->fill[i];
+    c->fill[i] = t;
+    i = (i - 1) / 2;
+  }
+}
+
+static void fill_down(replay_contend_t *c, int i) {
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < c->nfill && fill_less(&c->fill[l], &c->fill[m]))
+      m = l;
+    if (r < c->nfill && fill_less(&c->fill[r], &c->fill[m]))
+      m = r;
+    if (m == i)
+      return;
+    fill_entry_t t = c->fill[m];
+    c->fill[m] = c->fill[i];
+    c->fill[i] = t;
+    i = m;
+  }
+}
+
+static void fill_pop(replay_contend_t *c) {
+  c->fill[0] = c->fill[--c->nfill];
+  fill_down(c, 0);
+}
+
+/* A direction's level, as the scan computes it; whether it has one (open
+ * users with demand). */
+static bool slot_level(const replay_contend_t *c, int s, double *level) {
+  if (c->users[s] <= 0 || c->demand[s] <= 0)
+    return false;
+  *level = (c->cap[s] - c->used[s]) / c->demand[s];
+  return true;
+}
+
+/* The top entry that is a direction's current level (stale ones dropped). */
+static bool fill_top(replay_contend_t *c, fill_entry_t *top) {
+  while (c->nfill > 0) {
+    *top = c->fill[0];
+    double now;
+    if (slot_level(c, c->touched[top->q], &now) && now == top->level)
+      return true;
+    fill_pop(c);
+  }
+  return false;
+}
+
+/* The levels of share(): the open jobs (c->open, nopen) and the directions
+ * they load (c->touched, ntouched, with users and demand summed). */
+static void fill_levels(replay_contend_t *c, int nopen, int ntouched) {
+  /* per direction, its open jobs (indices into open), in the open list's order */
+  size_t nloads = 0;
+  for (int q = 0; q < ntouched; q++) {
+    c->fill_at[c->touched[q]] = q;
+    c->fill_off[q + 1] = c->users[c->touched[q]];
+  }
+  c->fill_off[0] = 0;
+  for (int q = 0; q < ntouched; q++)
+    c->fill_off[q + 1] += c->fill_off[q];
+  nloads = (size_t)c->fill_off[ntouched];
+  if (nloads > c->capfill_jobs) {
+    c->capfill_jobs = 2 * nloads;
+    c->fill_jobs = realloc(c->fill_jobs, c->capfill_jobs * sizeof *c->fill_jobs);
+  }
+  for (int q = 0; q < ntouched; q++)
+    c->fill_fill[q] = 0;
+  for (int o = 0; o < nopen; o++) {
+    const coll_phase_cost_t *link = job_link(&c->jobs[c->open[o]]);
+    c->fill_frozen[o] = 0;
+    for (int l = 0; l < link->nloads; l++) {
+      int q = c->fill_at[link->slots[l]];
+      c->fill_jobs[c->fill_off[q] + c->fill_fill[q]++] = o;
+    }
+  }
+  if (ntouched > c->capfill) {
+    c->capfill = 2 * ntouched;
+    c->fill = realloc(c->fill, (size_t)c->capfill * sizeof *c->fill);
+  }
+  c->nfill = 0;
+  for (int q = 0; q < ntouched; q++) {
+    double l;
+    if (slot_level(c, c->touched[q], &l))
+      c->fill[c->nfill++] = (fill_entry_t){l, q};
+  }
+  for (int i = c->nfill / 2 - 1; i >= 0; i--) /* heapify */
+    fill_down(c, i);
+  double level = 0;
+  int left = nopen;
+  fill_entry_t top;
+  while (left > 0 && fill_top(c, &top) && top.level < 1) {
+    level = top.level > level ? top.level : level;
+    /* the full directions: every one within the level's margin */
+    int nfz = 0;
+    while (fill_top(c, &top) && top.level <= level * (1 + 1e-9)) {
+      fill_pop(c);
+      for (int k = c->fill_off[top.q]; k < c->fill_off[top.q + 1]; k++) {
+        int o = c->fill_jobs[k];
+        if (!c->fill_frozen[o]) {
+          c->fill_frozen[o] = 1;
+          c->fill_list[nfz++] = o;
+        }
+      }
+    }
+    if (nfz == 0) /* nothing froze: no link is full any more */
+      break;
+    qsort(c->fill_list, (size_t)nfz, sizeof *c->fill_list, npu_cmp_int);
+    int nchanged = 0;
+    for (int f = 0; f < nfz; f++) {
+      job_t *j = &c->jobs[c->open[c->fill_list[f]]];
+      const coll_phase_cost_t *link = job_link(j);
+      j->rate = level;
+      j->slowed = true;
+      for (int l = 0; l < link->nloads; l++) {
+        int s = link->slots[l];
+        double d = link->bytes[l] / link->link_s;
+        c->used[s] += level * d;
+        c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
+        if (!c->full[s]) { /* here: changed at this level */
+          c->full[s] = 1;
+          c->fill_changed[nchanged++] = s;
+        }
+      }
+    }
+    left -= nfz;
+    for (int k = 0; k < nchanged; k++) {
+      int s = c->fill_changed[k];
+      double l;
+      c->full[s] = 0;
+      if (slot_level(c, s, &l))
+        fill_push(c, l, c->fill_at[s]);
+    }
+  }
+}
+
 /* Max-min fair rates (fractions of alone speed, at most 1) of the active jobs
  * in a link part: every rate rises together until a link direction is full;
  * the jobs crossing it keep that rate, the others rise on. */
@@ -1098,48 +1284,7 @@ static void share(replay_contend_t *c) {
       c->demand[s] += link->bytes[l] / link->link_s;
     }
   }
-  double level = 0;
-  while (nopen > 0) {
-    double next = 1;
-    for (int q = 0; q < ntouched; q++) {
-      int s = c->touched[q];
-      if (c->users[s] > 0 && c->demand[s] > 0) {
-        double l = (c->cap[s] - c->used[s]) / c->demand[s];
-        next = l < next ? l : next;
-      }
-    }
-    if (next >= 1)
-      break;
-    level = next > level ? next : level;
-    for (int q = 0; q < ntouched; q++) {
-      int s = c->touched[q];
-      c->full[s] = c->users[s] > 0 && c->demand[s] > 0 &&
-                   (c->cap[s] - c->used[s]) / c->demand[s] <= level * (1 + 1e-9);
-    }
-    int kept = 0;
-    for (int o = 0; o < nopen; o++) {
-      job_t *j = &c->jobs[c->open[o]];
-      const coll_phase_cost_t *link = job_link(j);
-      bool full = false;
-      for (int l = 0; l < link->nloads && !full; l++)
-        full = c->full[link->slots[l]];
-      if (!full) {
-        c->open[kept++] = c->open[o];
-        continue;
-      }
-      j->rate = level;
-      j->slowed = true;
-      for (int l = 0; l < link->nloads; l++) {
-        int s = link->slots[l];
-        double d = link->bytes[l] / link->link_s;
-        c->used[s] += level * d;
-        c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
-      }
-    }
-    if (kept == nopen) /* nothing froze: no link is full any more */
-      break;
-    nopen = kept;
-  }
+  fill_levels(c, nopen, ntouched);
   for (int q = 0; q < ntouched; q++) {
     int s = c->touched[q];
     c->demand[s] = c->used[s] = 0;
