@@ -101,6 +101,7 @@ struct replay_contend {
   int *fill_at, *fill_off, *fill_fill, *fill_jobs;
   size_t capfill_jobs;
   char *fill_frozen;
+  char *in_open;         /* per job id: scratch of open_jobs(), left all 0 */
   int *fill_list, *fill_changed;
   int *heap, nheap;      /* not yet started, by start time */
   int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
@@ -439,6 +440,7 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->fill_fill);
   free(c->fill_jobs);
   free(c->fill_frozen);
+  free(c->in_open);
   free(c->fill_list);
   free(c->fill_changed);
   free(c->heap);
@@ -501,6 +503,7 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
       c->active = realloc(c->active, (size_t)c->capjobs * sizeof *c->active);
       c->open = realloc(c->open, (size_t)c->capjobs * sizeof *c->open);
       c->fill_frozen = realloc(c->fill_frozen, (size_t)c->capjobs * sizeof *c->fill_frozen);
+      c->in_open = realloc(c->in_open, (size_t)c->capjobs * sizeof *c->in_open);
       c->fill_list = realloc(c->fill_list, (size_t)c->capjobs * sizeof *c->fill_list);
       c->ending = realloc(c->ending, (size_t)c->capjobs * sizeof *c->ending);
       c->heap = realloc(c->heap, (size_t)c->capjobs * sizeof *c->heap);
@@ -518,6 +521,7 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
         c->reg_rate[k] = NULL;
         c->nreg[k] = 0;
         c->seq[k] = 0;
+        c->in_open[k] = 0;
       }
     }
     id = c->njobs++;
@@ -964,13 +968,18 @@ static const coll_phase_cost_t *job_link(job_t *j) {
  * check them (its sum, in its order); only when one is full does share()
  * run its progressive filling. The answers are share()'s, bit for bit. */
 
-/* Relative margin within which the extended-precision sum cannot tell
- * whether share()'s double sum reaches the capacity (far above the error of
- * either over thousands of loads). */
-#define RISK_MARGIN 1e-9
+/* Relative margin within which a direction may be full: far above the
+ * error of the extended-precision sum against share()'s double sum over
+ * thousands of loads, and above share()'s own margin for a full direction
+ * (1e-9 of the level), so that a direction outside it is never full in
+ * share()'s filling and its jobs keep a rate of 1 (see share()). */
+#define RISK_MARGIN 1e-6
 
-/* Whether slot s may be full at rates of 1: one load decides exactly (share()
- * adds it to 0); more are checked in share()'s order when near. */
+/* Whether slot s may be full at rates of 1, or at a level near 1; those that
+ * may are checked in share()'s order. One load decides exactly (share() adds
+ * it to 0): a link carrying one transfer at its full rate (a NIC) is not
+ * listed, though share()'s margin could fill it at a level within 1e-9 of 1,
+ * where open_jobs() leaves its job at 1 (the rate differs by 1e-9 at most). */
 static bool slot_risky(const replay_contend_t *c, int s) {
   const slot_loads_t *sl = &c->loads[s];
   if (sl->n == 0 || sl->demand <= 0)
@@ -1263,20 +1272,36 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched) {
 /* Max-min fair rates (fractions of alone speed, at most 1) of the active jobs
  * in a link part: every rate rises together until a link direction is full;
  * the jobs crossing it keep that rate, the others rise on. */
-static void share(replay_contend_t *c) {
-  if (no_link_full(c)) {
-    for (int a = 0; a < c->nactive; a++)
-      c->jobs[c->active[a]].rate = 1;
-    return;
+/* The jobs in a link part that load a direction that may be full (the risky
+ * list, registered as no_link_full() left it), in the active list's order:
+ * only they can be slowed. A direction outside the list has room for every
+ * load on it at rate 1 with RISK_MARGIN to spare, and keeps it as jobs freeze
+ * below 1, so it never fills. */
+static int open_jobs(replay_contend_t *c) {
+  for (int k = 0; k < c->nrisky; k++) {
+    const slot_loads_t *sl = &c->loads[c->risky[k]];
+    for (int e = 0; e < sl->n; e++)
+      c->in_open[sl->e[e].job] = 1;
   }
-  int nopen = 0, ntouched = 0;
+  int n = 0;
   for (int a = 0; a < c->nactive; a++) {
-    job_t *j = &c->jobs[c->active[a]];
-    const coll_phase_cost_t *link = job_link(j);
-    j->rate = 1;
-    if (!link)
-      continue;
-    c->open[nopen++] = c->active[a];
+    int id = c->active[a];
+    if (c->in_open[id] && job_link(&c->jobs[id])) /* not between link parts */
+      c->open[n++] = id;
+    c->in_open[id] = 0;
+  }
+  return n;
+}
+
+static void share(replay_contend_t *c) {
+  bool none_full = no_link_full(c);
+  for (int a = 0; a < c->nactive; a++)
+    c->jobs[c->active[a]].rate = 1;
+  if (none_full)
+    return;
+  int nopen = open_jobs(c), ntouched = 0;
+  for (int o = 0; o < nopen; o++) {
+    const coll_phase_cost_t *link = job_link(&c->jobs[c->open[o]]);
     for (int l = 0; l < link->nloads; l++) {
       int s = link->slots[l];
       if (c->users[s]++ == 0)
