@@ -60,6 +60,8 @@ typedef struct {
   double oversubscription;  /* leaf downlink : uplink bandwidth, >= 1 */
   int spines;               /* uplinks per leaf, one per spine; a flow's is hashed (ECMP) */
   ecmp_mode_t ecmp;         /* per flow (hashed) or per packet (sprayed) over spines, cores */
+  int planes;               /* independent copies of the leaf-spine(-core) fabric; each NPU's
+                             * NIC ports split evenly over them, a flow's hashed onto one */
   int npus_per_pod;         /* NIC ports in one pod of leaves and their spines under the
                              * core tier; 0: two tiers (no core) */
   double pod_oversubscription; /* a pod's leaf uplink : core uplink bandwidth, >= 1 */

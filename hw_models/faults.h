@@ -6,8 +6,9 @@
  * left: 0.5 for a link training down to half its lanes, 0 for a dead one.
  * A dead link's traffic takes the paths that remain, as the fabric reroutes:
  * a full-mesh pair through a third NPU of the server (HCCL's detour), a
- * spine uplink's flows hashed onto the other spines (ECMP). Any other dead
- * link cuts ranks off, and the job is refused, naming them.
+ * spine uplink's flows hashed onto the other spines (ECMP), a NIC port's or a
+ * plane's onto another plane (cluster.scale_out.planes). Any other dead link
+ * cuts ranks off, and the job is refused, naming them.
  *
  * A fault holds from the start, or from a time in the run ("LINK:FACTOR@T",
  * T in seconds of simulated time): from T on the link has FACTOR of the

@@ -44,6 +44,12 @@ static void add_link(topo_t *t, topo_link_kind_t kind, int owner, int a, int b, 
   l->cfg = cfg;
 }
 
+static void add_plane_link(topo_t *t, topo_link_kind_t kind, int plane, int owner, int a,
+                           link_cfg_t cfg) {
+  add_link(t, kind, owner, a, -1, cfg);
+  t->links[t->nlinks - 1].plane = plane;
+}
+
 static void add_scale_up(topo_t *t, int server) {
   const node_cfg_t *node = &t->node;
   const scale_up_cfg_t *up = &node->scale_up;
@@ -78,6 +84,7 @@ static void add_scale_up(topo_t *t, int server) {
 }
 
 static int apply_faults(topo_t *t, npu_err_t *err);
+static bool planes_split(const topo_t *t, int *a, int *b);
 static int build_after(topo_t *t, npu_err_t *err);
 static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_per_package,
                  int ranks, int ranks_per_node, double died_s, topo_t *out, npu_err_t *err);
@@ -141,9 +148,12 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
   bool sprayed = so->ecmp == ECMP_PACKET; /* the paths as one of their summed capacity */
   out->spine_paths = sprayed ? 1 : so->spines;
   out->core_paths = sprayed ? 1 : so->cores;
+  out->planes = sprayed || so->planes < 1 ? 1 : so->planes;
+  int planes = out->planes;
   size_t total = (size_t)nodes * (out->per_server_scale_up + out->per_server_die) +
-                 (cluster->has_supernode ? (size_t)nodes * npus : 0) + (size_t)nodes * npus +
-                 (size_t)out->leaves * out->spine_paths + (size_t)out->pods * out->core_paths;
+                 (cluster->has_supernode ? (size_t)nodes * npus : 0) +
+                 (size_t)planes * ((size_t)nodes * npus + (size_t)out->leaves * out->spine_paths +
+                                   (size_t)out->pods * out->core_paths);
   out->links = calloc(total ? total : 1, sizeof *out->links);
   if (!out->links) {
     npu_err_set(err, "ranks: out of memory for %zu links", total);
@@ -162,24 +172,28 @@ static int build(const node_cfg_t *node, const cluster_cfg_t *cluster, int dies_
   out->first_supernode = out->nlinks;
   for (int r = 0; cluster->has_supernode && r < nodes * npus; r++)
     add_link(out, TOPO_LINK_SUPERNODE, r / npus, r % npus, -1, cluster->supernode.link);
+  link_cfg_t port = merged(so->nic, so->nics_per_npu / planes); /* one NPU's in a plane */
   out->first_nic = out->nlinks;
-  for (int r = 0; r < nodes * npus; r++)
-    add_link(out, TOPO_LINK_NIC, r / npus, r % npus, -1, merged(so->nic, so->nics_per_npu));
+  for (int p = 0; p < planes; p++)
+    for (int r = 0; r < nodes * npus; r++)
+      add_plane_link(out, TOPO_LINK_NIC, p, r / npus, r % npus, port);
   out->first_uplink = out->nlinks;
-  for (int leaf = 0; leaf < out->leaves; leaf++)
-    for (int spine = 0; spine < out->spine_paths; spine++) {
-      link_cfg_t up = merged(so->nic, so->nics_per_npu);
-      up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / out->spine_paths;
-      add_link(out, TOPO_LINK_UPLINK, leaf, spine, -1, up);
-    }
+  for (int p = 0; p < planes; p++)
+    for (int leaf = 0; leaf < out->leaves; leaf++)
+      for (int spine = 0; spine < out->spine_paths; spine++) {
+        link_cfg_t up = port;
+        up.bw_bytes_per_s *= so->npus_per_leaf / so->oversubscription / out->spine_paths;
+        add_plane_link(out, TOPO_LINK_UPLINK, p, leaf, spine, up);
+      }
   out->first_core = out->nlinks;
-  for (int pod = 0; pod < out->pods; pod++)
-    for (int core = 0; core < out->core_paths; core++) {
-      link_cfg_t up = merged(so->nic, so->nics_per_npu);
-      up.bw_bytes_per_s *= so->npus_per_pod / so->oversubscription / so->pod_oversubscription /
-                           out->core_paths;
-      add_link(out, TOPO_LINK_CORE, pod, core, -1, up);
-    }
+  for (int p = 0; p < planes; p++)
+    for (int pod = 0; pod < out->pods; pod++)
+      for (int core = 0; core < out->core_paths; core++) {
+        link_cfg_t up = port;
+        up.bw_bytes_per_s *= so->npus_per_pod / so->oversubscription /
+                             so->pod_oversubscription / out->core_paths;
+        add_plane_link(out, TOPO_LINK_CORE, p, pod, core, up);
+      }
   if (apply_faults(out, err) || build_after(out, err)) {
     topo_free(out);
     return TOPO_BAD_FAULT;
@@ -226,10 +240,12 @@ static const char *cut_off(const topo_t *t, int link, char *buf, size_t len) {
   if (l->kind == TOPO_LINK_SCALE_UP && t->node.scale_up.kind == SCALE_UP_FULL_MESH &&
       t->node.npus >= 3)
     return NULL;
-  if (l->kind == TOPO_LINK_UPLINK && t->spine_paths > 1)
+  if (l->kind == TOPO_LINK_UPLINK && (t->spine_paths > 1 || t->planes > 1))
     return NULL;
-  if (l->kind == TOPO_LINK_CORE && t->core_paths > 1)
+  if (l->kind == TOPO_LINK_CORE && (t->core_paths > 1 || t->planes > 1))
     return NULL;
+  if (l->kind == TOPO_LINK_NIC && t->planes > 1)
+    return NULL; /* its NPU may keep another plane: planes_split() judges */
   if (l->kind == TOPO_LINK_NIC && t->nodes == 1)
     return NULL; /* a one-server job never uses its NICs */
   int first = l->owner * t->node.npus + l->a; /* NIC, port, supernode port: its NPU */
@@ -362,7 +378,14 @@ static int apply_faults(topo_t *t, npu_err_t *err) {
                       "\"%s\"", f->v[i].link), -1;
   }
   int spines = t->spine_paths, cores = t->core_paths, a, b;
-  if (split_pair(t, t->first_uplink, spines, t->leaves, &a, &b)) { /* a common spine */
+  if (t->planes > 1 && planes_split(t, &a, &b))
+    return npu_err_set(err, "cluster.faults.links: expected every two ranks of different "
+                    "servers to keep a plane where both have a live NIC port and their leaves "
+                    "reach each other%s, found none for ranks %d and %d", t->died_s > 0 ?
+                    " after links die" : "", a, b), -1;
+  if (t->planes > 1) {
+    /* checked above, plane by plane */
+  } else if (split_pair(t, t->first_uplink, spines, t->leaves, &a, &b)) { /* a common spine */
     if (t->died_s > 0)
       return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
                       "spine both reach after links die at %g s, found none for leaves %d and "
@@ -372,7 +395,7 @@ static int apply_faults(topo_t *t, npu_err_t *err) {
                     "spine both reach, found none for leaves %d and %d, which cuts the ranks "
                     "under one off from the other's", a, b), -1;
   }
-  if (split_pair(t, t->first_core, cores, t->pods, &a, &b)) /* a common core */
+  if (t->planes == 1 && split_pair(t, t->first_core, cores, t->pods, &a, &b)) /* a common core */
     return npu_err_set(err, "cluster.faults.links: expected two pods to keep a core both "
                     "reach%s, found none for pods %d and %d, which cuts the ranks of one off "
                     "from the other's", t->died_s > 0 ? " after links die" : "", a, b), -1;
@@ -435,6 +458,17 @@ static int npu_id(const topo_t *t, int rank) {
   return topo_server_of(t, rank) * t->node.npus + topo_local_of(t, rank);
 }
 
+/* A rank's NIC port in a plane, and the first uplink and core link of a plane. */
+static int nic_of(const topo_t *t, int plane, int rank) {
+  return t->first_nic + plane * t->nodes * t->node.npus + npu_id(t, rank);
+}
+static int uplinks_of(const topo_t *t, int plane) {
+  return t->first_uplink + plane * t->leaves * t->spine_paths;
+}
+static int cores_of(const topo_t *t, int plane) {
+  return t->first_core + plane * t->pods * t->core_paths;
+}
+
 bool topo_link_never_binding(const topo_t *t, int link) {
   const scale_out_cfg_t *so = &t->cluster.scale_out;
   topo_link_kind_t kind = t->links[link].kind;
@@ -444,12 +478,14 @@ bool topo_link_never_binding(const topo_t *t, int link) {
 }
 
 bool topo_ecmp_hashed(const topo_t *t) {
-  return (t->leaves > 1 && t->spine_paths > 1) || (t->pods > 1 && t->core_paths > 1);
+  return (t->leaves > 1 && t->spine_paths > 1) || (t->pods > 1 && t->core_paths > 1) ||
+         (t->nodes > 1 && t->planes > 1);
 }
 
 void topo_rank_links(const topo_t *t, int rank, bool scale_up, void (*fn)(void *, int), void *arg) {
   int server = topo_server_of(t, rank);
-  fn(arg, t->first_nic + npu_id(t, rank));
+  for (int p = 0; p < t->planes; p++)
+    fn(arg, nic_of(t, p, rank));
   if (t->nodes_per_supernode)
     fn(arg, t->first_supernode + npu_id(t, rank));
   if (!scale_up)
@@ -477,7 +513,8 @@ static int ecmp_choice(int src, int dst, int n, uint64_t tier_seed) {
   return (int)(npu_splitmix64(&state) % (uint64_t)n);
 }
 
-static const uint64_t ECMP_SEED_CORE = 0, ECMP_SEED_SPINE = 0x5350494e45; /* "SPINE" */
+static const uint64_t ECMP_SEED_CORE = 0, ECMP_SEED_SPINE = 0x5350494e45, /* "SPINE" */
+    ECMP_SEED_PLANE = 0x504c414e45;                                          /* "PLANE" */
 
 /* The first live one of n links from first + k * n + choice on, for both ends
  * k = a and k = b (ECMP over the live spines or cores). */
@@ -488,26 +525,127 @@ static int live_choice(const topo_t *t, int first, int n, int a, int b, int choi
   return choice;
 }
 
-static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) {
-  int n = 0;
-  int la = topo_leaf_of(t, src), lb = topo_leaf_of(t, dst);
-  hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, src), 0};
-  if (la != lb) {
-    int spines = t->spine_paths;
-    int s = live_choice(t, t->first_uplink, spines, la, lb,
-                        ecmp_choice(src, dst, spines, ECMP_SEED_SPINE));
-    int pa = topo_pod_of(t, src), pb = topo_pod_of(t, dst);
-    hops[n++] = (topo_hop_t){t->first_uplink + la * spines + s, 0};
-    if (pa != pb) {
-      int cores = t->core_paths;
-      int c = live_choice(t, t->first_core, cores, pa, pb,
-                          ecmp_choice(src, dst, cores, ECMP_SEED_CORE));
-      hops[n++] = (topo_hop_t){t->first_core + pa * cores + c, 0};
-      hops[n++] = (topo_hop_t){t->first_core + pb * cores + c, 1};
-    }
-    hops[n++] = (topo_hop_t){t->first_uplink + lb * spines + s, 1};
+/* Whether switches a and b (leaves or pods), each with n links up from
+ * first + k * n, keep a live one in common. */
+static bool common_live(const topo_t *t, int first, int n, int a, int b) {
+  for (int s = 0; s < n; s++)
+    if (!t->links[first + a * n + s].failed && !t->links[first + b * n + s].failed)
+      return true;
+  return false;
+}
+
+/* Whether leaves la and lb (in pods pa and pb) reach each other in plane p:
+ * the same leaf, or a spine both keep and, between pods, a core both keep. */
+static bool plane_joins(const topo_t *t, int p, int la, int lb, int pa, int pb) {
+  if (la == lb)
+    return true;
+  if (!common_live(t, uplinks_of(t, p), t->spine_paths, la, lb))
+    return false;
+  return pa == pb || common_live(t, cores_of(t, p), t->core_paths, pa, pb);
+}
+
+/* Whether two ranks can use plane p: both keep a live NIC port there, and
+ * their leaves reach each other in it. */
+static bool plane_serves(const topo_t *t, int p, int a, int b) {
+  return !t->links[nic_of(t, p, a)].failed && !t->links[nic_of(t, p, b)].failed &&
+         plane_joins(t, p, topo_leaf_of(t, a), topo_leaf_of(t, b), topo_pod_of(t, a),
+                     topo_pod_of(t, b));
+}
+
+/* Ranks grouped by their leaf and the planes their NIC ports live in. */
+typedef struct {
+  int leaf;
+  unsigned live; /* bit p: its port in plane p lives */
+  int rank;      /* the first rank of the group */
+  int other;     /* its first rank on another server than `rank`'s, or -1 */
+} plane_group_t;
+
+static int cmp_plane_group(const void *a, const void *b) {
+  const plane_group_t *x = a, *y = b;
+  if (x->leaf != y->leaf)
+    return x->leaf < y->leaf ? -1 : 1;
+  if (x->live != y->live)
+    return x->live < y->live ? -1 : 1;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Whether groups g and h (g == h: two ranks of one group) can reach each
+ * other on some plane both keep. */
+static bool groups_joined(const topo_t *t, const plane_group_t *g, const plane_group_t *h) {
+  unsigned both = g->live & h->live;
+  for (int p = 0; p < t->planes; p++)
+    if ((both >> p & 1) && plane_joins(t, p, g->leaf, h->leaf, topo_pod_of(t, g->rank),
+                                       topo_pod_of(t, h->rank)))
+      return true;
+  return false;
+}
+
+/* Whether two ranks of different servers share no plane that serves both;
+ * *a and *b are the first such pair. Ranks are grouped by leaf and live
+ * planes, so each two groups are judged once. */
+static bool planes_split(const topo_t *t, int *a, int *b) {
+  plane_group_t *g = malloc(((size_t)t->ranks + 1) * sizeof *g);
+  for (int r = 0; r < t->ranks; r++) {
+    g[r] = (plane_group_t){topo_leaf_of(t, r), 0, r, -1};
+    for (int p = 0; p < t->planes; p++)
+      g[r].live |= (unsigned)!t->links[nic_of(t, p, r)].failed << p;
   }
-  hops[n++] = (topo_hop_t){t->first_nic + npu_id(t, dst), 1};
+  qsort(g, (size_t)t->ranks, sizeof *g, cmp_plane_group);
+  int ng = 0;
+  for (int r = 0; r < t->ranks; r++) {
+    plane_group_t *last = ng ? &g[ng - 1] : NULL;
+    if (last && last->leaf == g[r].leaf && last->live == g[r].live) {
+      if (last->other < 0 && topo_server_of(t, g[r].rank) != topo_server_of(t, last->rank))
+        last->other = g[r].rank;
+      continue;
+    }
+    g[ng++] = g[r];
+  }
+  bool split = false;
+  for (int i = 0; i < ng && !split; i++)
+    for (int j = i; j < ng && !split; j++) {
+      int ra = g[i].rank, rb = i == j ? g[i].other : g[j].rank;
+      if (rb >= 0 && topo_server_of(t, ra) == topo_server_of(t, rb))
+        rb = g[j].other >= 0 ? g[j].other : g[i].other;
+      if (rb < 0 || topo_server_of(t, ra) == topo_server_of(t, rb) ||
+          groups_joined(t, &g[i], &g[j]))
+        continue;
+      *a = ra < rb ? ra : rb;
+      *b = ra < rb ? rb : ra;
+      split = true;
+    }
+  free(g);
+  return split;
+}
+
+/* The plane a flow between servers takes: hashed onto one (ECMP), then the
+ * first from there on that serves both its ends. */
+static int plane_of(const topo_t *t, int src, int dst) {
+  int n = t->planes, choice = ecmp_choice(src, dst, n, ECMP_SEED_PLANE);
+  for (int k = 0; k < n; k++)
+    if (plane_serves(t, (choice + k) % n, src, dst))
+      return (choice + k) % n;
+  return choice;
+}
+
+static int route_scale_out(const topo_t *t, int src, int dst, topo_hop_t *hops) {
+  int n = 0, plane = plane_of(t, src, dst);
+  int la = topo_leaf_of(t, src), lb = topo_leaf_of(t, dst);
+  hops[n++] = (topo_hop_t){nic_of(t, plane, src), 0};
+  if (la != lb) {
+    int spines = t->spine_paths, up = uplinks_of(t, plane);
+    int s = live_choice(t, up, spines, la, lb, ecmp_choice(src, dst, spines, ECMP_SEED_SPINE));
+    int pa = topo_pod_of(t, src), pb = topo_pod_of(t, dst);
+    hops[n++] = (topo_hop_t){up + la * spines + s, 0};
+    if (pa != pb) {
+      int cores = t->core_paths, first = cores_of(t, plane);
+      int c = live_choice(t, first, cores, pa, pb, ecmp_choice(src, dst, cores, ECMP_SEED_CORE));
+      hops[n++] = (topo_hop_t){first + pa * cores + c, 0};
+      hops[n++] = (topo_hop_t){first + pb * cores + c, 1};
+    }
+    hops[n++] = (topo_hop_t){up + lb * spines + s, 1};
+  }
+  hops[n++] = (topo_hop_t){nic_of(t, plane, dst), 1};
   return n;
 }
 
@@ -634,8 +772,8 @@ long topo_switch_ports(const topo_t *t) {
     return 0;
   const scale_out_cfg_t *so = &t->cluster.scale_out;
   return (long)t->nodes * t->node.npus * so->nics_per_npu +
-         (t->leaves > 1 ? 2L * t->leaves * so->spines : 0) +
-         (t->pods > 1 ? 2L * t->pods * so->cores : 0);
+         (t->leaves > 1 ? 2L * t->planes * t->leaves * so->spines : 0) +
+         (t->pods > 1 ? 2L * t->planes * t->pods * so->cores : 0);
 }
 
 double topo_link_bw(const topo_t *t, int link) { return link_effective_bw(&t->links[link].cfg); }
@@ -710,6 +848,15 @@ bool topo_changes_within(const topo_t *t, double from_s, double to_s) {
 
 void topo_link_name(const topo_t *t, int link, char *buf, size_t len) {
   const topo_link_t *l = &t->links[link];
+  bool planed = t->planes > 1 && (l->kind == TOPO_LINK_NIC || l->kind == TOPO_LINK_UPLINK ||
+                                  l->kind == TOPO_LINK_CORE);
+  if (planed && len > 0) { /* "p1." before the plane's link */
+    int n = snprintf(buf, len, "p%d.", l->plane);
+    if (n < 0 || (size_t)n >= len)
+      return;
+    buf += n;
+    len -= (size_t)n;
+  }
   switch (l->kind) {
   case TOPO_LINK_SCALE_UP:
     if (l->b < 0)

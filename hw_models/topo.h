@@ -7,7 +7,8 @@
  *             (links_per_npu merged); ring: one link per neighbour pair;
  *   die       one link between the dies of a package (SIO);
  *   supernode one port per NPU into the supernode fabric (UB), non-blocking;
- *   nic       one per NPU (nics_per_npu merged) to its leaf;
+ *   nic       one per NPU and plane (its share of nics_per_npu merged) to its
+ *             leaf of that plane;
  *   uplink    one per leaf and spine, with capacity = ports under the leaf x
  *             NIC rate / oversubscription / spines (one spine: all merged);
  *   core      with pods (cluster.scale_out.npus_per_pod), one per pod and core
@@ -24,7 +25,11 @@
  * one core, as ECMP does, so flows can collide on a spine while another
  * idles; one spine (the default) merges them, perfect balance, and so does
  * spraying each flow's packets over all of them (cluster.scale_out.ecmp
- * packet: one uplink per leaf, one core link per pod). Servers fill
+ * packet: one uplink per leaf, one core link per pod). With planes
+ * (cluster.scale_out.planes) each plane is a copy of the leaves, spines and
+ * cores, and a flow between servers is hashed onto one plane on which both its
+ * ends have a live NIC port (and their leaves reach each other), then onto a
+ * spine of it. Servers fill
  * leaves and pods in order: a job's rank order decides which of its groups
  * cross the core.
  *
@@ -64,6 +69,7 @@ typedef struct {
   int a, b;            /* local NPU indices of the ends (pair links), else a = NPU */
   link_cfg_t cfg;      /* merged line rate, latency, efficiency, overhead */
   bool failed;         /* dead (cluster.faults): routes avoid it */
+  int plane;           /* its scale-out plane (nic, uplink, core); 0 otherwise */
 } topo_link_t;
 
 /* One hop: a link and the direction it is crossed in (0: a -> b, 1: b -> a). */
@@ -97,6 +103,8 @@ struct topo {
   int spine_paths;        /* uplinks per leaf: the spines, or 1 (one spine, or
                            * packets sprayed over all: cluster.scale_out.ecmp) */
   int core_paths;         /* the same for a pod's links to the cores */
+  int planes;             /* scale-out planes as built (1 with packets sprayed): the
+                           * NIC, uplink and core blocks hold one copy per plane */
   int nlinks;
   topo_link_t *links;
   /* first link id of each block, to find a link by rule */

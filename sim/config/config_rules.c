@@ -112,6 +112,10 @@ static int check_fabric(const config_doc_t *doc, const system_cfg_t *s, npu_err_
                 err, "1 without pods (cluster.scale_out.npus_per_pod 0: no core tier), found %g",
                 cores ? (double)out->cores : out->pod_oversubscription);
   }
+  if (out->nics_per_npu % out->planes)
+    return fail(doc, "cluster.scale_out.planes", err,
+                "a divisor of cluster.scale_out.nics_per_npu = %d (each plane takes as many "
+                "NIC ports of every NPU), found %d", out->nics_per_npu, out->planes);
   if (s->cluster.has_supernode && s->cluster.supernode.npus % s->node.npus)
     return fail(doc, "cluster.supernode.npus", err,
                 "a multiple of node.npus = %d (whole servers in a supernode), found %d",

@@ -446,6 +446,12 @@ static const cfg_key_t system_keys[] = {
          "flow's packets sprayed over all of them, as adaptive routing and packet spraying do "
          "with the NIC reordering: they act as one path of their summed capacity, perfect "
          "balance; a fault names that path, leafN.up or podN.core0)."),
+    INT("cluster.scale_out.planes", SYS(cluster.scale_out.planes), 1, 8, "1",
+        "Independent scale-out planes (dual-plane: 2, as Alibaba HPN and multi-plane "
+        "fat trees build): each plane is a copy of the leaves, spines and cores; each NPU's "
+        "nics_per_npu ports are split evenly over them, and a flow between servers is "
+        "hashed onto one plane (ECMP; ecmp packet sprays over all, one merged plane), on "
+        "which both its ends have a live port. Links are named p1.s0.nic3, p1.leaf4.spine0."),
     INT("cluster.scale_out.npus_per_pod", SYS(cluster.scale_out.npus_per_pod), 0, 1e8, "0",
         "NPUs (NIC ports) in one pod: its leaves and spines (aggregation switches) under a core "
         "tier, a third tier of switches between pods (Llama 3's 24K-GPU clusters: pods of 3,072 "

@@ -95,6 +95,28 @@ for trace in dp256 ep1024; do
   check "$trace one spine at 2:1: rank-paced $r ms within 0.5% of phase-paced $a ms" \
     awk -v a="$a" -v r="$r" 'BEGIN { d = (r - a) / a; exit !(d <= 0.005 && d >= -0.005) }'
 done
+# Two planes (cluster.scale_out.planes 2, 2 NIC ports per NPU, 4 spines per
+# plane): each flow hashed onto one plane and one port of it, then onto a spine;
+# both fidelities within 3%, and slower than the two ports merged (a flow has
+# one port, as one queue pair does), or sprayed (ecmp packet: every port and
+# spine in use, the merged figure to the last digit).
+planes=(--set cluster.scale_out.nics_per_npu=2 --set cluster.scale_out.planes=2)
+for trace in dp256 pw256; do
+  merged=$(step_ms "$trace" spine_leaf 1 analytic 4 --set cluster.scale_out.nics_per_npu=2 \
+    --set cluster.scale_out.ecmp=packet)
+  sprayed=$(step_ms "$trace" spine_leaf 1 analytic 4 "${planes[@]}" \
+    --set cluster.scale_out.ecmp=packet)
+  a=$(step_ms "$trace" spine_leaf 1 analytic 4 "${planes[@]}")
+  f=$(step_ms "$trace" spine_leaf 1 flow 4 "${planes[@]}")
+  err=$(awk -v a="$a" -v f="$f" 'BEGIN { printf "%+.2f", (a - f) / f * 100 }')
+  printf '%-8s %-15s %5s %12s %12s %12s %8s\n' "$trace" "2 planes" 1 "$a" "$f" "$merged" "$err"
+  check "$trace 2 planes: analytic $a ms within 3% of flow $f ms" \
+    awk -v a="$a" -v f="$f" 'BEGIN { d = (a - f) / f; exit !(f > 0 && d <= 0.03 && d >= -0.03) }'
+  check "$trace 2 planes: a port per flow is slower than both merged ($a vs $merged ms)" \
+    awk -v a="$a" -v b="$merged" 'BEGIN { exit !(a > 1.1 * b) }'
+  check "$trace 2 planes sprayed = the ports and spines merged ($sprayed vs $merged ms)" \
+    test "$sprayed" = "$merged"
+done
 # A core tier (cluster.scale_out.npus_per_pod): pods of 256 NPUs (8 leaves of
 # 4 servers) under one merged core, at 1:1 and
 # Llama 3's 1:7 between pods. The DP groups (128 ranks at stride 8) span all four

@@ -104,4 +104,38 @@ expect_line "sprayed spines are one path, named leafN.up" \
   "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 64 \
   --set cluster.scale_out.spines=2 --set cluster.scale_out.ecmp=packet \
   --set cluster.faults.links=leaf0.spine0:0
+# Planes (cluster.scale_out.planes): two 910B servers, one NPU each, 2 NIC ports
+# per NPU. Merged (one plane) a 256 MiB sendrecv has both ports; on two planes a
+# flow takes one port of one plane, as a queue pair does: its bandwidth term
+# (time(256M) - time(128M)) doubles. A dead port on plane 0 moves its flows to
+# plane 1, where each direction again has one port: the same time. Ports dead
+# on different planes at the two ends leave no plane between them: refused in
+# one line, as is a plane count that does not divide the ports.
+plane_us() { # plane_us FIDELITY PLANES SIZE [SET...]: the sendrecv's time in us
+  local fid=$1 planes=$2 size=$3
+  shift 3
+  "$npusim" coll --system configs/systems/ascend-910b.json --op sendrecv --ranks 2 \
+    --ranks-per-node 1 --sizes "$size:$size" --fidelity "$fid" \
+    --set cluster.scale_out.nics_per_npu=2 --set cluster.scale_out.planes="$planes" "$@" |
+    awk '!/^#/ && NF { print $4 }'
+}
+for fid in analytic flow; do
+  one=$(python3 -c "print($(plane_us $fid 1 256M) - $(plane_us $fid 1 128M))")
+  two=$(python3 -c "print($(plane_us $fid 2 256M) - $(plane_us $fid 2 128M))")
+  check "$fid: a flow on one of two planes has one port: twice the bandwidth time ($one -> $two us)" \
+    near "$two" "$(python3 -c "print(2 * $one)")" 0.001
+  healthy=$(plane_us $fid 2 256M)
+  dead=$(plane_us $fid 2 256M --set cluster.faults.links=p0.s0.nic0:0)
+  check "$fid: a dead port on plane 0 moves its flows to plane 1, the same time ($healthy vs $dead us)" \
+    near "$dead" "$healthy" 1e-6
+done
+expect_line "ports dead on different planes at the two ends" \
+  'configs/systems/ascend-910b.json: cluster.faults.links: expected every two ranks of different servers to keep a plane where both have a live NIC port and their leaves reach each other, found none for ranks 0 and 1' \
+  "$npusim" coll --system configs/systems/ascend-910b.json --op sendrecv --ranks 2 \
+  --ranks-per-node 1 --set cluster.scale_out.nics_per_npu=2 --set cluster.scale_out.planes=2 \
+  --set cluster.faults.links=p0.s0.nic0:0,p1.s1.nic0:0
+expect_line "planes that do not divide the ports" \
+  '--set: cluster.scale_out.planes: expected a divisor of cluster.scale_out.nics_per_npu = 2 (each plane takes as many NIC ports of every NPU), found 3' \
+  "$npusim" coll --system configs/systems/ascend-910b.json --op sendrecv --ranks 2 \
+  --ranks-per-node 1 --set cluster.scale_out.nics_per_npu=2 --set cluster.scale_out.planes=3
 finish faults_e2e

@@ -435,6 +435,55 @@ static void test_ecmp_mixes_and_sprays(void) {
   topo_free(&t4);
 }
 
+/* Two planes (cluster.scale_out.planes 2, 2 NIC ports per NPU) on 32 servers
+ * of 910B: every NIC, uplink and core link twice, each of one port's
+ * bandwidth, named p0./p1.; a flow between servers stays in one plane (its
+ * NIC ports and uplinks all of it), the planes both used; a dead port moves
+ * its NPU's flows, both ways, to the other plane. */
+static void test_planes_are_copies_of_the_fabric(void) {
+  const char *one_sets[] = {"cluster.scale_out.nics_per_npu=2", NULL};
+  const char *two_sets[] = {"cluster.scale_out.nics_per_npu=2", "cluster.scale_out.planes=2",
+                            NULL};
+  const char *dead_sets[] = {"cluster.scale_out.nics_per_npu=2", "cluster.scale_out.planes=2",
+                             "cluster.faults.links=p0.s0.nic0:0", NULL};
+  system_cfg_t one = load_system("ascend-910b.json", one_sets),
+               two = load_system("ascend-910b.json", two_sets),
+               dead = load_system("ascend-910b.json", dead_sets);
+  topo_t t1, t2, td;
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&one.node, &one.cluster, 1, 256, 8, &t1, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&two.node, &two.cluster, 1, 256, 8, &t2, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(topo_build(&dead.node, &dead.cluster, 1, 256, 8, &td, &err), 0);
+  int nic_and_up = t1.nlinks - t1.first_nic;
+  CU_ASSERT_EQUAL(t2.nlinks - t2.first_nic, 2 * nic_and_up);
+  CU_ASSERT_DOUBLE_EQUAL(2 * topo_link_bw(&t2, t2.first_nic), topo_link_bw(&t1, t1.first_nic),
+                         1e-9 * topo_link_bw(&t1, t1.first_nic));
+  CU_ASSERT(topo_ecmp_hashed(&t2) && !topo_ecmp_hashed(&t1));
+  char name[64];
+  topo_link_name(&t2, t2.first_nic + 256, name, sizeof name);
+  CU_ASSERT_STRING_EQUAL(name, "p1.s0.nic0");
+  topo_link_name(&t2, t2.first_uplink, name, sizeof name);
+  CU_ASSERT_STRING_EQUAL(name, "p0.leaf0.up");
+  bool used[2] = {false, false};
+  for (int src = 0; src < 32; src++) {
+    topo_hop_t h[TOPO_MAX_HOPS];
+    int n = topo_route(&t2, src, 128 + src, h);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    int p = t2.links[h[0].link].plane;
+    used[p] = true;
+    for (int k = 0; k < n; k++)
+      CU_ASSERT_EQUAL(t2.links[h[k].link].plane, p);
+    n = topo_route(&td, 0, 128 + src, h); /* NPU 0's port on plane 0 is dead */
+    CU_ASSERT_EQUAL(td.links[h[0].link].plane, 1);
+    n = topo_route(&td, 128 + src, 0, h);
+    CU_ASSERT_EQUAL(td.links[h[n - 1].link].plane, 1);
+  }
+  CU_ASSERT(used[0] && used[1]);
+  topo_free(&t1);
+  topo_free(&t2);
+  topo_free(&td);
+}
+
 /* A core tier over pods (cluster.scale_out.npus_per_pod): 32 servers of 910B
  * (4 per leaf) in pods of 128 NPUs under 2 cores at 1:7. Each pod has one link
  * per core, of the pod's ports x NIC / 7 / 2; a flow inside a pod never
@@ -782,6 +831,7 @@ CU_TestInfo coll_tests[] = {
     {"routes stay on the physical path", test_routes_stay_on_the_physical_path},
     {"ECMP hashes each flow onto one spine", test_ecmp_hashes_each_flow_onto_one_spine},
     {"ECMP mixes both ends, or sprays packets", test_ecmp_mixes_and_sprays},
+    {"planes are copies of the fabric", test_planes_are_copies_of_the_fabric},
     {"pods under a core tier", test_pods_under_a_core_tier},
     {"NCCL's rings run flat over all ranks", test_nccl_rings_run_flat_over_all_ranks},
     {"every algorithm of the table parses with --algo",
