@@ -319,24 +319,60 @@ static int check_floor(const topo_t *t, npu_err_t *err) {
   return 0;
 }
 
-/* Applies the faults; a fault naming no link, or a dead link without a
- * detour, or a link dying during the run, or faults that together leave a
- * link less than FAULTS_MIN_FACTOR, are refused in err. */
+/* Whether switches a and b (leaves or pods), each with n links up from
+ * first + k * n, keep a live one in common. */
+static bool common_live(const topo_t *t, int first, int n, int a, int b) {
+  for (int s = 0; s < n; s++)
+    if (!t->links[first + a * n + s].failed && !t->links[first + b * n + s].failed)
+      return true;
+  return false;
+}
+
 /* Whether two of `count` switches (leaves or pods), each with n links up
  * from first + k * n (to the spines or cores), keep no live one in common;
  * *a and *b are the first such pair. */
 static bool split_pair(const topo_t *t, int first, int n, int count, int *a, int *b) {
   for (*a = 0; *a < count; (*a)++)
-    for (*b = *a + 1; *b < count; (*b)++) {
-      bool joined = false;
-      for (int s = 0; s < n && !joined; s++)
-        joined = !t->links[first + *a * n + s].failed && !t->links[first + *b * n + s].failed;
-      if (!joined)
+    for (*b = *a + 1; *b < count; (*b)++)
+      if (!common_live(t, first, n, *a, *b))
         return true;
-    }
   return false;
 }
 
+/* Whether the dead links leave two ranks of different servers no path
+ * through the switches: leaves without a spine in common, pods without a
+ * core, or (with planes) two ranks without a plane that serves both. */
+static bool cuts_fabric(const topo_t *t, npu_err_t *err) {
+  const char *after = t->died_s > 0 ? " after links die" : "";
+  int a, b;
+  if (t->planes > 1) {
+    if (planes_split(t, &a, &b))
+      return npu_err_set(err, "cluster.faults.links: expected every two ranks of different "
+                         "servers to keep a plane where both have a live NIC port and their "
+                         "leaves reach each other%s, found none for ranks %d and %d", after, a,
+                         b), true;
+    return false;
+  }
+  if (split_pair(t, t->first_uplink, t->spine_paths, t->leaves, &a, &b)) { /* a common spine */
+    if (t->died_s > 0)
+      return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
+                      "spine both reach after links die at %g s, found none for leaves %d and "
+                      "%d, which cuts the ranks under one off from the other's from %g s",
+                      t->died_s, a, b, t->died_s), true;
+    return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
+                    "spine both reach, found none for leaves %d and %d, which cuts the ranks "
+                    "under one off from the other's", a, b), true;
+  }
+  if (split_pair(t, t->first_core, t->core_paths, t->pods, &a, &b)) /* a common core */
+    return npu_err_set(err, "cluster.faults.links: expected two pods to keep a core both "
+                    "reach%s, found none for pods %d and %d, which cuts the ranks of one off "
+                    "from the other's", after, a, b), true;
+  return false;
+}
+
+/* Applies the faults; a fault naming no link, or a dead link without a
+ * detour, or a link dying during the run, or faults that together leave a
+ * link less than FAULTS_MIN_FACTOR, are refused in err. */
 static int apply_faults(topo_t *t, npu_err_t *err) {
   const link_faults_t *f = &t->cluster.faults;
   if (check_floor(t, err))
@@ -377,28 +413,8 @@ static int apply_faults(topo_t *t, npu_err_t *err) {
                       "supernode, nic, uplink, core) or a link of this job (e.g. s0.nic0), found "
                       "\"%s\"", f->v[i].link), -1;
   }
-  int spines = t->spine_paths, cores = t->core_paths, a, b;
-  if (t->planes > 1 && planes_split(t, &a, &b))
-    return npu_err_set(err, "cluster.faults.links: expected every two ranks of different "
-                    "servers to keep a plane where both have a live NIC port and their leaves "
-                    "reach each other%s, found none for ranks %d and %d", t->died_s > 0 ?
-                    " after links die" : "", a, b), -1;
-  if (t->planes > 1) {
-    /* checked above, plane by plane */
-  } else if (split_pair(t, t->first_uplink, spines, t->leaves, &a, &b)) { /* a common spine */
-    if (t->died_s > 0)
-      return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
-                      "spine both reach after links die at %g s, found none for leaves %d and "
-                      "%d, which cuts the ranks under one off from the other's from %g s",
-                      t->died_s, a, b, t->died_s), -1;
-    return npu_err_set(err, "cluster.faults.links: expected two leaves to keep a "
-                    "spine both reach, found none for leaves %d and %d, which cuts the ranks "
-                    "under one off from the other's", a, b), -1;
-  }
-  if (t->planes == 1 && split_pair(t, t->first_core, cores, t->pods, &a, &b)) /* a common core */
-    return npu_err_set(err, "cluster.faults.links: expected two pods to keep a core both "
-                    "reach%s, found none for pods %d and %d, which cuts the ranks of one off "
-                    "from the other's", t->died_s > 0 ? " after links die" : "", a, b), -1;
+  if (cuts_fabric(t, err))
+    return -1;
   if (add_changes(t))
     return npu_err_set(err, "cluster.faults.links: out of memory for %d links' faults",
                     t->nlinks), -1;
@@ -523,15 +539,6 @@ static int live_choice(const topo_t *t, int first, int n, int a, int b, int choi
     if (!t->links[first + a * n + choice].failed && !t->links[first + b * n + choice].failed)
       break;
   return choice;
-}
-
-/* Whether switches a and b (leaves or pods), each with n links up from
- * first + k * n, keep a live one in common. */
-static bool common_live(const topo_t *t, int first, int n, int a, int b) {
-  for (int s = 0; s < n; s++)
-    if (!t->links[first + a * n + s].failed && !t->links[first + b * n + s].failed)
-      return true;
-  return false;
 }
 
 /* Whether leaves la and lb (in pods pa and pb) reach each other in plane p:
