@@ -1113,13 +1113,16 @@ static bool no_link_full(replay_contend_t *c) {
 }
 
 /* ---- progressive filling, level by level ----
- * share()'s levels come from a heap of the link directions' levels (what is
- * left of each over its open demand), not a scan of every direction and job
- * at each level: under ECMP collisions there are as many levels as colliding
- * spines, and rank-paced collectives put thousands of transfers in flight.
- * The arithmetic is the scan's, in its order (a direction's level computed
- * from the same sums, the jobs frozen at a level in the open list's order),
- * so the rates are the same, bit for bit. */
+ * Each level is found by a scan of every direction and job (fill_scan): few
+ * levels, the usual case, cost least so. Past FILL_SCAN_LEVELS, the levels
+ * come from a heap of the directions' levels (what is left of each over its
+ * open demand, fill_levels): under ECMP collisions there are as many levels as
+ * colliding spines, and rank-paced collectives put thousands of transfers in
+ * flight. The heap's arithmetic is the scan's, in its order (a direction's
+ * level computed from the same sums, the jobs frozen at a level in the open
+ * list's order), so the rates are the same, bit for bit. */
+
+#define FILL_SCAN_LEVELS 4
 
 static bool fill_less(const fill_entry_t *a, const fill_entry_t *b) {
   return a->level != b->level ? a->level < b->level : a->q < b->q;
@@ -1182,9 +1185,10 @@ static bool fill_top(replay_contend_t *c, fill_entry_t *top) {
   return false;
 }
 
-/* The levels of share(): the open jobs (c->open, nopen) and the directions
- * they load (c->touched, ntouched, with users and demand summed). */
-static void fill_levels(replay_contend_t *c, int nopen, int ntouched) {
+/* The levels of share() from `level` on, by the heap: the open jobs
+ * (c->open, nopen) and the directions they load (c->touched, ntouched, with
+ * users, demand and used as the levels so far left them). */
+static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double level) {
   /* per direction, its open jobs (indices into open), in the open list's order */
   size_t nloads = 0;
   for (int q = 0; q < ntouched; q++) {
@@ -1221,7 +1225,6 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched) {
   }
   for (int i = c->nfill / 2 - 1; i >= 0; i--) /* heapify */
     fill_down(c, i);
-  double level = 0;
   int left = nopen;
   fill_entry_t top;
   while (left > 0 && fill_top(c, &top) && top.level < 1) {
@@ -1269,6 +1272,55 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched) {
   }
 }
 
+/* Up to `levels` levels of share() by the scan, from *level on; false when
+ * open jobs are left for more (*nopen of them, first in c->open). */
+static bool fill_scan(replay_contend_t *c, int *nopen, int ntouched, double *level, int levels) {
+  for (int k = 0; k < levels; k++) {
+    if (*nopen == 0)
+      return true;
+    double next = 1;
+    for (int q = 0; q < ntouched; q++) {
+      double l;
+      if (slot_level(c, c->touched[q], &l))
+        next = l < next ? l : next;
+    }
+    if (next >= 1)
+      return true;
+    *level = next > *level ? next : *level;
+    for (int q = 0; q < ntouched; q++) {
+      int s = c->touched[q];
+      double l;
+      c->full[s] = slot_level(c, s, &l) && l <= *level * (1 + 1e-9);
+    }
+    int kept = 0;
+    for (int o = 0; o < *nopen; o++) {
+      job_t *j = &c->jobs[c->open[o]];
+      const coll_phase_cost_t *link = job_link(j);
+      bool full = false;
+      for (int l = 0; l < link->nloads && !full; l++)
+        full = c->full[link->slots[l]];
+      if (!full) {
+        c->open[kept++] = c->open[o];
+        continue;
+      }
+      j->rate = *level;
+      j->slowed = true;
+      for (int l = 0; l < link->nloads; l++) {
+        int s = link->slots[l];
+        double d = link->bytes[l] / link->link_s;
+        c->used[s] += *level * d;
+        c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
+      }
+    }
+    for (int q = 0; q < ntouched; q++)
+      c->full[c->touched[q]] = 0;
+    if (kept == *nopen) /* nothing froze: no link is full any more */
+      return true;
+    *nopen = kept;
+  }
+  return *nopen == 0;
+}
+
 /* Max-min fair rates (fractions of alone speed, at most 1) of the active jobs
  * in a link part: every rate rises together until a link direction is full;
  * the jobs crossing it keep that rate, the others rise on. */
@@ -1309,7 +1361,9 @@ static void share(replay_contend_t *c) {
       c->demand[s] += link->bytes[l] / link->link_s;
     }
   }
-  fill_levels(c, nopen, ntouched);
+  double level = 0;
+  if (!fill_scan(c, &nopen, ntouched, &level, FILL_SCAN_LEVELS))
+    fill_levels(c, nopen, ntouched, level);
   for (int q = 0; q < ntouched; q++) {
     int s = c->touched[q];
     c->demand[s] = c->used[s] = 0;
