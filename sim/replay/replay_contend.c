@@ -101,8 +101,8 @@ struct replay_contend {
   int *fill_at, *fill_off, *fill_fill, *fill_jobs;
   size_t capfill_jobs;
   char *fill_frozen;
-  char *in_open;         /* per job id: scratch of open_jobs(), left all 0 */
   int *fill_list, *fill_changed;
+  char *in_open;         /* per job id: scratch of open_jobs(), left all 0 */
   int *heap, nheap;      /* not yet started, by start time */
   int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
   double now;
@@ -1190,7 +1190,6 @@ static bool fill_top(replay_contend_t *c, fill_entry_t *top) {
  * users, demand and used as the levels so far left them). */
 static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double level) {
   /* per direction, its open jobs (indices into open), in the open list's order */
-  size_t nloads = 0;
   for (int q = 0; q < ntouched; q++) {
     c->fill_at[c->touched[q]] = q;
     c->fill_off[q + 1] = c->users[c->touched[q]];
@@ -1198,7 +1197,7 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double lev
   c->fill_off[0] = 0;
   for (int q = 0; q < ntouched; q++)
     c->fill_off[q + 1] += c->fill_off[q];
-  nloads = (size_t)c->fill_off[ntouched];
+  size_t nloads = (size_t)c->fill_off[ntouched];
   if (nloads > c->capfill_jobs) {
     c->capfill_jobs = 2 * nloads;
     c->fill_jobs = realloc(c->fill_jobs, c->capfill_jobs * sizeof *c->fill_jobs);
