@@ -1274,19 +1274,20 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double lev
 /* Up to `levels` levels of share() by the scan, from *level on; false when
  * open jobs are left for more (*nopen of them, first in c->open). */
 static bool fill_scan(replay_contend_t *c, int *nopen, int ntouched, double *level, int levels) {
-  for (int k = 0; k < levels; k++) {
-    if (*nopen == 0)
-      return true;
+  bool done = *nopen == 0;
+  for (int k = 0; k < levels && !done; k++) {
     double next = 1;
     for (int q = 0; q < ntouched; q++) {
       double l;
       if (slot_level(c, c->touched[q], &l))
         next = l < next ? l : next;
     }
-    if (next >= 1)
-      return true;
+    if (next >= 1) {
+      done = true;
+      break;
+    }
     *level = next > *level ? next : *level;
-    for (int q = 0; q < ntouched; q++) {
+    for (int q = 0; q < ntouched; q++) { /* every direction's, each level */
       int s = c->touched[q];
       double l;
       c->full[s] = slot_level(c, s, &l) && l <= *level * (1 + 1e-9);
@@ -1311,13 +1312,12 @@ static bool fill_scan(replay_contend_t *c, int *nopen, int ntouched, double *lev
         c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
       }
     }
-    for (int q = 0; q < ntouched; q++)
-      c->full[c->touched[q]] = 0;
-    if (kept == *nopen) /* nothing froze: no link is full any more */
-      return true;
+    done = kept == *nopen || kept == 0; /* nothing froze (no link is full any more), or all */
     *nopen = kept;
   }
-  return *nopen == 0;
+  for (int q = 0; q < ntouched; q++) /* fill_levels() marks changes in it */
+    c->full[c->touched[q]] = 0;
+  return done;
 }
 
 /* Max-min fair rates (fractions of alone speed, at most 1) of the active jobs
@@ -1329,7 +1329,13 @@ static bool fill_scan(replay_contend_t *c, int *nopen, int ntouched, double *lev
  * load on it at rate 1 with RISK_MARGIN to spare, and keeps it as jobs freeze
  * below 1, so it never fills. */
 static int open_jobs(replay_contend_t *c) {
-  for (int k = 0; k < c->nrisky; k++) {
+  long entries = 0;
+  for (int k = 0; k < c->nrisky; k++)
+    entries += c->loads[c->risky[k]].n;
+  /* a collective's job loads hundreds of directions: marking its loads on the
+   * risky ones can cost more than taking every job, which is as right */
+  bool all = entries > c->nactive;
+  for (int k = 0; k < c->nrisky && !all; k++) {
     const slot_loads_t *sl = &c->loads[c->risky[k]];
     for (int e = 0; e < sl->n; e++)
       c->in_open[sl->e[e].job] = 1;
@@ -1337,7 +1343,7 @@ static int open_jobs(replay_contend_t *c) {
   int n = 0;
   for (int a = 0; a < c->nactive; a++) {
     int id = c->active[a];
-    if (c->in_open[id] && job_link(&c->jobs[id])) /* not between link parts */
+    if ((all || c->in_open[id]) && job_link(&c->jobs[id])) /* not between link parts */
       c->open[n++] = id;
     c->in_open[id] = 0;
   }
