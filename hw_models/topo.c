@@ -778,9 +778,10 @@ long topo_switch_ports(const topo_t *t) {
   if (t->nodes < 2)
     return 0;
   const scale_out_cfg_t *so = &t->cluster.scale_out;
+  long planes = so->planes > 1 ? so->planes : 1; /* built, even where sprayed as one */
   return (long)t->nodes * t->node.npus * so->nics_per_npu +
-         (t->leaves > 1 ? 2L * t->planes * t->leaves * so->spines : 0) +
-         (t->pods > 1 ? 2L * t->planes * t->pods * so->cores : 0);
+         (t->leaves > 1 ? 2L * planes * t->leaves * so->spines : 0) +
+         (t->pods > 1 ? 2L * planes * t->pods * so->cores : 0);
 }
 
 double topo_link_bw(const topo_t *t, int link) { return link_effective_bw(&t->links[link].cfg); }

@@ -197,8 +197,8 @@ double topo_path_beta_s(const topo_t *t, const topo_hop_t *hops, int nhops, doub
 double topo_path_time_s(const topo_t *t, int src, int dst, double bytes);
 
 /* Switch ports the job holds in the scale-out network: a leaf port per NIC of
- * its servers and both ends of every leaf-spine and pod-core link (0 for one
- * server). */
+ * its servers and both ends of every leaf-spine and pod-core link of every
+ * plane, sprayed or not (0 for one server). */
 long topo_switch_ports(const topo_t *t);
 
 /* Effective bandwidth of a link (line rate x efficiency), bytes/s, at the
