@@ -628,6 +628,8 @@ static bool planes_split(const topo_t *t, int *a, int *b) {
 /* The plane a flow between servers takes: hashed onto one (ECMP), then the
  * first from there on that serves both its ends. */
 static int plane_of(const topo_t *t, int src, int dst) {
+  if (t->planes <= 1) /* one plane: nothing to choose (every route passes here) */
+    return 0;
   int n = t->planes, choice = ecmp_choice(src, dst, n, ECMP_SEED_PLANE);
   for (int k = 0; k < n; k++)
     if (plane_serves(t, (choice + k) % n, src, dst))

@@ -33,6 +33,22 @@ static void run_analytic(const coll_run_opts_t *opts, const coll_cfg_t *cfg,
   const topo_t *topo = &r->topo;
   int last = r->nrows - 1;
   double clock_s = 0; /* sizes run one after another, as in the flow fidelity */
+  if (opts->time_rank_paced && coll_rank_paced(cfg->analytic_progress, topo)) {
+    const coll_sched_t **scheds = malloc(((size_t)r->nrows + 1) * sizeof *scheds);
+    double *times = malloc(((size_t)r->nrows + 1) * sizeof *times);
+    for (int i = 0; i < r->nrows; i++)
+      scheds[i] = &plans[i].sched;
+    opts->time_rank_paced(topo, cfg, scheds, r->nrows, times);
+    for (int i = 0; i < r->nrows; i++) {
+      r->rows[i].time_s = times[i];
+      clock_s += i < last ? times[i] : 0;
+    }
+    free(scheds);
+    free(times);
+    if (opts->links) /* the largest size's links, as its phases load them */
+      coll_analytic_time(topo_at(topo, clock_s), cfg, &plans[last].sched, &r->stats);
+    return;
+  }
   for (int i = 0; i < r->nrows; i++) {
     /* the links it crosses: round the links dead by its start */
     r->rows[i].time_s = coll_analytic_time(topo_at(topo, clock_s), cfg, &plans[i].sched,
@@ -41,17 +57,6 @@ static void run_analytic(const coll_run_opts_t *opts, const coll_cfg_t *cfg,
       r->rows[i].time_s = coll_analytic_time_from(topo, cfg, &plans[i].sched, clock_s);
     clock_s += r->rows[i].time_s;
   }
-  if (!opts->time_rank_paced || !coll_rank_paced(cfg->analytic_progress, topo))
-    return;
-  const coll_sched_t **scheds = malloc(((size_t)r->nrows + 1) * sizeof *scheds);
-  double *times = malloc(((size_t)r->nrows + 1) * sizeof *times);
-  for (int i = 0; i < r->nrows; i++)
-    scheds[i] = &plans[i].sched;
-  opts->time_rank_paced(topo, cfg, scheds, r->nrows, times);
-  for (int i = 0; i < r->nrows; i++)
-    r->rows[i].time_s = times[i];
-  free(scheds);
-  free(times);
 }
 
 /* Times every size in one flow run. */

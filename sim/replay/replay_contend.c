@@ -791,12 +791,13 @@ static void paced_begin(replay_contend_t *c, int run, int e) {
   const pphase_t *q = &pc->ph[pc->step[e] % pc->nphases];
   double wait = 0;
   bool sends = false;
+  int after = topo_now(c, c->now) != c->topo; /* the latencies round dead links */
   for (int k = q->off[e]; k < q->off[e + 1]; k++) {
     const pxfer_t *x = &q->x[q->idx[k]];
     if (x->src != e)
       continue;
     sends = true;
-    double alpha_s = x->alpha_s[topo_now(c, c->now) != c->topo];
+    double alpha_s = x->alpha_s[after];
     wait = alpha_s > wait ? alpha_s : wait;
   }
   if (sends)
@@ -1185,6 +1186,25 @@ static bool fill_top(replay_contend_t *c, fill_entry_t *top) {
   return false;
 }
 
+/* A job frozen at `level`: its rate, and its loads taken off the directions
+ * as used at that rate; with changed, each direction it touched listed once
+ * (c->full marks it listed). */
+static void freeze(replay_contend_t *c, job_t *j, const coll_phase_cost_t *link, double level,
+                   int *changed, int *nchanged) {
+  j->rate = level;
+  j->slowed = true;
+  for (int l = 0; l < link->nloads; l++) {
+    int s = link->slots[l];
+    double d = link->bytes[l] / link->link_s;
+    c->used[s] += level * d;
+    c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
+    if (changed && !c->full[s]) {
+      c->full[s] = 1;
+      changed[(*nchanged)++] = s;
+    }
+  }
+}
+
 /* The levels of share() from `level` on, by the heap: the open jobs
  * (c->open, nopen) and the directions they load (c->touched, ntouched, with
  * users, demand and used as the levels so far left them). */
@@ -1246,19 +1266,7 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double lev
     int nchanged = 0;
     for (int f = 0; f < nfz; f++) {
       job_t *j = &c->jobs[c->open[c->fill_list[f]]];
-      const coll_phase_cost_t *link = job_link(j);
-      j->rate = level;
-      j->slowed = true;
-      for (int l = 0; l < link->nloads; l++) {
-        int s = link->slots[l];
-        double d = link->bytes[l] / link->link_s;
-        c->used[s] += level * d;
-        c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
-        if (!c->full[s]) { /* here: changed at this level */
-          c->full[s] = 1;
-          c->fill_changed[nchanged++] = s;
-        }
-      }
+      freeze(c, j, job_link(j), level, c->fill_changed, &nchanged);
     }
     left -= nfz;
     for (int k = 0; k < nchanged; k++) {
@@ -1303,14 +1311,7 @@ static bool fill_scan(replay_contend_t *c, int *nopen, int ntouched, double *lev
         c->open[kept++] = c->open[o];
         continue;
       }
-      j->rate = *level;
-      j->slowed = true;
-      for (int l = 0; l < link->nloads; l++) {
-        int s = link->slots[l];
-        double d = link->bytes[l] / link->link_s;
-        c->used[s] += *level * d;
-        c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
-      }
+      freeze(c, j, link, *level, NULL, NULL);
     }
     done = kept == *nopen || kept == 0; /* nothing froze (no link is full any more), or all */
     *nopen = kept;

@@ -48,9 +48,11 @@
  * loads of every transfer in flight at each event: each transfer's loads are
  * registered when its link part changes, and only link directions near their
  * capacity are checked, in the arithmetic of the full sharing (the answers are
- * the same, bit for bit).
+ * the same, bit for bit, but where a level falls within 1e-9 of 1: see
+ * slot_risky), and only the jobs on those directions are shared out.
  *
- * collectives.analytic_progress "rank": a collective runs rank-paced instead,
+ * collectives.analytic_progress "rank" (and "auto" where ECMP hashes flows,
+ * coll_rank_paced): a collective runs rank-paced instead,
  * each endpoint walking its phases on its own and each transfer a job of its
  * own, started once both its ends have posted (replay_contend.c).
  *
