@@ -19,15 +19,29 @@ static int by_time(const void *a, const void *b) {
   return x->rate < y->rate ? -1 : x->rate > y->rate;
 }
 
+void intervals_sort(interval_edge_t *e, int n) {
+  int i = 1;
+  while (i < n && by_time(&e[i - 1], &e[i]) <= 0) /* edges often come in order */
+    i++;
+  if (i < n)
+    qsort(e, (size_t)n, sizeof *e, by_time);
+}
+
+void intervals_walk(interval_walk_t *w, const interval_edge_t *e, int n, int *open,
+                    interval_stretch_fn fn, void *ctx) {
+  for (int i = 0; i < n; i++, w->edges++) {
+    if (w->edges > 0)
+      fn(ctx, e[i].t - w->last_t, open, w->rate);
+    open[e[i].cls] += e[i].delta;
+    w->rate += e[i].rate;
+    w->last_t = e[i].t;
+  }
+}
+
 void intervals_sweep(interval_edge_t *e, int n, int nclasses, int *open, interval_stretch_fn fn,
                      void *ctx) {
-  qsort(e, (size_t)n, sizeof *e, by_time);
+  intervals_sort(e, n);
   memset(open, 0, (size_t)nclasses * sizeof *open);
-  double rate = 0;
-  for (int i = 0; i < n; i++) {
-    if (i > 0)
-      fn(ctx, e[i].t - e[i - 1].t, open, rate);
-    open[e[i].cls] += e[i].delta;
-    rate += e[i].rate;
-  }
+  interval_walk_t w = {0, 0, 0};
+  intervals_walk(&w, e, n, open, fn, ctx);
 }

@@ -31,4 +31,21 @@ typedef void (*interval_stretch_fn)(void *ctx, double dt, const int *open, doubl
 void intervals_sweep(interval_edge_t *e, int n, int nclasses, int *open, interval_stretch_fn fn,
                      void *ctx);
 
+/* The same sweep taken in batches, for edges that come as a run goes on:
+ * where it is (open counts are the caller's) after the edges walked so far. */
+typedef struct {
+  double rate;   /* summed rate of the open intervals */
+  double last_t; /* the last edge's time */
+  int edges;     /* edges walked */
+} interval_walk_t;
+
+/* Sorts edges as intervals_sweep does. */
+void intervals_sort(interval_edge_t *e, int n);
+
+/* Walks n sorted edges on from w, every one later than those walked before
+ * (or tied with them in intervals_sort's order): the same calls of fn as one
+ * sweep over all of them. */
+void intervals_walk(interval_walk_t *w, const interval_edge_t *e, int n, int *open,
+                    interval_stretch_fn fn, void *ctx);
+
 #endif

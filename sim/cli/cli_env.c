@@ -16,6 +16,7 @@ static bool env_is(const char *name, const char *value) {
 void cli_env_read(cli_env_t *env) {
   *env = (cli_env_t){.replay = {.no_contention = env_is("NPUSIM_ANALYTIC_CONTENTION", "0"),
                                 .no_collapse = env_is("NPUSIM_FLOW_COLLAPSE", "0"),
+                                .tell_collapse = env_is("NPUSIM_FLOW_COLLAPSE", "tell"),
                                 .force_actors = env_is("NPUSIM_REPLAY_ACTORS", "1"),
                                 .all_ranks = env_is("NPUSIM_FLOW_ALL_RANKS", "1"),
                                 .all_standins = env_is("NPUSIM_CONTEND_STANDINS", "all")},

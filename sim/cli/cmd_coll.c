@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_env.h"
 #include "coll_matrix.h"
 #include "coll_report.h"
 #include "coll_run.h"
@@ -92,6 +93,7 @@ int cmd_coll(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                          .algo = opts->algo,
                          .analytic = opts->fidelity == FIDELITY_ANALYTIC,
                          .links = opts->links,
+                         .plain_rounds = opts->env->replay.no_collapse,
                          .time_rank_paced = replay_contend_scheds};
   coll_result_t result;
   int rc = coll_run(&run, &args.m, &result, err);

@@ -90,6 +90,9 @@ int cmd_replay(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
     rc = replay_run(&cfg.sys, &trace, prefix[0] ? prefix : opts->trace, &ropts, &res, err);
     progress_end(&progress);
     ran = rc == 0;
+    if (ran && opts->env->replay.tell_collapse)
+      fprintf(stderr, "npusim replay: flow: collectives timed in closed form: %d\n",
+              res.closed_collectives);
     if (rc && prefix[0]) /* by .et file, node and field */
       chakra_explain(prefix, &trace, err->msg, err);
   }

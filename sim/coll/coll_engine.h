@@ -79,12 +79,15 @@ void coll_analytic_death_rest(const topo_t *topo, const coll_sched_t *sched, int
 #define COLL_FLOW_TOO_LARGE (-2)
 
 /* Runs the schedules one after another in one SimGrid simulation (SimGrid runs
- * once per process) and writes each one's duration to times_s. Link figures of
+ * once per process) and writes each one's duration to times_s. collapse:
+ * uniform rounds as one and closed forms where they give the same result
+ * (coll_flow_collapse, coll_flow_close); false runs every round in SimGrid. Link figures of
  * schedule stats_index go to stats (may be NULL). Returns 0, or -1 with a
  * reason in err (the platform could not be written), or COLL_FLOW_TOO_LARGE
  * when the run is more than SimGrid holds (FLOW_MAX_*). */
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
-                  int n, double *times_s, int stats_index, linkstats_t *stats, npu_err_t *err);
+                  int n, bool collapse, double *times_s, int stats_index, linkstats_t *stats,
+                  npu_err_t *err);
 
 /* ---- the flow engine's parts, for engines that run collectives among other
  * work (the replay) ---- */
@@ -108,25 +111,59 @@ void coll_flow_free(coll_flow_sched_t *job);
  * p ranks under one switch: 2 instead of 2 (p - 1)). */
 void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo);
 
+/* Times schedules in closed form where SimGrid would add nothing: when all of
+ * them at once load no link direction that two of their (src, dst) pairs
+ * share beyond its bandwidth (nothing else may use their links; no timed
+ * faults, no dying links, no in-network switch), every transfer runs at its
+ * path's slowest link, so its end is when both ends posted it plus its bytes
+ * at that rate. A closed schedule's members then meet as they come, the
+ * first to leave times every member's rounds as run_round would (the same
+ * operations in the same order), and each sleeps until its end: one SimGrid
+ * event per member instead of one per transfer per round. Only schedules
+ * whose every member's end waits for every member's start are closed (no one
+ * could have ended before the last came). Returns how many it closed. */
+int coll_flow_close(coll_flow_sched_t *const *jobs, int n, const topo_t *topo);
+
 /* Whether endpoint me has transfers in the schedule. */
 bool coll_flow_takes_part(const coll_flow_sched_t *job, int me);
 
-/* One transfer as it happened. */
+/* A min-heap of times. */
 typedef struct {
-  int src, dst;
-  double bytes, start_s, end_s;
-} coll_flow_xfer_t;
-
-typedef struct {
-  coll_flow_xfer_t *v;
+  double *v;
   size_t n, cap;
+} coll_flow_times_t;
+
+/* The transfers of a flow run as they end, into link figures that sweep as
+ * the run goes (linkstats_sweep_before), so memory holds what is in flight,
+ * not what ran. Whatever logs a transfer holds the time it may start from
+ * while it is in flight (coll_flow_log_hold, _release): the sweeps never
+ * pass the earliest time held, nor SimGrid's clock. */
+typedef struct {
+  const topo_t *topo;
+  linkstats_t *stats;      /* NULL: nothing logged */
+  coll_flow_times_t held;  /* times held */
+  coll_flow_times_t gone;  /* of those, the ones released (taken out lazily) */
+  long since_sweep;        /* link intervals added since the last sweep */
+  double swept_before_s;   /* the last sweep's time */
 } coll_flow_log_t;
 
+/* A log into stats (initialised, on topo); stats NULL: a log that takes nothing. */
+void coll_flow_log_init(coll_flow_log_t *log, const topo_t *topo, linkstats_t *stats);
+void coll_flow_log_hold(coll_flow_log_t *log, double start_s);
+void coll_flow_log_release(coll_flow_log_t *log, double start_s);
+/* A transfer from start_s (it took the routes of then) to end_s. */
 void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, double start_s,
                        double end_s);
-
-/* Feeds logged transfers to link statistics (and closes them). */
-void coll_flow_log_to_stats(const coll_flow_log_t *log, const topo_t *topo, linkstats_t *stats);
+/* The same on a route known beforehand: route[0..n) holds 2 x slot (2 x link
+ * + direction) + 1 where the slot takes its transfers in order, each one
+ * after the last's end and before any to come (linkstats_add_in_order). */
+void coll_flow_log_add_routed(coll_flow_log_t *log, const int *route, int n, double bytes,
+                              double start_s, double end_s);
+/* Sweeps the link directions slots[0..n) up to t: the caller knows no
+ * transfer logged on them from now on starts before t. */
+void coll_flow_log_sweep_slots(coll_flow_log_t *log, const int *slots, int n, double t);
+/* Closes the stats (every transfer logged) and frees the log's own parts. */
+void coll_flow_log_close(coll_flow_log_t *log);
 
 /* Moves the calling actor onto endpoint me's shadow host (platform.h), whose
  * routes go round the links dead from T; call at or after T. */

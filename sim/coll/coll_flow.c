@@ -19,57 +19,13 @@
  * crawls on the dead link, platform.c) and post it again from their shadow
  * hosts. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "coll_engine.h"
-#include "simgrid_dl.h"
-
-typedef struct {
-  int src, dst;
-  long bytes;        /* on the wire, as SimGrid counts them */
-  double data_bytes; /* what the receiver reduces */
-  double alpha_s;    /* path latency + message overhead */
-  sg_mailbox_t box;
-  double alpha_after_s; /* the same on the route after links die */
-  bool dies;            /* its route crosses a link that dies during the run */
-} fxfer_t;
-
-/* When each end last posted a transfer (links dying during the run only):
- * both had posted it before T when the counts match and both times are. */
-typedef struct {
-  long sent, got;
-  double sent_s, got_s;
-} fstamp_t;
-
-typedef struct {
-  const coll_phase_t *ph;
-  bool uniform;             /* its rounds run as one (coll_flow_collapse, uniform_phase) */
-  fxfer_t *x;
-  fstamp_t *stamp;          /* per transfer; NULL unless links die */
-  int *send_off, *send_idx; /* transfers by sender, CSR over endpoints */
-  int *recv_off, *recv_idx; /* transfers by receiver */
-} fphase_t;
-
-/* Communications left on dead links at T: still running (at 1 byte/s), so
- * held until SimGrid has run (it cancels them as their actors end). */
-typedef struct {
-  sg_comm_t *v;
-  size_t n, cap;
-} left_comms_t;
-
-struct coll_flow_sched {
-  int nphases, loops, endpoints;
-  int ranks;         /* endpoints below are ranks, from it in-network switches */
-  left_comms_t *left; /* NULL unless links die */
-  double step_s;     /* protocol latency per round */
-  bool own_launch;   /* launch_s replaces the config's op_overhead_s (coll.h) */
-  double launch_s;
-  double death_s;    /* when links die (topo_t.death_s); 0: none do */
-  fphase_t *phases;
-};
+#include "coll_flow_sched.h"
 
 /* ---- starting SimGrid ---- */
 
@@ -175,9 +131,12 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
       char name[96];
       snprintf(name, sizeof name, "%s:%d>%d", channel, x->src, x->dst);
       long bytes = lround(x->bytes * wire);
+      double rate = nh > 0 ? topo_link_bw(topo, hops[0].link) : 0;
+      for (int h = 1; h < nh; h++)
+        rate = fmin(rate, topo_link_bw(topo, hops[h].link));
       fp->x[i] = (fxfer_t){x->src, x->dst, bytes > 0 ? bytes : 1, x->bytes,
                            topo_path_alpha_s(topo, hops, nh), sg_mailbox_by_name(name), 0,
-                           topo_path_dies(topo, hops, nh)};
+                           topo_path_dies(topo, hops, nh), rate};
       fp->x[i].alpha_after_s = fp->x[i].alpha_s;
       if (topo->after) {
         nh = topo_route(topo->after, x->src, x->dst, hops);
@@ -205,6 +164,7 @@ void coll_flow_free(coll_flow_sched_t *job) {
     free(fp->recv_idx);
   }
   free(job->phases);
+  coll_flow_closed_free(job->closed);
   for (size_t i = 0; job->left && i < job->left->n; i++)
     sg_comm_unref(job->left->v[i]);
   if (job->left)
@@ -233,26 +193,6 @@ bool coll_flow_takes_part(const coll_flow_sched_t *job, int me) {
 }
 
 /* ---- running it ---- */
-
-void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, double start_s,
-                       double end_s) {
-  if (log->n == log->cap) {
-    log->cap = log->cap ? 2 * log->cap : 1024;
-    log->v = realloc(log->v, log->cap * sizeof *log->v);
-  }
-  log->v[log->n++] = (coll_flow_xfer_t){src, dst, bytes, start_s, end_s};
-}
-
-void coll_flow_log_to_stats(const coll_flow_log_t *log, const topo_t *topo, linkstats_t *stats) {
-  for (size_t i = 0; i < log->n; i++) {
-    const coll_flow_xfer_t *x = &log->v[i];
-    topo_hop_t hops[TOPO_MAX_HOPS];
-    int nh = topo_route(topo_at(topo, x->start_s), x->src, x->dst, hops);
-    for (int h = 0; h < nh; h++)
-      linkstats_add_interval(stats, hops[h].link, hops[h].dir, x->start_s, x->end_s, x->bytes);
-  }
-  linkstats_close(stats);
-}
 
 static double dummy_payload; /* SimGrid refuses NULL payloads; never read or written */
 
@@ -334,6 +274,8 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
   if (wait > 0)
     sg_actor_sleep_for(wait * times);
   double posted = simgrid_get_clock(), received = 0;
+  if (r1 > r0) /* its receives' transfers start from then on */
+    coll_flow_log_hold(log, posted);
   if (T > 0 && posted >= T)
     coll_flow_to_shadow_host(me);
   size_t n = 0;
@@ -373,6 +315,8 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
       from = st->sent_s;
     coll_flow_log_add(log, x->src, x->dst, (double)x->bytes * times, from, simgrid_get_clock());
   }
+  if (r1 > r0)
+    coll_flow_log_release(log, posted);
   free(resent);
   /* a chunked phase (NVLS): its fill and chunk steps, from the time the data
    * took; the ranks wait them out (a switch endpoint posted before the ranks
@@ -387,6 +331,11 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
 
 void coll_flow_run_endpoint(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,
                             coll_flow_log_t *log) {
+  if (job->closed) {
+    if (coll_flow_takes_part(job, me))
+      coll_flow_run_closed(job, cfg, me, log);
+    return;
+  }
   sg_comm_t *comms = malloc((size_t)coll_flow_busiest(job, me) * sizeof *comms);
   for (int loop = 0; loop < job->loops; loop++)
     for (int p = 0; p < job->nphases; p++) {
@@ -447,7 +396,8 @@ static void controller_actor(int argc, char **argv) {
 }
 
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
-                  int n, double *times_s, int stats_index, linkstats_t *stats, npu_err_t *err) {
+                  int n, bool collapse, double *times_s, int stats_index, linkstats_t *stats,
+                  npu_err_t *err) {
   run_t run = {.topo = topo, .cfg = cfg, .njobs = n, .stats_job = stats ? stats_index : -1,
                .times = times_s};
   long xfers = 0;
@@ -475,12 +425,16 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
   pair_set_free(&pairs);
   if (rc)
     return -1;
+  coll_flow_log_init(&run.log, topo, stats && stats_index >= 0 ? stats : NULL);
   run.jobs = calloc((size_t)(n > 0 ? n : 1), sizeof *run.jobs);
   for (int j = 0; j < n; j++) {
     coll_sched_t widened = *scheds[j];
     widened.endpoints = run.endpoints; /* every endpoint runs every job */
     run.jobs[j] = coll_flow_prepare(topo, &widened, "c");
-    coll_flow_collapse(run.jobs[j], topo); /* each schedule runs alone, between barriers */
+    if (collapse) { /* each schedule runs alone, between barriers */
+      coll_flow_collapse(run.jobs[j], topo);
+      coll_flow_close(&run.jobs[j], 1, topo);
+    }
   }
   run.barrier = sg_barrier_init((unsigned)run.endpoints + 1);
   actor_ctx_t *ctx = calloc((size_t)run.endpoints + 1, sizeof *ctx);
@@ -495,12 +449,10 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
   }
   simgrid_run();
   sg_barrier_destroy(run.barrier);
-  if (stats && stats_index >= 0)
-    coll_flow_log_to_stats(&run.log, topo, stats);
+  coll_flow_log_close(&run.log);
   for (int j = 0; j < n; j++)
     coll_flow_free(run.jobs[j]);
   free(run.jobs);
   free(ctx);
-  free(run.log.v);
   return 0;
 }

@@ -68,7 +68,7 @@ static int run_flow(const coll_run_opts_t *opts, const coll_cfg_t *cfg, const co
   double *times = malloc((size_t)n * sizeof *times);
   for (int i = 0; i < n; i++)
     scheds[i] = &plans[i].sched;
-  int rc = coll_flow_run(&r->topo, cfg, scheds, n, times, opts->links ? n - 1 : -1, &r->stats, &why);
+  int rc = coll_flow_run(&r->topo, cfg, scheds, n, !opts->plain_rounds, times, opts->links ? n - 1 : -1, &r->stats, &why);
   if (rc == COLL_FLOW_TOO_LARGE) /* "flow: ..." is the --fidelity this command was given */
     rc = npu_err_set(err, "--fidelity %s; use --fidelity analytic", why.msg);
   else if (rc)

@@ -24,6 +24,7 @@ typedef struct {
   const char *algo;        /* forced algorithms ("A[,A1[,A2]]"), or NULL */
   bool analytic;           /* fidelity: analytic, else flow */
   bool links;              /* measure the largest size's links */
+  bool plain_rounds;       /* flow: every round in SimGrid (NPUSIM_FLOW_COLLAPSE=0) */
   /* analytic: times the sizes rank-paced where coll_rank_paced says so, one
    * after another from 0 (replay_contend_scheds: the replay's contention
    * model, a layer above); NULL: phase-paced always */

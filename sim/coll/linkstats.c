@@ -1,6 +1,7 @@
 /* linkstats.c - per-link bytes, busy time and utilisation; see linkstats.h. */
 #include "linkstats.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,10 @@ void linkstats_init(linkstats_t *ls, const topo_t *topo) {
 }
 
 void linkstats_free(linkstats_t *ls) {
-  for (int i = 0; ls->iv && i < ls->nslots; i++)
-    free(ls->iv[i]);
-  free(ls->iv);
-  free(ls->niv);
-  free(ls->cap);
+  for (int i = 0; ls->sweep && i < ls->nslots; i++)
+    free(ls->sweep[i].edges);
+  free(ls->sweep);
+  free(ls->dirty);
   free(ls->bytes);
   free(ls->busy_s);
   free(ls->peak);
@@ -36,19 +36,37 @@ void linkstats_add(linkstats_t *ls, int link, int dir, double bytes, double busy
     ls->peak[slot] = util > 1 ? 1 : util;
 }
 
+void linkstats_merge(linkstats_t *ls, const linkstats_t *src) {
+  for (int slot = 0; src->bytes && slot < ls->nslots; slot++)
+    if (src->bytes[slot] > 0 || src->busy_s[slot] > 0)
+      linkstats_add(ls, slot / 2, slot % 2, src->bytes[slot], src->busy_s[slot], src->peak[slot]);
+}
+
+static link_sweep_t *slot_sweep(linkstats_t *ls, int slot) {
+  if (!ls->sweep) {
+    ls->sweep = calloc((size_t)ls->nslots, sizeof *ls->sweep);
+    ls->dirty = malloc((size_t)ls->nslots * sizeof *ls->dirty);
+  }
+  return &ls->sweep[slot];
+}
+
 void linkstats_add_interval(linkstats_t *ls, int link, int dir, double start_s, double end_s,
                             double bytes) {
-  if (!ls->iv) {
-    ls->iv = calloc((size_t)ls->nslots, sizeof *ls->iv);
-    ls->niv = calloc((size_t)ls->nslots, sizeof *ls->niv);
-    ls->cap = calloc((size_t)ls->nslots, sizeof *ls->cap);
-  }
   int slot = 2 * link + dir;
-  if (ls->niv[slot] == ls->cap[slot]) {
-    ls->cap[slot] = ls->cap[slot] ? 2 * ls->cap[slot] : 8;
-    ls->iv[slot] = realloc(ls->iv[slot], (size_t)ls->cap[slot] * sizeof *ls->iv[slot]);
+  link_sweep_t *sw = slot_sweep(ls, slot);
+  ls->bytes[slot] += bytes;
+  double d = end_s - start_s;
+  if (d <= 0)
+    return;
+  if (sw->n + 2 > sw->cap) {
+    sw->cap = sw->cap ? 2 * sw->cap : 8;
+    sw->edges = realloc(sw->edges, (size_t)sw->cap * sizeof *sw->edges);
   }
-  ls->iv[slot][ls->niv[slot]++] = (link_interval_t){start_s, end_s, bytes};
+  intervals_add(sw->edges, &sw->n, start_s, end_s, 0, bytes / d);
+  if (!sw->dirty) {
+    sw->dirty = true;
+    ls->dirty[ls->ndirty++] = slot;
+  }
 }
 
 typedef struct {
@@ -66,27 +84,60 @@ static void slot_stretch(void *ctx, double dt, const int *open, double rate) {
     w->ls->peak[w->slot] = util > 1 ? 1 : util;
 }
 
-/* Sweeps one slot's transfers: busy time is the union of their intervals; the
- * peak is the largest sum of average rates of overlapping transfers. */
-static void close_slot(linkstats_t *ls, int slot) {
-  int n = ls->niv[slot], m = 0, open;
-  interval_edge_t *e = malloc((size_t)2 * n * sizeof *e);
-  for (int i = 0; i < n; i++) {
-    link_interval_t *v = &ls->iv[slot][i];
-    ls->bytes[slot] += v->bytes;
-    double d = v->end_s - v->start_s;
-    if (d > 0)
-      intervals_add(e, &m, v->start_s, v->end_s, 0, v->bytes / d);
-  }
+/* Walks a slot's edges before t: busy time is the union of its transfers'
+ * intervals; the peak is the largest sum of average rates of overlapping
+ * transfers. The edges at or after t wait for a later sweep. */
+static void sweep_slot(linkstats_t *ls, int slot, double t) {
+  link_sweep_t *sw = &ls->sweep[slot];
+  intervals_sort(sw->edges, sw->n);
+  int k = 0;
+  while (k < sw->n && sw->edges[k].t < t)
+    k++;
   slot_sweep_t w = {ls, slot, topo_link_bw(ls->topo, slot / 2)};
-  intervals_sweep(e, m, 1, &open, slot_stretch, &w);
-  free(e);
+  intervals_walk(&sw->walk, sw->edges, k, &sw->open, slot_stretch, &w);
+  memmove(sw->edges, sw->edges + k, (size_t)(sw->n - k) * sizeof *sw->edges);
+  sw->n -= k;
+}
+
+void linkstats_add_in_order(linkstats_t *ls, int slot, double start_s, double end_s,
+                            double bytes) {
+  link_sweep_t *sw = slot_sweep(ls, slot);
+  if (sw->n > 0 || (sw->walk.edges > 0 && start_s < sw->walk.last_t)) {
+    linkstats_add_interval(ls, slot / 2, slot % 2, start_s, end_s, bytes); /* swept later */
+    return;
+  }
+  ls->bytes[slot] += bytes;
+  double d = end_s - start_s;
+  if (d <= 0)
+    return;
+  interval_edge_t e[2];
+  int n = 0;
+  intervals_add(e, &n, start_s, end_s, 0, bytes / d);
+  slot_sweep_t w = {ls, slot, topo_link_bw(ls->topo, slot / 2)};
+  intervals_walk(&sw->walk, e, n, &sw->open, slot_stretch, &w);
+}
+
+void linkstats_sweep_before(linkstats_t *ls, double t) {
+  int kept = 0;
+  for (int i = 0; i < ls->ndirty; i++) {
+    int slot = ls->dirty[i];
+    sweep_slot(ls, slot, t);
+    if (ls->sweep[slot].n > 0)
+      ls->dirty[kept++] = slot;
+    else
+      ls->sweep[slot].dirty = false;
+  }
+  ls->ndirty = kept;
+}
+
+void linkstats_sweep_slots_before(linkstats_t *ls, const int *slots, int n, double t) {
+  for (int i = 0; ls->sweep && i < n; i++)
+    if (ls->sweep[slots[i]].n > 0)
+      sweep_slot(ls, slots[i], t);
 }
 
 void linkstats_close(linkstats_t *ls) {
-  for (int slot = 0; ls->iv && slot < ls->nslots; slot++)
-    if (ls->niv[slot])
-      close_slot(ls, slot);
+  linkstats_sweep_before(ls, INFINITY);
 }
 
 static double slot_util(const linkstats_t *ls, int slot, double duration_s) {

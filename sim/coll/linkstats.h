@@ -8,8 +8,10 @@
 #ifndef NPUSIM_LINKSTATS_H
 #define NPUSIM_LINKSTATS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
+#include "intervals.h"
 #include "topo.h"
 #include "npu_err.h"
 
@@ -21,16 +23,21 @@ typedef struct {
   double peak_util;   /* highest instantaneous utilisation, <= 1 */
 } link_stat_t;
 
+/* A link direction's transfers not swept yet, and the sweep so far (flow). */
 typedef struct {
-  double start_s, end_s, bytes;
-} link_interval_t;
+  interval_edge_t *edges;
+  int n, cap;
+  int open;          /* transfers open after the edges walked */
+  interval_walk_t walk;
+  bool dirty;        /* in the dirty list */
+} link_sweep_t;
 
 typedef struct {
   const topo_t *topo;
   int nslots;            /* 2 per link */
   double *bytes, *busy_s, *peak;
-  link_interval_t **iv;  /* flow engine: transfers per slot */
-  int *niv, *cap;
+  link_sweep_t *sweep;   /* flow engine: per slot; NULL until a transfer comes */
+  int *dirty, ndirty;    /* slots with edges not swept yet */
 } linkstats_t;
 
 void linkstats_init(linkstats_t *ls, const topo_t *topo);
@@ -44,7 +51,21 @@ void linkstats_add(linkstats_t *ls, int link, int dir, double bytes, double busy
  * Call linkstats_close once all are added. */
 void linkstats_add_interval(linkstats_t *ls, int link, int dir, double start_s, double end_s,
                             double bytes);
+/* Flow engine: the same for a transfer on slot (2 x link + direction) that
+ * the caller knows ends before any transfer to come on it starts, and
+ * starts after the last one's end: walked at once, none of it kept. */
+void linkstats_add_in_order(linkstats_t *ls, int slot, double start_s, double end_s,
+                            double bytes);
+/* Flow engine: no transfer added from now on starts before t, so the sweeps
+ * go up to it and hold only what comes after (memory holds what is in
+ * flight, not what ran); the same figures as one sweep at the close. */
+void linkstats_sweep_before(linkstats_t *ls, double t);
+/* The same for the slots (2 x link + direction) slots[0..n) only. */
+void linkstats_sweep_slots_before(linkstats_t *ls, const int *slots, int n, double t);
 void linkstats_close(linkstats_t *ls);
+/* Adds the figures of a closed src (same topology) to ls: ls's are src's
+ * exactly where ls had none. */
+void linkstats_merge(linkstats_t *ls, const linkstats_t *src);
 
 /* Which link directions a report shows: the most utilised `rows` (or all) of
  * the kinds in `kinds` (a bit per topo_link_kind_t; 0: every kind). */

@@ -26,17 +26,18 @@ static size_t slot_of(uint64_t key, size_t cap) {
   return (size_t)key & (cap - 1);
 }
 
-static void insert(uint64_t *keys, size_t cap, uint64_t key, size_t *count) {
+static bool insert(uint64_t *keys, size_t cap, uint64_t key, size_t *count) {
   size_t i = slot_of(key, cap);
   while (keys[i] && keys[i] != key)
     i = (i + 1) & (cap - 1);
-  if (!keys[i]) {
-    keys[i] = key;
-    (*count)++;
-  }
+  if (keys[i])
+    return false;
+  keys[i] = key;
+  (*count)++;
+  return true;
 }
 
-void pair_set_add(pair_set_t *s, int src, int dst) {
+bool pair_set_add(pair_set_t *s, int src, int dst) {
   if (2 * (s->count + 1) > s->cap) { /* keep the table at most half full */
     size_t cap = s->cap * 2, count = 0;
     uint64_t *keys = calloc(cap, sizeof *keys);
@@ -47,7 +48,7 @@ void pair_set_add(pair_set_t *s, int src, int dst) {
     s->keys = keys;
     s->cap = cap;
   }
-  insert(s->keys, s->cap, (((uint64_t)src << 32) | (uint32_t)dst) + 1, &s->count);
+  return insert(s->keys, s->cap, (((uint64_t)src << 32) | (uint32_t)dst) + 1, &s->count);
 }
 
 static int cmp_u64(const void *a, const void *b) {

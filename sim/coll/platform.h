@@ -26,6 +26,7 @@
 #ifndef NPUSIM_PLATFORM_H
 #define NPUSIM_PLATFORM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,7 +40,8 @@ typedef struct {
 } pair_set_t;
 
 void pair_set_init(pair_set_t *s);
-void pair_set_add(pair_set_t *s, int src, int dst);
+/* Adds the pair; false when it was there. */
+bool pair_set_add(pair_set_t *s, int src, int dst);
 void pair_set_free(pair_set_t *s);
 
 /* The longest platform path (TMPDIR/npusim-platform-XXXXXX), and room for a

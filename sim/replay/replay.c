@@ -49,6 +49,7 @@ int replay_run(const system_cfg_t *sys, const trace_t *trace, const char *trace_
     rc = replay_check_finished(&plan, &rec, trace_name, err);
   if (rc == 0) {
     replay_summarise(&plan, &rec, out);
+    out->closed_collectives = rec.closed;
     out->spans = rec.spans; /* the record's spans become the result's */
     rec.spans = NULL;
   }

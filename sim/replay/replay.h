@@ -78,6 +78,8 @@ typedef struct {
 typedef struct {
   bool no_contention; /* NPUSIM_ANALYTIC_CONTENTION=0: analytic as it was before contention */
   bool no_collapse;   /* NPUSIM_FLOW_COLLAPSE=0: every round of every flow collective */
+  bool tell_collapse; /* NPUSIM_FLOW_COLLAPSE=tell: say on stderr how many collectives
+                       * were timed in closed form (read by the command line) */
   bool force_actors;  /* NPUSIM_REPLAY_ACTORS=1: analytic on the SimGrid actors */
   bool all_ranks;     /* NPUSIM_FLOW_ALL_RANKS=1: flow simulates every rank */
   bool all_standins;  /* NPUSIM_CONTEND_STANDINS=all: no stand-in job left out */
@@ -114,6 +116,7 @@ typedef struct {
   replay_span_t **spans;     /* per simulated rank, per op of its program */
   bool representatives;
   int simulated_ranks;       /* ranks that ran their own program */
+  int closed_collectives;    /* flow: collectives timed in closed form (coll_flow_close) */
   topo_t topo;
 } replay_result_t;
 

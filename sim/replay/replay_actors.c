@@ -360,6 +360,8 @@ static void run_p2p_dying(actors_t *A, int rank, sg_mailbox_t box, bool send, in
     st->sent = true, st->sent_s = posted;
   else
     st->got = true, st->got_s = posted;
+  if (!send) /* the data moves from then on */
+    coll_flow_log_hold(&A->rec->log, posted);
   long size = (long)llround(bytes);
   sg_comm_t c =
       send ? sg_mailbox_put_async(box, &p2p_payload, size) : sg_mailbox_get_async(box, &p2p_sink);
@@ -391,6 +393,7 @@ static void run_p2p_dying(actors_t *A, int rank, sg_mailbox_t box, bool send, in
   if (!send) {
     sp->ready_s = met;
     coll_flow_log_add(&A->rec->log, src, dst, bytes, resent ? T : met, simgrid_get_clock());
+    coll_flow_log_release(&A->rec->log, posted);
   }
   const topo_t *on = topo_at(topo, resent ? T : met);
   topo_hop_t hops[TOPO_MAX_HOPS];
@@ -465,10 +468,12 @@ static void flow_side(actors_t *A, int rank, const char *name, bool send, int sr
     sg_actor_sleep_for(alpha);
   } else {
     double posted = simgrid_get_clock();
+    coll_flow_log_hold(&A->rec->log, posted); /* the data moves from then on */
     double *stamp = sg_mailbox_get(box);
     sp->ready_s = *stamp > posted ? *stamp : posted;
     coll_flow_log_add(&A->rec->log, src, dst, bytes, *stamp > posted ? *stamp : posted,
                       simgrid_get_clock());
+    coll_flow_log_release(&A->rec->log, posted);
     free(stamp);
     sg_actor_sleep_for(alpha);
   }
@@ -678,6 +683,40 @@ static void start_actors(actors_t *A, actor_ctx_t *ctxs) {
 
 /* ---- running ---- */
 
+typedef struct {
+  int comm, group, inst;
+} inst_key_t;
+
+static int by_group(const void *pa, const void *pb) {
+  const inst_key_t *a = pa, *b = pb;
+  if (a->comm != b->comm)
+    return a->comm < b->comm ? -1 : 1;
+  if (a->group != b->group)
+    return a->group < b->group ? -1 : 1;
+  return (a->inst > b->inst) - (a->inst < b->inst);
+}
+
+/* Times the flow collectives alone on their links in closed form where they
+ * qualify (coll_flow_close), a communicator group's together: its
+ * collectives' uses may overlap on its links. */
+static void close_groups(actors_t *A) {
+  const replay_plan_t *pl = A->pl;
+  inst_key_t *keys = malloc(((size_t)pl->ninsts + 1) * sizeof *keys);
+  coll_flow_sched_t **jobs = malloc(((size_t)pl->ninsts + 1) * sizeof *jobs);
+  int n = 0;
+  for (int k = 0; k < pl->ninsts; k++)
+    if (pl->insts[k].collapsed)
+      keys[n++] = (inst_key_t){pl->insts[k].comm, pl->insts[k].group, k};
+  qsort(keys, (size_t)n, sizeof *keys, by_group);
+  for (int a = 0, b; a < n; a = b) {
+    for (b = a; b < n && keys[b].comm == keys[a].comm && keys[b].group == keys[a].group; b++)
+      jobs[b - a] = A->runs[keys[b].inst].flow;
+    A->rec->closed += coll_flow_close(jobs, b - a, pl->topo);
+  }
+  free(jobs);
+  free(keys);
+}
+
 static void init_state(actors_t *A) {
   const replay_plan_t *pl = A->pl;
   const trace_t *t = pl->trace;
@@ -712,6 +751,7 @@ static void init_state(actors_t *A) {
       A->runs[i].barrier = sg_barrier_init(x->members);
     }
   }
+  close_groups(A);
   A->bars = calloc((size_t)pl->nbarriers + 1, sizeof *A->bars);
   for (int b = 0; b < pl->nbarriers; b++)
     if (pl->barriers[b].members > 1)
@@ -770,10 +810,13 @@ int replay_actors_run(const replay_plan_t *pl, replay_record_t *rec, const char 
   pair_set_free(&pairs);
   if (rc)
     return rc;
+  linkstats_init(&rec->links, pl->topo);
+  coll_flow_log_init(&rec->log, pl->topo, &rec->links);
   init_state(&A);
   actor_ctx_t *ctxs = calloc((size_t)nactors + 1, sizeof *ctxs);
   start_actors(&A, ctxs);
   simgrid_run();
+  coll_flow_log_close(&rec->log);
   free(ctxs);
   free_state(&A);
   return 0;

@@ -25,7 +25,9 @@ typedef struct {
   replay_span_t **spans;    /* per simulated rank, per op of its program */
   char **finished;          /* per simulated rank, per op: 1 once it has its end */
   double *peak_memory_bytes; /* per rank: the high-water mark of its buffers */
-  coll_flow_log_t log;      /* flow: every transfer, for the link figures */
+  linkstats_t links;        /* flow: the transfers' link figures */
+  coll_flow_log_t log;      /* flow: the transfers as they end, into links */
+  int closed;               /* flow: collectives timed in closed form */
   progress_t *progress;     /* ops done (NULL: none) */
 } replay_record_t;
 

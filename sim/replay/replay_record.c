@@ -36,6 +36,6 @@ void replay_record_free(replay_record_t *rec, const trace_t *trace) {
   free(rec->spans);
   free(rec->finished);
   free(rec->peak_memory_bytes);
-  free(rec->log.v);
+  linkstats_free(&rec->links);
   memset(rec, 0, sizeof *rec);
 }

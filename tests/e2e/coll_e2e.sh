@@ -77,6 +77,22 @@ for fid in flow analytic; do
   if awk -v r="$ratio" 'BEGIN {exit !(r > 1.98 && r < 2.02)}'; then ok; else bad "oversubscription $fid: x$ratio"; fi
 done
 
+# The closed form (coll_flow_close: no two transfers compete for a link) and
+# collapsed uniform rounds give SimGrid's figures byte for byte, links too: a
+# ring across leaves (closed), mesh and NHR on 910B, NVLink rings on H100 and
+# in-network reduction (NVLS: a switch endpoint, never closed).
+for c in "ascend-910b allreduce 128 --algo=ring" "ascend-910b allgather 64 --algo=auto" \
+         "ascend-910b reducescatter 256 --algo=nhr" "h100-dgx allreduce 32 --algo=auto" \
+         "h100-dgx allreduce 8 --algo=nvls" "a100-dgx alltoall 32 --algo=auto"; do
+  set -- $c
+  for mode in 1 0; do
+    NPUSIM_FLOW_COLLAPSE=$mode "$npusim" coll --system configs/systems/$1.json --op $2 --ranks $3 \
+      "$4" --sizes 1M:64M:8 --links all --format json >"$tmp/closed$mode.json" 2>&1
+  done
+  check "flow: closed form and collapsed rounds give SimGrid's bytes ($c)" \
+    cmp "$tmp/closed1.json" "$tmp/closed0.json"
+done
+
 # Determinism.
 run() { "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 64 \
   --sizes 1M:64M:8 --links --format json "$@"; }

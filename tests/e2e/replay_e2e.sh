@@ -203,27 +203,32 @@ arrows = {e["id"] for e in ev if e.get("cat") == "p2p"}
 assert arrows == {"0>1:0#0", "0>1:0#1"}, arrows' "$tmp/two_streams.trace.json"
 
 # Flow runs the rounds of a collective alone on its links collapsed when each
-# round's transfers are alike (coll_flow_collapse); the result must be the plain
-# simulation's, byte for byte: a ring under one leaf (collapsed), the same ring
-# across leaves (latencies differ, run plain), concurrent NHR groups on an
-# oversubscribed spine (not alone), and the shipped traces.
+# round's transfers are alike (coll_flow_collapse), and times it in closed form
+# when no two of its transfers compete for a link (coll_flow_close); the result
+# must be the plain simulation's, byte for byte, links included: a ring under
+# one leaf, the same ring across leaves (latencies differ: closed form only),
+# concurrent NHR groups on an oversubscribed spine (not alone: neither), and
+# the shipped traces. The third field is how many collectives the closed form
+# must time (NPUSIM_FLOW_COLLAPSE=tell), so a test that never closes fails.
 python3 scripts/tools/gen_trace.py --ranks 256 --layers 3 --group 256 --compute-us 500 \
   --bytes 67108864 --algo ring --out "$tmp/ring256.json"
 python3 scripts/tools/gen_trace.py --ranks 256 --layers 2 --group 32 --stride 8 --compute-us 500 \
   --bytes 67108864 --algo nhr --out "$tmp/nhr256.json"
-for run in "ring256.json cluster.scale_out.npus_per_leaf=256" \
-           "ring256.json cluster.scale_out.oversubscription=1" \
-           "nhr256.json cluster.scale_out.oversubscription=2" \
-           "../traces/mixed.json cluster.scale_out.oversubscription=1" \
-           "../traces/tp_overlap.json.gz cluster.scale_out.oversubscription=1"; do
+for run in "ring256.json cluster.scale_out.npus_per_leaf=256 1" \
+           "ring256.json cluster.scale_out.oversubscription=1 1" \
+           "nhr256.json cluster.scale_out.oversubscription=2 0" \
+           "../traces/mixed.json cluster.scale_out.oversubscription=1 12" \
+           "../traces/tp_overlap.json.gz cluster.scale_out.oversubscription=1 1"; do
   set -- $run
   trace="$tmp/$1"
   [[ $1 == ../* ]] && trace="${1#../}"
-  for c in 1 0; do
+  for c in tell 0; do
     NPUSIM_FLOW_COLLAPSE=$c "$npusim" replay --system $sys --trace "$trace" --fidelity flow \
-      --set "$2" --format json >"$tmp/collapse$c.json" 2>"$tmp/collapse$c.err"
+      --set "$2" --format json --links all >"$tmp/collapse$c.json" 2>"$tmp/collapse$c.err"
   done
-  check "flow: collapsed rounds give the plain bytes ($1, $2)" cmp "$tmp/collapse1.json" "$tmp/collapse0.json"
+  check "flow: collapsed rounds give the plain bytes ($1, $2)" cmp "$tmp/collapsetell.json" "$tmp/collapse0.json"
+  check "flow: $3 collectives in closed form ($1, $2)" \
+    grep -qx "npusim replay: flow: collectives timed in closed form: $3" "$tmp/collapsetell.err"
 done
 
 finish "replay e2e"

@@ -817,6 +817,58 @@ static void test_timed_faults_change_a_link_at_their_time(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "to die at one time"));
 }
 
+/* Link figures swept as a run goes (linkstats_sweep_before, each sweep up to a
+ * time no later transfer starts before) are those of one sweep at the close,
+ * to the last bit: overlapping transfers of uneven rates, ties at an edge and
+ * a transfer of no length, added out of order between sweeps; and transfers
+ * one after another on a link of their own, walked as they come. */
+static void test_link_figures_swept_as_they_come(void) {
+  system_cfg_t b = load_system("ascend-910b.json", NULL);
+  topo_t t;
+  npu_err_t err = {""};
+  CU_ASSERT_EQUAL_FATAL(topo_build(&b.node, &b.cluster, 1, 16, 8, &t, &err), 0);
+  linkstats_t whole, swept;
+  linkstats_init(&whole, &t);
+  linkstats_init(&swept, &t);
+  unsigned seed = 7;
+  double start = 0;
+  int swept_times = 0;
+  for (int i = 0; i < 4000; i++) {
+    seed = seed * 1103515245u + 12345u;
+    int link = (int)(seed >> 8) % 3, dir = (int)(seed >> 4) & 1;
+    start += (seed >> 20) % 5 == 0 ? 0 : 1e-7 * ((seed >> 12) % 7); /* ties too */
+    double len = (seed >> 16) % 11 == 0 ? 0 : 1e-6 * (1 + (seed >> 6) % 13);
+    double bytes = 1000.0 + (seed >> 3) % 50000;
+    linkstats_add_interval(&whole, link, dir, start, start + len, bytes);
+    linkstats_add_interval(&swept, link, dir, start, start + len, bytes);
+    /* one pair's transfers, one after another, on a link of its own:
+     * walked as they come */
+    double from = 1e-3 * i, to = from + (i % 5 == 0 ? 0 : 5e-4 + 1e-7 * (i % 3));
+    linkstats_add_interval(&whole, 3, 0, from, to, bytes);
+    linkstats_add_in_order(&swept, 2 * 3, from, to, bytes);
+    if (i % 97 == 96) { /* the next transfer starts at or after start */
+      linkstats_sweep_before(&swept, start);
+      swept_times++;
+    }
+  }
+  linkstats_close(&whole);
+  linkstats_close(&swept);
+  CU_ASSERT(swept_times > 40);
+  int used = 0;
+  for (int slot = 0; slot < whole.nslots; slot++) {
+    used += whole.bytes[slot] > 0;
+    CU_ASSERT_EQUAL(swept.bytes[slot], whole.bytes[slot]);
+    CU_ASSERT_EQUAL(swept.busy_s[slot], whole.busy_s[slot]);
+    CU_ASSERT_EQUAL(swept.peak[slot], whole.peak[slot]);
+  }
+  CU_ASSERT(used >= 5);
+  CU_ASSERT(swept.sweep[6].n == 0 && whole.busy_s[6] > 0); /* kept nothing */
+  CU_ASSERT(whole.peak[0] > 0 || whole.peak[1] > 0);
+  linkstats_free(&whole);
+  linkstats_free(&swept);
+  topo_free(&t);
+}
+
 CU_TestInfo coll_tests[] = {
     {"communicators plan on their own ranks", test_communicators_plan_on_their_own_ranks},
     {"each algorithm moves the bytes of its formula",
@@ -841,5 +893,6 @@ CU_TestInfo coll_tests[] = {
     {"the table's prims are what the emitters build",
      test_the_table_prims_are_what_the_emitters_build},
     {"timed faults change a link at their time", test_timed_faults_change_a_link_at_their_time},
+    {"link figures swept as they come", test_link_figures_swept_as_they_come},
     CU_TEST_INFO_NULL,
 };
