@@ -185,11 +185,7 @@ static int coll_flow_busiest(const coll_flow_sched_t *job, int me) {
 }
 
 bool coll_flow_takes_part(const coll_flow_sched_t *job, int me) {
-  for (int p = 0; p < job->nphases; p++)
-    if (job->phases[p].send_off[me] != job->phases[p].send_off[me + 1] ||
-        job->phases[p].recv_off[me] != job->phases[p].recv_off[me + 1])
-      return true;
-  return false;
+  return coll_flow_sched_has(job, me);
 }
 
 /* ---- running it ---- */

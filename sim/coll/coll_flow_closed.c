@@ -121,7 +121,7 @@ static bool all_wait_for_all(const coll_flow_sched_t *job) {
   uint64_t *cur = calloc((size_t)n * w + 1, sizeof *cur), *nxt = malloc(((size_t)n * w + 1) * sizeof *nxt);
   uint64_t *all = calloc(w + 1, sizeof *all);
   for (int e = 0; e < n; e++)
-    if (coll_flow_takes_part(job, e)) {
+    if (coll_flow_sched_has(job, e)) {
       cur[(size_t)e * w + (size_t)e / 64] |= 1ull << (e % 64);
       all[e / 64] |= 1ull << (e % 64);
     }
@@ -199,7 +199,7 @@ int coll_flow_close(coll_flow_sched_t *const *jobs, int n, const topo_t *topo) {
     fclosed_t *c = calloc(1, sizeof *c);
     c->member = malloc((size_t)job->endpoints * sizeof *c->member);
     for (int e = 0; e < job->endpoints; e++)
-      if (coll_flow_takes_part(job, e))
+      if (coll_flow_sched_has(job, e))
         c->member[c->members++] = e;
     c->barrier = sg_barrier_init((unsigned)c->members);
     c->arrive_s = calloc((size_t)job->endpoints, sizeof *c->arrive_s);

@@ -53,6 +53,15 @@ struct coll_flow_sched {
   struct coll_flow_closed *closed; /* NULL: SimGrid runs its rounds (coll_flow_closed.c) */
 };
 
+/* Whether endpoint me has transfers in the schedule (coll_flow_takes_part). */
+static inline bool coll_flow_sched_has(const coll_flow_sched_t *job, int me) {
+  for (int p = 0; p < job->nphases; p++)
+    if (job->phases[p].send_off[me] != job->phases[p].send_off[me + 1] ||
+        job->phases[p].recv_off[me] != job->phases[p].recv_off[me + 1])
+      return true;
+  return false;
+}
+
 /* Endpoint me's part of a closed schedule (coll_flow_close): meets the other
  * members, times them all if first, sleeps until its end. */
 void coll_flow_run_closed(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,

@@ -1,130 +1,14 @@
 /* replay_contend.c - links shared by concurrent transfers in the analytic
- * fidelity; see replay_contend.h. */
-#include "replay_contend.h"
+ * fidelity; see replay_contend.h. Here the jobs in time (start, parts, end),
+ * the stand-ins that matter, rank-paced collectives and links dying; the
+ * sharing of the links among the jobs in flight is replay_contend_share.c's. */
+#include "replay_contend_state.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "npu_int.h"
-
-/* A job's work: an optional fixed start (the collective's overhead), then
- * loops x phases, each a fixed part then a link part. */
-typedef struct {
-  double overhead_s;
-  int nphases, loops;
-  coll_phase_cost_t *phases;
-  double alone_s;       /* what the analytic model says alone, exactly */
-} shape_t;
-
-/* A timed fault: its time and its index in topo_t.changes. */
-typedef struct {
-  double at_s;
-  int id;
-} change_ref_t;
-
-/* A job's load on one link direction, in that direction's list of them. */
-typedef struct {
-  int job;
-  int load;        /* its index in the job's link part */
-  long seq;        /* the job's place in the active list */
-  double rate_Bps; /* bytes of the link part per second alone */
-} load_entry_t;
-
-/* The loads registered on one link direction (unordered), their count and
- * their sum in extended precision (long double), kept as loads come and go. */
-typedef struct {
-  load_entry_t *e;
-  int n, cap;
-  long double demand;
-  int risky_at;    /* its place in the risky list, or -1 */
-  double level;    /* share()'s first level on it, as first_level() found it */
-  bool level_known; /* since the loads last changed */
-} slot_loads_t;
-
-/* A link direction's level in share()'s filling (fill_levels). */
-typedef struct {
-  double level;
-  int q;  /* the direction's index in touched */
-} fill_entry_t;
-
-/* One collective of a group, or one message, in flight. */
-typedef struct {
-  const shape_t *shape; /* an inst's, or own (a message; a collective the links'
-                         * death caught in a link part) */
-  shape_t own;
-  coll_phase_cost_t own_phase;   /* a message's */
-  coll_phase_cost_t *own_phases; /* a caught collective's rest: [0] its own, the others
-                                  * its inst's after the death (their arrays borrowed) */
-  int inst;                      /* the collective's inst, or -1 (a message: src to dst) */
-  int src, dst;
-  double bytes;
-  double start_s;
-  long part;            /* 0: overhead; then 2 per phase per loop (fixed, link) */
-  double left_s;        /* alone-time left of the part */
-  double rate;          /* fraction of alone speed */
-  bool slowed, owner;   /* owner: a caller waits for its end (else a group stood for) */
-  struct paced *paced;  /* a rank-paced collective's own state (it runs no parts) */
-  int paced_of;         /* the rank-paced collective this job is a step of, or -1 */
-  int paced_kind, paced_e, paced_p, paced_x; /* which step: PACED_*, endpoint, phase, transfer */
-} job_t;
-
-struct replay_contend {
-  int ninsts;
-  shape_t *inst_shapes;  /* per inst; phases NULL until built */
-  shape_t *after_shapes; /* per inst, on the topology after links die (topo_t.after) */
-  const replay_plan_t *pl;
-  bool dead;             /* the links' death has been applied to the jobs */
-  bool *exclusive;       /* per inst */
-  int **siblings;        /* per inst: the same collective of the groups it stands for */
-  int *nsiblings;
-  double *cap;           /* per link direction: effective bandwidth */
-  double *used, *demand; /* progressive filling, per link direction */
-  int *users;            /* open jobs on each link direction */
-  char *full;
-  int nslots;
-  const topo_t *topo;
-  change_ref_t *changes; /* timed faults (topo_change_t) by time */
-  int nchanges, next_change;
-  /* the jobs in time */
-  job_t *jobs;
-  int njobs, capjobs;
-  int *spare, nspare;    /* ended jobs' slots, reused */
-  int *active, nactive;  /* started, not ended */
-  int *ending;           /* scratch of step(): the jobs that end at its time */
-  int *open, *touched;   /* scratch of share() */
-  /* scratch of fill_levels(): its heap of levels; per direction its index in
-   * touched; per touched direction its open jobs (CSR); per open job whether
-   * it froze; the jobs frozen at a level; the directions they changed */
-  fill_entry_t *fill;
-  int nfill, capfill;
-  int *fill_at, *fill_off, *fill_fill, *fill_jobs;
-  size_t capfill_jobs;
-  char *fill_frozen;
-  int *fill_list, *fill_changed;
-  char *in_open;         /* per job id: scratch of open_jobs(), left all 0 */
-  int *heap, nheap;      /* not yet started, by start time */
-  int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
-  double now;
-  bool dirty;            /* the rates need sharing again */
-  /* kept between shares (see no_link_full): per job id, the link part whose
-   * loads are registered, their slots, places in the slots' lists and rates;
-   * per slot, the registered loads; the slots that may be full */
-  const coll_phase_cost_t **reg_link;
-  int **reg_slots, **reg_pos, *nreg;
-  double **reg_rate;
-  long *seq, next_seq;
-  slot_loads_t *loads;
-  int *risky, nrisky;
-  load_entry_t *order;   /* scratch: a risky slot's loads in the active list's order */
-  int norder;
-  /* the stand-ins that matter (see find_relevant): per link, whether a job
-   * someone waits for may share it, directly or through other stand-ins; per
-   * inst, whether it matters as a sibling; NULL: every stand-in runs */
-  char *relevant_link;
-  bool *relevant_inst;
-  bool rank_pace;        /* collectives run rank-paced (coll_rank_paced) */
-};
 
 static void free_own(job_t *j);
 static void paced_event(replay_contend_t *c, int run, int kind, int e, int p, int x);
@@ -468,13 +352,6 @@ void replay_contend_free(replay_contend_t *c) {
 
 /* ---- jobs ---- */
 
-/* A message's shape lives in its job, which may move: found through here. */
-static const shape_t *job_shape(job_t *j) {
-  if (j->shape)
-    return j->shape;
-  j->own.phases = j->own_phases ? j->own_phases : &j->own_phase;
-  return &j->own;
-}
 
 /* Frees what a job's own shape holds (a caught collective's phases after the
  * first are its inst's). */
@@ -925,20 +802,6 @@ int replay_contend_message(replay_contend_t *c, const replay_plan_t *pl, int sen
 
 /* ---- sharing the links ---- */
 
-/* Part `part` of a shape: its alone length and the link loads, if any. */
-static double part_len(const shape_t *sh, long part, const coll_phase_cost_t **link) {
-  *link = NULL;
-  if (part == 0)
-    return sh->overhead_s;
-  long q = part - 1, ph = (q / 2) % sh->nphases;
-  const coll_phase_cost_t *c = &sh->phases[ph];
-  if (q % 2 == 0)
-    return c->fixed_s;
-  if (c->nloads > 0 && c->link_s > 0)
-    *link = c;
-  return c->link_s;
-}
-
 /* Moves a job past finished parts; returns false once it has ended. */
 static bool next_part(job_t *j) {
   const shape_t *sh = job_shape(j);
@@ -947,442 +810,17 @@ static bool next_part(job_t *j) {
   while (j->left_s <= 1e-15) {
     if (++j->part >= parts)
       return false;
-    j->left_s = part_len(sh, j->part, &link);
+    j->left_s = contend_part_len(sh, j->part, &link);
   }
   return true;
 }
 
-/* The link loads of a job's current part, or NULL. */
-static const coll_phase_cost_t *job_link(job_t *j) {
-  const coll_phase_cost_t *link;
-  part_len(job_shape(j), j->part, &link);
-  return link;
-}
-
-/* ---- which link directions could be full, kept between shares ----
- * Most shares find no link direction full: every rate is 1. Finding that
- * anew each time costs every load of every active job (a data-parallel ring
- * over a thousand servers loads thousands of directions) at every event;
- * instead each job's loads are registered per direction when its link part
- * changes, each direction keeps their sum, and the directions whose sum may
- * reach their capacity are listed. Only those are checked as share() would
- * check them (its sum, in its order); only when one is full does share()
- * run its progressive filling. The answers are share()'s, bit for bit. */
-
-/* Relative margin within which a direction may be full: far above the
- * error of the extended-precision sum against share()'s double sum over
- * thousands of loads, and above share()'s own margin for a full direction
- * (1e-9 of the level), so that a direction outside it is never full in
- * share()'s filling and its jobs keep a rate of 1 (see share()). */
-#define RISK_MARGIN 1e-6
-
-/* Whether slot s may be full at rates of 1, or at a level near 1; those that
- * may are checked in share()'s order. One load decides exactly (share() adds
- * it to 0): a link carrying one transfer at its full rate (a NIC) is not
- * listed, though share()'s margin could fill it at a level within 1e-9 of 1,
- * where open_jobs() leaves its job at 1 (the rate differs by 1e-9 at most). */
-static bool slot_risky(const replay_contend_t *c, int s) {
-  const slot_loads_t *sl = &c->loads[s];
-  if (sl->n == 0 || sl->demand <= 0)
-    return false;
-  if (sl->n == 1)
-    return (c->cap[s] - 0.0) / sl->e[0].rate_Bps < 1;
-  return (long double)c->cap[s] / sl->demand < 1 + RISK_MARGIN;
-}
-
-static void update_risk(replay_contend_t *c, int s) {
-  slot_loads_t *sl = &c->loads[s];
-  sl->level_known = false;
-  bool risky = slot_risky(c, s);
-  if (risky && sl->risky_at < 0) {
-    sl->risky_at = c->nrisky;
-    c->risky[c->nrisky++] = s;
-  } else if (!risky && sl->risky_at >= 0) {
-    int last = c->risky[--c->nrisky];
-    c->risky[sl->risky_at] = last;
-    c->loads[last].risky_at = sl->risky_at;
-    sl->risky_at = -1;
-  }
-}
-
-static void register_loads(replay_contend_t *c, int id, const coll_phase_cost_t *link) {
-  size_t n = (size_t)link->nloads + 1;
-  c->reg_slots[id] = realloc(c->reg_slots[id], n * sizeof(int));
-  c->reg_pos[id] = realloc(c->reg_pos[id], n * sizeof(int));
-  c->reg_rate[id] = realloc(c->reg_rate[id], n * sizeof(double));
-  for (int l = 0; l < link->nloads; l++) {
-    int s = link->slots[l];
-    slot_loads_t *sl = &c->loads[s];
-    if (sl->n == sl->cap) {
-      sl->cap = sl->cap ? 2 * sl->cap : 4;
-      sl->e = realloc(sl->e, (size_t)sl->cap * sizeof *sl->e);
-    }
-    double rate = link->bytes[l] / link->link_s;
-    sl->e[sl->n] = (load_entry_t){id, l, c->seq[id], rate};
-    c->reg_slots[id][l] = s;
-    c->reg_rate[id][l] = rate;
-    c->reg_pos[id][l] = sl->n++;
-    sl->demand += rate;
-    update_risk(c, s);
-  }
-  c->nreg[id] = link->nloads;
-  c->reg_link[id] = link;
-}
-
-static void unregister_loads(replay_contend_t *c, int id) {
-  for (int k = 0; k < c->nreg[id]; k++) {
-    int s = c->reg_slots[id][k], at = c->reg_pos[id][k];
-    slot_loads_t *sl = &c->loads[s];
-    double rate = sl->e[at].rate_Bps;
-    sl->e[at] = sl->e[--sl->n];
-    if (at < sl->n) /* the last load moved into its place */
-      c->reg_pos[sl->e[at].job][sl->e[at].load] = at;
-    sl->demand = sl->n > 0 ? sl->demand - rate : 0;
-    update_risk(c, s);
-  }
-  c->nreg[id] = 0;
-  c->reg_link[id] = NULL;
-}
-
-static int cmp_order(const void *a, const void *b) {
-  const load_entry_t *x = a, *y = b;
-  if (x->seq != y->seq)
-    return x->seq < y->seq ? -1 : 1;
-  return (x->load > y->load) - (x->load < y->load);
-}
-
-/* share()'s first level on slot s, as it computes it: the loads summed in
- * the active list's order, each job's in its own order. */
-static double first_level(replay_contend_t *c, int s) {
-  slot_loads_t *sl = &c->loads[s];
-  if (sl->level_known)
-    return sl->level;
-  if (sl->n > c->norder) {
-    c->norder = 2 * sl->n;
-    c->order = realloc(c->order, (size_t)c->norder * sizeof *c->order);
-  }
-  memcpy(c->order, sl->e, (size_t)sl->n * sizeof *sl->e);
-  qsort(c->order, (size_t)sl->n, sizeof *c->order, cmp_order);
-  double demand = 0;
-  for (int e = 0; e < sl->n; e++)
-    demand += c->order[e].rate_Bps;
-  sl->level = demand > 0 ? (c->cap[s] - 0.0) / demand : INFINITY;
-  sl->level_known = true;
-  return sl->level;
-}
-
-/* Whether link part `link` loads the link directions job id has registered,
- * in the same order, at the same rates, bit for bit: a halving-doubling
- * all-reduce's phases between servers halve both their bytes and their time,
- * so a job going from one to the next changes nothing registered (its loads
- * keep their places, as their indices are the same). Compared in sequence
- * with the job's own copy, it saves thousands of scattered updates per phase
- * at scale. */
-static bool same_loads(const replay_contend_t *c, int id, const coll_phase_cost_t *link) {
-  if (c->nreg[id] != link->nloads ||
-      memcmp(c->reg_slots[id], link->slots, (size_t)link->nloads * sizeof *link->slots))
-    return false;
-  for (int l = 0; l < link->nloads; l++)
-    if (c->reg_rate[id][l] != link->bytes[l] / link->link_s)
-      return false;
-  return true;
-}
-
-/* Whether no link direction is full at rates of 1, with every active job's
- * current link part registered. A job between link parts keeps its last
- * part's loads: more load can only make a direction seem full, never hide
- * one (every sum only grows, in either precision), and then share() finds the
- * rates from the jobs' current parts; a collective's next loop, the same
- * part again, then costs nothing. */
-static bool no_link_full(replay_contend_t *c) {
-  for (int a = 0; a < c->nactive; a++) {
-    int id = c->active[a];
-    const coll_phase_cost_t *link = job_link(&c->jobs[id]);
-    if (!link || link == c->reg_link[id])
-      continue;
-    if (same_loads(c, id, link)) { /* the registry holds these already */
-      c->reg_link[id] = link;
-      continue;
-    }
-    unregister_loads(c, id);
-    register_loads(c, id, link);
-  }
-  for (int k = 0; k < c->nrisky; k++)
-    if (first_level(c, c->risky[k]) < 1)
-      return false;
-  return true;
-}
-
-/* ---- progressive filling, level by level ----
- * Each level is found by a scan of every direction and job (fill_scan): few
- * levels, the usual case, cost least so. Past FILL_SCAN_LEVELS, the levels
- * come from a heap of the directions' levels (what is left of each over its
- * open demand, fill_levels): under ECMP collisions there are as many levels as
- * colliding spines, and rank-paced collectives put thousands of transfers in
- * flight. The heap's arithmetic is the scan's, in its order (a direction's
- * level computed from the same sums, the jobs frozen at a level in the open
- * list's order), so the rates are the same, bit for bit. */
-
-#define FILL_SCAN_LEVELS 4
-
-static bool fill_less(const fill_entry_t *a, const fill_entry_t *b) {
-  return a->level != b->level ? a->level < b->level : a->q < b->q;
-}
-
-static void fill_push(replay_contend_t *c, double level, int q) {
-  if (c->nfill == c->capfill) {
-    c->capfill = c->capfill ? 2 * c->capfill : 256;
-    c->fill = realloc(c->fill, (size_t)c->capfill * sizeof *c->fill);
-  }
-  int i = c->nfill++;
-  c->fill[i] = (fill_entry_t){level, q};
-  while (i > 0 && fill_less(&c->fill[i], &c->fill[(i - 1) / 2])) {
-    fill_entry_t t = c->fill[(i - 1) / 2];
-    c->fill[(i - 1) / 2] = c->fill[i];
-    c->fill[i] = t;
-    i = (i - 1) / 2;
-  }
-}
-
-static void fill_down(replay_contend_t *c, int i) {
-  for (;;) {
-    int l = 2 * i + 1, r = l + 1, m = i;
-    if (l < c->nfill && fill_less(&c->fill[l], &c->fill[m]))
-      m = l;
-    if (r < c->nfill && fill_less(&c->fill[r], &c->fill[m]))
-      m = r;
-    if (m == i)
-      return;
-    fill_entry_t t = c->fill[m];
-    c->fill[m] = c->fill[i];
-    c->fill[i] = t;
-    i = m;
-  }
-}
-
-static void fill_pop(replay_contend_t *c) {
-  c->fill[0] = c->fill[--c->nfill];
-  fill_down(c, 0);
-}
-
-/* A direction's level, as the scan computes it; whether it has one (open
- * users with demand). */
-static bool slot_level(const replay_contend_t *c, int s, double *level) {
-  if (c->users[s] <= 0 || c->demand[s] <= 0)
-    return false;
-  *level = (c->cap[s] - c->used[s]) / c->demand[s];
-  return true;
-}
-
-/* The top entry that is a direction's current level (stale ones dropped). */
-static bool fill_top(replay_contend_t *c, fill_entry_t *top) {
-  while (c->nfill > 0) {
-    *top = c->fill[0];
-    double now;
-    if (slot_level(c, c->touched[top->q], &now) && now == top->level)
-      return true;
-    fill_pop(c);
-  }
-  return false;
-}
-
-/* A job frozen at `level`: its rate, and its loads taken off the directions
- * as used at that rate; with changed, each direction it touched listed once
- * (c->full marks it listed). */
-static void freeze(replay_contend_t *c, job_t *j, const coll_phase_cost_t *link, double level,
-                   int *changed, int *nchanged) {
-  j->rate = level;
-  j->slowed = true;
-  for (int l = 0; l < link->nloads; l++) {
-    int s = link->slots[l];
-    double d = link->bytes[l] / link->link_s;
-    c->used[s] += level * d;
-    c->demand[s] = --c->users[s] > 0 ? c->demand[s] - d : 0;
-    if (changed && !c->full[s]) {
-      c->full[s] = 1;
-      changed[(*nchanged)++] = s;
-    }
-  }
-}
-
-/* The levels of share() from `level` on, by the heap: the open jobs
- * (c->open, nopen) and the directions they load (c->touched, ntouched, with
- * users, demand and used as the levels so far left them). */
-static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double level) {
-  /* per direction, its open jobs (indices into open), in the open list's order */
-  for (int q = 0; q < ntouched; q++) {
-    c->fill_at[c->touched[q]] = q;
-    c->fill_off[q + 1] = c->users[c->touched[q]];
-  }
-  c->fill_off[0] = 0;
-  for (int q = 0; q < ntouched; q++)
-    c->fill_off[q + 1] += c->fill_off[q];
-  size_t nloads = (size_t)c->fill_off[ntouched];
-  if (nloads > c->capfill_jobs) {
-    c->capfill_jobs = 2 * nloads;
-    c->fill_jobs = realloc(c->fill_jobs, c->capfill_jobs * sizeof *c->fill_jobs);
-  }
-  for (int q = 0; q < ntouched; q++)
-    c->fill_fill[q] = 0;
-  for (int o = 0; o < nopen; o++) {
-    const coll_phase_cost_t *link = job_link(&c->jobs[c->open[o]]);
-    c->fill_frozen[o] = 0;
-    for (int l = 0; l < link->nloads; l++) {
-      int q = c->fill_at[link->slots[l]];
-      c->fill_jobs[c->fill_off[q] + c->fill_fill[q]++] = o;
-    }
-  }
-  if (ntouched > c->capfill) {
-    c->capfill = 2 * ntouched;
-    c->fill = realloc(c->fill, (size_t)c->capfill * sizeof *c->fill);
-  }
-  c->nfill = 0;
-  for (int q = 0; q < ntouched; q++) {
-    double l;
-    if (slot_level(c, c->touched[q], &l))
-      c->fill[c->nfill++] = (fill_entry_t){l, q};
-  }
-  for (int i = c->nfill / 2 - 1; i >= 0; i--) /* heapify */
-    fill_down(c, i);
-  int left = nopen;
-  fill_entry_t top;
-  while (left > 0 && fill_top(c, &top) && top.level < 1) {
-    level = top.level > level ? top.level : level;
-    /* the full directions: every one within the level's margin */
-    int nfz = 0;
-    while (fill_top(c, &top) && top.level <= level * (1 + 1e-9)) {
-      fill_pop(c);
-      for (int k = c->fill_off[top.q]; k < c->fill_off[top.q + 1]; k++) {
-        int o = c->fill_jobs[k];
-        if (!c->fill_frozen[o]) {
-          c->fill_frozen[o] = 1;
-          c->fill_list[nfz++] = o;
-        }
-      }
-    }
-    if (nfz == 0) /* nothing froze: no link is full any more */
-      break;
-    qsort(c->fill_list, (size_t)nfz, sizeof *c->fill_list, npu_cmp_int);
-    int nchanged = 0;
-    for (int f = 0; f < nfz; f++) {
-      job_t *j = &c->jobs[c->open[c->fill_list[f]]];
-      freeze(c, j, job_link(j), level, c->fill_changed, &nchanged);
-    }
-    left -= nfz;
-    for (int k = 0; k < nchanged; k++) {
-      int s = c->fill_changed[k];
-      double l;
-      c->full[s] = 0;
-      if (slot_level(c, s, &l))
-        fill_push(c, l, c->fill_at[s]);
-    }
-  }
-}
-
-/* Up to `levels` levels of share() by the scan, from *level on; false when
- * open jobs are left for more (*nopen of them, first in c->open). */
-static bool fill_scan(replay_contend_t *c, int *nopen, int ntouched, double *level, int levels) {
-  bool done = *nopen == 0;
-  for (int k = 0; k < levels && !done; k++) {
-    double next = 1;
-    for (int q = 0; q < ntouched; q++) {
-      double l;
-      if (slot_level(c, c->touched[q], &l))
-        next = l < next ? l : next;
-    }
-    if (next >= 1) {
-      done = true;
-      break;
-    }
-    *level = next > *level ? next : *level;
-    for (int q = 0; q < ntouched; q++) { /* every direction's, each level */
-      int s = c->touched[q];
-      double l;
-      c->full[s] = slot_level(c, s, &l) && l <= *level * (1 + 1e-9);
-    }
-    int kept = 0;
-    for (int o = 0; o < *nopen; o++) {
-      job_t *j = &c->jobs[c->open[o]];
-      const coll_phase_cost_t *link = job_link(j);
-      bool full = false;
-      for (int l = 0; l < link->nloads && !full; l++)
-        full = c->full[link->slots[l]];
-      if (!full) {
-        c->open[kept++] = c->open[o];
-        continue;
-      }
-      freeze(c, j, link, *level, NULL, NULL);
-    }
-    done = kept == *nopen || kept == 0; /* nothing froze (no link is full any more), or all */
-    *nopen = kept;
-  }
-  for (int q = 0; q < ntouched; q++) /* fill_levels() marks changes in it */
-    c->full[c->touched[q]] = 0;
-  return done;
-}
-
-/* Max-min fair rates (fractions of alone speed, at most 1) of the active jobs
- * in a link part: every rate rises together until a link direction is full;
- * the jobs crossing it keep that rate, the others rise on. */
-/* The jobs in a link part that load a direction that may be full (the risky
- * list, registered as no_link_full() left it), in the active list's order:
- * only they can be slowed. A direction outside the list has room for every
- * load on it at rate 1 with RISK_MARGIN to spare, and keeps it as jobs freeze
- * below 1, so it never fills. */
-static int open_jobs(replay_contend_t *c) {
-  long entries = 0;
-  for (int k = 0; k < c->nrisky; k++)
-    entries += c->loads[c->risky[k]].n;
-  /* a collective's job loads hundreds of directions: marking its loads on the
-   * risky ones can cost more than taking every job, which is as right */
-  bool all = entries > c->nactive;
-  for (int k = 0; k < c->nrisky && !all; k++) {
-    const slot_loads_t *sl = &c->loads[c->risky[k]];
-    for (int e = 0; e < sl->n; e++)
-      c->in_open[sl->e[e].job] = 1;
-  }
-  int n = 0;
-  for (int a = 0; a < c->nactive; a++) {
-    int id = c->active[a];
-    if ((all || c->in_open[id]) && job_link(&c->jobs[id])) /* not between link parts */
-      c->open[n++] = id;
-    c->in_open[id] = 0;
-  }
-  return n;
-}
-
-static void share(replay_contend_t *c) {
-  bool none_full = no_link_full(c);
-  for (int a = 0; a < c->nactive; a++)
-    c->jobs[c->active[a]].rate = 1;
-  if (none_full)
-    return;
-  int nopen = open_jobs(c), ntouched = 0;
-  for (int o = 0; o < nopen; o++) {
-    const coll_phase_cost_t *link = job_link(&c->jobs[c->open[o]]);
-    for (int l = 0; l < link->nloads; l++) {
-      int s = link->slots[l];
-      if (c->users[s]++ == 0)
-        c->touched[ntouched++] = s;
-      c->demand[s] += link->bytes[l] / link->link_s;
-    }
-  }
-  double level = 0;
-  if (!fill_scan(c, &nopen, ntouched, &level, FILL_SCAN_LEVELS))
-    fill_levels(c, nopen, ntouched, level);
-  for (int q = 0; q < ntouched; q++) {
-    int s = c->touched[q];
-    c->demand[s] = c->used[s] = 0;
-    c->full[s] = 0;
-    c->users[s] = 0;
-  }
-}
 
 /* ---- time ---- */
 
 static void end_job(replay_contend_t *c, int id) {
   job_t *j = &c->jobs[id];
-  unregister_loads(c, id);
+  contend_unregister_loads(c, id);
   if (j->owner) {
     c->ended[c->nended++] = id;
     return; /* freed once handed out */
@@ -1438,11 +876,11 @@ static void catch_collective(replay_contend_t *c, job_t *j, const shape_t *pre,
 static void apply_death(replay_contend_t *c) {
   const topo_t *topo = c->topo;
   for (int a = 0; a < c->nactive; a++) /* their loads change: registered again in share() */
-    unregister_loads(c, c->active[a]);
+    contend_unregister_loads(c, c->active[a]);
   for (int a = 0; a < c->nactive; a++) {
     int id = c->active[a];
     job_t *j = &c->jobs[id];
-    const coll_phase_cost_t *link = job_link(j);
+    const coll_phase_cost_t *link = contend_job_link(j);
     bool caught = part_dies(topo, link);
     j->slowed = true;
     if (j->inst >= 0) {
@@ -1468,7 +906,7 @@ static void apply_death(replay_contend_t *c) {
 /* Runs time to the next moment some job ends or starts. */
 static void step(replay_contend_t *c) {
   if (c->dirty) {
-    share(c);
+    contend_share(c);
     c->dirty = false;
   }
   double t = c->nheap > 0 ? c->jobs[c->heap[0]].start_s : INFINITY;
@@ -1504,8 +942,8 @@ static void step(replay_contend_t *c) {
        c->next_change++) {
     const topo_change_t *ch = &c->topo->changes[c->changes[c->next_change].id];
     c->cap[2 * ch->link] = c->cap[2 * ch->link + 1] = topo_link_bw_at(c->topo, ch->link, ch->at_s);
-    update_risk(c, 2 * ch->link);
-    update_risk(c, 2 * ch->link + 1);
+    contend_update_risk(c, 2 * ch->link);
+    contend_update_risk(c, 2 * ch->link + 1);
     c->dirty = true;
   }
   if (c->topo->after && !c->dead && c->now >= c->topo->death_s)
@@ -1514,7 +952,7 @@ static void step(replay_contend_t *c) {
     int id = heap_pop(c);
     job_t *j = &c->jobs[id];
     const coll_phase_cost_t *link;
-    j->left_s = part_len(job_shape(j), 0, &link);
+    j->left_s = contend_part_len(job_shape(j), 0, &link);
     c->seq[id] = c->next_seq++;
     if (next_part(j))
       c->active[c->nactive++] = id;
