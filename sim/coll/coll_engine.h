@@ -123,6 +123,10 @@ void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo);
  * whose every member's end waits for every member's start are closed (no one
  * could have ended before the last came). Returns how many it closed. */
 int coll_flow_close(coll_flow_sched_t *const *jobs, int n, const topo_t *topo);
+/* (Nothing else may use their links but links that never bind
+ * (topo_link_never_binding), where other transfers cannot slow theirs; the
+ * link figures then keep those links' transfers until SimGrid's clock
+ * passes them.) */
 
 /* Whether endpoint me has transfers in the schedule. */
 bool coll_flow_takes_part(const coll_flow_sched_t *job, int me);

@@ -78,13 +78,15 @@ static int *contention_free(coll_flow_sched_t *const *jobs, int n, const topo_t 
 
 /* Which link directions take their transfers in order, each one's interval
  * after the last's end: those of one (src, dst) pair, one transfer of it per
- * round (its rounds run one after another). users: contention_free's. */
+ * round (its rounds run one after another). users: contention_free's. Not a
+ * link that can never bind (topo_link_never_binding): the replay lets other
+ * groups share those with a collective it calls alone on its links. */
 static bool *in_order_slots(coll_flow_sched_t *const *jobs, int n, const topo_t *topo,
                             const int *users) {
   bool *in_order = malloc((size_t)2 * topo->nlinks + 1);
   int *in_round = calloc((size_t)2 * topo->nlinks + 1, sizeof *in_round);
   for (int slot = 0; slot < 2 * topo->nlinks; slot++)
-    in_order[slot] = users[slot] == 1;
+    in_order[slot] = users[slot] == 1 && !topo_link_never_binding(topo, slot / 2);
   for (int j = 0; j < n; j++)
     for (int p = 0; p < jobs[j]->nphases; p++) {
       const fphase_t *fp = &jobs[j]->phases[p];
@@ -155,7 +157,7 @@ static bool all_wait_for_all(const coll_flow_sched_t *job) {
 
 /* Each transfer's link directions, as 2 x slot + whether it takes its
  * transfers in order (in_order_slots), per phase in route_off/route; and the
- * link directions the job takes, once each, in slots. */
+ * link directions the job has to itself, once each, in slots. */
 static void job_routes(const coll_flow_sched_t *job, const topo_t *topo, const bool *in_order,
                        fclosed_t *c) {
   bool *on = calloc((size_t)2 * topo->nlinks + 1, sizeof *on);
@@ -174,7 +176,7 @@ static void job_routes(const coll_flow_sched_t *job, const topo_t *topo, const b
       for (int h = 0; h < nh; h++) {
         int slot = 2 * hops[h].link + hops[h].dir;
         c->route[p][k++] = 2 * slot + in_order[slot];
-        if (!on[slot])
+        if (!on[slot] && !topo_link_never_binding(topo, hops[h].link)) /* see in_order_slots */
           on[slot] = true, c->slots[c->nslots++] = slot;
       }
     }
@@ -260,9 +262,10 @@ static void time_closed_round(const coll_flow_sched_t *job, const coll_cfg_t *cf
   }
 }
 
-/* The link figures of the schedule's links up to its members' earliest
- * clock: nothing else uses its links (coll_flow_close's callers see to it),
- * and each member's transfers from now on, in this use or a later one, start
+/* The link figures of the schedule's own links up to its members' earliest
+ * clock: nothing else uses them (coll_flow_close's callers see to it, but for
+ * links that never bind: left out of slots), and each member's transfers from
+ * now on, in this use or a later one, start
  * after its clock. So they need not wait for SimGrid's clock, which the
  * rounds timed here run ahead of. */
 static void sweep_own_links(const coll_flow_sched_t *job, coll_flow_log_t *log) {

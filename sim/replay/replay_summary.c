@@ -1,6 +1,7 @@
 /* replay_summary.c - see replay_summary.h. */
 #include "replay_summary.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,11 @@ static void rank_times(const trace_program_t *p, const replay_span_t *sp, double
   }
   rank_sweep_t w = {pr, 0};
   intervals_sweep(e, n, NCLS, open, rank_stretch, &w);
-  pr->idle_s = step_s - w.busy_s;
+  /* busy is a sum of stretches, step a difference of two times: where busy
+   * covers the whole step they part by a few units in the step's last place,
+   * which is rounding, not idle time */
+  double idle = step_s - w.busy_s;
+  pr->idle_s = idle > 8 * DBL_EPSILON * step_s ? idle : 0;
   free(e);
 }
 
