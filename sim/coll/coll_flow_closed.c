@@ -5,11 +5,14 @@
  * later of its two ends' posts plus its bytes at its path's slowest link, so
  * the rounds of every member are a max-plus recurrence over the arrivals. It
  * is computed here operation for operation as coll_flow.c's run_round does in
- * SimGrid (the same sums in the same order); SimGrid's clock settles each
- * event from the same numbers, and the e2e tests find the outputs the same
- * byte for byte (NPUSIM_FLOW_COLLAPSE=0 runs SimGrid's rounds). Refused, as
- * not what this computes: transfers sharing a link beyond its bandwidth, timed
- * faults, dying links, in-network switches. */
+ * SimGrid (the same sums in the same order), so the ends are the same
+ * doubles, but where several transfers share a link below its bandwidth:
+ * SimGrid re-derives their remaining bytes as others start and end there,
+ * which can move an end by a unit in the last place, and this does not
+ * replay those updates (docs/replay.md says how often it shows;
+ * scripts/bench/closed_form_diff.py measures it). Refused, as not what this
+ * computes: transfers sharing a link beyond its bandwidth, timed faults,
+ * dying links, in-network switches. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
