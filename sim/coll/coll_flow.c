@@ -19,7 +19,6 @@
  * crawls on the dead link, platform.c) and post it again from their shadow
  * hosts. */
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
