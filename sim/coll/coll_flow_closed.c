@@ -29,6 +29,8 @@ struct coll_flow_closed {
   double *arrive_s; /* per endpoint: when it came to this use */
   double *end_s;    /* per endpoint: when its part of this use ends */
   double *post_s;   /* per endpoint: when it posted the round being timed */
+  double *wait_s;   /* per endpoint: its wait before posting a round of the phase
+                     * being timed (the same every round) */
   double *xend_s;   /* per transfer of the phase being timed: when it ends */
   int *slots, nslots; /* the link directions its transfers take */
   int **route_off, **route; /* per phase: job_routes' */
@@ -87,26 +89,27 @@ static int *contention_free(coll_flow_sched_t *const *jobs, int n, const topo_t 
 static bool *in_order_slots(coll_flow_sched_t *const *jobs, int n, const topo_t *topo,
                             const int *users) {
   bool *in_order = malloc((size_t)2 * topo->nlinks + 1);
-  int *in_round = calloc((size_t)2 * topo->nlinks + 1, sizeof *in_round);
-  for (int slot = 0; slot < 2 * topo->nlinks; slot++)
+  int *phase_of = malloc(((size_t)2 * topo->nlinks + 1) * sizeof *phase_of);
+  for (int slot = 0; slot < 2 * topo->nlinks; slot++) {
     in_order[slot] = users[slot] == 1 && !topo_link_never_binding(topo, slot / 2);
+    phase_of[slot] = -1;
+  }
+  int phase = 0; /* numbers every phase of every job: a slot seen twice in one is not in order */
   for (int j = 0; j < n; j++)
-    for (int p = 0; p < jobs[j]->nphases; p++) {
+    for (int p = 0; p < jobs[j]->nphases; p++, phase++) {
       const fphase_t *fp = &jobs[j]->phases[p];
-      for (int pass = 0; pass < 2; pass++) /* count, then clear */
-        for (int i = 0; i < fp->ph->nxfers; i++) {
-          topo_hop_t hops[TOPO_MAX_HOPS];
-          int nh = topo_route(topo, fp->x[i].src, fp->x[i].dst, hops);
-          for (int h = 0; h < nh; h++) {
-            int slot = 2 * hops[h].link + hops[h].dir;
-            if (pass == 0 && ++in_round[slot] > 1)
-              in_order[slot] = false;
-            if (pass == 1)
-              in_round[slot] = 0;
-          }
+      for (int i = 0; i < fp->ph->nxfers; i++) {
+        topo_hop_t hops[TOPO_MAX_HOPS];
+        int nh = topo_route(topo, fp->x[i].src, fp->x[i].dst, hops);
+        for (int h = 0; h < nh; h++) {
+          int slot = 2 * hops[h].link + hops[h].dir;
+          if (phase_of[slot] == phase)
+            in_order[slot] = false;
+          phase_of[slot] = phase;
         }
+      }
     }
-  free(in_round);
+  free(phase_of);
   return in_order;
 }
 
@@ -210,6 +213,7 @@ int coll_flow_close(coll_flow_sched_t *const *jobs, int n, const topo_t *topo) {
     c->arrive_s = calloc((size_t)job->endpoints, sizeof *c->arrive_s);
     c->end_s = calloc((size_t)job->endpoints, sizeof *c->end_s);
     c->post_s = calloc((size_t)job->endpoints, sizeof *c->post_s);
+    c->wait_s = calloc((size_t)job->endpoints, sizeof *c->wait_s);
     c->xend_s = calloc((size_t)most, sizeof *c->xend_s);
     job_routes(job, topo, in_order, c);
     job->closed = c;
@@ -220,11 +224,9 @@ int coll_flow_close(coll_flow_sched_t *const *jobs, int n, const topo_t *topo) {
   return closed;
 }
 
-/* One round of phase fp for every member, as run_round runs it in SimGrid,
- * operation for operation: each member's clock in end_s. */
-static void time_closed_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int p,
-                              coll_flow_log_t *log) {
-  const fphase_t *fp = &job->phases[p];
+/* Each endpoint's wait before posting a round of phase fp, as run_round
+ * sums it: its sends' longest path latency, then the protocol's step. */
+static void phase_waits(const coll_flow_sched_t *job, const coll_cfg_t *cfg, const fphase_t *fp) {
   fclosed_t *c = job->closed;
   for (int e = 0; e < job->endpoints; e++) {
     int s0 = fp->send_off[e], s1 = fp->send_off[e + 1];
@@ -233,8 +235,18 @@ static void time_closed_round(const coll_flow_sched_t *job, const coll_cfg_t *cf
       wait = fmax(wait, fp->x[fp->send_idx[i]].alpha_s);
     if (s1 > s0)
       wait += cfg->step_latency_s + job->step_s;
-    c->post_s[e] = wait > 0 ? c->end_s[e] + wait : c->end_s[e];
+    c->wait_s[e] = wait;
   }
+}
+
+/* One round of phase fp for every member, as run_round runs it in SimGrid,
+ * operation for operation: each member's clock in end_s. */
+static void time_closed_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int p,
+                              coll_flow_log_t *log) {
+  const fphase_t *fp = &job->phases[p];
+  fclosed_t *c = job->closed;
+  for (int e = 0; e < job->endpoints; e++)
+    c->post_s[e] = c->wait_s[e] > 0 ? c->end_s[e] + c->wait_s[e] : c->end_s[e];
   for (int i = 0; i < fp->ph->nxfers; i++) {
     const fxfer_t *x = &fp->x[i]; /* it starts once both ends posted it */
     c->xend_s[i] = fmax(c->post_s[x->src], c->post_s[x->dst]) + (double)x->bytes / x->rate_Bps;
@@ -287,12 +299,14 @@ static void time_closed(const coll_flow_sched_t *job, const coll_cfg_t *cfg, col
   memcpy(c->end_s, c->arrive_s, (size_t)job->endpoints * sizeof *c->end_s);
   long rounds = 0;
   for (int loop = 0; loop < job->loops; loop++)
-    for (int p = 0; p < job->nphases; p++)
+    for (int p = 0; p < job->nphases; p++) {
+      phase_waits(job, cfg, &job->phases[p]);
       for (int r = 0; r < job->phases[p].ph->rounds; r++) {
         time_closed_round(job, cfg, p, log);
         if (log && ++rounds % CLOSED_SWEEP_ROUNDS == 0)
           sweep_own_links(job, log);
       }
+    }
   if (log)
     sweep_own_links(job, log);
   for (int m = 0; m < c->members; m++)
@@ -323,6 +337,7 @@ void coll_flow_closed_free(fclosed_t *c) {
   free(c->arrive_s);
   free(c->end_s);
   free(c->post_s);
+  free(c->wait_s);
   free(c->xend_s);
   free(c->slots);
   for (int p = 0; c->route && c->route_off[p]; p++) {
