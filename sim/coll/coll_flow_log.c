@@ -59,15 +59,10 @@ void coll_flow_log_release(coll_flow_log_t *log, double start_s) {
   }
 }
 
-void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, double start_s,
-                       double end_s) {
-  if (!log || !log->stats)
-    return;
-  topo_hop_t hops[TOPO_MAX_HOPS];
-  int nh = topo_route(topo_at(log->topo, start_s), src, dst, hops);
-  for (int h = 0; h < nh; h++)
-    linkstats_add_interval(log->stats, hops[h].link, hops[h].dir, start_s, end_s, bytes);
-  log->since_sweep += nh;
+/* Counts n intervals kept to sweep; every LOG_SWEEP_EVERY of them, sweeps
+ * the link figures up to the earliest time held, or SimGrid's clock. */
+static void kept(coll_flow_log_t *log, int n) {
+  log->since_sweep += n;
   if (log->since_sweep < LOG_SWEEP_EVERY)
     return;
   double t = simgrid_get_clock();
@@ -80,17 +75,32 @@ void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, dou
   }
 }
 
+void coll_flow_log_add(coll_flow_log_t *log, int src, int dst, double bytes, double start_s,
+                       double end_s) {
+  if (!log || !log->stats)
+    return;
+  topo_hop_t hops[TOPO_MAX_HOPS];
+  int nh = topo_route(topo_at(log->topo, start_s), src, dst, hops);
+  for (int h = 0; h < nh; h++)
+    linkstats_add_interval(log->stats, hops[h].link, hops[h].dir, start_s, end_s, bytes);
+  kept(log, nh);
+}
+
 void coll_flow_log_add_routed(coll_flow_log_t *log, const int *route, int n, double bytes,
                               double start_s, double end_s) {
   if (!log || !log->stats)
     return;
+  int nkept = 0;
   for (int h = 0; h < n; h++) {
     int slot = route[h] / 2;
-    if (route[h] % 2)
+    if (route[h] % 2) {
       linkstats_add_in_order(log->stats, slot, start_s, end_s, bytes);
-    else
+    } else {
       linkstats_add_interval(log->stats, slot / 2, slot % 2, start_s, end_s, bytes);
+      nkept++;
+    }
   }
+  kept(log, nkept);
 }
 
 void coll_flow_log_sweep_slots(coll_flow_log_t *log, const int *slots, int n, double t) {
