@@ -39,7 +39,7 @@ typedef struct {
   int edges;     /* edges walked */
 } interval_walk_t;
 
-/* Sorts edges as intervals_sweep does. */
+/* Sorts edges as intervals_sweep does; stable: equal edges keep their order. */
 void intervals_sort(interval_edge_t *e, int n);
 
 /* Walks n sorted edges on from w, every one later than those walked before

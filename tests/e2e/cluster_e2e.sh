@@ -72,9 +72,9 @@ check "a listed placement that moves peer offsets still pairs every send (slowdo
   --job configs/workloads/llama3-8b-dp4.json@spread --format json >"$tmp/train.json"
 check "two spread training jobs slow each other down (DP traffic on shared uplinks)" \
   same "$(field "$tmp/train.json" 'all(k["slowdown"] > 1.001 for k in j["jobs"]) and len(j["shared_links"]) > 0')" True
-"$npusim" cluster --system $sys --job configs/workloads/llama2-70b.json --format json \
+"$npusim" cluster --system $sys --job configs/workloads/qwen2-72b.json --format json \
   --set chip.hbm.capacity_GiB=32 --steps 1 >"$tmp/mem.json"
-train_peak=$("$npusim" train --system $sys --workload configs/workloads/llama2-70b.json --format json |
+train_peak=$("$npusim" train --system $sys --workload configs/workloads/qwen2-72b.json --format json |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["memory"]["peak_GiB"])')
 check "a workload job's memory is train's fullest stage ($train_peak GiB)" \
   same "$(field "$tmp/mem.json" 'j["jobs"][0]["peak_memory_GiB"]')" "$train_peak"

@@ -19,6 +19,7 @@ extern CU_TestInfo serve_tests[];
 extern CU_TestInfo serve_comm_tests[];
 extern CU_TestInfo jobs_tests[];
 extern CU_TestInfo out_format_tests[];
+extern CU_TestInfo intervals_tests[];
 extern CU_TestInfo transformer_tests[];
 extern CU_TestInfo check_tests[];
 

@@ -22,6 +22,7 @@ int main(void) {
       {.pName = "serve_comm", .pTests = serve_comm_tests},
       {.pName = "jobs", .pTests = jobs_tests},
       {.pName = "out_format", .pTests = out_format_tests},
+      {.pName = "intervals", .pTests = intervals_tests},
       {.pName = "transformer", .pTests = transformer_tests},
       {.pName = "check", .pTests = check_tests},
       CU_SUITE_INFO_NULL,
