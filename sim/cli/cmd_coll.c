@@ -97,6 +97,8 @@ int cmd_coll(const cli_opts_t *opts, FILE *out, npu_err_t *err) {
                          .time_rank_paced = replay_contend_scheds};
   coll_result_t result;
   int rc = coll_run(&run, &args.m, &result, err);
+  if (rc == 0 && !run.analytic && opts->env->replay.tell_collapse)
+    fprintf(stderr, "npusim coll: flow: sizes timed in closed form: %d\n", result.closed);
   if (rc == 0) {
     coll_report_opts_t *report = &args.report;
     report->format = opts->format;

@@ -82,9 +82,10 @@ void coll_analytic_death_rest(const topo_t *topo, const coll_sched_t *sched, int
  * once per process) and writes each one's duration to times_s. collapse:
  * uniform rounds as one and closed forms where they give the same result
  * (coll_flow_collapse, coll_flow_close); false runs every round in SimGrid. Link figures of
- * schedule stats_index go to stats (may be NULL). Returns 0, or -1 with a
- * reason in err (the platform could not be written), or COLL_FLOW_TOO_LARGE
- * when the run is more than SimGrid holds (FLOW_MAX_*). */
+ * schedule stats_index go to stats (may be NULL). Returns how many schedules
+ * took the closed form (0 or more), or -1 with a reason in err (the platform
+ * could not be written), or COLL_FLOW_TOO_LARGE when the run is more than
+ * SimGrid holds (FLOW_MAX_*). */
 int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t *const *scheds,
                   int n, bool collapse, double *times_s, int stats_index, linkstats_t *stats,
                   npu_err_t *err);

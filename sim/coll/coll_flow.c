@@ -411,6 +411,7 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
                     "%ld", FLOW_MAX_XFERS, xfers), COLL_FLOW_TOO_LARGE;
   pair_set_t pairs;
   pair_set_init(&pairs);
+  int closed = 0;
   for (int j = 0; j < n; j++) {
     for (int p = 0; p < scheds[j]->nphases; p++)
       for (int i = 0; i < scheds[j]->phases[p].nxfers; i++)
@@ -428,7 +429,7 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
     run.jobs[j] = coll_flow_prepare(topo, &widened, "c");
     if (collapse) { /* each schedule runs alone, between barriers */
       coll_flow_collapse(run.jobs[j], topo);
-      coll_flow_close(&run.jobs[j], 1, topo);
+      closed += coll_flow_close(&run.jobs[j], 1, topo);
     }
   }
   run.barrier = sg_barrier_init((unsigned)run.endpoints + 1);
@@ -449,5 +450,5 @@ int coll_flow_run(const topo_t *topo, const coll_cfg_t *cfg, const coll_sched_t 
     coll_flow_free(run.jobs[j]);
   free(run.jobs);
   free(ctx);
-  return 0;
+  return closed;
 }

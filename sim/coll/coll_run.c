@@ -71,8 +71,12 @@ static int run_flow(const coll_run_opts_t *opts, const coll_cfg_t *cfg, const co
   int rc = coll_flow_run(&r->topo, cfg, scheds, n, !opts->plain_rounds, times, opts->links ? n - 1 : -1, &r->stats, &why);
   if (rc == COLL_FLOW_TOO_LARGE) /* "flow: ..." is the --fidelity this command was given */
     rc = npu_err_set(err, "--fidelity %s; use --fidelity analytic", why.msg);
-  else if (rc)
+  else if (rc < 0)
     rc = npu_err_set(err, "%s", why.msg);
+  else { /* how many sizes took the closed form */
+    r->closed = rc;
+    rc = 0;
+  }
   for (int i = 0; rc == 0 && i < n; i++)
     r->rows[i].time_s = times[i];
   free(scheds);

@@ -44,6 +44,7 @@ typedef struct {
   coll_row_t *rows;
   int nrows;
   linkstats_t stats; /* the largest size's links, if opts.links */
+  int closed;        /* flow: sizes timed in closed form (coll_flow_run) */
 } coll_result_t;
 
 /* Runs m. Returns 0 with *r filled (free it with coll_result_free), or -1
