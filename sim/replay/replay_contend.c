@@ -316,6 +316,7 @@ void replay_contend_free(replay_contend_t *c) {
   free(c->spare);
   free(c->active);
   free(c->open);
+  free(c->open_link);
   free(c->ending);
   free(c->touched);
   free(c->fill);
@@ -379,6 +380,7 @@ static int new_job(replay_contend_t *c, double start_s, bool owner) {
       c->spare = realloc(c->spare, (size_t)c->capjobs * sizeof *c->spare);
       c->active = realloc(c->active, (size_t)c->capjobs * sizeof *c->active);
       c->open = realloc(c->open, (size_t)c->capjobs * sizeof *c->open);
+      c->open_link = realloc(c->open_link, (size_t)c->capjobs * sizeof *c->open_link);
       c->fill_frozen = realloc(c->fill_frozen, (size_t)c->capjobs * sizeof *c->fill_frozen);
       c->in_open = realloc(c->in_open, (size_t)c->capjobs * sizeof *c->in_open);
       c->fill_list = realloc(c->fill_list, (size_t)c->capjobs * sizeof *c->fill_list);

@@ -299,7 +299,7 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double lev
   for (int q = 0; q < ntouched; q++)
     c->fill_fill[q] = 0;
   for (int o = 0; o < nopen; o++) {
-    const coll_phase_cost_t *link = contend_job_link(&c->jobs[c->open[o]]);
+    const coll_phase_cost_t *link = c->open_link[o];
     c->fill_frozen[o] = 0;
     for (int l = 0; l < link->nloads; l++) {
       int q = c->fill_at[link->slots[l]];
@@ -339,8 +339,8 @@ static void fill_levels(replay_contend_t *c, int nopen, int ntouched, double lev
     qsort(c->fill_list, (size_t)nfz, sizeof *c->fill_list, npu_cmp_int);
     int nchanged = 0;
     for (int f = 0; f < nfz; f++) {
-      job_t *j = &c->jobs[c->open[c->fill_list[f]]];
-      freeze(c, j, contend_job_link(j), level, c->fill_changed, &nchanged);
+      int o = c->fill_list[f];
+      freeze(c, &c->jobs[c->open[o]], c->open_link[o], level, c->fill_changed, &nchanged);
     }
     left -= nfz;
     for (int k = 0; k < nchanged; k++) {
@@ -376,16 +376,16 @@ static bool fill_scan(replay_contend_t *c, int *nopen, int ntouched, double *lev
     }
     int kept = 0;
     for (int o = 0; o < *nopen; o++) {
-      job_t *j = &c->jobs[c->open[o]];
-      const coll_phase_cost_t *link = contend_job_link(j);
+      const coll_phase_cost_t *link = c->open_link[o];
       bool full = false;
       for (int l = 0; l < link->nloads && !full; l++)
         full = c->full[link->slots[l]];
       if (!full) {
+        c->open_link[kept] = link;
         c->open[kept++] = c->open[o];
         continue;
       }
-      freeze(c, j, link, *level, NULL, NULL);
+      freeze(c, &c->jobs[c->open[o]], link, *level, NULL, NULL);
     }
     done = kept == *nopen || kept == 0; /* nothing froze (no link is full any more), or all */
     *nopen = kept;
@@ -418,8 +418,11 @@ static int open_jobs(replay_contend_t *c) {
   int n = 0;
   for (int a = 0; a < c->nactive; a++) {
     int id = c->active[a];
-    if ((all || c->in_open[id]) && contend_job_link(&c->jobs[id])) /* not between link parts */
+    const coll_phase_cost_t *link = all || c->in_open[id] ? contend_job_link(&c->jobs[id]) : NULL;
+    if (link) { /* not between link parts */
+      c->open_link[n] = link;
       c->open[n++] = id;
+    }
     c->in_open[id] = 0;
   }
   return n;
@@ -433,7 +436,7 @@ void contend_share(replay_contend_t *c) {
     return;
   int nopen = open_jobs(c), ntouched = 0;
   for (int o = 0; o < nopen; o++) {
-    const coll_phase_cost_t *link = contend_job_link(&c->jobs[c->open[o]]);
+    const coll_phase_cost_t *link = c->open_link[o];
     for (int l = 0; l < link->nloads; l++) {
       int s = link->slots[l];
       if (c->users[s]++ == 0)

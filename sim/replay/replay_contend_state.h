@@ -92,6 +92,8 @@ struct replay_contend {
   int *active, nactive;  /* started, not ended */
   int *ending;           /* scratch of step(): the jobs that end at its time */
   int *open, *touched;   /* scratch of share() */
+  const coll_phase_cost_t **open_link; /* per open job, its link part (share() finds
+                                        * each once: its parts do not move during it) */
   /* scratch of fill_levels(): its heap of levels; per direction its index in
    * touched; per touched direction its open jobs (CSR); per open job whether
    * it froze; the jobs frozen at a level; the directions they changed */
