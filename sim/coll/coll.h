@@ -130,6 +130,11 @@ double coll_sched_bytes(const coll_sched_t *s);
  * share of link_s) and every step's synchronisation; 0 when not chunked. */
 double coll_phase_pipeline_s(const coll_phase_t *ph, double link_s);
 
+/* What a receiver of a round of ph does on its own once the round's received
+ * bytes have arrived: reduce them (collectives.reduce_bandwidth_GBps, where
+ * ph reduces); 0 where it reduces inline. */
+double coll_phase_local_s(const coll_cfg_t *cfg, const coll_phase_t *ph, double received);
+
 /* ---- building schedules (coll_sched.c), used by the algorithms ---- */
 
 /* Returns phase number index, creating empty phases up to it. */

@@ -132,8 +132,7 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
       most_received = received;
   }
   double total = slowest + cfg->step_latency_s + step_s + coll_phase_pipeline_s(ph, longest_link);
-  if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
-    total += most_received / cfg->reduce_bw_bytes_per_s;
+  total += coll_phase_local_s(cfg, ph, most_received);
   if (cost) {
     double busiest = 0;
     cost->slots = malloc(((size_t)sc->ntouched + 1) * sizeof *cost->slots);
@@ -239,8 +238,7 @@ static double timed_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
     most_received = r > most_received ? r : most_received;
   }
   last += coll_phase_pipeline_s(ph, longest_link);
-  if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
-    last += most_received / cfg->reduce_bw_bytes_per_s;
+  last += coll_phase_local_s(cfg, ph, most_received);
   return last;
 }
 
@@ -337,8 +335,7 @@ static double death_round_end(const topo_t *t, const coll_cfg_t *cfg, const coll
     most_received = r > most_received ? r : most_received;
   }
   last += coll_phase_pipeline_s(ph, longest_link);
-  if (ph->reduces && cfg->reduce_bw_bytes_per_s > 0)
-    last += most_received / cfg->reduce_bw_bytes_per_s;
+  last += coll_phase_local_s(cfg, ph, most_received);
   free(from);
   free(end);
   free(late);

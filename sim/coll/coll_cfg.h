@@ -156,6 +156,9 @@ typedef struct {
                                      (oneshot, twoshot), in place of op_overhead_s; 0:
                                      op_overhead_s */
   double p2p_sync_s;              /* its flag barrier among the ranks, once per stage */
+  double p2p_read_bytes_per_s;    /* the rate its loads from the peers' buffers reach, per
+                                     rank, all peers together; 0: the links' rate
+                                     (coll_select.c) */
   coll_proto_t proto[COLL_PROTO_COUNT];
   coll_nvls_t nvls;
 } coll_cfg_t;

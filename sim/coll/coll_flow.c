@@ -320,8 +320,9 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
                         ? coll_phase_pipeline_s(fp->ph, (simgrid_get_clock() - posted) / times) : 0;
   if (pipeline > 0)
     sg_actor_sleep_for(pipeline * times);
-  if (fp->ph->reduces && cfg->reduce_bw_bytes_per_s > 0 && received > 0)
-    sg_actor_sleep_for(received / cfg->reduce_bw_bytes_per_s);
+  double local = received > 0 ? coll_phase_local_s(cfg, fp->ph, received) : 0;
+  if (local > 0)
+    sg_actor_sleep_for(local);
 }
 
 void coll_flow_run_endpoint(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int me,

@@ -271,8 +271,8 @@ static void time_closed_round(const coll_flow_sched_t *job, const coll_cfg_t *cf
     double pipeline = e < job->ranks ? coll_phase_pipeline_s(fp->ph, done - c->post_s[e]) : 0;
     if (pipeline > 0)
       done += pipeline;
-    if (fp->ph->reduces && cfg->reduce_bw_bytes_per_s > 0 && received > 0)
-      done += received / cfg->reduce_bw_bytes_per_s;
+    if (received > 0)
+      done += coll_phase_local_s(cfg, fp->ph, received);
     c->end_s[e] = done;
   }
 }

@@ -60,3 +60,7 @@ double coll_phase_pipeline_s(const coll_phase_t *ph, double link_s) {
     return 0;
   return link_s / ph->chunk_steps + (ph->chunk_steps + 1) * ph->chunk_step_s;
 }
+
+double coll_phase_local_s(const coll_cfg_t *cfg, const coll_phase_t *ph, double received) {
+  return ph->reduces && cfg->reduce_bw_bytes_per_s > 0 ? received / cfg->reduce_bw_bytes_per_s : 0;
+}

@@ -499,6 +499,12 @@ static const cfg_key_t system_keys[] = {
     NUM("collectives.p2p_sync_us", "us", MICRO, SYS(coll.p2p_sync_s), 0, 1e6, "0",
         "Flag barrier among the ranks of a oneshot or twoshot all-reduce, once per stage "
         "(each rank writes a flag into every peer's memory and waits for theirs)."),
+    OFF("collectives.p2p_read_GBps", "GB/s", GIGA, SYS(coll.p2p_read_bytes_per_s), 0.01, 1e6,
+        "0",
+        "Rate at which a oneshot or twoshot all-reduce kernel's loads from its peers' buffers "
+        "reach, per rank, all peers together, where below its port's (its thread blocks' "
+        "loads over NVLink wait on their latency): each byte holds the links as long as "
+        "port / rate bytes would; 0 = the links' rate."),
     ENUM("collectives.analytic_progress", coll_progress_names, COLL_PROGRESS_COUNT,
          SYS(coll.analytic_progress), "\"auto\"",
          "How the analytic fidelity paces a collective that shares links with other traffic: "

@@ -475,7 +475,7 @@ typedef struct {
   int *off, *idx;      /* per endpoint: the transfers it sends or receives */
   int *posted;         /* per transfer: ends posted this round */
   int rounds;
-  bool reduces;
+  const coll_phase_t *ph; /* the schedule's phase (the inst's plan, kept through the run) */
 } pphase_t;
 
 struct paced {
@@ -552,7 +552,7 @@ static struct paced *paced_new(const replay_plan_t *pl, int inst) {
     pphase_t *q = &pc->ph[p];
     q->nx = ph->nxfers;
     q->rounds = ph->rounds > 0 ? ph->rounds : 1;
-    q->reduces = ph->reduces;
+    q->ph = ph;
     q->x = malloc(((size_t)q->nx + 1) * sizeof *q->x);
     q->posted = calloc((size_t)q->nx + 1, sizeof *q->posted);
     q->off = calloc((size_t)pc->nends + 1, sizeof *q->off);
@@ -713,8 +713,7 @@ static void paced_event(replay_contend_t *c, int run, int kind, int e, int p, in
       int en = ends[k];
       if (--pc->pending[en] > 0)
         continue;
-      double reduce = pc->ph[p].reduces && pl->sys->coll.reduce_bw_bytes_per_s > 0
-                          ? pc->received[en] / pl->sys->coll.reduce_bw_bytes_per_s : 0;
+      double reduce = coll_phase_local_s(&pl->sys->coll, pc->ph[p].ph, pc->received[en]);
       if (reduce > 0)
         paced_job(c, run, PACED_REDUCE, en, 0, 0, reduce);
       else

@@ -99,6 +99,24 @@ for c in "ascend-910b allreduce 128 --algo=ring 3" "h100-dgx allreduce 64 --algo
     grep -qx "npusim coll: flow: sizes timed in closed form: $5" "$tmp/closedtell.err"
 done
 
+# A serving engine's own all-reduce kernel loads its peers' buffers at
+# collectives.p2p_read_GBps per GPU where that is below its NVLink port's rate:
+# at a rate above the port's nothing changes; at 100 GB/s a 2-GPU one-shot
+# (each GPU loads the other's whole buffer) takes 4 MiB / 100 GB/s = 41.943 us
+# more for 8 MiB than for 4 MiB, in both fidelities.
+engine() { "$npusim" coll --system configs/systems/h100-dgx.json --op allreduce --ranks 2 \
+  --algo oneshot --sizes 4M:8M:2 --format csv "$@"; }
+for fid in analytic flow; do
+  engine --fidelity $fid --set collectives.p2p_read_GBps=0 >"$tmp/p2p0.csv"
+  engine --fidelity $fid --set collectives.p2p_read_GBps=1000000 >"$tmp/p2pfast.csv"
+  check "engine all-reduce: loads faster than the port change nothing ($fid)" \
+    cmp "$tmp/p2p0.csv" "$tmp/p2pfast.csv"
+  dt=$(engine --fidelity $fid --set collectives.p2p_read_GBps=100 |
+    awk -F, 'NR == 2 { a = $6 } NR == 3 { printf "%.3f", $6 - a }')
+  check "engine all-reduce: 4 MiB more loaded at 100 GB/s takes 41.943 us ($dt, $fid)" \
+    awk -v d="$dt" 'BEGIN { exit !(d > 41.93 && d < 41.96) }'
+done
+
 # Determinism.
 run() { "$npusim" coll --system configs/systems/ascend-910b.json --op allreduce --ranks 64 \
   --sizes 1M:64M:8 --links --format json "$@"; }
