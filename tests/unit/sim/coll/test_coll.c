@@ -113,27 +113,35 @@ static void test_analytic_ring_costs_its_alpha_beta_gamma_formula(void) {
 /* A serving engine's all-reduce on p GPUs of one switch: one-shot is
  * p2p_launch + (alpha + sync) + (p - 1) n / B (every rank reads every peer's
  * whole buffer), two-shot p2p_launch + 2 (alpha + sync) + 2 (p - 1) n / p / B;
- * no NCCL protocol, no op_overhead. */
+ * no NCCL protocol, no op_overhead. B is the port's rate, or the rate the
+ * kernel's loads reach (collectives.p2p_read_GBps) where that is lower: with the
+ * config's (below the port) and without. */
 static void test_engine_allreduce_costs_its_formula(void) {
   system_cfg_t s = load_system("h100-dgx.json", NULL);
-  CU_ASSERT(s.coll.p2p_launch_s > 0 && s.coll.p2p_sync_s > 0);
-  for (int p = 2; p <= 8; p += 2)
-    for (int two = 0; two <= 1; two++) {
-      topo_t t;
-      coll_plan_t pl;
-      double n = 128.0 * 1024;
-      coll_algo_t a = two ? COLL_ALGO_TWOSHOT : COLL_ALGO_ONESHOT;
-      CU_ASSERT_EQUAL_FATAL(plan(&s, &t, &pl, COLL_ALLREDUCE, p, p, n, a, COLL_ALGO_AUTO, NULL), 0);
-      CU_ASSERT_EQUAL(pl.proto, -1);
-      const link_cfg_t *port = &t.links[0].cfg;
-      double alpha = 2 * port->latency_s + port->msg_overhead_s, beta = 1 / link_effective_bw(port);
-      double stages = two ? 2 : 1, per_rank = two ? 2.0 * (p - 1) / p * n : (p - 1) * n;
-      double want = s.coll.p2p_launch_s + stages * (alpha + s.coll.p2p_sync_s) + per_rank * beta;
-      double got = coll_analytic_time(&t, &s.coll, &pl.sched, NULL);
-      CU_ASSERT_DOUBLE_EQUAL(got, want, want * 1e-12);
-      coll_plan_free(&pl);
-      topo_free(&t);
-    }
+  CU_ASSERT(s.coll.p2p_launch_s > 0 && s.coll.p2p_sync_s > 0 && s.coll.p2p_read_bytes_per_s > 0);
+  double read_Bps = s.coll.p2p_read_bytes_per_s;
+  for (int measured = 0; measured <= 1; measured++)
+    for (int p = 2; p <= 8; p += 2)
+      for (int two = 0; two <= 1; two++) {
+        topo_t t;
+        coll_plan_t pl;
+        double n = 128.0 * 1024;
+        coll_algo_t a = two ? COLL_ALGO_TWOSHOT : COLL_ALGO_ONESHOT;
+        s.coll.p2p_read_bytes_per_s = measured ? read_Bps : 0;
+        CU_ASSERT_EQUAL_FATAL(plan(&s, &t, &pl, COLL_ALLREDUCE, p, p, n, a, COLL_ALGO_AUTO, NULL),
+                              0);
+        CU_ASSERT_EQUAL(pl.proto, -1);
+        const link_cfg_t *port = &t.links[0].cfg;
+        CU_ASSERT(read_Bps < link_effective_bw(port)); /* the measured rate binds on H100 */
+        double alpha = 2 * port->latency_s + port->msg_overhead_s;
+        double beta = 1 / (measured ? read_Bps : link_effective_bw(port));
+        double stages = two ? 2 : 1, per_rank = two ? 2.0 * (p - 1) / p * n : (p - 1) * n;
+        double want = s.coll.p2p_launch_s + stages * (alpha + s.coll.p2p_sync_s) + per_rank * beta;
+        double got = coll_analytic_time(&t, &s.coll, &pl.sched, NULL);
+        CU_ASSERT_DOUBLE_EQUAL(got, want, want * 1e-12);
+        coll_plan_free(&pl);
+        topo_free(&t);
+      }
   /* vLLM's switch points: one-shot on 2 GPUs, under 512 KiB on 4, under 256 KiB on
    * 8, two-shot above, the library from 8 MiB, across servers and on HCCL */
   topo_t t;
