@@ -444,8 +444,13 @@ void contend_share(replay_contend_t *c) {
       c->demand[s] += link->bytes[l] / link->link_s;
     }
   }
+  /* the scan first, unless the last share needed the heap: the events of one
+   * run mostly need as many levels as the one before (both give the same
+   * rates, bit for bit) */
   double level = 0;
-  if (!fill_scan(c, &nopen, ntouched, &level, FILL_SCAN_LEVELS))
+  bool done = fill_scan(c, &nopen, ntouched, &level, c->fill_by_heap ? 0 : FILL_SCAN_LEVELS);
+  c->fill_by_heap = !done;
+  if (!done)
     fill_levels(c, nopen, ntouched, level);
   for (int q = 0; q < ntouched; q++) {
     int s = c->touched[q];

@@ -108,6 +108,7 @@ struct replay_contend {
   int *ended, nended, first_ended; /* owners ended at `now`, handed out one by one */
   double now;
   bool dirty;            /* the rates need sharing again */
+  bool fill_by_heap;     /* the last share's filling needed the heap (fill_levels) */
   /* kept between shares (see no_link_full): per job id, the link part whose
    * loads are registered, their slots, places in the slots' lists and rates;
    * per slot, the registered loads; the slots that may be full */
