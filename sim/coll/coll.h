@@ -67,13 +67,23 @@ typedef struct {
   coll_phase_t *phases;
   int loops;             /* the phases run this many times (staging-buffer loops) */
   int endpoints;         /* ranks plus in-network switch endpoints used */
-  double wire_factor;    /* bytes on the wire per data byte (protocol), >= 1 */
+  double wire_factor;    /* bytes on the wire per data byte (protocol), >= 1, times
+                            hold_factor */
+  double hold_factor;    /* the part of wire_factor that is time, not bytes: a kernel
+                            whose loads reach less than the links' rate holds them
+                            longer (coll_select.c); link figures and energy count
+                            wire_factor / hold_factor bytes; 0 or 1: none */
   double step_s;         /* protocol latency added to every round */
   bool own_launch;       /* launch_s replaces the config's op_overhead_s (a serving
                             engine's own kernel, not the library's) */
   double launch_s;
   coll_nvls_t nvls;      /* NVLS's chunk pipeline, from the config (absent: not modelled) */
 } coll_sched_t;
+
+/* The schedule's hold_factor, 1 where it has none. */
+static inline double coll_sched_held(const coll_sched_t *s) {
+  return s->hold_factor > 1 ? s->hold_factor : 1;
+}
 
 /* The fixed cost of launching the schedule: its own, else the library's. */
 static inline double coll_sched_launch_s(const coll_cfg_t *cfg, const coll_sched_t *s) {

@@ -89,6 +89,7 @@ static void tally_clear(tally_t *t) {
 typedef struct {
   tally_t load;     /* bytes per link slot (2 per link) in the current round */
   tally_t recv;     /* bytes received per endpoint in the current round */
+  double held;      /* the schedule's hold_factor: link figures count load / held bytes */
   int *touched;     /* slots as first loaded, in order */
   int ntouched;
   topo_hop_t *hops; /* route of each transfer of the phase */
@@ -155,7 +156,7 @@ static double round_time(const topo_t *t, const coll_cfg_t *cfg, const coll_phas
   for (int k = 0; k < sc->ntouched && stats; k++) {
     int slot = sc->touched[k];
     double *load = tally_at(&sc->load, slot), busy = *load / topo_link_bw(t, slot / 2);
-    linkstats_add(stats, slot / 2, slot % 2, *load * repeat, busy * repeat,
+    linkstats_add(stats, slot / 2, slot % 2, *load * repeat / sc->held, busy * repeat,
                   total > 0 ? busy / total : 0);
     *load = 0; /* a slot listed twice (first loaded with 0 bytes) records its load once */
   }
@@ -171,7 +172,7 @@ static scratch_t scratch_new(const coll_sched_t *sched) {
   for (int p = 0; p < sched->nphases; p++)
     if (sched->phases[p].nxfers > maxx)
       maxx = sched->phases[p].nxfers;
-  scratch_t sc = {0};
+  scratch_t sc = {.held = coll_sched_held(sched)};
   size_t loads = ((size_t)maxx + 1) * TOPO_MAX_HOPS;
   tally_init(&sc.load);
   tally_init(&sc.recv);

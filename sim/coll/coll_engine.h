@@ -114,8 +114,10 @@ void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo);
 
 /* Times schedules in closed form where SimGrid would add nothing: when all of
  * them at once load no link direction that two of their (src, dst) pairs
- * share beyond its bandwidth (nothing else may use their links; no timed
- * faults, no dying links, no in-network switch), every transfer runs at its
+ * share beyond its bandwidth (nothing else may use their links but links
+ * that never bind, topo_link_never_binding, whose figures then wait for
+ * SimGrid's clock; no timed faults, no dying links, no in-network switch),
+ * every transfer runs at its
  * path's slowest link, so its end is when both ends posted it plus its bytes
  * at that rate. A closed schedule's members then meet as they come, the
  * first to leave times every member's rounds as run_round would (the same
@@ -124,10 +126,6 @@ void coll_flow_collapse(coll_flow_sched_t *job, const topo_t *topo);
  * whose every member's end waits for every member's start are closed (no one
  * could have ended before the last came). Returns how many it closed. */
 int coll_flow_close(coll_flow_sched_t *const *jobs, int n, const topo_t *topo);
-/* (Nothing else may use their links but links that never bind
- * (topo_link_never_binding), where other transfers cannot slow theirs; the
- * link figures then keep those links' transfers until SimGrid's clock
- * passes them.) */
 
 /* Whether endpoint me has transfers in the schedule. */
 bool coll_flow_takes_part(const coll_flow_sched_t *job, int me);

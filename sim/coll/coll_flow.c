@@ -110,6 +110,7 @@ coll_flow_sched_t *coll_flow_prepare(const topo_t *topo, const coll_sched_t *s,
   job->nphases = s->nphases;
   job->loops = s->loops > 0 ? s->loops : 1;
   job->step_s = s->step_s;
+  job->held = coll_sched_held(s);
   job->own_launch = s->own_launch;
   job->launch_s = s->launch_s;
   job->death_s = topo->after ? topo->death_s : 0;
@@ -308,7 +309,8 @@ static void run_round(const coll_flow_sched_t *job, const coll_cfg_t *cfg, int m
     if (st && !(resent && resent[i - r0]) && posted < T && st->sent == st->got &&
         st->sent_s >= T)
       from = st->sent_s;
-    coll_flow_log_add(log, x->src, x->dst, (double)x->bytes * times, from, simgrid_get_clock());
+    coll_flow_log_add(log, x->src, x->dst, coll_flow_logged_bytes(job, x) * times, from,
+                      simgrid_get_clock());
   }
   if (r1 > r0)
     coll_flow_log_release(log, posted);

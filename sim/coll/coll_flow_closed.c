@@ -266,7 +266,7 @@ static void time_closed_round(const coll_flow_sched_t *job, const coll_cfg_t *cf
     for (int i = r0; log && i < r1; i++) {
       int xi = fp->recv_idx[i], k0 = c->route_off[p][xi];
       coll_flow_log_add_routed(log, c->route[p] + k0, c->route_off[p][xi + 1] - k0,
-                               (double)fp->x[xi].bytes, c->post_s[e], done);
+                               coll_flow_logged_bytes(job, &fp->x[xi]), c->post_s[e], done);
     }
     double pipeline = e < job->ranks ? coll_phase_pipeline_s(fp->ph, done - c->post_s[e]) : 0;
     if (pipeline > 0)

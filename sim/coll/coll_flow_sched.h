@@ -46,6 +46,7 @@ struct coll_flow_sched {
   int ranks;         /* endpoints below are ranks, from it in-network switches */
   left_comms_t *left; /* NULL unless links die */
   double step_s;     /* protocol latency per round */
+  double held;       /* the schedule's hold_factor (coll_flow_logged_bytes) */
   bool own_launch;   /* launch_s replaces the config's op_overhead_s (coll.h) */
   double launch_s;
   double death_s;    /* when links die (topo_t.death_s); 0: none do */
@@ -60,6 +61,13 @@ static inline bool coll_flow_sched_has(const coll_flow_sched_t *job, int me) {
         job->phases[p].recv_off[me] != job->phases[p].recv_off[me + 1])
       return true;
   return false;
+}
+
+/* The bytes the link figures count for transfer x: what SimGrid moves, but for
+ * a held schedule (a kernel below the links' rate, no protocol): its data, the
+ * rest being time. */
+static inline double coll_flow_logged_bytes(const coll_flow_sched_t *job, const fxfer_t *x) {
+  return job->held > 1 ? x->data_bytes : (double)x->bytes;
 }
 
 /* Endpoint me's part of a closed schedule (coll_flow_close): meets the other

@@ -172,9 +172,10 @@ static void use_protocol(coll_plan_t *plan, const coll_proto_t *pr) {
 
 /* The engine's kernel loads its peers' buffers at cfg's p2p_read rate per rank,
  * all peers together, where that is below its port's (the slowest link of a
- * transfer's path): each data byte then holds the links as long as port /
- * rate bytes would, as a protocol's wire efficiency does; 1 at or above it. */
-static double engine_wire_factor(const topo_t *t, const coll_cfg_t *cfg, const coll_sched_t *s) {
+ * transfer's path; one server's ports are alike): each data byte then holds the
+ * links as long as port / rate bytes would, as a protocol's wire efficiency
+ * does, but moves one byte (the schedule's hold_factor); 1 at or above it. */
+static double engine_hold_factor(const topo_t *t, const coll_cfg_t *cfg, const coll_sched_t *s) {
   if (cfg->p2p_read_bytes_per_s <= 0 || s->nphases == 0 || s->phases[0].nxfers == 0)
     return 1;
   topo_hop_t hops[TOPO_MAX_HOPS];
@@ -187,14 +188,14 @@ static double engine_wire_factor(const topo_t *t, const coll_cfg_t *cfg, const c
 
 void coll_select_protocol(const topo_t *t, const coll_cfg_t *cfg, coll_plan_t *plan) {
   plan->proto = -1;
-  plan->sched.wire_factor = 1;
+  plan->sched.wire_factor = plan->sched.hold_factor = 1;
   if (plan->algo[0] == COLL_ALGO_ONESHOT || plan->algo[0] == COLL_ALGO_TWOSHOT) {
     /* the engine's kernel: plain loads and stores at the rate they reach, its
      * own launch, a flag barrier per stage; no NCCL protocol */
     plan->sched.step_s = cfg->p2p_sync_s;
     plan->sched.own_launch = true;
     plan->sched.launch_s = cfg->p2p_launch_s > 0 ? cfg->p2p_launch_s : cfg->op_overhead_s;
-    plan->sched.wire_factor = engine_wire_factor(t, cfg, &plan->sched);
+    plan->sched.wire_factor = plan->sched.hold_factor = engine_hold_factor(t, cfg, &plan->sched);
     return;
   }
   /* NVLS runs Simple only (NCCL's src/graph/tuning.cc); its configured pipeline

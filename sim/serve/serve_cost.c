@@ -132,7 +132,7 @@ static double sched_J(const topo_t *topo, const coll_sched_t *sched) {
         J += p->xfers[x].bytes * p->rounds * topo->links[hops[h].link].cfg.energy_J_per_byte;
     }
   }
-  return J * sched->loops * sched->wire_factor;
+  return J * sched->loops * sched->wire_factor / coll_sched_held(sched);
 }
 
 /* A matmul on the weights: M tokens, N outputs, K inputs, batch of them. */

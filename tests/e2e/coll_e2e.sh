@@ -115,6 +115,14 @@ for fid in analytic flow; do
     awk -F, 'NR == 2 { a = $6 } NR == 3 { printf "%.3f", $6 - a }')
   check "engine all-reduce: 4 MiB more loaded at 100 GB/s takes 41.943 us ($dt, $fid)" \
     awk -v d="$dt" 'BEGIN { exit !(d > 41.93 && d < 41.96) }'
+  # the time the kernel holds the links is not bytes: the links carry the same
+  for r in 0 100; do
+    engine --fidelity $fid --set collectives.p2p_read_GBps=$r --links all --format json |
+      python3 -c 'import json, sys; print([(l["link"], l["direction"], l["bytes"]) for l in json.load(sys.stdin)[-1]["links"]])' \
+      >"$tmp/p2pbytes$r"
+  done
+  check "engine all-reduce: held links carry the bytes they carry at the port's rate ($fid)" \
+    cmp "$tmp/p2pbytes0" "$tmp/p2pbytes100"
 done
 
 # Determinism.
